@@ -1,0 +1,163 @@
+package manifest
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+)
+
+// NumLevels is the number of levels of the LSM tree: L0, where flushes land
+// and tables may overlap, and L1..L6, each sorted and non-overlapping.
+const NumLevels = 7
+
+// FileMetadata describes one table of the store. Everything but the
+// reference count is immutable once the table is installed in a Version.
+type FileMetadata struct {
+	FileNum base.FileNum
+	// Size is the table's length in bytes.
+	Size uint64
+	// Smallest and Largest are the table's first and last internal keys.
+	Smallest, Largest base.InternalKey
+	// SmallestSeqNum and LargestSeqNum bound the sequence numbers in the
+	// table. Among L0 tables, a larger LargestSeqNum means newer data.
+	SmallestSeqNum, LargestSeqNum base.SeqNum
+	// NumEntries counts the table's entries (every version, tombstones
+	// included).
+	NumEntries uint64
+	// FilterBytes is the size of the table's filter block, offsets and
+	// trailer included; 0 when the table has no filter.
+	FilterBytes uint64
+
+	// refs counts the Versions that include the table. When it drops to
+	// zero no reader can reach the table and its file may be deleted.
+	refs atomic.Int32
+}
+
+// String formats the table as "000012:[a#5,SET-k#3,DEL]".
+func (m *FileMetadata) String() string {
+	return fmt.Sprintf("%s:[%s-%s]", m.FileNum, m.Smallest, m.Largest)
+}
+
+// Ref records one more Version holding the table.
+func (m *FileMetadata) Ref() { m.refs.Add(1) }
+
+// Unref drops one Version's hold and reports whether it was the last.
+func (m *FileMetadata) Unref() bool {
+	n := m.refs.Add(-1)
+	if n < 0 {
+		panic(fmt.Sprintf("manifest: table %s unreferenced too often", m.FileNum))
+	}
+	return n == 0
+}
+
+// Refs returns the number of Versions holding the table.
+func (m *FileMetadata) Refs() int32 { return m.refs.Load() }
+
+// Overlaps reports whether the table holds any user key in [start, end]
+// (both inclusive; a nil bound is unbounded).
+func (m *FileMetadata) Overlaps(cmp base.Compare, start, end []byte) bool {
+	if end != nil && cmp(m.Smallest.UserKey, end) > 0 {
+		return false
+	}
+	if start != nil && cmp(m.Largest.UserKey, start) < 0 {
+		return false
+	}
+	return true
+}
+
+// Version is one immutable state of the store: the tables at each level.
+//
+// L0 tables may overlap one another and are ordered oldest first (by
+// LargestSeqNum, then FileNum). The tables of L1..L6 are sorted by key and
+// do not overlap, so at most one of them can hold a given user key.
+//
+// Readers and iterators hold a Version (Ref) for as long as they read its
+// tables; the tables of a Version are not deleted until it is released.
+type Version struct {
+	Levels [NumLevels][]*FileMetadata
+
+	refs atomic.Int32
+}
+
+// Ref records one more holder of the version.
+func (v *Version) Ref() { v.refs.Add(1) }
+
+// Unref drops one holder and reports whether it was the last. The caller that
+// sees true releases the version's tables (see Release).
+func (v *Version) Unref() bool {
+	n := v.refs.Add(-1)
+	if n < 0 {
+		panic("manifest: version unreferenced too often")
+	}
+	return n == 0
+}
+
+// Refs returns the number of holders of the version.
+func (v *Version) Refs() int32 { return v.refs.Load() }
+
+// Release drops the version's hold on each of its tables and returns those
+// no other version holds: their files may be deleted.
+func (v *Version) Release() (obsolete []*FileMetadata) {
+	for _, files := range v.Levels {
+		for _, f := range files {
+			if f.Unref() {
+				obsolete = append(obsolete, f)
+			}
+		}
+	}
+	return obsolete
+}
+
+// Overlaps returns the tables of level that hold any user key in
+// [start, end] (both inclusive; nil is unbounded), in the level's order.
+func (v *Version) Overlaps(level int, cmp base.Compare, start, end []byte) []*FileMetadata {
+	var out []*FileMetadata
+	for _, f := range v.Levels[level] {
+		if f.Overlaps(cmp, start, end) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// LevelSize returns the total size in bytes of the tables of level.
+func (v *Version) LevelSize(level int) uint64 {
+	var n uint64
+	for _, f := range v.Levels[level] {
+		n += f.Size
+	}
+	return n
+}
+
+// CheckOrdering verifies the invariants of the levels: L0 ordered by
+// sequence number, and every deeper level sorted with no two tables sharing
+// a user key.
+func (v *Version) CheckOrdering(cmp base.Compare) error {
+	for i := 1; i < len(v.Levels[0]); i++ {
+		a, b := v.Levels[0][i-1], v.Levels[0][i]
+		if !l0Less(a, b) {
+			return fmt.Errorf("manifest: L0 tables %s and %s out of order", a, b)
+		}
+	}
+	for level := 1; level < NumLevels; level++ {
+		files := v.Levels[level]
+		for i, f := range files {
+			if base.InternalCompare(cmp, f.Smallest, f.Largest) > 0 {
+				return fmt.Errorf("manifest: L%d table %s has smallest > largest", level, f)
+			}
+			if i > 0 && cmp(files[i-1].Largest.UserKey, f.Smallest.UserKey) >= 0 {
+				return fmt.Errorf("manifest: L%d tables %s and %s overlap", level, files[i-1], f)
+			}
+		}
+	}
+	return nil
+}
+
+// l0Less orders L0 tables oldest first.
+func l0Less(a, b *FileMetadata) bool {
+	if a.LargestSeqNum != b.LargestSeqNum {
+		return a.LargestSeqNum < b.LargestSeqNum
+	}
+	return a.FileNum < b.FileNum
+}
