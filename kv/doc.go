@@ -1,0 +1,71 @@
+// Package kv is the bloomkv engine: an embeddable, ordered key-value store
+// built as a log-structured merge tree whose tables carry a Bloom filter per
+// data block.
+//
+// # Using it
+//
+// Open a directory, write with Set, Delete or an atomic Batch, read with Get,
+// an Iterator or a Snapshot, and Close. Every method is safe for concurrent
+// use. Writes take a [WriteOptions]: [Sync] waits for the WAL to reach stable
+// storage, [NoSync] does not (a clean Close still keeps it). Metrics reports
+// how many tables, filters and blocks each lookup touched.
+//
+// # How it works
+//
+// A write is assigned sequence numbers at commit, appended to the write-ahead
+// log (WAL) and inserted into the memtable. Concurrent writers queue; the
+// first in line (the leader) writes the whole queue as one WAL write with at
+// most one fsync, inserts it, and publishes the new sequence number, which
+// makes the group visible to readers at once.
+//
+// When the memtable reaches Options.MemTableSize it becomes immutable and a
+// new memtable with a new WAL takes its place. A background goroutine
+// flushes immutable memtables to L0 tables, records each flush in the
+// MANIFEST and deletes the WAL it no longer needs. Another compacts: it asks
+// the compaction picker what to do, merges the inputs into new tables of the
+// output level, and retires the inputs in the same MANIFEST edit. Input files
+// are deleted once no Version (held by reads, iterators and snapshots'
+// iterators) refers to them.
+//
+// Get looks in the memtable, the immutable memtables newest first, the L0
+// tables newest first, and then in L1..L6 at the one table per level whose
+// key range covers the key, stopping at the newest version visible at the
+// read's sequence number.
+//
+// # Files
+//
+// A store's directory holds, named by base.MakeFilename:
+//
+//	000012.log      WAL: one record per committed batch (internal/record framing)
+//	000010.sst      a table (see package sstable)
+//	MANIFEST-000011 log of version edits (internal/record framing)
+//	CURRENT         "MANIFEST-000011\n": the manifest in use, switched atomically
+//	LOCK            held while the store is open
+//	000013.tmp      a CURRENT being written (removed at Open if left behind)
+//
+// # Batch encoding
+//
+// A batch, as held in memory and as stored in one WAL record:
+//
+//	+-------------------+------------------+----------+-----+----------+
+//	| seqnum (8 B, LE)  | count (4 B, LE)  | record 0 | ... | record n |
+//	+-------------------+------------------+----------+-----+----------+
+//
+//	record:
+//	+-------------+---------------------+-----+-----------------------+-------+
+//	| kind (1 B)  | key len (uvarint)   | key | value len (uvarint)   | value |
+//	+-------------+---------------------+-----+-----------------------+-------+
+//
+// seqnum is that of record 0; record i has seqnum+i. kind is base.KindSet (1)
+// or base.KindDelete (0); a DEL record has an empty value.
+//
+// # Recovery
+//
+// Open reads CURRENT and replays the MANIFEST's edits into a Version, then
+// replays every WAL numbered at or above the manifest's log number into
+// memtables, writes them out as L0 tables, starts a new WAL and a new
+// MANIFEST, and deletes every file the new state does not need. A WAL whose
+// last record is torn (a crash in mid-write) ends recovery at its last whole
+// record; damage followed by valid records is reported as corruption naming
+// the file.
+package kv

@@ -1,0 +1,38 @@
+package kv
+
+import (
+	"errors"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+)
+
+// ErrNotFound is returned by Get when the key has no visible value.
+var ErrNotFound = errors.New("kv: not found")
+
+// ErrClosed is returned by every method of a DB, Iterator, Snapshot or Batch
+// application after the DB has been closed.
+var ErrClosed = errors.New("kv: closed")
+
+// ErrCorruption marks errors caused by damaged or truncated files. It is the
+// same value as the one every bloomkv package wraps, so errors.Is(err,
+// kv.ErrCorruption) holds whichever layer found the damage.
+var ErrCorruption = base.ErrCorruption
+
+// The limits on what one write may carry. Larger keys, values or batches are
+// refused with an error; nothing is written.
+const (
+	// MaxKeySize is the largest key, in bytes, the DB accepts.
+	MaxKeySize = 64 << 10
+	// MaxValueSize is the largest value, in bytes, the DB accepts.
+	MaxValueSize = 64 << 20
+	// MaxBatchSize is the largest encoded batch, in bytes, the DB accepts.
+	MaxBatchSize = 256 << 20
+)
+
+// ErrKeyTooLarge, ErrValueTooLarge and ErrBatchTooLarge report writes over
+// the limits above.
+var (
+	ErrKeyTooLarge   = errors.New("kv: key larger than MaxKeySize")
+	ErrValueTooLarge = errors.New("kv: value larger than MaxValueSize")
+	ErrBatchTooLarge = errors.New("kv: batch larger than MaxBatchSize")
+)

@@ -1,0 +1,246 @@
+package kv
+
+import (
+	"fmt"
+
+	"github.com/bloomkv/bloomkv/bloompolicy"
+	"github.com/cockroachdb/pebble/vfs"
+)
+
+// Defaults applied to zero fields of [Options].
+const (
+	DefaultMemTableSize              = 4 << 20
+	DefaultMemTableStopWrites        = 2
+	DefaultBlockSize                 = 4 << 10
+	DefaultBlockCacheSize            = 8 << 20
+	DefaultMaxOpenFiles              = 500
+	DefaultL0CompactionThreshold     = 4
+	DefaultL0SlowdownWritesThreshold = 8
+	DefaultL0StopWritesThreshold     = 12
+	DefaultLBaseMaxBytes             = 64 << 20
+	DefaultLevelMultiplier           = 10
+	DefaultTargetFileSize            = 2 << 20
+	DefaultMaxManifestFileSize       = 4 << 20
+	// DefaultFilterFPR is the target false-positive rate of the filter
+	// policy used when Options.FilterPolicy is nil.
+	DefaultFilterFPR = 0.01
+)
+
+// Bounds enforced on [Options] by Open.
+const (
+	MinMemTableSize = 1 << 10
+	MaxMemTableSize = 4 << 30
+	MaxBlockSize    = 64 << 20
+	MinMaxOpenFiles = 8
+)
+
+// Options configure a DB. A nil *Options, and every zero field, means the
+// default. Open rejects invalid values with an error naming the field.
+type Options struct {
+	// FS carries every file operation of the DB. nil means vfs.Default (the
+	// operating system's filesystem); vfs.NewMem gives an in-memory store.
+	FS vfs.FS
+
+	// FilterPolicy builds the per-block filters of new tables. nil means a
+	// Bloom filter with a 1% target false-positive rate
+	// (bloompolicy.New(DefaultFilterFPR)).
+	FilterPolicy bloompolicy.FilterPolicy
+	// DisableFilters writes new tables without filters.
+	DisableFilters bool
+	// ExtraFilterPolicies are policies, beyond FilterPolicy, that readers may
+	// use. A table written under a policy that is neither FilterPolicy nor
+	// listed here stays readable, only without its filter. Policies are
+	// matched by Name.
+	ExtraFilterPolicies []bloompolicy.FilterPolicy
+
+	// MemTableSize is the size in bytes at which the memtable becomes
+	// immutable and is flushed to an L0 table. Default 4 MiB.
+	MemTableSize int64
+	// MemTableStopWritesThreshold is the number of immutable memtables
+	// waiting for a flush at which writers stall. Default 2.
+	MemTableStopWritesThreshold int
+
+	// BlockSize is the target uncompressed size of data blocks. Default
+	// 4 KiB.
+	BlockSize int
+	// BlockCacheSize is the capacity in bytes of the block cache shared by
+	// all tables. Default 8 MiB.
+	BlockCacheSize int64
+	// MaxOpenFiles bounds the number of tables kept open. Default 500.
+	MaxOpenFiles int
+
+	// L0CompactionThreshold is the number of L0 tables that triggers an
+	// L0→L1 compaction. Default 4.
+	L0CompactionThreshold int
+	// L0SlowdownWritesThreshold is the number of L0 tables at which each
+	// write group is delayed by a millisecond, to let compaction catch up.
+	// Default 8.
+	L0SlowdownWritesThreshold int
+	// L0StopWritesThreshold is the number of L0 tables at which writers stall
+	// until compaction brings the count down. Default 12.
+	L0StopWritesThreshold int
+	// LBaseMaxBytes is the target size of L1. Default 64 MiB.
+	LBaseMaxBytes int64
+	// LevelMultiplier is the ratio between the target sizes of consecutive
+	// levels. Default 10.
+	LevelMultiplier int
+	// TargetFileSize is the size at which compaction cuts output tables.
+	// Default 2 MiB.
+	TargetFileSize int64
+	// DisableAutomaticCompactions turns off background compactions; only
+	// DB.Compact compacts. Writers never stall on L0 tables then.
+	DisableAutomaticCompactions bool
+
+	// MaxManifestFileSize is the size at which the MANIFEST is rewritten
+	// from a snapshot of the current version. Default 4 MiB.
+	MaxManifestFileSize int64
+}
+
+// resolve returns a copy of o with defaults filled in, or an error naming
+// the first invalid field.
+func (o *Options) resolve() (*Options, error) {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	r.ExtraFilterPolicies = append([]bloompolicy.FilterPolicy(nil), r.ExtraFilterPolicies...)
+	if err := r.checkSigns(); err != nil {
+		return nil, err
+	}
+	r.fillDefaults()
+	if r.FilterPolicy == nil {
+		p, err := defaultFilterPolicy()
+		if err != nil {
+			return nil, err
+		}
+		r.FilterPolicy = p
+	}
+	if err := r.checkBounds(); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// checkSigns rejects negative sizes and counts before defaults hide them.
+func (o *Options) checkSigns() error {
+	ints := []struct {
+		name string
+		v    int64
+	}{
+		{"MemTableSize", o.MemTableSize},
+		{"MemTableStopWritesThreshold", int64(o.MemTableStopWritesThreshold)},
+		{"BlockSize", int64(o.BlockSize)},
+		{"BlockCacheSize", o.BlockCacheSize},
+		{"MaxOpenFiles", int64(o.MaxOpenFiles)},
+		{"L0CompactionThreshold", int64(o.L0CompactionThreshold)},
+		{"L0SlowdownWritesThreshold", int64(o.L0SlowdownWritesThreshold)},
+		{"L0StopWritesThreshold", int64(o.L0StopWritesThreshold)},
+		{"LBaseMaxBytes", o.LBaseMaxBytes},
+		{"LevelMultiplier", int64(o.LevelMultiplier)},
+		{"TargetFileSize", o.TargetFileSize},
+		{"MaxManifestFileSize", o.MaxManifestFileSize},
+	}
+	for _, f := range ints {
+		if f.v < 0 {
+			return fmt.Errorf("kv: invalid options: %s is negative (%d)", f.name, f.v)
+		}
+	}
+	return nil
+}
+
+func (o *Options) fillDefaults() {
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
+	setDefault(&o.MemTableSize, DefaultMemTableSize)
+	setDefault(&o.MemTableStopWritesThreshold, DefaultMemTableStopWrites)
+	setDefault(&o.BlockSize, DefaultBlockSize)
+	setDefault(&o.BlockCacheSize, DefaultBlockCacheSize)
+	setDefault(&o.MaxOpenFiles, DefaultMaxOpenFiles)
+	setDefault(&o.L0CompactionThreshold, DefaultL0CompactionThreshold)
+	setDefault(&o.L0StopWritesThreshold, max(DefaultL0StopWritesThreshold, o.L0CompactionThreshold))
+	setDefault(&o.L0SlowdownWritesThreshold, min(DefaultL0SlowdownWritesThreshold, o.L0StopWritesThreshold))
+	setDefault(&o.LBaseMaxBytes, DefaultLBaseMaxBytes)
+	setDefault(&o.LevelMultiplier, DefaultLevelMultiplier)
+	setDefault(&o.TargetFileSize, DefaultTargetFileSize)
+	setDefault(&o.MaxManifestFileSize, DefaultMaxManifestFileSize)
+}
+
+func setDefault[T int | int64](p *T, def T) {
+	if *p == 0 {
+		*p = def
+	}
+}
+
+// checkBounds rejects values that are positive but unusable, and
+// thresholds that contradict one another.
+func (o *Options) checkBounds() error {
+	switch {
+	case o.MemTableSize < MinMemTableSize || o.MemTableSize > MaxMemTableSize:
+		return fmt.Errorf("kv: invalid options: MemTableSize %d outside [%d, %d]",
+			o.MemTableSize, MinMemTableSize, int64(MaxMemTableSize))
+	case o.BlockSize > MaxBlockSize:
+		return fmt.Errorf("kv: invalid options: BlockSize %d over %d", o.BlockSize, MaxBlockSize)
+	case o.MaxOpenFiles < MinMaxOpenFiles:
+		return fmt.Errorf("kv: invalid options: MaxOpenFiles %d under %d", o.MaxOpenFiles, MinMaxOpenFiles)
+	case o.L0StopWritesThreshold < o.L0CompactionThreshold:
+		return fmt.Errorf("kv: invalid options: L0StopWritesThreshold %d below L0CompactionThreshold %d",
+			o.L0StopWritesThreshold, o.L0CompactionThreshold)
+	case o.L0SlowdownWritesThreshold > o.L0StopWritesThreshold:
+		return fmt.Errorf("kv: invalid options: L0SlowdownWritesThreshold %d above L0StopWritesThreshold %d",
+			o.L0SlowdownWritesThreshold, o.L0StopWritesThreshold)
+	case o.LevelMultiplier < 2:
+		return fmt.Errorf("kv: invalid options: LevelMultiplier %d under 2", o.LevelMultiplier)
+	}
+	if o.FilterPolicy != nil && o.FilterPolicy.Name() == "" {
+		return fmt.Errorf("kv: invalid options: FilterPolicy has an empty name")
+	}
+	for i, p := range o.ExtraFilterPolicies {
+		if p == nil || p.Name() == "" {
+			return fmt.Errorf("kv: invalid options: ExtraFilterPolicies[%d] is nil or unnamed", i)
+		}
+	}
+	return nil
+}
+
+// filters returns the policies readers may use, by name.
+func (o *Options) filters() map[string]bloompolicy.FilterPolicy {
+	m := map[string]bloompolicy.FilterPolicy{}
+	if o.FilterPolicy != nil {
+		m[o.FilterPolicy.Name()] = o.FilterPolicy
+	}
+	for _, p := range o.ExtraFilterPolicies {
+		if _, ok := m[p.Name()]; !ok {
+			m[p.Name()] = p
+		}
+	}
+	return m
+}
+
+// WriteOptions control one write. Use the predefined [Sync] and [NoSync]; a
+// nil *WriteOptions means NoSync.
+type WriteOptions struct {
+	// Sync makes the write wait until the WAL is synced to stable storage,
+	// so it survives a crash of the machine. Without it, an acknowledged
+	// write survives a crash of the process once the OS has it, and always
+	// survives a clean Close.
+	Sync bool
+}
+
+// Sync and NoSync are the two write modes.
+var (
+	Sync   = &WriteOptions{Sync: true}
+	NoSync = &WriteOptions{Sync: false}
+)
+
+func (o *WriteOptions) sync() bool { return o != nil && o.Sync }
+
+// IterOptions restrict an iterator. A nil *IterOptions means no bounds.
+type IterOptions struct {
+	// LowerBound, when not nil, is the smallest key the iterator shows
+	// (inclusive).
+	LowerBound []byte
+	// UpperBound, when not nil, is the key the iterator stops before
+	// (exclusive).
+	UpperBound []byte
+}

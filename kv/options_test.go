@@ -1,0 +1,74 @@
+package kv
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/bloomkv/bloomkv/bloompolicy"
+	"github.com/cockroachdb/pebble/vfs"
+)
+
+// TestOptions_Defaults fills every zero field.
+func TestOptions_Defaults(t *testing.T) {
+	o, err := (*Options)(nil).resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.FS != vfs.Default || o.MemTableSize != DefaultMemTableSize ||
+		o.BlockSize != DefaultBlockSize || o.BlockCacheSize != DefaultBlockCacheSize ||
+		o.L0CompactionThreshold != 4 || o.L0StopWritesThreshold != 12 ||
+		o.L0SlowdownWritesThreshold != 8 || o.LevelMultiplier != 10 ||
+		o.LBaseMaxBytes != 64<<20 || o.TargetFileSize != 2<<20 ||
+		o.MemTableStopWritesThreshold != 2 || o.MaxOpenFiles != DefaultMaxOpenFiles {
+		t.Fatalf("defaults not applied: %+v", o)
+	}
+}
+
+// TestOptions_DefaultsFollowThresholds keeps derived defaults consistent
+// with fields the user set.
+func TestOptions_DefaultsFollowThresholds(t *testing.T) {
+	o, err := (&Options{L0CompactionThreshold: 20}).resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.L0StopWritesThreshold != 20 || o.L0SlowdownWritesThreshold != 8 {
+		t.Fatalf("stop %d slowdown %d", o.L0StopWritesThreshold, o.L0SlowdownWritesThreshold)
+	}
+	o, err = (&Options{L0StopWritesThreshold: 5}).resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.L0SlowdownWritesThreshold != 5 {
+		t.Fatalf("slowdown %d above stop 5", o.L0SlowdownWritesThreshold)
+	}
+}
+
+// TestOptions_Invalid rejects each kind of bad value with a message naming
+// the field.
+func TestOptions_Invalid(t *testing.T) {
+	tests := []struct {
+		opts Options
+		want string
+	}{
+		{Options{MemTableSize: -1}, "MemTableSize is negative"},
+		{Options{MemTableSize: 100}, "MemTableSize 100 outside"},
+		{Options{MemTableSize: 8 << 30}, "MemTableSize 8589934592 outside"},
+		{Options{BlockSize: -4}, "BlockSize is negative"},
+		{Options{BlockSize: 1 << 30}, "BlockSize 1073741824 over"},
+		{Options{BlockCacheSize: -1}, "BlockCacheSize is negative"},
+		{Options{MaxOpenFiles: 2}, "MaxOpenFiles 2 under"},
+		{Options{L0CompactionThreshold: 10, L0StopWritesThreshold: 5}, "L0StopWritesThreshold 5 below L0CompactionThreshold 10"},
+		{Options{L0SlowdownWritesThreshold: 13}, "L0SlowdownWritesThreshold 13 above L0StopWritesThreshold 12"},
+		{Options{LevelMultiplier: 1}, "LevelMultiplier 1 under 2"},
+		{Options{TargetFileSize: -1}, "TargetFileSize is negative"},
+		{Options{LBaseMaxBytes: -1}, "LBaseMaxBytes is negative"},
+		{Options{MemTableStopWritesThreshold: -1}, "MemTableStopWritesThreshold is negative"},
+		{Options{ExtraFilterPolicies: []bloompolicy.FilterPolicy{nil}}, "ExtraFilterPolicies[0]"},
+	}
+	for _, tc := range tests {
+		_, err := tc.opts.resolve()
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "kv: invalid options: ") {
+			t.Errorf("%+v: err = %v, want %q", tc.opts, err, tc.want)
+		}
+	}
+}
