@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// Exit codes: 0 success, 1 a command failed at run time, 2 the command line
+// was wrong.
+const (
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+// app holds what every command shares: where output goes and the flags that
+// apply to all of them.
+type app struct {
+	stdout, stderr io.Writer
+	json           bool // --json: machine-readable output on stdout
+}
+
+// run executes the command line args and returns the process exit code.
+// Errors are printed as one line on stderr, never with a usage dump or a
+// stack trace.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	a := &app{stdout: stdout, stderr: stderr}
+	root := a.rootCommand()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintf(stderr, "bloomkv: %s\n", oneLine(err))
+	if isUsageError(err) {
+		return exitUsage
+	}
+	return exitFailure
+}
+
+func (a *app) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "bloomkv",
+		Short: "Benchmark and inspect bloomkv stores, tables and filters",
+		Long: "bloomkv benchmarks the bloomkv LSM store with and without Bloom filters " +
+			"(against Pebble on request), and inspects stores, tables and filters.",
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
+	}
+	root.PersistentFlags().BoolVar(&a.json, "json", false, "print machine-readable JSON on stdout")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	// The commands (bench, db, sstable, filter) are added as the packages
+	// they drive land.
+	return root
+}
+
+// usageError marks a mistake in the command line, as opposed to a failure
+// of the work the command was asked to do.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// usagef returns a usageError with a formatted message.
+func usagef(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+func isUsageError(err error) bool {
+	var u usageError
+	if errors.As(err, &u) {
+		return true
+	}
+	// Cobra reports unknown subcommands as plain errors.
+	return strings.HasPrefix(err.Error(), "unknown command ")
+}
+
+// exactArgs is cobra.ExactArgs with the error marked as a usage error and
+// naming the arguments expected.
+func exactArgs(names ...string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != len(names) {
+			return usagef("%s: want %d argument(s) (%s), got %d",
+				cmd.CommandPath(), len(names), strings.Join(names, " "), len(args))
+		}
+		return nil
+	}
+}
+
+// oneLine flattens err's message to a single line without the "bloomkv: "
+// prefix some package errors already carry, since run adds its own.
+func oneLine(err error) string {
+	msg := strings.TrimPrefix(err.Error(), "bloomkv: ")
+	msg = strings.ReplaceAll(msg, "\r\n", "; ")
+	return strings.ReplaceAll(msg, "\n", "; ")
+}
+
+// byteSize is a flag holding a size in bytes, written as a number with an
+// optional unit: B, KB, KiB, MB, MiB, GB, GiB (decimal and binary).
+type byteSize int64
+
+var sizeUnits = map[string]int64{
+	"": 1, "b": 1,
+	"k": 1 << 10, "kb": 1000, "kib": 1 << 10,
+	"m": 1 << 20, "mb": 1000 * 1000, "mib": 1 << 20,
+	"g": 1 << 30, "gb": 1000 * 1000 * 1000, "gib": 1 << 30,
+}
+
+// String implements pflag.Value.
+func (b *byteSize) String() string { return fmtBytes(int64(*b)) }
+
+// Type implements pflag.Value.
+func (b *byteSize) Type() string { return "size" }
+
+// Set implements pflag.Value.
+func (b *byteSize) Set(s string) error {
+	i := 0
+	for i < len(s) && (s[i] >= '0' && s[i] <= '9' || s[i] == '.') {
+		i++
+	}
+	x, err := strconv.ParseFloat(s[:i], 64)
+	unit, ok := sizeUnits[strings.ToLower(s[i:])]
+	if err != nil || !ok || x*float64(unit) > math.MaxInt64/2 {
+		return fmt.Errorf("%q is not a size (want e.g. 8MiB, 512KiB, 1048576)", s)
+	}
+	*b = byteSize(x * float64(unit))
+	return nil
+}

@@ -1,0 +1,239 @@
+package main
+
+// The plot is drawn with gonum.org/v1/plot: one library renders the same
+// figure to SVG and to PNG (fonts embedded, no cgo), with log axes, legends
+// and bar charts. Hand-written SVG would still need a rasterizer and a font
+// for PNG, which is most of what the library is.
+
+import (
+	"fmt"
+	"image/color"
+	"io"
+	"math"
+	"path/filepath"
+	"strings"
+
+	"github.com/cockroachdb/pebble/vfs"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
+)
+
+// fprPoint is one measured false-positive rate.
+type fprPoint struct {
+	Label      string    `json:"label,omitempty"`
+	BitsPerKey jsonFloat `json:"bits_per_key"` // as measured: 8 × filter bytes / keys
+	FPR        jsonFloat `json:"fpr"`
+}
+
+// savedBar is the reads saved per lookup by one benchmark configuration.
+type savedBar struct {
+	Config  string
+	Absent  float64
+	Present float64
+}
+
+// plotData is everything the plot shows.
+type plotData struct {
+	Ours, Pebble []fprPoint // standalone filters measured over a range of bits per key
+	Bench        []fprPoint // the filtered configurations of the bench run
+	Saved        []savedBar
+	Keys         int // keys per standalone filter
+}
+
+// Plot colors, chosen to stay distinct in print and for color-blind readers.
+var (
+	colorOurs     = color.RGBA{R: 0x00, G: 0x72, B: 0xb2, A: 0xff}
+	colorPebble   = color.RGBA{R: 0xd5, G: 0x5e, B: 0x00, A: 0xff}
+	colorTextbook = color.RGBA{R: 0x55, G: 0x55, B: 0x55, A: 0xff}
+	colorLimit    = color.RGBA{R: 0x00, G: 0x9e, B: 0x73, A: 0xff}
+	colorAbsent   = colorOurs
+	colorPresent  = color.RGBA{R: 0xe6, G: 0x9f, B: 0x00, A: 0xff}
+)
+
+// writePlot draws the two panels side by side into path on fs, as SVG or
+// PNG according to its extension.
+func writePlot(fs vfs.FS, path string, d plotData) error {
+	ext := strings.ToLower(filepath.Ext(path))
+	if ext != ".svg" && ext != ".png" {
+		return usagef("--plot %s: want a file name ending in .svg or .png", path)
+	}
+	left, err := fprPlot(d)
+	if err != nil {
+		return err
+	}
+	right, err := savedPlot(d.Saved)
+	if err != nil {
+		return err
+	}
+	const w, h = 28 * vg.Centimeter, 11 * vg.Centimeter
+	var canvas vg.CanvasWriterTo
+	if ext == ".svg" {
+		canvas = vgsvg.New(w, h)
+	} else {
+		canvas = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(110))}
+	}
+	dc := draw.New(canvas)
+	tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Centimeter, PadTop: vg.Millimeter * 3,
+		PadBottom: vg.Millimeter * 3, PadLeft: vg.Millimeter * 3, PadRight: vg.Millimeter * 3}
+	panels := plot.Align([][]*plot.Plot{{left, right}}, tiles, dc)
+	left.Draw(panels[0][0])
+	right.Draw(panels[0][1])
+	return writeFile(fs, path, canvas)
+}
+
+// writeFile creates path on fs and writes what w produces into it.
+func writeFile(fs vfs.FS, path string, w io.WriterTo) error {
+	f, err := fs.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := w.WriteTo(f); err != nil {
+		f.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// fprPlot draws observed false-positive rates against bits per key on a
+// log scale, with the textbook curve e^(-ln²2·b) and the
+// information-theoretic limit 2^(-b).
+func fprPlot(d plotData) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("Filter false-positive rate (%d keys per filter)", d.Keys)
+	p.X.Label.Text = "bits per key (8 × filter bytes / keys)"
+	p.Y.Label.Text = "false-positive rate"
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	// The curves fall from the top left; the bottom left stays empty.
+	p.Legend.Left = true
+	p.Add(plotter.NewGrid())
+
+	lo, hi := bitsRange(d)
+	textbook := plotter.NewFunction(func(b float64) float64 { return math.Exp(-math.Ln2 * math.Ln2 * b) })
+	textbook.XMin, textbook.XMax, textbook.Samples = lo, hi, 100
+	textbook.Color, textbook.Dashes = colorTextbook, []vg.Length{vg.Points(4), vg.Points(3)}
+	limit := plotter.NewFunction(func(b float64) float64 { return math.Exp2(-b) })
+	limit.XMin, limit.XMax, limit.Samples = lo, hi, 100
+	limit.Color, limit.Dashes = colorLimit, []vg.Length{vg.Points(1), vg.Points(3)}
+	p.Add(textbook, limit)
+
+	for _, s := range []struct {
+		name  string
+		pts   []fprPoint
+		color color.Color
+	}{{"bloompolicy (ours)", d.Ours, colorOurs}, {"Pebble bloom", d.Pebble, colorPebble}} {
+		xys := fprXYs(s.pts)
+		if len(xys) == 0 {
+			continue
+		}
+		line, points, err := plotter.NewLinePoints(xys)
+		if err != nil {
+			return nil, err
+		}
+		line.Color, points.Color = s.color, s.color
+		points.Shape = draw.CircleGlyph{}
+		p.Add(line, points)
+		p.Legend.Add(s.name, line, points)
+	}
+	if err := addBenchPoints(p, d.Bench); err != nil {
+		return nil, err
+	}
+	p.Legend.Add("textbook e^(-ln²2·b)", textbook)
+	p.Legend.Add("limit 2^(-b)", limit)
+	p.X.Min, p.X.Max = lo, hi
+	return p, nil
+}
+
+// addBenchPoints marks the false-positive rates observed in the store by the
+// bench run, one glyph for all of them.
+func addBenchPoints(p *plot.Plot, pts []fprPoint) error {
+	xys := fprXYs(pts)
+	if len(xys) == 0 {
+		return nil
+	}
+	s, err := plotter.NewScatter(xys)
+	if err != nil {
+		return err
+	}
+	s.GlyphStyle.Shape = draw.CrossGlyph{}
+	s.GlyphStyle.Radius = vg.Points(5)
+	s.GlyphStyle.Color = color.Black
+	p.Add(s)
+	p.Legend.Add("bench run (in the store)", s)
+	return nil
+}
+
+// fprXYs returns the points that a log axis can show: a rate of zero (no
+// false positive seen) has no logarithm and is left out.
+func fprXYs(pts []fprPoint) plotter.XYs {
+	var xys plotter.XYs
+	for _, pt := range pts {
+		x, y := float64(pt.BitsPerKey), float64(pt.FPR)
+		if y > 0 && !math.IsNaN(x) && !math.IsNaN(y) {
+			xys = append(xys, plotter.XY{X: x, Y: y})
+		}
+	}
+	return xys
+}
+
+// bitsRange returns the x range covering every measured point.
+func bitsRange(d plotData) (lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for _, pts := range [][]fprPoint{d.Ours, d.Pebble, d.Bench} {
+		for _, pt := range pts {
+			if b := float64(pt.BitsPerKey); !math.IsNaN(b) {
+				lo, hi = min(lo, b), max(hi, b)
+			}
+		}
+	}
+	if lo > hi {
+		return 1, 20
+	}
+	return math.Max(1, math.Floor(lo)-1), math.Ceil(hi) + 1
+}
+
+// savedPlot draws, per configuration, the data-block reads the filters saved
+// per lookup, for absent and present keys.
+func savedPlot(bars []savedBar) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = "Block reads saved per lookup"
+	p.X.Label.Text = "filter negatives / lookups"
+	p.Legend.Top = true
+	names := make([]string, len(bars))
+	absent := make(plotter.Values, len(bars))
+	present := make(plotter.Values, len(bars))
+	// NominalY puts the first name at the bottom; reverse so the plot reads
+	// top-down in the order of the table.
+	for i, b := range bars {
+		j := len(bars) - 1 - i
+		names[j], absent[j], present[j] = b.Config, b.Absent, b.Present
+	}
+	width := vg.Points(10)
+	for i, s := range []struct {
+		name   string
+		values plotter.Values
+		color  color.Color
+	}{{"absent keys", absent, colorAbsent}, {"present keys", present, colorPresent}} {
+		bc, err := plotter.NewBarChart(s.values, width)
+		if err != nil {
+			return nil, err
+		}
+		bc.Horizontal = true
+		bc.Color = s.color
+		bc.LineStyle.Width = 0
+		bc.Offset = vg.Length(2*i-1) * width / 2
+		p.Add(bc)
+		p.Legend.Add(s.name, bc)
+	}
+	p.NominalY(names...)
+	p.X.Min = 0
+	return p, nil
+}

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"regexp"
+	"testing"
+)
+
+// TestKeyGen_Disjoint checks what the benchmark relies on: keys are 16 hex
+// digits, present keys are distinct, and no absent key is a present one.
+func TestKeyGen_Disjoint(t *testing.T) {
+	const n = 20000
+	for _, seed := range []uint64{0, 1, 42, 1 << 63} {
+		kg := newKeyGen(seed)
+		present := map[string]bool{}
+		hex := regexp.MustCompile(`^[0-9a-f]{16}$`)
+		for i := range n {
+			k := string(kg.present(nil, i))
+			if !hex.MatchString(k) {
+				t.Fatalf("seed %d: key %d = %q, want 16 hex digits", seed, i, k)
+			}
+			if present[k] {
+				t.Fatalf("seed %d: key %q generated twice", seed, k)
+			}
+			present[k] = true
+		}
+		for i := range n {
+			if k := string(kg.absent(nil, i)); present[k] {
+				t.Fatalf("seed %d: absent key %d = %q is present", seed, i, k)
+			}
+		}
+	}
+}
+
+func TestKeyGen_Value(t *testing.T) {
+	kg := newKeyGen(7)
+	for _, size := range []int{0, 1, 7, 8, 9, 100} {
+		v := kg.value(nil, 3, size)
+		if len(v) != size {
+			t.Errorf("value of size %d has %d bytes", size, len(v))
+		}
+		if w := kg.value(nil, 3, size); string(w) != string(v) {
+			t.Errorf("value of size %d differs between calls", size)
+		}
+	}
+	if string(kg.value(nil, 1, 32)) == string(kg.value(nil, 2, 32)) {
+		t.Error("keys 1 and 2 have the same value")
+	}
+}
+
+func TestWorkload_Order(t *testing.T) {
+	w := newWorkload(3, 1000, 10, 2500)
+	seen := make([]bool, w.keys)
+	for _, i := range w.order {
+		if seen[i] {
+			t.Fatalf("index %d twice in the lookup order", i)
+		}
+		seen[i] = true
+	}
+	if string(w.lookupKey(nil, 1000, true)) != string(w.lookupKey(nil, 0, true)) {
+		t.Error("present lookups beyond the key count do not wrap around")
+	}
+}
