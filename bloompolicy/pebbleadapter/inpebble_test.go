@@ -12,9 +12,10 @@ func TestToPebble_TransparentInPebble(t *testing.T) {
 	// Pebble's Bloom through both adapters builds the very same filters as
 	// Pebble's Bloom itself, so Pebble must count exactly the same.
 	l := newLSM(t, *seedFlag, 4, 5000, 5000)
-	direct := measureInPebble(t, l, bloom.FilterPolicy(10))
-	adapted := measureInPebble(t, l, ToPebble(hidden{FromPebble(bloom.FilterPolicy(10))}))
-	t.Logf("direct %+v (FPR %.3f%%), through both adapters %+v", direct, 100*direct.fpr(), adapted)
+	direct, bits := measureInPebble(t, l, bloom.FilterPolicy(10))
+	adapted, _ := measureInPebble(t, l, ToPebble(hidden{FromPebble(bloom.FilterPolicy(10))}))
+	t.Logf("direct %+v (FPR %.3f%%, %.2f bits/key), through both adapters %+v",
+		direct, 100*direct.fpr(), bits, adapted)
 	if adapted != direct {
 		t.Errorf("through both adapters %+v, direct %+v", adapted, direct)
 	}
@@ -26,21 +27,23 @@ func TestToPebble_TransparentInPebble(t *testing.T) {
 }
 
 func TestPebble_FiltersFoundByName(t *testing.T) {
-	testFiltersFoundByName(t, bloom.FilterPolicy(10))
+	testFiltersFoundByName(t, func() pebble.FilterPolicy { return bloom.FilterPolicy(10) })
 }
 
-// testFiltersFoundByName writes tables with policy, then reopens the DB
-// with the policy registered through Levels, through Options.Filters only,
-// and not at all: the filter is used in the first two cases only, and every
-// lookup answers correctly in all three.
-func testFiltersFoundByName(t *testing.T, policy pebble.FilterPolicy) {
+// testFiltersFoundByName writes tables with a policy, then reopens the DB
+// with a new instance of the policy registered through Levels, through
+// Options.Filters only, and not at all: the filter is used in the first two
+// cases only, and every lookup answers correctly in all three.
+func testFiltersFoundByName(t *testing.T, newPolicy func() pebble.FilterPolicy) {
 	l := newLSM(t, *seedFlag, 3, 2000, 2000)
 	fs := vfs.NewMem()
+	policy := newPolicy()
 	db := openPebble(t, pebbleOptions(fs, policy))
 	l.load(t, db)
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
+	policy = newPolicy()
 	filtersOnly := pebbleOptions(fs, nil)
 	filtersOnly.Filters = map[string]pebble.FilterPolicy{policy.Name(): policy}
 	for _, tc := range []struct {

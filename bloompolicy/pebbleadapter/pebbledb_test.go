@@ -150,33 +150,39 @@ func (l *lsm) getPresent(t testing.TB, db *pebble.DB) {
 	}
 }
 
-// checkTableFilters fails unless every table of db records policyName.
-func checkTableFilters(t testing.TB, db *pebble.DB, policyName string) {
+// checkTableFilters fails unless every table of db records policyName, and
+// returns the filter bits per key over all tables.
+func checkTableFilters(t testing.TB, db *pebble.DB, policyName string) (bitsPerKey float64) {
 	t.Helper()
 	levels, err := db.SSTables(pebble.WithProperties())
 	if err != nil {
 		t.Fatal(err)
 	}
+	var filterBytes, keys uint64
 	for level, tables := range levels {
 		for _, table := range tables {
 			if got := table.Properties.FilterPolicyName; got != policyName {
 				t.Errorf("L%d table %s: filter policy %q, want %q", level, table.FileNum, got, policyName)
 			}
+			filterBytes += table.Properties.FilterSize
+			keys += table.Properties.NumEntries
 		}
 	}
+	return 8 * float64(filterBytes) / float64(keys)
 }
 
 // measureInPebble builds l in a fresh in-memory DB whose tables carry
-// policy's filters and returns the filter counts of l's absent lookups.
-func measureInPebble(t testing.TB, l *lsm, policy pebble.FilterPolicy) filterCount {
+// policy's filters and returns the filter counts of l's absent lookups and
+// the filters' bits per key.
+func measureInPebble(t testing.TB, l *lsm, policy pebble.FilterPolicy) (filterCount, float64) {
 	t.Helper()
 	db := openPebble(t, pebbleOptions(vfs.NewMem(), policy))
 	defer db.Close()
 	l.load(t, db)
-	checkTableFilters(t, db, policy.Name())
+	bitsPerKey := checkTableFilters(t, db, policy.Name())
 	c := l.getAbsent(t, db)
 	if c.queries() < int64(len(l.absent)) {
 		t.Fatalf("%d filter queries for %d absent Gets: filter not in use", c.queries(), len(l.absent))
 	}
-	return c
+	return c, bitsPerKey
 }
