@@ -1,0 +1,239 @@
+package sstable
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/bloomkv/bloomkv/bloompolicy"
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/cockroachdb/datadriven"
+)
+
+// ddTable is the state of a datadriven script: the last table built and a
+// reader over it.
+type ddTable struct {
+	data   []byte
+	policy bloompolicy.FilterPolicy
+	r      *Reader
+}
+
+func (s *ddTable) close() {
+	if s.r != nil {
+		s.r.Close()
+		s.r = nil
+	}
+}
+
+// TestDataDriven runs the scripts in testdata/: build, get, iter, layout,
+// properties, reopen and check.
+func TestDataDriven(t *testing.T) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		var s ddTable
+		defer s.close()
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			out, err := s.run(t, d)
+			if err != nil {
+				return "error: " + err.Error() + "\n"
+			}
+			return out
+		})
+	})
+}
+
+func (s *ddTable) run(t *testing.T, d *datadriven.TestData) (string, error) {
+	switch d.Cmd {
+	case "build":
+		return s.build(t, d)
+	case "reopen":
+		policy := s.policy
+		if d.HasArg("filters") {
+			var v string
+			d.ScanArgs(t, "filters", &v)
+			policy = ddPolicy(t, v)
+		}
+		s.close()
+		return "", s.open(policy)
+	case "get":
+		return s.get(t, d)
+	case "iter":
+		return s.iter(t, d)
+	case "layout":
+		return s.layout()
+	case "properties":
+		return s.r.Properties().String(), nil
+	case "check":
+		if err := s.r.Check(); err != nil {
+			return "", err
+		}
+		return "ok\n", nil
+	}
+	return "", fmt.Errorf("unknown command %q", d.Cmd)
+}
+
+func ddPolicy(t *testing.T, name string) bloompolicy.FilterPolicy {
+	switch name {
+	case "hashset":
+		return hashSetPolicy{}
+	case "always":
+		return alwaysPolicy{}
+	case "none":
+		return nil
+	}
+	t.Fatalf("unknown filter %q", name)
+	return nil
+}
+
+func (s *ddTable) open(policy bloompolicy.FilterPolicy) error {
+	r, err := openBytes(s.data, ReaderOptions{Cache: NewCache(1 << 20), FileNum: 1, Filters: filters(policy)})
+	s.r = r
+	return err
+}
+
+func (s *ddTable) build(t *testing.T, d *datadriven.TestData) (string, error) {
+	opts := WriterOptions{Compression: NoCompression}
+	s.policy = hashSetPolicy{}
+	for _, a := range d.CmdArgs {
+		switch a.Key {
+		case "block-size":
+			d.ScanArgs(t, a.Key, &opts.BlockSize)
+		case "restart-interval":
+			d.ScanArgs(t, a.Key, &opts.BlockRestartInterval)
+		case "filter":
+			s.policy = ddPolicy(t, a.Vals[0])
+		case "compression":
+			opts.Compression = map[string]Compression{"none": NoCompression, "snappy": SnappyCompression}[a.Vals[0]]
+		}
+	}
+	opts.FilterPolicy = s.policy
+	var entries []testEntry
+	var err error
+	for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
+		if line = strings.TrimSpace(line); line == "" {
+			continue
+		}
+		e, err := parseEntry(line)
+		if err != nil {
+			return "", err
+		}
+		entries = append(entries, e)
+	}
+	s.close()
+	if s.data, err = writeBytes(entries, opts); err != nil {
+		return "", err
+	}
+	if err := s.open(s.policy); err != nil {
+		return "", err
+	}
+	return s.layout()
+}
+
+func (s *ddTable) layout() (string, error) {
+	l, err := s.r.Layout()
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for i, d := range l.Data {
+		fmt.Fprintf(&b, "data %d: %s sep=%s filter=%dB\n", i, d.Handle, fmtKey(d.Separator), len(d.Filter))
+	}
+	if l.Filter != (BlockHandle{}) {
+		fmt.Fprintf(&b, "filter: %s %s\n", l.Filter, l.FilterPolicyName)
+	}
+	fmt.Fprintf(&b, "properties: %s\nmetaindex: %s\nindex: %s\nfooter: %d\n",
+		l.Properties, l.Metaindex, l.Index, l.Footer.Offset)
+	return b.String(), nil
+}
+
+func (s *ddTable) get(t *testing.T, d *datadriven.TestData) (string, error) {
+	var seq uint64 = uint64(base.SeqNumMax)
+	if d.HasArg("seq") {
+		d.ScanArgs(t, "seq", &seq)
+	}
+	var b strings.Builder
+	var total LookupStats
+	for _, k := range strings.Fields(d.Input) {
+		var st LookupStats
+		v, kind, found, err := s.r.Get([]byte(k), base.SeqNum(seq), &st)
+		switch {
+		case err != nil:
+			fmt.Fprintf(&b, "%s: error: %v\n", k, err)
+		case !found:
+			fmt.Fprintf(&b, "%s: not found", k)
+		case kind == base.KindDelete:
+			fmt.Fprintf(&b, "%s: deleted", k)
+		default:
+			fmt.Fprintf(&b, "%s: %s", k, v)
+		}
+		if err == nil {
+			fmt.Fprintf(&b, " %s\n", statsString(st))
+		}
+		total.Add(st)
+	}
+	fmt.Fprintf(&b, "total: %s\n", statsString(total))
+	return b.String(), nil
+}
+
+func statsString(s LookupStats) string {
+	return fmt.Sprintf("[neg=%d tp=%d fp=%d reads=%d misses=%d]",
+		s.FilterNegatives, s.FilterTruePositives, s.FilterFalsePositives, s.BlockReads, s.BlockCacheMisses)
+}
+
+func (s *ddTable) iter(t *testing.T, d *datadriven.TestData) (string, error) {
+	var lower, upper []byte
+	if d.HasArg("lower") {
+		var v string
+		d.ScanArgs(t, "lower", &v)
+		lower = []byte(v)
+	}
+	if d.HasArg("upper") {
+		var v string
+		d.ScanArgs(t, "upper", &v)
+		upper = []byte(v)
+	}
+	it, err := s.r.NewIter(lower, upper)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		var ok bool
+		switch f[0] {
+		case "first":
+			ok = it.First()
+		case "last":
+			ok = it.Last()
+		case "next":
+			ok = it.Next()
+		case "prev":
+			ok = it.Prev()
+		case "seek-ge":
+			ok = it.SeekGE([]byte(f[1]))
+		case "seek-lt":
+			ok = it.SeekLT([]byte(f[1]))
+		default:
+			return "", fmt.Errorf("unknown iter op %q", f[0])
+		}
+		if ok != it.Valid() {
+			return "", fmt.Errorf("%s returned %t but Valid is %t", f[0], ok, it.Valid())
+		}
+		if ok {
+			fmt.Fprintf(&b, "%s:%s\n", fmtKey(it.Key()), it.Value())
+		} else {
+			fmt.Fprintf(&b, ".\n")
+		}
+	}
+	return b.String(), it.Close()
+}
+
+// fmtKey formats a key as base does, but "max" for SeqNumMax.
+func fmtKey(k base.InternalKey) string {
+	if k.SeqNum() == base.SeqNumMax {
+		return fmt.Sprintf("%s#max,%s", k.UserKey, k.Kind())
+	}
+	return k.String()
+}

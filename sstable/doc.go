@@ -1,0 +1,110 @@
+// Package sstable reads and writes bloomkv's immutable sorted tables.
+//
+// A table holds internal keys (user key, sequence number, kind) in
+// increasing internal-key order, each with a value. A [Writer] builds one
+// from an ordered stream of entries; a [Reader] serves point lookups
+// ([Reader.Get]) and iterators ([Reader.NewIter]) over it. Every data
+// block has its own filter, built through a bloompolicy.FilterPolicy over
+// the block's distinct user keys, so a lookup that the filter rules out
+// costs no data-block read. Blocks read from the file are kept in a
+// [Cache] shared by all the readers of a store.
+//
+// # File
+//
+// All integers are little-endian; "uvarint" is encoding/binary's unsigned
+// varint. A table is a sequence of blocks, each followed by its trailer,
+// and ends with a fixed-size footer:
+//
+//	+-----------------------------+
+//	| data block 0     | trailer  |  entries: internal key -> value
+//	| ...              |          |
+//	| data block N-1   | trailer  |
+//	| filter block     | trailer  |  filter i covers data block i (absent without a policy)
+//	| properties block | trailer  |  entries: property name -> value
+//	| metaindex block  | trailer  |  "filter.<policy name>" -> handle, "properties" -> handle
+//	| index block      | trailer  |  separator internal key -> handle of data block i
+//	| footer (56 B)               |
+//	+-----------------------------+
+//
+// A handle locates a block: uvarint offset, uvarint length of the stored
+// block (trailer excluded).
+//
+// # Blocks
+//
+// Data, index, metaindex and properties blocks share one layout: entries
+// whose keys are prefix-compressed against the previous key, then an array
+// of restart points, the offsets of the entries that store their key
+// whole. Readers binary-search the restart points and decode forward.
+//
+//	entry:
+//	+-----------------+-------------------+-----------------+---------------------+-----------+
+//	| shared uvarint  | unshared uvarint  | value uvarint   | key[shared:]        | value     |
+//	| (bytes of the   | (key bytes that   | (value length)  | (unshared B)        | (value B) |
+//	|  previous key)  |  follow)          |                 |                     |           |
+//	+-----------------+-------------------+-----------------+---------------------+-----------+
+//
+//	block:
+//	+-----------+-----+-------------+-------------------+-----+--------------------+--------------------+
+//	| entry 0   | ... | entry n-1   | restart 0 (4 B)   | ... | restart r-1 (4 B)  | r: uint32 (4 B)    |
+//	+-----------+-----+-------------+-------------------+-----+--------------------+--------------------+
+//
+// Restart 0 is offset 0; an empty block has r = 0. Data blocks place a
+// restart point every BlockRestartInterval entries (16 by default); the
+// index block places one at every entry, so index entry i, at restart i,
+// describes data block i. Index keys are encoded internal keys k with
+// last(block i) <= k < first(block i+1): the comparer's shortened
+// separator with the largest trailer when that fits, else block i's last
+// key itself. Keys in data and index blocks are encoded internal keys:
+// the user key followed by an 8-byte trailer, seqnum<<8 | kind.
+//
+// # Trailer
+//
+// Every block is followed by 5 bytes:
+//
+//	+-----------------------+------------------------------------------------+
+//	| compression type 1 B  | checksum uint32: low 32 bits of xxhash64 over  |
+//	| 0 none, 1 snappy      | the stored block and the compression type byte |
+//	+-----------------------+------------------------------------------------+
+//
+// A block is stored Snappy-compressed when that saves at least an eighth
+// of it. Handles, checksums and lengths refer to the stored bytes.
+//
+// # Filter block
+//
+// The filters of the data blocks, end to end, then their lengths, then the
+// offset at which the lengths start:
+//
+//	+----------+-----+------------+--------------------+-----+------------------------+------------------+
+//	| filter 0 | ... | filter N-1 | len 0 uvarint      | ... | len N-1 uvarint        | lengths offset   |
+//	|          |     |            | (1-2 B each)       |     |                        | uint32 (4 B)     |
+//	+----------+-----+------------+--------------------+-----+------------------------+------------------+
+//
+// The lengths sum to the lengths offset and there is exactly one per data
+// block. The encoding of each filter belongs to the policy (filters are
+// self-describing); the table records the policy's name in the metaindex
+// key and in the properties. A reader that does not know the name reads
+// the table without its filter.
+//
+// # Properties block
+//
+// A block whose entries map property names, in byte order, to values:
+// uvarint numbers (entries, deletions, data.blocks, data.size, index.size,
+// filter.size, raw.key.size, raw.value.size, seqnum.smallest,
+// seqnum.largest), encoded internal keys (key.smallest, key.largest) and
+// strings (comparer, filter.policy). Readers skip names they do not know.
+//
+// # Footer
+//
+//	offset  size
+//	     0    40  metaindex handle, index handle (uvarints), zero padding
+//	    40     4  format version, uint32 (1)
+//	    44     4  checksum, uint32: low 32 bits of xxhash64 over bytes 0..43
+//	    48     8  magic, uint64 0x31766b6d6f6f6c62: the bytes "bloomkv1"
+//
+// # Damage
+//
+// Every block and the footer are checksummed, and every decoder checks
+// bounds, so a damaged or truncated table yields an error wrapping
+// base.ErrCorruption that names the file and offset — never a panic, a
+// wrong value, or a present key reported absent.
+package sstable

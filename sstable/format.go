@@ -1,0 +1,117 @@
+package sstable
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// Sizes and constants of the on-disk format (drawn in doc.go).
+const (
+	// blockTrailerLen is the length of the trailer that follows every
+	// block: a compression type byte and a 32-bit checksum.
+	blockTrailerLen = 5
+	// FooterLen is the length of the footer that ends every table.
+	FooterLen = 56
+	// footerHandlesLen is the room the footer keeps for its two
+	// varint-encoded handles, zero-padded.
+	footerHandlesLen = 40
+	// maxHandleLen is the longest encoded BlockHandle: two 10-byte uvarints.
+	maxHandleLen = 2 * binary.MaxVarintLen64
+	// TableMagic ends every table.
+	TableMagic uint64 = 0x31766b6d6f6f6c62 // stored little-endian, its bytes spell "bloomkv1"
+	// FormatVersion is the table format version this package writes and reads.
+	FormatVersion uint32 = 1
+)
+
+// blockType is the compression type byte of a block trailer.
+type blockType byte
+
+const (
+	blockTypeNone   blockType = 0
+	blockTypeSnappy blockType = 1
+)
+
+// BlockHandle locates a block in a table: its offset and the length of its
+// stored (possibly compressed) contents, trailer excluded.
+type BlockHandle struct {
+	Offset, Length uint64
+}
+
+// String formats the handle as "(offset, length)".
+func (h BlockHandle) String() string { return fmt.Sprintf("(%d, %d)", h.Offset, h.Length) }
+
+// appendHandle appends h as two uvarints.
+func appendHandle(dst []byte, h BlockHandle) []byte {
+	dst = binary.AppendUvarint(dst, h.Offset)
+	return binary.AppendUvarint(dst, h.Length)
+}
+
+// decodeHandle reads a handle from the front of src and returns the number
+// of bytes it used; n <= 0 means src does not start with a valid handle.
+func decodeHandle(src []byte) (h BlockHandle, n int) {
+	off, n1 := binary.Uvarint(src)
+	if n1 <= 0 {
+		return BlockHandle{}, 0
+	}
+	length, n2 := binary.Uvarint(src[n1:])
+	if n2 <= 0 {
+		return BlockHandle{}, 0
+	}
+	return BlockHandle{Offset: off, Length: length}, n1 + n2
+}
+
+// checksum is the block checksum: the low 32 bits of the xxhash64 of b,
+// which is a block's contents followed by its compression type byte.
+func checksum(b []byte) uint32 { return uint32(xxhash.Sum64(b)) }
+
+// footer is the fixed-size end of a table.
+type footer struct {
+	metaindex, index BlockHandle
+	version          uint32
+}
+
+// encode returns the footer's FooterLen bytes.
+func (f footer) encode() []byte {
+	buf := make([]byte, FooterLen)
+	p := appendHandle(buf[:0], f.metaindex)
+	appendHandle(p, f.index)
+	binary.LittleEndian.PutUint32(buf[footerHandlesLen:], f.version)
+	binary.LittleEndian.PutUint32(buf[footerHandlesLen+4:], checksum(buf[:footerHandlesLen+4]))
+	binary.LittleEndian.PutUint64(buf[footerHandlesLen+8:], TableMagic)
+	return buf
+}
+
+// decodeFooter parses the last FooterLen bytes of a table. The error does
+// not wrap ErrCorruption; the caller adds the file and offset.
+func decodeFooter(buf []byte) (footer, error) {
+	if len(buf) != FooterLen {
+		return footer{}, fmt.Errorf("footer is %d bytes, want %d", len(buf), FooterLen)
+	}
+	if m := binary.LittleEndian.Uint64(buf[footerHandlesLen+8:]); m != TableMagic {
+		return footer{}, fmt.Errorf("bad magic %#016x: not a bloomkv table", m)
+	}
+	want := binary.LittleEndian.Uint32(buf[footerHandlesLen+4:])
+	if got := checksum(buf[:footerHandlesLen+4]); got != want {
+		return footer{}, fmt.Errorf("footer checksum %#08x, want %#08x", got, want)
+	}
+	var f footer
+	f.version = binary.LittleEndian.Uint32(buf[footerHandlesLen:])
+	if f.version != FormatVersion {
+		return footer{}, fmt.Errorf("unsupported format version %d", f.version)
+	}
+	n1, n2 := 0, 0
+	if f.metaindex, n1 = decodeHandle(buf[:footerHandlesLen]); n1 <= 0 {
+		return footer{}, fmt.Errorf("bad metaindex handle")
+	}
+	if f.index, n2 = decodeHandle(buf[n1:footerHandlesLen]); n2 <= 0 {
+		return footer{}, fmt.Errorf("bad index handle")
+	}
+	for _, c := range buf[n1+n2 : footerHandlesLen] {
+		if c != 0 {
+			return footer{}, fmt.Errorf("nonzero footer padding")
+		}
+	}
+	return f, nil
+}

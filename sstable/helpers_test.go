@@ -1,0 +1,171 @@
+package sstable
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/bloomkv/bloomkv/bloompolicy"
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/cespare/xxhash/v2"
+	"github.com/cockroachdb/pebble/vfs"
+)
+
+// hashSetPolicy is a test-only filter: the sorted 32-bit xxhashes of the
+// keys. It is exact up to hash collisions, so tests can predict its
+// verdicts.
+type hashSetPolicy struct{}
+
+func (hashSetPolicy) Name() string { return "test.hashset" }
+
+func (hashSetPolicy) NewWriter() bloompolicy.FilterWriter { return &hashSetWriter{} }
+
+func (hashSetPolicy) MayContain(filter, key []byte) bool {
+	if len(filter)%4 != 0 {
+		return true
+	}
+	h := uint32(xxhash.Sum64(key))
+	n := len(filter) / 4
+	lo, hi := 0, n
+	for lo < hi {
+		m := (lo + hi) / 2
+		if binary.LittleEndian.Uint32(filter[4*m:]) < h {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo < n && binary.LittleEndian.Uint32(filter[4*lo:]) == h
+}
+
+// alwaysPolicy is a test-only filter that never rules a key out, to
+// provoke false positives.
+type alwaysPolicy struct{}
+
+func (alwaysPolicy) Name() string                        { return "test.always" }
+func (alwaysPolicy) NewWriter() bloompolicy.FilterWriter { return alwaysWriter{} }
+func (alwaysPolicy) MayContain(filter, key []byte) bool  { return true }
+
+type alwaysWriter struct{}
+
+func (alwaysWriter) AddKey([]byte)            {}
+func (alwaysWriter) Finish(dst []byte) []byte { return append(dst, 0) }
+
+type hashSetWriter struct{ hashes []uint32 }
+
+func (w *hashSetWriter) AddKey(key []byte) { w.hashes = append(w.hashes, uint32(xxhash.Sum64(key))) }
+
+func (w *hashSetWriter) Finish(dst []byte) []byte {
+	slices.Sort(w.hashes)
+	for _, h := range slices.Compact(w.hashes) {
+		dst = binary.LittleEndian.AppendUint32(dst, h)
+	}
+	w.hashes = w.hashes[:0]
+	return dst
+}
+
+// testEntry is one table entry of a test.
+type testEntry struct {
+	key   base.InternalKey
+	value []byte
+}
+
+// parseEntry parses "a.SET.3:value" or "a.DEL.2".
+func parseEntry(s string) (testEntry, error) {
+	k, v, _ := strings.Cut(s, ":")
+	key, err := parseKey(k)
+	return testEntry{key: key, value: []byte(v)}, err
+}
+
+// parseKey parses "a.SET.3".
+func parseKey(s string) (base.InternalKey, error) {
+	parts := strings.Split(s, ".")
+	if len(parts) < 3 {
+		return base.InternalKey{}, fmt.Errorf("bad key %q", s)
+	}
+	n := len(parts)
+	seq, err := strconv.ParseUint(parts[n-1], 10, 64)
+	if err != nil {
+		return base.InternalKey{}, err
+	}
+	kind := map[string]base.Kind{"SET": base.KindSet, "DEL": base.KindDelete}[parts[n-2]]
+	if parts[n-2] != "SET" && parts[n-2] != "DEL" {
+		return base.InternalKey{}, fmt.Errorf("bad kind in %q", s)
+	}
+	return base.MakeInternalKey([]byte(strings.Join(parts[:n-2], ".")), base.SeqNum(seq), kind), nil
+}
+
+// buildBytes writes entries as a table in memory and returns its bytes.
+func buildBytes(t testing.TB, entries []testEntry, opts WriterOptions) []byte {
+	t.Helper()
+	data, err := writeBytes(entries, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// writeBytes writes entries as a table in memory and returns its bytes.
+func writeBytes(entries []testEntry, opts WriterOptions) ([]byte, error) {
+	fs := vfs.NewMem()
+	f, err := fs.Create("t.sst")
+	if err != nil {
+		return nil, err
+	}
+	w := NewWriter(f, opts)
+	for _, e := range entries {
+		if err := w.Add(e.key, e.value); err != nil {
+			w.Close()
+			return nil, err
+		}
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return readAll(fs, "t.sst")
+}
+
+func readAll(fs vfs.FS, name string) ([]byte, error) {
+	f, err := fs.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var buf bytes.Buffer
+	_, err = buf.ReadFrom(f)
+	return buf.Bytes(), err
+}
+
+// openBytes opens a Reader over a copy of data in a fresh memory FS.
+func openBytes(data []byte, opts ReaderOptions) (*Reader, error) {
+	fs := vfs.NewMem()
+	f, err := fs.Create("t.sst")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := f.Write(data); err != nil {
+		return nil, err
+	}
+	if err := f.Close(); err != nil {
+		return nil, err
+	}
+	if f, err = fs.Open("t.sst"); err != nil {
+		return nil, err
+	}
+	if opts.FileName == "" {
+		opts.FileName = "t.sst"
+	}
+	return NewReader(f, opts)
+}
+
+// filters returns ReaderOptions.Filters holding p.
+func filters(p bloompolicy.FilterPolicy) map[string]bloompolicy.FilterPolicy {
+	if p == nil {
+		return nil
+	}
+	return map[string]bloompolicy.FilterPolicy{p.Name(): p}
+}

@@ -1,0 +1,115 @@
+package sstable
+
+import (
+	"fmt"
+
+	"github.com/bloomkv/bloomkv/bloompolicy"
+	"github.com/bloomkv/bloomkv/internal/base"
+)
+
+// Compression chooses how the writer compresses blocks.
+type Compression uint8
+
+const (
+	// SnappyCompression, the zero value, stores a block Snappy-compressed
+	// when that saves at least an eighth of it, and as is otherwise.
+	SnappyCompression Compression = iota
+	// NoCompression stores every block as is.
+	NoCompression
+)
+
+// String names the compression.
+func (c Compression) String() string {
+	switch c {
+	case SnappyCompression:
+		return "snappy"
+	case NoCompression:
+		return "none"
+	}
+	return fmt.Sprintf("Compression(%d)", uint8(c))
+}
+
+// Defaults applied to zero WriterOptions fields.
+const (
+	DefaultBlockSize            = 4096
+	DefaultBlockRestartInterval = 16
+)
+
+// WriterOptions configures a Writer. The zero value is usable: 4 KiB
+// blocks, a restart point every 16 entries, bytewise keys, no filter and
+// Snappy where it pays.
+type WriterOptions struct {
+	// BlockSize is the target uncompressed size of a data block; a block
+	// is cut once it reaches it. 0 means DefaultBlockSize.
+	BlockSize int
+	// BlockRestartInterval is the number of entries between restart
+	// points in data blocks. 0 means DefaultBlockRestartInterval.
+	BlockRestartInterval int
+	// Comparer orders the user keys; nil means base.DefaultComparer.
+	Comparer *base.Comparer
+	// FilterPolicy builds one filter per data block; nil writes no filter
+	// block.
+	FilterPolicy bloompolicy.FilterPolicy
+	// Compression chooses block compression.
+	Compression Compression
+}
+
+// withDefaults returns the options with zero fields filled in.
+func (o WriterOptions) withDefaults() WriterOptions {
+	if o.BlockSize <= 0 {
+		o.BlockSize = DefaultBlockSize
+	}
+	if o.BlockRestartInterval <= 0 {
+		o.BlockRestartInterval = DefaultBlockRestartInterval
+	}
+	if o.Comparer == nil {
+		o.Comparer = base.DefaultComparer
+	}
+	return o
+}
+
+// ReaderOptions configures a Reader. The zero value reads a table of
+// bytewise keys without a block cache and without filters.
+type ReaderOptions struct {
+	// Cache, shared by the readers of a store, keeps recently read blocks;
+	// nil reads every block from the file.
+	Cache *Cache
+	// FileNum identifies the table in Cache and must be unique per cache.
+	FileNum base.FileNum
+	// Comparer orders the user keys; nil means base.DefaultComparer. Its
+	// name must match the one the table was written with.
+	Comparer *base.Comparer
+	// Filters are the filter policies the reader may use, by Name. A table
+	// whose policy is not here is read without its filter: correct, only
+	// slower.
+	Filters map[string]bloompolicy.FilterPolicy
+	// FileName names the file in errors.
+	FileName string
+}
+
+// LookupStats accumulates what point lookups cost. Reader.Get adds to it;
+// the caller owns it and sums it across tables.
+type LookupStats struct {
+	// FilterNegatives counts filters that answered "absent": data-block
+	// reads saved.
+	FilterNegatives int64
+	// FilterTruePositives counts filters that answered "maybe" for a block
+	// that held the user key.
+	FilterTruePositives int64
+	// FilterFalsePositives counts filters that answered "maybe" for a block
+	// that did not.
+	FilterFalsePositives int64
+	// BlockReads counts data blocks fetched.
+	BlockReads int64
+	// BlockCacheMisses counts, of those, the ones read from the file.
+	BlockCacheMisses int64
+}
+
+// Add adds o's counters to s.
+func (s *LookupStats) Add(o LookupStats) {
+	s.FilterNegatives += o.FilterNegatives
+	s.FilterTruePositives += o.FilterTruePositives
+	s.FilterFalsePositives += o.FilterFalsePositives
+	s.BlockReads += o.BlockReads
+	s.BlockCacheMisses += o.BlockCacheMisses
+}

@@ -1,0 +1,268 @@
+package sstable
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/bloomkv/bloomkv/bloompolicy"
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/cockroachdb/pebble/vfs"
+	"github.com/golang/snappy"
+)
+
+// Reader reads a table. The index block, the filter block and the
+// properties stay in memory from NewReader to Close; data blocks are read
+// on demand through the block cache. A Reader is safe for concurrent use.
+type Reader struct {
+	f       vfs.File
+	opts    ReaderOptions
+	cmp     *base.Comparer
+	name    string
+	dataEnd uint64 // blocks lie below this offset; the footer starts there
+
+	footer    footer
+	metaindex []MetaEntry
+	props     Properties
+
+	index     []byte // index block contents: entry i locates data block i
+	numBlocks int
+
+	filter       *filterBlock // nil: no usable filter
+	filterPolicy bloompolicy.FilterPolicy
+	filterHandle BlockHandle // zero when the table has no filter block
+}
+
+// MetaEntry is one entry of the metaindex: a named block and its handle.
+type MetaEntry struct {
+	Name   string
+	Handle BlockHandle
+}
+
+// NewReader opens the table in f, checking its footer and loading its
+// index, filter and properties blocks (checksums verified). The Reader owns
+// f from then on and closes it on Close, or right away if NewReader fails.
+func NewReader(f vfs.File, opts ReaderOptions) (*Reader, error) {
+	r := &Reader{f: f, opts: opts, cmp: opts.Comparer, name: opts.FileName}
+	if r.cmp == nil {
+		r.cmp = base.DefaultComparer
+	}
+	if r.name == "" {
+		r.name = "table " + opts.FileNum.String()
+	}
+	if err := r.open(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// open loads everything NewReader keeps in memory.
+func (r *Reader) open() error {
+	if err := r.readFooter(); err != nil {
+		return err
+	}
+	if err := r.readMetaindex(); err != nil {
+		return err
+	}
+	if r.props.ComparerName != r.cmp.Name {
+		return fmt.Errorf("sstable: %s: keys ordered by %q, reader uses %q", r.name, r.props.ComparerName, r.cmp.Name)
+	}
+	if err := r.readIndex(); err != nil {
+		return err
+	}
+	return r.readFilter()
+}
+
+// corruptf returns an error wrapping base.ErrCorruption naming the file
+// and an offset in it.
+func (r *Reader) corruptf(off uint64, format string, args ...any) error {
+	return base.CorruptionErrorf("sstable: %s: offset %d: %s", r.name, off, fmt.Sprintf(format, args...))
+}
+
+func (r *Reader) readFooter() error {
+	st, err := r.f.Stat()
+	if err != nil {
+		return fmt.Errorf("sstable: %s: stat: %w", r.name, err)
+	}
+	size := st.Size()
+	if size < FooterLen {
+		return r.corruptf(0, "file of %d bytes is shorter than a footer", size)
+	}
+	r.dataEnd = uint64(size) - FooterLen
+	var buf [FooterLen]byte
+	if err := r.readAt(buf[:], r.dataEnd); err != nil {
+		return err
+	}
+	if r.footer, err = decodeFooter(buf[:]); err != nil {
+		return r.corruptf(r.dataEnd, "footer: %v", err)
+	}
+	return nil
+}
+
+// readAt fills p from offset off; a short file is corruption.
+func (r *Reader) readAt(p []byte, off uint64) error {
+	n, err := r.f.ReadAt(p, int64(off))
+	if n == len(p) {
+		return nil
+	}
+	if err == nil || errors.Is(err, io.EOF) {
+		return r.corruptf(off, "file ends %d bytes into a %d-byte read", n, len(p))
+	}
+	return fmt.Errorf("sstable: %s: read at %d: %w", r.name, off, err)
+}
+
+// readBlock reads the block h locates, verifies its checksum and returns
+// its uncompressed contents, freshly allocated.
+func (r *Reader) readBlock(h BlockHandle) ([]byte, error) {
+	if h.Offset > r.dataEnd || h.Length > r.dataEnd-h.Offset || blockTrailerLen > r.dataEnd-h.Offset-h.Length {
+		return nil, r.corruptf(h.Offset, "block handle %s beyond the blocks' end %d", h, r.dataEnd)
+	}
+	n := int(h.Length)
+	buf := make([]byte, n+blockTrailerLen)
+	if err := r.readAt(buf, h.Offset); err != nil {
+		return nil, err
+	}
+	if got, want := checksum(buf[:n+1]), binary.LittleEndian.Uint32(buf[n+1:]); got != want {
+		return nil, r.corruptf(h.Offset, "block checksum %#08x, want %#08x", got, want)
+	}
+	switch blockType(buf[n]) {
+	case blockTypeNone:
+		return buf[:n:n], nil
+	case blockTypeSnappy:
+		return r.decompress(buf[:n], h.Offset)
+	}
+	return nil, r.corruptf(h.Offset, "unknown compression type %d", buf[n])
+}
+
+// decompress inflates a Snappy block, refusing decoded lengths Snappy
+// cannot reach from src (no allocation from a lying header).
+func (r *Reader) decompress(src []byte, off uint64) ([]byte, error) {
+	n, err := snappy.DecodedLen(src)
+	if err != nil || n > 24*len(src)+32 {
+		return nil, r.corruptf(off, "bad snappy block header")
+	}
+	out, err := snappy.Decode(make([]byte, n), src)
+	if err != nil || len(out) != n {
+		return nil, r.corruptf(off, "bad snappy block: %v", err)
+	}
+	return out, nil
+}
+
+// readMetaindex loads the metaindex and, through it, the properties.
+func (r *Reader) readMetaindex() error {
+	h := r.footer.metaindex
+	data, err := r.readBlock(h)
+	if err != nil {
+		return err
+	}
+	var it blockIter
+	if err := it.init(data, nil, r.name, h.Offset); err != nil {
+		return err
+	}
+	propsHandle, found := BlockHandle{}, false
+	for ok := it.First(); ok; ok = it.Next() {
+		bh, n := decodeHandle(it.val)
+		if n <= 0 || n != len(it.val) {
+			return it.corrupt(it.offset, fmt.Sprintf("bad handle for %q", it.rawKey))
+		}
+		e := MetaEntry{Name: string(it.rawKey), Handle: bh}
+		r.metaindex = append(r.metaindex, e)
+		if e.Name == metaProperties {
+			propsHandle, found = bh, true
+		}
+	}
+	if it.err != nil {
+		return it.err
+	}
+	if !found {
+		return r.corruptf(h.Offset, "metaindex has no properties entry")
+	}
+	data, err = r.readBlock(propsHandle)
+	if err != nil {
+		return err
+	}
+	r.props, err = decodeProperties(data, r.name, propsHandle.Offset)
+	return err
+}
+
+// readIndex loads the index block and checks every entry's handle, so that
+// lookups can trust them.
+func (r *Reader) readIndex() error {
+	h := r.footer.index
+	data, err := r.readBlock(h)
+	if err != nil {
+		return err
+	}
+	var it blockIter
+	if err := it.init(data, r.cmp.Compare, r.name, h.Offset); err != nil {
+		return err
+	}
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		if n >= it.numRestarts || it.offset != it.restartOffset(n) {
+			return it.corrupt(it.offset, "index entry is not a restart point")
+		}
+		bh, hn := decodeHandle(it.val)
+		if hn <= 0 || hn != len(it.val) || bh.Offset > r.dataEnd || bh.Length > r.dataEnd-bh.Offset {
+			return it.corrupt(it.offset, "bad data block handle")
+		}
+		n++
+	}
+	if it.err != nil {
+		return it.err
+	}
+	if n != it.numRestarts || uint64(n) != r.props.NumDataBlocks {
+		return r.corruptf(h.Offset, "index has %d entries for %d restarts and %d data blocks",
+			n, it.numRestarts, r.props.NumDataBlocks)
+	}
+	r.index, r.numBlocks = data, n
+	return nil
+}
+
+// readFilter finds the filter block in the metaindex and loads it if the
+// reader knows its policy.
+func (r *Reader) readFilter() error {
+	for _, e := range r.metaindex {
+		name, ok := strings.CutPrefix(e.Name, metaFilterPrefix)
+		if !ok {
+			continue
+		}
+		r.filterHandle = e.Handle
+		policy := r.opts.Filters[name]
+		if policy == nil {
+			return nil // an unknown policy: read without the filter
+		}
+		data, err := r.readBlock(e.Handle)
+		if err != nil {
+			return err
+		}
+		fb, err := decodeFilterBlock(data, r.numBlocks)
+		if err != nil {
+			return r.corruptf(e.Handle.Offset, "filter block: %v", err)
+		}
+		r.filter, r.filterPolicy = &fb, policy
+		return nil
+	}
+	return nil
+}
+
+// Properties returns the table's properties. The caller must not modify
+// them.
+func (r *Reader) Properties() *Properties { return &r.props }
+
+// Close closes the file. The Reader must not be used afterwards; blocks
+// already handed out stay valid.
+func (r *Reader) Close() error {
+	if r.f == nil {
+		return errors.New("sstable: reader already closed")
+	}
+	err := r.f.Close()
+	r.f = nil
+	if err != nil {
+		return fmt.Errorf("sstable: %s: close: %w", r.name, err)
+	}
+	return nil
+}

@@ -1,0 +1,239 @@
+package sstable
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/cespare/xxhash/v2"
+	"github.com/cockroachdb/pebble/vfs"
+	"github.com/golang/snappy"
+)
+
+// maxEntrySize bounds one entry's key and value together, so that block
+// offsets always fit the format's 32-bit restart points.
+const maxEntrySize = 1 << 30
+
+// errWriterClosed is returned by a Writer used after Close.
+var errWriterClosed = errors.New("sstable: writer is closed")
+
+// Writer writes a table. Add the entries in increasing internal-key order,
+// then Close. A Writer is not safe for concurrent use.
+type Writer struct {
+	f      vfs.File
+	buf    *bufio.Writer
+	opts   WriterOptions
+	cmp    *base.Comparer
+	offset uint64 // bytes handed to buf so far
+	err    error  // first write error; the table is then lost
+	closed bool
+
+	data   blockWriter
+	index  blockWriter
+	filter *filterBlockWriter
+
+	prevKey       base.InternalKey // last key added, in prevKeyBuf
+	prevKeyBuf    []byte
+	pendingHandle BlockHandle // block awaiting its index entry
+	pending       bool
+
+	props   Properties
+	meta    WriterMetadata
+	digest  *xxhash.Digest
+	scratch []byte // encoded keys
+	sepBuf  []byte // index separators
+	snappy  []byte // compression output
+}
+
+// WriterMetadata describes a table once its Writer has closed.
+type WriterMetadata struct {
+	// Size is the table's length in bytes.
+	Size uint64
+	// Smallest and Largest are the first and last internal keys; the
+	// caller owns them.
+	Smallest, Largest base.InternalKey
+	// SmallestSeqNum and LargestSeqNum bound the sequence numbers.
+	SmallestSeqNum, LargestSeqNum base.SeqNum
+	// Properties are the table's properties as written.
+	Properties Properties
+}
+
+// NewWriter returns a Writer that writes a table to f through a buffer.
+// The Writer owns f: Close syncs and closes it.
+func NewWriter(f vfs.File, opts WriterOptions) *Writer {
+	opts = opts.withDefaults()
+	w := &Writer{
+		f:      f,
+		buf:    bufio.NewWriterSize(f, 64<<10),
+		opts:   opts,
+		cmp:    opts.Comparer,
+		data:   blockWriter{restartInterval: opts.BlockRestartInterval},
+		index:  blockWriter{restartInterval: 1}, // the reader finds block i at restart i
+		digest: xxhash.New(),
+	}
+	w.props.ComparerName = opts.Comparer.Name
+	if opts.FilterPolicy != nil {
+		w.filter = newFilterBlockWriter(opts.FilterPolicy)
+		w.props.FilterPolicyName = opts.FilterPolicy.Name()
+	}
+	return w
+}
+
+// Add appends an entry. Keys must strictly increase in internal-key order
+// (user key ascending, then sequence number descending); a key that does
+// not is rejected with an error and the Writer stays usable. The Writer
+// copies key and value.
+func (w *Writer) Add(key base.InternalKey, value []byte) error {
+	switch {
+	case w.closed:
+		return errWriterClosed
+	case w.err != nil:
+		return w.err
+	case key.Kind() > base.KindMax:
+		return fmt.Errorf("sstable: key %s has an unknown kind", key)
+	case key.Size()+len(value) > maxEntrySize:
+		return fmt.Errorf("sstable: entry of %d bytes exceeds the limit of %d", key.Size()+len(value), maxEntrySize)
+	case w.props.NumEntries > 0 && base.InternalCompare(w.cmp.Compare, w.prevKey, key) >= 0:
+		return fmt.Errorf("sstable: key %s added after %s: keys must increase", key, w.prevKey)
+	}
+	if w.pending {
+		w.addIndexEntry(&key)
+	}
+	if w.filter != nil && (w.data.empty() || !bytes.Equal(w.prevKey.UserKey, key.UserKey)) {
+		w.filter.addKey(key.UserKey)
+	}
+	w.scratch = key.AppendEncoded(w.scratch[:0])
+	w.data.add(w.scratch, value)
+	w.record(key, len(value))
+	if w.data.estimatedSize() >= w.opts.BlockSize {
+		return w.flushDataBlock()
+	}
+	return nil
+}
+
+// record updates the properties for an added entry and keeps its key.
+func (w *Writer) record(key base.InternalKey, valueLen int) {
+	p := &w.props
+	seq := key.SeqNum()
+	if p.NumEntries == 0 {
+		p.SmallestKey = key.AppendEncoded(nil)
+		p.SmallestSeqNum, p.LargestSeqNum = seq, seq
+	}
+	p.SmallestSeqNum = min(p.SmallestSeqNum, seq)
+	p.LargestSeqNum = max(p.LargestSeqNum, seq)
+	p.NumEntries++
+	if key.Kind() == base.KindDelete {
+		p.NumDeletions++
+	}
+	p.RawKeySize += uint64(key.Size())
+	p.RawValueSize += uint64(valueLen)
+	w.prevKeyBuf = append(w.prevKeyBuf[:0], key.UserKey...)
+	w.prevKey = base.InternalKey{UserKey: w.prevKeyBuf, Trailer: key.Trailer}
+}
+
+// EstimatedSize returns the bytes written so far plus the pending data
+// block's.
+func (w *Writer) EstimatedSize() uint64 {
+	if w.data.empty() {
+		return w.offset
+	}
+	return w.offset + uint64(w.data.estimatedSize()+blockTrailerLen)
+}
+
+// flushDataBlock writes the pending data block and closes its filter; its
+// index entry waits for the next key (or Close) to pick a separator.
+func (w *Writer) flushDataBlock() error {
+	h, err := w.writeBlock(w.data.finish())
+	w.data.reset()
+	if err != nil {
+		return err
+	}
+	if w.filter != nil {
+		w.filter.finishFilter()
+	}
+	w.pendingHandle, w.pending = h, true
+	w.props.NumDataBlocks++
+	w.props.DataSize += h.Length + blockTrailerLen
+	return nil
+}
+
+// addIndexEntry adds the pending block's index entry: a key k with
+// last <= k < next (next nil: k >= last), as short as the comparer can
+// make it. Shortened user keys get the largest trailer, so k still sorts
+// below every version of next's user key.
+func (w *Writer) addIndexEntry(next *base.InternalKey) {
+	last := w.prevKey
+	var sep []byte
+	if next != nil {
+		sep = w.cmp.Separator(w.sepBuf[:0], last.UserKey, next.UserKey)
+	} else {
+		sep = w.cmp.Successor(w.sepBuf[:0], last.UserKey)
+	}
+	w.sepBuf = sep
+	k := last
+	if len(sep) <= len(last.UserKey) && w.cmp.Compare(last.UserKey, sep) < 0 {
+		k = base.MakeSearchKey(sep)
+	}
+	w.scratch = k.AppendEncoded(w.scratch[:0])
+	var hb [maxHandleLen]byte
+	w.index.add(w.scratch, appendHandle(hb[:0], w.pendingHandle))
+	w.pending = false
+}
+
+// compress returns the form in which contents are stored, appended to
+// dst (or contents itself), and its compression type.
+func (w *Writer) compress(dst, contents []byte) ([]byte, blockType) {
+	if w.opts.Compression != SnappyCompression {
+		return contents, blockTypeNone
+	}
+	n := snappy.MaxEncodedLen(len(contents))
+	if cap(dst) < n {
+		dst = make([]byte, n)
+	}
+	c := snappy.Encode(dst[:n], contents)
+	if len(c) <= len(contents)-len(contents)/8 {
+		return c, blockTypeSnappy
+	}
+	return contents, blockTypeNone
+}
+
+// writeBlock compresses contents if that pays and writes them with their
+// trailer.
+func (w *Writer) writeBlock(contents []byte) (BlockHandle, error) {
+	stored, typ := w.compress(w.snappy, contents)
+	if typ == blockTypeSnappy {
+		w.snappy = stored
+	}
+	return w.writeStored(stored, typ)
+}
+
+// writeStored writes a block's stored bytes and its trailer.
+func (w *Writer) writeStored(stored []byte, typ blockType) (BlockHandle, error) {
+	h := BlockHandle{Offset: w.offset, Length: uint64(len(stored))}
+	w.digest.Reset()
+	w.digest.Write(stored)
+	w.digest.Write([]byte{byte(typ)})
+	var trailer [blockTrailerLen]byte
+	trailer[0] = byte(typ)
+	binary.LittleEndian.PutUint32(trailer[1:], uint32(w.digest.Sum64()))
+	if err := w.write(stored); err != nil {
+		return h, err
+	}
+	return h, w.write(trailer[:])
+}
+
+// write appends p to the file, remembering the first error.
+func (w *Writer) write(p []byte) error {
+	if w.err != nil {
+		return w.err
+	}
+	n, err := w.buf.Write(p)
+	w.offset += uint64(n)
+	if err != nil {
+		w.err = fmt.Errorf("sstable: write: %w", err)
+	}
+	return w.err
+}
