@@ -140,14 +140,16 @@ func readAll(fs vfs.FS, name string) ([]byte, error) {
 	return buf.Bytes(), err
 }
 
-// openBytes opens a Reader over a copy of data in a fresh memory FS.
+// openBytes opens a Reader over a copy of data in a fresh memory FS. (It
+// writes a copy: vfs.File.Write may scribble on its argument, and under
+// the race detector Pebble's MemFS does.)
 func openBytes(data []byte, opts ReaderOptions) (*Reader, error) {
 	fs := vfs.NewMem()
 	f, err := fs.Create("t.sst")
 	if err != nil {
 		return nil, err
 	}
-	if _, err := f.Write(data); err != nil {
+	if _, err := f.Write(bytes.Clone(data)); err != nil {
 		return nil, err
 	}
 	if err := f.Close(); err != nil {

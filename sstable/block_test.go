@@ -1,0 +1,124 @@
+package sstable
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+)
+
+// buildBlock encodes keys (as internal keys at seq 1) with values "v"+key.
+func buildBlock(interval int, keys ...string) []byte {
+	w := blockWriter{restartInterval: interval}
+	for _, k := range keys {
+		w.add(base.MakeInternalKey([]byte(k), 1, base.KindSet).AppendEncoded(nil), []byte("v"+k))
+	}
+	return bytes.Clone(w.finish())
+}
+
+// TestBlock_RoundTrip encodes blocks with several restart intervals and
+// reads them back every way.
+func TestBlock_RoundTrip(t *testing.T) {
+	keys := []string{"a", "aa", "aab", "abc", "b", "bcd", "bce", "c", "cc", "ccc", "d"}
+	for _, interval := range []int{1, 2, 3, 16} {
+		t.Run(fmt.Sprint(interval), func(t *testing.T) {
+			data := buildBlock(interval, keys...)
+			var it blockIter
+			if err := it.init(data, bytes.Compare, "test", 0); err != nil {
+				t.Fatal(err)
+			}
+			var fwd, back []string
+			for ok := it.First(); ok; ok = it.Next() {
+				fwd = append(fwd, string(it.ikey.UserKey)+"="+string(it.val))
+			}
+			for ok := it.Last(); ok; ok = it.Prev() {
+				back = append([]string{string(it.ikey.UserKey) + "=" + string(it.val)}, back...)
+			}
+			if fmt.Sprint(fwd) != fmt.Sprint(back) || len(fwd) != len(keys) {
+				t.Fatalf("forward %v, backward %v", fwd, back)
+			}
+			for i, k := range keys {
+				if !it.SeekGE(base.MakeSearchKey([]byte(k))) || string(it.ikey.UserKey) != k {
+					t.Fatalf("SeekGE(%s) at %s", k, it.ikey)
+				}
+				ok := it.SeekLT(base.MakeSearchKey([]byte(k)))
+				if i == 0 && ok || i > 0 && (!ok || string(it.ikey.UserKey) != keys[i-1]) {
+					t.Fatalf("SeekLT(%s) = %v at %s", k, ok, it.ikey)
+				}
+			}
+			if it.SeekGE(base.MakeSearchKey([]byte("e"))) || !it.SeekLT(base.MakeSearchKey([]byte("e"))) {
+				t.Fatal("seeks past the end")
+			}
+		})
+	}
+}
+
+// TestBlock_Empty reads a block with no entries.
+func TestBlock_Empty(t *testing.T) {
+	var it blockIter
+	if err := it.init(buildBlock(16), bytes.Compare, "test", 0); err != nil {
+		t.Fatal(err)
+	}
+	if it.First() || it.Last() || it.SeekGE(base.MakeSearchKey(nil)) || it.SeekLT(base.MakeSearchKey([]byte("z"))) {
+		t.Fatal("an empty block has an entry")
+	}
+}
+
+// TestBlock_Bad feeds damaged blocks to the iterator: each must give
+// ErrCorruption, never panic.
+func TestBlock_Bad(t *testing.T) {
+	good := buildBlock(2, "a", "ab", "abc", "b")
+	restarts := func(b []byte, n uint32, offs ...uint32) []byte {
+		b = bytes.Clone(b)
+		for _, o := range offs {
+			b = binary.LittleEndian.AppendUint32(b, o)
+		}
+		return binary.LittleEndian.AppendUint32(b, n)
+	}
+	entries := good[:len(good)-12] // two restarts and the count
+	tests := []struct {
+		name string
+		data []byte
+	}{
+		{"short", []byte{1, 0}},
+		{"restart count too large", restarts(nil, 5)},
+		{"restarts without entries", restarts(nil, 1, 0)},
+		{"entries without restarts", restarts(entries, 0)},
+		{"first restart not 0", restarts(entries, 2, 1, 5)},
+		{"restart out of range", restarts(entries, 2, 0, 1000)},
+		{"restart mid-entry", restarts(entries, 2, 0, 3)},
+		{"restart with shared prefix", restarts(entries, 2, 0, uint32(bytes.Index(entries, []byte("\x01\x0a"))))},
+		{"length overruns", restarts([]byte{0, 50, 0, 'a'}, 1, 0)},
+		{"bad varint", restarts(bytes.Repeat([]byte{0xff}, 12), 1, 0)},
+		{"short internal key", restarts([]byte{0, 2, 0, 'a', 'b'}, 1, 0)},
+		{"unknown kind", restarts(append([]byte{0, 8, 0}, 9, 0, 0, 0, 0, 0, 0, 0), 1, 0)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := exerciseBlock(tt.data)
+			if !errors.Is(err, base.ErrCorruption) {
+				t.Fatalf("got %v, want corruption", err)
+			}
+		})
+	}
+}
+
+// exerciseBlock runs every move over a block and returns the first error.
+func exerciseBlock(data []byte) error {
+	var it blockIter
+	if err := it.init(data, bytes.Compare, "test", 0); err != nil {
+		return err
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+	}
+	for ok := it.Last(); ok; ok = it.Prev() {
+	}
+	for _, k := range []string{"", "a", "abc", "b", "zz"} {
+		it.SeekGE(base.MakeSearchKey([]byte(k)))
+		it.SeekLT(base.MakeSearchKey([]byte(k)))
+	}
+	return it.err
+}

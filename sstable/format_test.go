@@ -1,0 +1,75 @@
+package sstable
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestBlockHandle_RoundTrip(t *testing.T) {
+	for _, h := range []BlockHandle{{0, 0}, {1, 127}, {128, 16384}, {math.MaxUint64, math.MaxUint64}} {
+		enc := appendHandle(nil, h)
+		got, n := decodeHandle(enc)
+		if n != len(enc) || got != h {
+			t.Errorf("decode(encode(%v)) = %v, %d", h, got, n)
+		}
+		if len(enc) > maxHandleLen {
+			t.Errorf("%v encodes to %d bytes", h, len(enc))
+		}
+	}
+}
+
+func TestBlockHandle_Bad(t *testing.T) {
+	for _, b := range [][]byte{nil, {0x80}, {0x01}, {0x01, 0x80}, bytes.Repeat([]byte{0xff}, 11)} {
+		if _, n := decodeHandle(b); n > 0 {
+			t.Errorf("decodeHandle(%x) accepted %d bytes", b, n)
+		}
+	}
+}
+
+func TestFooter_RoundTrip(t *testing.T) {
+	f := footer{metaindex: BlockHandle{1000, 50}, index: BlockHandle{1055, 300}, version: FormatVersion}
+	enc := f.encode()
+	if len(enc) != FooterLen || string(enc[48:]) != "bloomkv1" {
+		t.Fatalf("footer %x", enc)
+	}
+	got, err := decodeFooter(enc)
+	if err != nil || got != f {
+		t.Fatalf("decodeFooter = %+v, %v", got, err)
+	}
+}
+
+func TestFooter_Bad(t *testing.T) {
+	good := footer{metaindex: BlockHandle{1, 2}, index: BlockHandle{3, 4}, version: FormatVersion}.encode()
+	resum := func(b []byte) []byte {
+		binary.LittleEndian.PutUint32(b[44:], checksum(b[:44]))
+		return b
+	}
+	tests := []struct {
+		name string
+		edit func([]byte) []byte
+		want string
+	}{
+		{"short", func(b []byte) []byte { return b[1:] }, "footer is 55 bytes"},
+		{"magic", func(b []byte) []byte { b[55] ^= 1; return b }, "bad magic"},
+		{"checksum", func(b []byte) []byte { b[0] ^= 1; return b }, "footer checksum"},
+		{"version", func(b []byte) []byte { b[40] = 2; return resum(b) }, "unsupported format version 2"},
+		{"padding", func(b []byte) []byte { b[39] = 1; return resum(b) }, "nonzero footer padding"},
+		{"handle", func(b []byte) []byte {
+			for i := range 40 {
+				b[i] = 0xff
+			}
+			return resum(b)
+		}, "bad metaindex handle"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := decodeFooter(tt.edit(bytes.Clone(good)))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want %q", err, tt.want)
+			}
+		})
+	}
+}

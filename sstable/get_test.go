@@ -1,0 +1,112 @@
+package sstable
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+)
+
+// rewriteIndex returns a copy of a table whose index keys are replaced by
+// newKey(i, old), with checksums and footer to match.
+func rewriteIndex(t *testing.T, data []byte, newKey func(i int, old base.InternalKey) base.InternalKey) []byte {
+	t.Helper()
+	r, err := openBytes(data, ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	l, err := r.Layout()
+	if err != nil {
+		t.Fatal(err)
+	}
+	index := blockWriter{restartInterval: 1}
+	for i, d := range l.Data {
+		index.add(newKey(i, d.Separator).AppendEncoded(nil), appendHandle(nil, d.Handle))
+	}
+	out := append([]byte(nil), data[:l.Index.Offset]...)
+	contents := index.finish()
+	out = append(out, contents...)
+	out = append(out, byte(blockTypeNone))
+	out = binary.LittleEndian.AppendUint32(out, checksum(out[len(out)-len(contents)-1:]))
+	ft := footer{metaindex: l.Footer.Metaindex, index: BlockHandle{l.Index.Offset, uint64(len(contents))}, version: FormatVersion}
+	return append(out, ft.encode()...)
+}
+
+// TestReader_Get_ContinuesIntoNextBlock reads a table whose first index
+// key, k#6, lies between the blocks (k#9 k#8 | k#5 k#3): a valid separator
+// that this package's writer would not choose. A lookup of k at seq 7 lands
+// on block 0, finds only newer versions there, and must go on to block 1,
+// asking block 1's filter too.
+func TestReader_Get_ContinuesIntoNextBlock(t *testing.T) {
+	var entries []testEntry
+	for _, s := range []string{"j.SET.1:j1", "k.SET.9:k9", "k.SET.8:k8", "k.SET.5:k5", "k.SET.3:k3", "l.SET.2:l2"} {
+		e, err := parseEntry(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, e)
+	}
+	for _, policy := range []string{"hashset", "always", "none"} {
+		p := ddPolicy(t, policy)
+		data := buildBytes(t, entries, WriterOptions{BlockSize: 40, FilterPolicy: p})
+		data = rewriteIndex(t, data, func(i int, old base.InternalKey) base.InternalKey {
+			if i == 0 {
+				if old.String() != "k#8,SET" {
+					t.Fatalf("block 0 ends at %s, want k#8,SET", old)
+				}
+				return base.MakeInternalKey([]byte("k"), 6, base.KindSet)
+			}
+			return old
+		})
+		r, err := openBytes(data, ReaderOptions{Filters: filters(p)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Check(); err != nil {
+			t.Fatalf("%s: the rewritten table does not check: %v", policy, err)
+		}
+		var st LookupStats
+		v, _, found, err := r.Get([]byte("k"), 7, &st)
+		if err != nil || !found || string(v) != "k5" {
+			t.Fatalf("%s: Get(k, 7) = %q %v %v, want k5", policy, v, found, err)
+		}
+		want := LookupStats{BlockReads: 2, BlockCacheMisses: 2}
+		if p != nil {
+			want.FilterTruePositives = 2 // both blocks hold k
+		}
+		if st != want {
+			t.Fatalf("%s: stats %+v, want %+v", policy, st, want)
+		}
+		r.Close()
+	}
+}
+
+// TestReader_Get_ContinuationFilterNegative is the same with no k in block
+// 1 (k#9 k#8 | l#2 m#1): block 1's filter answers for the continuation.
+func TestReader_Get_ContinuationFilterNegative(t *testing.T) {
+	var entries []testEntry
+	for _, s := range []string{"j.SET.1:j1", "k.SET.9:k9", "k.SET.8:k8", "l.SET.2:l2", "m.SET.1:m1"} {
+		e, _ := parseEntry(s)
+		entries = append(entries, e)
+	}
+	data := buildBytes(t, entries, WriterOptions{BlockSize: 40, FilterPolicy: hashSetPolicy{}})
+	data = rewriteIndex(t, data, func(i int, old base.InternalKey) base.InternalKey {
+		if i == 0 {
+			return base.MakeInternalKey([]byte("k"), 6, base.KindSet)
+		}
+		return old
+	})
+	r, err := openBytes(data, ReaderOptions{Filters: filters(hashSetPolicy{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var st LookupStats
+	if _, _, found, err := r.Get([]byte("k"), 7, &st); found || err != nil {
+		t.Fatalf("Get(k, 7) found=%v err=%v", found, err)
+	}
+	if want := (LookupStats{FilterTruePositives: 1, FilterNegatives: 1, BlockReads: 1, BlockCacheMisses: 1}); st != want {
+		t.Fatalf("stats %+v, want %+v", st, want)
+	}
+}

@@ -1,0 +1,279 @@
+package sstable
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/bloomkv/bloomkv/bloompolicy"
+	"github.com/bloomkv/bloomkv/internal/base"
+)
+
+// randomEntries returns n user keys, each with 1-4 versions, in internal
+// order. Keys share prefixes so prefix compression has work to do.
+func randomEntries(rng *rand.Rand, n int) []testEntry {
+	keys := make(map[string]bool)
+	for len(keys) < n {
+		k := fmt.Sprintf("key%04d", rng.IntN(4*n))
+		keys[k+string(rune('a'+rng.IntN(26)))[:rng.IntN(2)]] = true
+	}
+	sorted := make([]string, 0, n)
+	for k := range keys {
+		sorted = append(sorted, k)
+	}
+	slices.Sort(sorted)
+	var entries []testEntry
+	for _, k := range sorted {
+		seq := base.SeqNum(100 + rng.IntN(50))
+		for v := rng.IntN(4); v >= 0; v-- {
+			kind := base.KindSet
+			if rng.IntN(5) == 0 {
+				kind = base.KindDelete
+			}
+			val := []byte(nil)
+			if kind == base.KindSet {
+				val = fmt.Appendf(nil, "%s@%d/%s", k, seq, bytes.Repeat([]byte{'v'}, rng.IntN(30)))
+			}
+			entries = append(entries, testEntry{base.MakeInternalKey([]byte(k), seq, kind), val})
+			seq -= base.SeqNum(1 + rng.IntN(20))
+		}
+	}
+	return entries
+}
+
+// modelGet is what Get must return over entries.
+func modelGet(entries []testEntry, key []byte, seq base.SeqNum) (testEntry, bool) {
+	for _, e := range entries {
+		if bytes.Equal(e.key.UserKey, key) && e.key.Visible(seq) {
+			return e, true
+		}
+	}
+	return testEntry{}, false
+}
+
+func seedRNG(t *testing.T) *rand.Rand {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	return rand.New(rand.NewPCG(seed, seed))
+}
+
+// TestReader_Get_Model checks Get against a model at random seqnums, for
+// present and absent keys, with and without filters, with small blocks so
+// that versions straddle blocks.
+func TestReader_Get_Model(t *testing.T) {
+	rng := seedRNG(t)
+	entries := randomEntries(rng, 300)
+	for _, policy := range []bloompolicy.FilterPolicy{nil, hashSetPolicy{}, alwaysPolicy{}} {
+		for _, blockSize := range []int{64, 512, 4096} {
+			opts := WriterOptions{BlockSize: blockSize, BlockRestartInterval: 1 + rng.IntN(16), FilterPolicy: policy}
+			data := buildBytes(t, entries, opts)
+			r, err := openBytes(data, ReaderOptions{Cache: NewCache(1 << 20), Filters: filters(policy)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var st LookupStats
+			for i := 0; i < 2000; i++ {
+				key := entries[rng.IntN(len(entries))].key.UserKey
+				if rng.IntN(3) == 0 {
+					key = append(slices.Clone(key), 'x')
+				}
+				seq := base.SeqNum(rng.IntN(160))
+				want, wantFound := modelGet(entries, key, seq)
+				v, kind, found, err := r.Get(key, seq, &st)
+				if err != nil || found != wantFound || found && (kind != want.key.Kind() || !bytes.Equal(v, want.value)) {
+					t.Fatalf("policy %v block %d: Get(%s, %d) = %q %v %v %v, want %q %v %v",
+						policy, blockSize, key, seq, v, kind, found, err, want.value, want.key.Kind(), wantFound)
+				}
+			}
+			if policy == nil && st.FilterNegatives+st.FilterTruePositives+st.FilterFalsePositives != 0 {
+				t.Fatalf("verdicts counted without a filter: %+v", st)
+			}
+			if policy != nil && st.FilterNegatives+st.FilterTruePositives+st.FilterFalsePositives < st.BlockReads {
+				t.Fatalf("block reads without verdicts: %+v", st)
+			}
+			if err := r.Check(); err != nil {
+				t.Fatal(err)
+			}
+			r.Close()
+		}
+	}
+}
+
+// TestReader_Iter_Model drives iterators with random bounds and moves and
+// compares each position with a model.
+func TestReader_Iter_Model(t *testing.T) {
+	rng := seedRNG(t)
+	entries := randomEntries(rng, 200)
+	data := buildBytes(t, entries, WriterOptions{BlockSize: 128, BlockRestartInterval: 4})
+	r, err := openBytes(data, ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	randKey := func() []byte {
+		k := entries[rng.IntN(len(entries))].key.UserKey
+		if rng.IntN(2) == 0 {
+			return append(slices.Clone(k), byte(rng.IntN(256)))
+		}
+		return k
+	}
+	for round := 0; round < 50; round++ {
+		var lower, upper []byte
+		if rng.IntN(2) == 0 {
+			lower = randKey()
+		}
+		if rng.IntN(2) == 0 {
+			upper = randKey()
+		}
+		m := newIterModel(entries, lower, upper)
+		it, err := r.NewIter(lower, upper)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for step := 0; step < 100; step++ {
+			op, got, want := m.step(rng, it, randKey)
+			if got != want {
+				t.Fatalf("bounds [%q, %q): %s gave %s, want %s", lower, upper, op, got, want)
+			}
+		}
+		if err := it.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// iterModel is the expected behaviour of a bounded iterator: a position in
+// the entries within bounds.
+type iterModel struct {
+	entries []testEntry
+	pos     int // -1: invalid
+}
+
+func newIterModel(all []testEntry, lower, upper []byte) *iterModel {
+	var in []testEntry
+	for _, e := range all {
+		if (lower == nil || bytes.Compare(e.key.UserKey, lower) >= 0) && (upper == nil || bytes.Compare(e.key.UserKey, upper) < 0) {
+			in = append(in, e)
+		}
+	}
+	return &iterModel{entries: in, pos: -1}
+}
+
+// step applies one random move to it and to the model and returns the move
+// and both resulting positions, formatted.
+func (m *iterModel) step(rng *rand.Rand, it base.InternalIterator, randKey func() []byte) (op, got, want string) {
+	n := len(m.entries)
+	switch rng.IntN(6) {
+	case 0:
+		op, m.pos = "First", min(0, n-1)
+		it.First()
+	case 1:
+		op, m.pos = "Last", n-1
+		it.Last()
+	case 2:
+		op = "Next"
+		if m.pos >= 0 {
+			m.pos++
+		}
+		it.Next()
+	case 3:
+		op = "Prev"
+		if m.pos >= 0 {
+			m.pos--
+		}
+		it.Prev()
+	case 4:
+		k := randKey()
+		op = fmt.Sprintf("SeekGE(%q)", k)
+		m.pos = slices.IndexFunc(m.entries, func(e testEntry) bool { return bytes.Compare(e.key.UserKey, k) >= 0 })
+		it.SeekGE(k)
+	case 5:
+		k := randKey()
+		op = fmt.Sprintf("SeekLT(%q)", k)
+		m.pos = -1
+		for i, e := range m.entries {
+			if bytes.Compare(e.key.UserKey, k) < 0 {
+				m.pos = i
+			}
+		}
+		it.SeekLT(k)
+	}
+	if m.pos >= n {
+		m.pos = -1
+	}
+	want = "invalid"
+	if m.pos >= 0 {
+		want = fmt.Sprintf("%s=%q", m.entries[m.pos].key, m.entries[m.pos].value)
+	}
+	got = "invalid"
+	if it.Valid() {
+		got = fmt.Sprintf("%s=%q", it.Key(), it.Value())
+	}
+	if it.Error() != nil {
+		got = it.Error().Error()
+	}
+	return op, got, want
+}
+
+// TestReader_Get_UnknownPolicy reads a filtered table with no policy, with
+// another policy, and with its own, and gets the same answers.
+func TestReader_Get_UnknownPolicy(t *testing.T) {
+	rng := seedRNG(t)
+	entries := randomEntries(rng, 100)
+	data := buildBytes(t, entries, WriterOptions{BlockSize: 256, FilterPolicy: hashSetPolicy{}})
+	for _, fs := range []map[string]bloompolicy.FilterPolicy{nil, filters(alwaysPolicy{}), filters(hashSetPolicy{})} {
+		r, err := openBytes(data, ReaderOptions{Filters: fs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st LookupStats
+		for _, e := range entries {
+			want, _ := modelGet(entries, e.key.UserKey, e.key.SeqNum())
+			v, _, found, err := r.Get(e.key.UserKey, e.key.SeqNum(), &st)
+			if err != nil || !found || !bytes.Equal(v, want.value) {
+				t.Fatalf("Get(%s) = %q %v %v", e.key, v, found, err)
+			}
+		}
+		verdicts := st.FilterNegatives + st.FilterTruePositives + st.FilterFalsePositives
+		if usable := fs[hashSetPolicy{}.Name()] != nil; usable != (verdicts > 0) {
+			t.Fatalf("filters %v: stats %+v", fs, st)
+		}
+		r.Close()
+	}
+}
+
+// TestReader_ComparerMismatch refuses a table ordered by another comparer.
+func TestReader_ComparerMismatch(t *testing.T) {
+	data := buildBytes(t, []testEntry{{base.MakeInternalKey([]byte("a"), 1, base.KindSet), nil}}, WriterOptions{})
+	other := *base.DefaultComparer
+	other.Name = "other"
+	_, err := openBytes(data, ReaderOptions{Comparer: &other})
+	if err == nil || errors.Is(err, base.ErrCorruption) {
+		t.Fatalf("got %v, want a comparer mismatch error", err)
+	}
+}
+
+// TestReader_Get_AbsentAllocs checks that a lookup the filter rules out,
+// and one served from the cache, allocate nothing.
+func TestReader_Get_AbsentAllocs(t *testing.T) {
+	rng := seedRNG(t)
+	entries := randomEntries(rng, 500)
+	data := buildBytes(t, entries, WriterOptions{FilterPolicy: hashSetPolicy{}})
+	r, err := openBytes(data, ReaderOptions{Cache: NewCache(1 << 20), Filters: filters(hashSetPolicy{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var st LookupStats
+	absent, present := []byte("key0001zz"), entries[len(entries)/2].key.UserKey
+	r.Get(present, base.SeqNumMax, &st) // warm the cache
+	for _, key := range [][]byte{absent, present} {
+		if n := testing.AllocsPerRun(100, func() { r.Get(key, base.SeqNumMax, &st) }); n != 0 {
+			t.Errorf("Get(%s) allocates %v times", key, n)
+		}
+	}
+}
