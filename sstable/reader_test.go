@@ -19,7 +19,7 @@ func randomEntries(rng *rand.Rand, n int) []testEntry {
 	keys := make(map[string]bool)
 	for len(keys) < n {
 		k := fmt.Sprintf("key%04d", rng.IntN(4*n))
-		keys[k+string(rune('a'+rng.IntN(26)))[:rng.IntN(2)]] = true
+		keys[k+string(rune('a' + rng.IntN(26)))[:rng.IntN(2)]] = true
 	}
 	sorted := make([]string, 0, n)
 	for k := range keys {
