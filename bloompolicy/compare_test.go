@@ -1,0 +1,165 @@
+package bloompolicy_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bloomkv/bloomkv/bloompolicy"
+	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/bloom"
+)
+
+// This file compares the Bloom policy with Pebble's bloom.FilterPolicy at
+// equal memory (10 bits per key) on the same million keys:
+//
+//	go test -run '^$' -bench . -benchtime 20x -count 6 ./bloompolicy/ | tee bench.txt
+//	go run golang.org/x/perf/cmd/benchstat@latest -col /impl bench.txt
+
+const compareKeys = 1_000_000
+
+// contender is one filter implementation under comparison.
+type contender struct {
+	name       string
+	newWriter  func() bloompolicy.FilterWriter
+	mayContain func(filter, key []byte) bool
+}
+
+func contenders(tb testing.TB) []contender {
+	ours, err := bloompolicy.NewBitsPerKey(10)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	theirs := bloom.FilterPolicy(10)
+	return []contender{
+		{"bloomkv", ours.NewWriter, ours.MayContain},
+		{"pebble", func() bloompolicy.FilterWriter { return theirs.NewWriter(pebble.TableFilter) },
+			func(f, k []byte) bool { return theirs.MayContain(pebble.TableFilter, f, k) }},
+	}
+}
+
+// keySet is a million present and as many absent keys of one shape.
+type keySet struct {
+	present, absent [][]byte
+}
+
+var (
+	keySetsMu sync.Mutex
+	keySets   = map[string]*keySet{}
+)
+
+// keysOf returns the shared key set of shape, generating it once.
+func keysOf(shape keyShape) *keySet {
+	keySetsMu.Lock()
+	defer keySetsMu.Unlock()
+	if ks, ok := keySets[shape.name]; ok {
+		return ks
+	}
+	ks := &keySet{present: make([][]byte, compareKeys), absent: make([][]byte, compareKeys)}
+	for i := range compareKeys {
+		ks.present[i] = shape.key(nil, uint64(i))
+		ks.absent[i] = shape.key(nil, uint64(compareKeys+i))
+	}
+	keySets[shape.name] = ks
+	return ks
+}
+
+func build(c contender, keys [][]byte, dst []byte) []byte {
+	w := c.newWriter()
+	for _, k := range keys {
+		w.AddKey(k)
+	}
+	return w.Finish(dst)
+}
+
+// falsePositiveRate queries filter with every absent key.
+func falsePositiveRate(c contender, filter []byte, absent [][]byte) float64 {
+	fp := 0
+	for _, k := range absent {
+		if c.mayContain(filter, k) {
+			fp++
+		}
+	}
+	return float64(fp) / float64(len(absent))
+}
+
+// reportFilter reports the filter's size and false-positive rate.
+func reportFilter(b *testing.B, c contender, filter []byte, ks *keySet) {
+	b.ReportMetric(8*float64(len(filter))/compareKeys, "bits/key")
+	b.ReportMetric(100*falsePositiveRate(c, filter, ks.absent), "fpr%")
+}
+
+// BenchmarkBuild builds a filter of a million keys per iteration.
+func BenchmarkBuild(b *testing.B) {
+	for _, shape := range keyShapes {
+		ks := keysOf(shape)
+		for _, c := range contenders(b) {
+			b.Run(fmt.Sprintf("shape=%s/impl=%s", shape.name, c.name), func(b *testing.B) {
+				var filter []byte
+				start := time.Now()
+				for b.Loop() {
+					filter = build(c, ks.present, filter[:0])
+				}
+				b.ReportMetric(float64(time.Since(start).Nanoseconds())/float64(b.N*compareKeys), "ns/key")
+				reportFilter(b, c, filter, ks)
+			})
+		}
+	}
+}
+
+// BenchmarkMayContain queries absent keys, the case a filter exists for.
+func BenchmarkMayContain(b *testing.B) {
+	benchmarkQueries(b, func(ks *keySet) [][]byte { return ks.absent })
+}
+
+// BenchmarkMayContainPresent queries added keys: every probe is tested.
+func BenchmarkMayContainPresent(b *testing.B) {
+	benchmarkQueries(b, func(ks *keySet) [][]byte { return ks.present })
+}
+
+func benchmarkQueries(b *testing.B, queries func(*keySet) [][]byte) {
+	for _, shape := range keyShapes {
+		ks := keysOf(shape)
+		for _, c := range contenders(b) {
+			b.Run(fmt.Sprintf("shape=%s/impl=%s", shape.name, c.name), func(b *testing.B) {
+				filter := build(c, ks.present, nil)
+				q := queries(ks)
+				i, hits := 0, 0
+				for b.Loop() {
+					if c.mayContain(filter, q[i]) {
+						hits++
+					}
+					if i++; i == len(q) {
+						i = 0
+					}
+				}
+				reportFilter(b, c, filter, ks)
+			})
+		}
+	}
+}
+
+// TestAgainstPebble checks the equal-memory comparison deterministically:
+// at 10 bits per key on the same million keys, the Bloom filter is no
+// larger than Pebble's and its false-positive rate is at most 1.00%.
+func TestAgainstPebble(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds filters of a million keys")
+	}
+	cs := contenders(t)
+	for _, shape := range keyShapes {
+		ks := keysOf(shape)
+		ours, theirs := build(cs[0], ks.present, nil), build(cs[1], ks.present, nil)
+		ourFPR := falsePositiveRate(cs[0], ours, ks.absent)
+		theirFPR := falsePositiveRate(cs[1], theirs, ks.absent)
+		t.Logf("%s: bloomkv %d bytes, fpr %.3f%%; pebble %d bytes, fpr %.3f%%",
+			shape.name, len(ours), 100*ourFPR, len(theirs), 100*theirFPR)
+		if len(ours) > len(theirs) {
+			t.Errorf("%s: filter of %d bytes is larger than Pebble's %d", shape.name, len(ours), len(theirs))
+		}
+		if ourFPR > 0.0100 {
+			t.Errorf("%s: fpr %.3f%% exceeds 1.00%%", shape.name, 100*ourFPR)
+		}
+	}
+}
