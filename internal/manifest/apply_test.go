@@ -1,0 +1,194 @@
+package manifest
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/cockroachdb/datadriven"
+)
+
+// TestVersion_Apply runs testdata/apply. Each "apply" command applies one
+// edit per "--"-separated group of lines to the current version and prints
+// the result, which becomes the current version; "reset" starts again from
+// an empty version.
+//
+//	add L<level> <num> <smallest> <largest> [seqs=<lo>-<hi>]
+//	del L<level> <num>
+func TestVersion_Apply(t *testing.T) {
+	cmp := base.DefaultComparer.Compare
+	v := &Version{}
+	datadriven.RunTest(t, "testdata/apply", func(t *testing.T, td *datadriven.TestData) string {
+		switch td.Cmd {
+		case "reset":
+			v = &Version{}
+			return ""
+		case "apply":
+			edits, err := parseEdits(td.Input)
+			if err != nil {
+				return err.Error()
+			}
+			nv, err := v.Apply(cmp, edits...)
+			if err != nil {
+				return "error: " + err.Error()
+			}
+			v.Release()
+			v = nv
+			return describe(v)
+		}
+		return "unknown command " + td.Cmd
+	})
+}
+
+func parseEdits(input string) ([]*VersionEdit, error) {
+	edits := []*VersionEdit{{}}
+	for _, line := range strings.Split(input, "\n") {
+		e := edits[len(edits)-1]
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if f[0] == "--" {
+			edits = append(edits, &VersionEdit{})
+			continue
+		}
+		if len(f) < 3 || !strings.HasPrefix(f[1], "L") {
+			return nil, fmt.Errorf("bad line %q", line)
+		}
+		level, err1 := strconv.Atoi(f[1][1:])
+		num, err2 := strconv.ParseUint(f[2], 10, 64)
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("bad line %q", line)
+		}
+		switch {
+		case f[0] == "del" && len(f) == 3:
+			if e.DeletedFiles == nil {
+				e.DeletedFiles = map[DeletedFileEntry]bool{}
+			}
+			e.DeletedFiles[DeletedFileEntry{Level: level, FileNum: base.FileNum(num)}] = true
+		case f[0] == "add" && (len(f) == 5 || len(f) == 6):
+			m := meta(base.FileNum(num), f[3], f[4])
+			if len(f) == 6 {
+				lo, hi, _ := strings.Cut(strings.TrimPrefix(f[5], "seqs="), "-")
+				l, _ := strconv.ParseUint(lo, 10, 64)
+				h, _ := strconv.ParseUint(hi, 10, 64)
+				m.SmallestSeqNum, m.LargestSeqNum = base.SeqNum(l), base.SeqNum(h)
+			}
+			e.NewFiles = append(e.NewFiles, NewFileEntry{Level: level, Meta: m})
+		default:
+			return nil, fmt.Errorf("bad line %q", line)
+		}
+	}
+	return edits, nil
+}
+
+// describe prints a version's levels, one table a line with its seqnum range
+// and reference count.
+func describe(v *Version) string {
+	var sb strings.Builder
+	for level, files := range v.Levels {
+		if len(files) == 0 {
+			continue
+		}
+		fmt.Fprintf(&sb, "L%d:\n", level)
+		for _, f := range files {
+			fmt.Fprintf(&sb, "  %s seqs=%d-%d refs=%d\n", f, f.SmallestSeqNum, f.LargestSeqNum, f.Refs())
+		}
+	}
+	if sb.Len() == 0 {
+		return "empty"
+	}
+	return sb.String()
+}
+
+func TestVersion_Apply_LeavesOldVersionUntouched(t *testing.T) {
+	cmp := base.DefaultComparer.Compare
+	v1, err := (&Version{}).Apply(cmp, &VersionEdit{NewFiles: []NewFileEntry{
+		{Level: 0, Meta: meta(1, "a#1,SET", "c#2,SET")},
+		{Level: 1, Meta: meta(2, "a#0,SET", "b#0,SET")},
+		{Level: 1, Meta: meta(3, "d#0,SET", "e#0,SET")},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := describe(v1)
+	v2, err := v1.Apply(cmp, &VersionEdit{
+		DeletedFiles: map[DeletedFileEntry]bool{{Level: 1, FileNum: 2}: true},
+		NewFiles:     []NewFileEntry{{Level: 1, Meta: meta(4, "f#0,SET", "g#0,SET")}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := strings.ReplaceAll(before, "refs=1", "refs=2")
+	after = strings.Replace(after, "000002:[a#0,SET-b#0,SET] seqs=0-0 refs=2", "000002:[a#0,SET-b#0,SET] seqs=0-0 refs=1", 1)
+	if got := describe(v1); got != after {
+		t.Fatalf("old version changed:\n%s\nwant\n%s", got, after)
+	}
+	if len(v2.Levels[1]) != 2 || v2.Levels[1][0].FileNum != 3 || v2.Levels[1][1].FileNum != 4 {
+		t.Fatalf("new version:\n%s", describe(v2))
+	}
+	if obsolete := v1.Release(); len(obsolete) != 1 || obsolete[0].FileNum != 2 {
+		t.Fatalf("releasing the old version freed %v, want table 2 only", obsolete)
+	}
+	if obsolete := v2.Release(); len(obsolete) != 3 {
+		t.Fatalf("releasing the new version freed %v, want 3 tables", obsolete)
+	}
+}
+
+func TestVersion_Apply_ErrorRefsNothing(t *testing.T) {
+	cmp := base.DefaultComparer.Compare
+	m := meta(1, "a#1,SET", "c#2,SET")
+	v, err := (&Version{}).Apply(cmp, &VersionEdit{NewFiles: []NewFileEntry{{Level: 1, Meta: m}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := []*VersionEdit{
+		{NewFiles: []NewFileEntry{{Level: 1, Meta: meta(2, "b#1,SET", "d#1,SET")}}},
+		{DeletedFiles: map[DeletedFileEntry]bool{{Level: 2, FileNum: 1}: true}},
+		{NewFiles: []NewFileEntry{{Level: 3, Meta: meta(1, "x#1,SET", "y#1,SET")}}},
+		{NewFiles: []NewFileEntry{{Level: NumLevels, Meta: meta(5, "x#1,SET", "y#1,SET")}}},
+		{NewFiles: []NewFileEntry{{Level: 2}}},
+	}
+	for i, e := range bad {
+		if nv, err := v.Apply(cmp, e); err == nil {
+			t.Fatalf("edit %d: Apply succeeded:\n%s", i, describe(nv))
+		}
+		if m.Refs() != 1 {
+			t.Fatalf("edit %d: failed Apply left refs=%d", i, m.Refs())
+		}
+	}
+}
+
+func TestVersion_Apply_ThroughEncoding(t *testing.T) {
+	// Replaying encoded edits gives the same version as applying the edits.
+	cmp := base.DefaultComparer.Compare
+	edits := []*VersionEdit{
+		{ComparerName: "leveldb.BytewiseComparator", NextFileNum: 2},
+		{NewFiles: []NewFileEntry{{Level: 0, Meta: meta(3, "b#5,SET", "f#4,DEL")}}, LastSeqNum: 5},
+		{NewFiles: []NewFileEntry{{Level: 0, Meta: meta(4, "a#6,SET", "z#7,SET")}}, LastSeqNum: 7},
+		{DeletedFiles: map[DeletedFileEntry]bool{{Level: 0, FileNum: 3}: true, {Level: 0, FileNum: 4}: true},
+			NewFiles: []NewFileEntry{{Level: 1, Meta: meta(5, "a#6,SET", "c#0,SET")}, {Level: 1, Meta: meta(6, "d#0,SET", "z#7,SET")}}},
+	}
+	direct, err := (&Version{}).Apply(cmp, edits...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var replayed []*VersionEdit
+	for _, e := range edits {
+		var d VersionEdit
+		if err := d.Decode(e.Encode()); err != nil {
+			t.Fatal(err)
+		}
+		replayed = append(replayed, &d)
+	}
+	again, err := (&Version{}).Apply(cmp, replayed...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := describe(direct), describe(again); a != b || !bytes.Contains([]byte(a), []byte("000006")) {
+		t.Fatalf("direct:\n%s\nreplayed:\n%s", a, b)
+	}
+}
