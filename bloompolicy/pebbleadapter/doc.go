@@ -39,8 +39,9 @@
 // marked, pinned by this package's tests.
 //
 // Writing. Options.Levels[i].FilterPolicy chooses the policy for the tables
-// written to level i; Options.Level(i) repeats the last entry of Levels for
-// deeper levels, so setting all seven entries is the clear way. The table
+// written to level i; for levels past the end of Levels, Options.Level(i)
+// copies the last entry (doubling its TargetFileSize), so setting all seven
+// entries is the clear way. The table
 // writer adds key[:Comparer.Split(key)] for every point key it writes (every
 // version, tombstones included); with a nil Split, as in
 // pebble.DefaultComparer, it adds the whole user key. The filter is stored
