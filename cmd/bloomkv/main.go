@@ -67,8 +67,11 @@ func (a *app) rootCommand() *cobra.Command {
 	}
 	root.PersistentFlags().BoolVar(&a.json, "json", false, "print machine-readable JSON on stdout")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	// The commands (bench, db, sstable, filter) are added as the packages
-	// they drive land.
+	// bench and db are added as kv lands.
+	root.AddCommand(
+		a.sstableCommand(),
+		a.filterCommand(),
+	)
 	return root
 }
 
@@ -97,11 +100,41 @@ func isUsageError(err error) bool {
 // naming the arguments expected.
 func exactArgs(names ...string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
-		if len(args) != len(names) {
-			return usagef("%s: want %d argument(s) (%s), got %d",
-				cmd.CommandPath(), len(names), strings.Join(names, " "), len(args))
+		switch {
+		case len(names) == 0 && len(args) > 0:
+			return usagef("%s takes no arguments, got %q", cmd.CommandPath(), args[0])
+		case len(args) != len(names):
+			return usagef("%s: want %s, got %d argument(s)",
+				cmd.CommandPath(), strings.Join(names, " "), len(args))
 		}
 		return nil
+	}
+}
+
+// commandGroup returns a command that only holds subcommands. Cobra would
+// print help and succeed for a missing or unknown subcommand; here both are
+// usage errors.
+func commandGroup(use, short, long string) *cobra.Command {
+	return &cobra.Command{
+		Use:   use,
+		Short: short,
+		Long:  long,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("unknown command %q for %q", args[0], cmd.CommandPath())
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var names []string
+			for _, c := range cmd.Commands() {
+				if c.IsAvailableCommand() {
+					names = append(names, c.Name())
+				}
+			}
+			return usagef("%s: want a command (%s); see %s --help",
+				cmd.CommandPath(), strings.Join(names, ", "), cmd.CommandPath())
+		},
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -14,6 +15,7 @@ import (
 // table prints rows of cells as aligned columns: text columns left-aligned,
 // numeric ones right-aligned, so figures line up by their last digit.
 type table struct {
+	indent string // printed before every line
 	header []string
 	right  []bool // right[i]: column i is right-aligned
 	rows   [][]string
@@ -63,6 +65,7 @@ func (t *table) write(w io.Writer) error {
 				line[i] = c + pad
 			}
 		}
+		b.WriteString(t.indent)
 		b.WriteString(strings.TrimRight(strings.Join(line, "  "), " "))
 		b.WriteByte('\n')
 	}
@@ -374,4 +377,14 @@ func fmtShape(levels []levelShape) string {
 		parts[i] = fmt.Sprintf("L%d: %d tables, %s", l.Level, l.Tables, fmtBytes(l.Bytes))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// sortedKeys returns the keys of m in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
