@@ -77,6 +77,8 @@ func ddPolicy(t *testing.T, name string) bloompolicy.FilterPolicy {
 		return hashSetPolicy{}
 	case "always":
 		return alwaysPolicy{}
+	case "bloom":
+		return newBloom(t, 0.01)
 	case "none":
 		return nil
 	}
