@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"slices"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/bloomkv/bloomkv/internal/base"
