@@ -1,0 +1,87 @@
+package memtable
+
+import (
+	"encoding/binary"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+)
+
+// benchKeys returns n distinct 16-byte keys in random order.
+func benchKeys(n int) [][]byte {
+	rng := rand.New(rand.NewPCG(1, 2))
+	keys := make([][]byte, n)
+	for i := range keys {
+		k := make([]byte, 16)
+		binary.BigEndian.PutUint64(k, rng.Uint64())
+		binary.BigEndian.PutUint64(k[8:], uint64(i))
+		keys[i] = k
+	}
+	return keys
+}
+
+func filled(keys [][]byte, value []byte) *MemTable {
+	m := New(nil)
+	for i, k := range keys {
+		m.Add(base.MakeInternalKey(k, base.SeqNum(i+1), base.KindSet), value)
+	}
+	return m
+}
+
+func BenchmarkMemTable_Add(b *testing.B) {
+	keys := benchKeys(1 << 20)
+	value := make([]byte, 100)
+	m := New(nil)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if i%len(keys) == 0 && i > 0 {
+			m = New(nil)
+		}
+		m.Add(base.MakeInternalKey(keys[i%len(keys)], base.SeqNum(i+1), base.KindSet), value)
+	}
+	b.ReportMetric(float64(m.Size())/float64(max(1, m.Len())), "bytes/entry")
+}
+
+func BenchmarkMemTable_Get(b *testing.B) {
+	keys := benchKeys(1 << 18)
+	m := filled(keys, make([]byte, 100))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if _, _, found := m.Get(keys[i%len(keys)], base.SeqNumMax); !found {
+			b.Fatal("not found")
+		}
+	}
+}
+
+func BenchmarkMemTable_IterNext(b *testing.B) {
+	keys := benchKeys(1 << 18)
+	m := filled(keys, make([]byte, 100))
+	it := m.NewIter(nil, nil)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if !it.Valid() || i%len(keys) == 0 {
+			it.First()
+		} else {
+			it.Next()
+		}
+	}
+}
+
+func BenchmarkMemTable_IterPrev(b *testing.B) {
+	keys := benchKeys(1 << 18)
+	m := filled(keys, make([]byte, 100))
+	it := m.NewIter(nil, nil)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if !it.Valid() || i%len(keys) == 0 {
+			it.Last()
+		} else {
+			it.Prev()
+		}
+	}
+}

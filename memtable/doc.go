@@ -1,0 +1,33 @@
+// Package memtable holds recent writes in memory, sorted, until they are
+// flushed to a table: a skiplist of internal keys (user key ascending under
+// the store's comparer, then newest version first, as base.InternalCompare
+// orders them).
+//
+// # Concurrency
+//
+// One goroutine at a time may Add; any number may read (Get, iterators,
+// Size, Len) at the same time without locks. A node is fully built (key,
+// value and its own links) before one atomic store makes it reachable, and
+// readers follow links with atomic loads, so a reader sees each node either
+// not at all or complete. A reader that runs during an Add may or may not
+// see the new entry; readers in bloomkv filter by sequence number, and an
+// entry still being added is above every sequence number they read at.
+//
+// # Layout
+//
+//	head ─▶ [a#9 SET] ───────────────────────────▶ [k#4 SET] ─▶ nil   level 2
+//	head ─▶ [a#9 SET] ──────────────▶ [c#5 DEL] ─▶ [k#4 SET] ─▶ nil   level 1
+//	head ─▶ [a#9 SET] ─▶ [a#2 SET] ─▶ [c#5 DEL] ─▶ [k#4 SET] ─▶ nil   level 0
+//	head ◀─ [a#9 SET] ◀─ [a#2 SET] ◀─ [c#5 DEL] ◀─ [k#4 SET]          prev links
+//
+// Each node has a tower of forward links, one per level it reaches (a node
+// reaches level i+1 with probability 1/4, so searches take O(log n) steps),
+// and a backward link at level 0, which makes Prev O(1).
+//
+// Keys and values are copied into large chunks of memory (an arena) rather
+// than allocated one by one, and nodes and their towers are carved from
+// slabs, to keep the number of objects the garbage collector tracks small.
+// Nothing is freed or moved until the whole MemTable is unreachable, so the
+// slices Get and iterators return stay valid for as long as the caller holds
+// them.
+package memtable

@@ -1,0 +1,98 @@
+package memtable
+
+import "github.com/bloomkv/bloomkv/internal/base"
+
+// NewIter returns an iterator over the entries whose user keys lie in
+// [lower, upper) (nil: unbounded). It may be used while the writer adds
+// entries; it sees each entry either not at all or whole. Keys and values it
+// returns stay valid, unmodified, for as long as the caller holds them,
+// longer than base.InternalIterator requires.
+//
+// Next and Prev on an unpositioned or exhausted iterator return false.
+func (m *MemTable) NewIter(lower, upper []byte) base.InternalIterator {
+	return &iterator{m: m, lower: lower, upper: upper}
+}
+
+type iterator struct {
+	m            *MemTable
+	lower, upper []byte
+	n            *node // nil: not positioned at an entry
+}
+
+func (it *iterator) SeekGE(key []byte) bool {
+	if it.lower != nil && it.m.cmp.Compare(key, it.lower) < 0 {
+		key = it.lower
+	}
+	it.n = it.m.findLT(base.MakeSearchKey(key)).next(0)
+	return it.checkUpper()
+}
+
+func (it *iterator) SeekLT(key []byte) bool {
+	if it.upper != nil && it.m.cmp.Compare(key, it.upper) > 0 {
+		key = it.upper
+	}
+	it.n = it.m.findLT(base.MakeSearchKey(key))
+	return it.checkLower()
+}
+
+func (it *iterator) First() bool {
+	if it.lower != nil {
+		return it.SeekGE(it.lower)
+	}
+	it.n = it.m.head.next(0)
+	return it.checkUpper()
+}
+
+func (it *iterator) Last() bool {
+	if it.upper != nil {
+		return it.SeekLT(it.upper)
+	}
+	it.n = it.m.findLast()
+	return it.checkLower()
+}
+
+func (it *iterator) Next() bool {
+	if it.n == nil {
+		return false
+	}
+	it.n = it.n.next(0)
+	return it.checkUpper()
+}
+
+func (it *iterator) Prev() bool {
+	if it.n == nil {
+		return false
+	}
+	it.n = it.n.prev.Load()
+	return it.checkLower()
+}
+
+// checkUpper invalidates the iterator if it ran past the upper bound.
+func (it *iterator) checkUpper() bool {
+	if it.n != nil && it.upper != nil && it.m.cmp.Compare(it.n.key.UserKey, it.upper) >= 0 {
+		it.n = nil
+	}
+	return it.n != nil
+}
+
+// checkLower invalidates the iterator if it ran before the lower bound or
+// onto the head.
+func (it *iterator) checkLower() bool {
+	if it.n == it.m.head || (it.n != nil && it.lower != nil && it.m.cmp.Compare(it.n.key.UserKey, it.lower) < 0) {
+		it.n = nil
+	}
+	return it.n != nil
+}
+
+func (it *iterator) Valid() bool { return it.n != nil }
+
+func (it *iterator) Key() base.InternalKey { return it.n.key }
+
+func (it *iterator) Value() []byte { return it.n.value }
+
+func (it *iterator) Error() error { return nil }
+
+func (it *iterator) Close() error {
+	it.n = nil
+	return nil
+}

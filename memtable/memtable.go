@@ -1,0 +1,169 @@
+package memtable
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+)
+
+// maxHeight bounds the towers: with one node in four reaching each next
+// level, 16 levels keep searches logarithmic up to about 4^16 entries.
+const maxHeight = 16
+
+// nodeOverhead is what Size counts for each entry besides its key, value and
+// tower links.
+const nodeOverhead = int64(unsafe.Sizeof(node{}))
+
+// node is one entry of the skiplist. Everything but the links is set before
+// the node is published and never changes after.
+type node struct {
+	key   base.InternalKey
+	value []byte
+	// prev is the entry before this one at level 0 (the head for the
+	// first entry).
+	prev atomic.Pointer[node]
+	// tower[i] is the next entry at level i.
+	tower []atomic.Pointer[node]
+}
+
+func (n *node) next(level int) *node { return n.tower[level].Load() }
+
+// MemTable is a sorted in-memory table of internal keys. See the package
+// documentation for what may run concurrently.
+type MemTable struct {
+	cmp    *base.Comparer
+	head   *node
+	height atomic.Int32 // levels in use, 1..maxHeight
+	size   atomic.Int64
+	count  atomic.Int64
+	arena  arena // the writer's alone
+}
+
+// New returns an empty MemTable ordered by cmp (nil: base.DefaultComparer).
+func New(cmp *base.Comparer) *MemTable {
+	if cmp == nil {
+		cmp = base.DefaultComparer
+	}
+	m := &MemTable{cmp: cmp, head: &node{tower: make([]atomic.Pointer[node], maxHeight)}}
+	m.height.Store(1)
+	return m
+}
+
+// Add inserts a copy of key and value. Only one goroutine may Add at a time;
+// readers may run concurrently.
+//
+// Each internal key may be added once: bloomkv gives every write its own
+// sequence number, so adding an existing (user key, seqnum, kind) is a
+// programming error and panics.
+func (m *MemTable) Add(key base.InternalKey, value []byte) {
+	var prev, next [maxHeight]*node
+	m.findSplice(key, &prev, &next)
+	if next[0] != nil && base.InternalCompare(m.cmp.Compare, next[0].key, key) == 0 {
+		panic(fmt.Sprintf("memtable: key %s added twice", key))
+	}
+	h := randomHeight()
+	x := m.newNode(key, value, h)
+
+	if listHeight := int(m.height.Load()); h > listHeight {
+		for i := listHeight; i < h; i++ {
+			prev[i], next[i] = m.head, nil
+		}
+		m.height.Store(int32(h))
+	}
+	for i := range h {
+		x.tower[i].Store(next[i])
+	}
+	x.prev.Store(prev[0])
+	// Publishing at level 0 first means a reader that finds x at any level
+	// can also walk to it, and on from it, at level 0.
+	for i := range h {
+		prev[i].tower[i].Store(x)
+	}
+	if next[0] != nil {
+		next[0].prev.Store(x)
+	}
+	m.size.Add(nodeOverhead + int64(len(key.UserKey)+len(value)) + int64(h)*int64(unsafe.Sizeof(x.tower[0])))
+	m.count.Add(1)
+}
+
+// newNode builds an unpublished node holding copies of key and value.
+func (m *MemTable) newNode(key base.InternalKey, value []byte, height int) *node {
+	buf := m.arena.bytes(len(key.UserKey) + len(value))
+	k := len(key.UserKey)
+	copy(buf, key.UserKey)
+	copy(buf[k:], value)
+	x := m.arena.node(height)
+	x.key = base.InternalKey{UserKey: buf[:k:k], Trailer: key.Trailer}
+	x.value = buf[k:]
+	return x
+}
+
+// randomHeight returns a tower height: 1, and one more with probability 1/4
+// each time, up to maxHeight.
+func randomHeight() int {
+	r := rand.Uint64()
+	h := 1
+	for h < maxHeight && r&3 == 0 {
+		h++
+		r >>= 2
+	}
+	return h
+}
+
+// findSplice fills prev[i] with the last node before key at each level in
+// use, and next[i] with the node after it.
+func (m *MemTable) findSplice(key base.InternalKey, prev, next *[maxHeight]*node) {
+	p := m.head
+	for i := int(m.height.Load()) - 1; i >= 0; i-- {
+		n := p.next(i)
+		for n != nil && base.InternalCompare(m.cmp.Compare, n.key, key) < 0 {
+			p, n = n, n.next(i)
+		}
+		prev[i], next[i] = p, n
+	}
+}
+
+// findLT returns the last node whose key sorts before key, or the head.
+func (m *MemTable) findLT(key base.InternalKey) *node {
+	p := m.head
+	for i := int(m.height.Load()) - 1; i >= 0; i-- {
+		for n := p.next(i); n != nil && base.InternalCompare(m.cmp.Compare, n.key, key) < 0; n = n.next(i) {
+			p = n
+		}
+	}
+	return p
+}
+
+// findLast returns the last node, or the head when the table is empty.
+func (m *MemTable) findLast() *node {
+	p := m.head
+	for i := int(m.height.Load()) - 1; i >= 0; i-- {
+		for n := p.next(i); n != nil; n = n.next(i) {
+			p = n
+		}
+	}
+	return p
+}
+
+// Get returns the newest version of userKey with a sequence number at or
+// below seq. found is false when the table holds no such version; kind
+// tells a value (KindSet) from a tombstone (KindDelete). value belongs to
+// the MemTable: it stays valid while the caller holds it and must not be
+// modified.
+func (m *MemTable) Get(userKey []byte, seq base.SeqNum) (value []byte, kind base.Kind, found bool) {
+	n := m.findLT(base.MakeInternalKey(userKey, min(seq, base.SeqNumMax), base.KindMax)).next(0)
+	if n == nil || m.cmp.Compare(n.key.UserKey, userKey) != 0 {
+		return nil, 0, false
+	}
+	return n.value, n.key.Kind(), true
+}
+
+// Size returns the approximate number of bytes the table holds: keys,
+// values and per-entry bookkeeping.
+func (m *MemTable) Size() int64 { return m.size.Load() }
+
+// Len returns the number of entries.
+func (m *MemTable) Len() int { return int(m.count.Load()) }

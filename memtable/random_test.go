@@ -1,0 +1,147 @@
+package memtable
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+)
+
+type entry struct {
+	key   base.InternalKey
+	value []byte
+}
+
+// model is the MemTable's specification: a sorted slice.
+type model []entry
+
+func (md model) get(userKey []byte, seq base.SeqNum) (entry, bool) {
+	for _, e := range md {
+		if bytes.Equal(e.key.UserKey, userKey) && e.key.Visible(seq) {
+			return e, true
+		}
+	}
+	return entry{}, false
+}
+
+// within returns the entries whose user keys lie in [lower, upper).
+func (md model) within(lower, upper []byte) model {
+	var out model
+	for _, e := range md {
+		if (lower == nil || bytes.Compare(e.key.UserKey, lower) >= 0) && (upper == nil || bytes.Compare(e.key.UserKey, upper) < 0) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func randomKey(rng *rand.Rand) []byte {
+	k := make([]byte, rng.IntN(4))
+	for i := range k {
+		k[i] = 'a' + byte(rng.IntN(4))
+	}
+	return k
+}
+
+func TestMemTable_RandomAgainstModel(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, seed))
+	m := New(nil)
+	var md model
+	n := 3000
+	if testing.Short() {
+		n = 500
+	}
+	seqs := rng.Perm(n)
+	for i := range n {
+		kind := base.Kind(rng.IntN(2))
+		key := base.MakeInternalKey(randomKey(rng), base.SeqNum(seqs[i]+1), kind)
+		value := randomKey(rng)
+		m.Add(key, value)
+		md = append(md, entry{key.Clone(), value})
+		if i%(n/5) == 0 || i == n-1 {
+			slices.SortFunc(md, func(a, b entry) int { return base.InternalCompare(bytes.Compare, a.key, b.key) })
+			checkModel(t, rng, m, md, n)
+		}
+	}
+}
+
+func checkModel(t *testing.T, rng *rand.Rand, m *MemTable, md model, n int) {
+	t.Helper()
+	if m.Len() != len(md) {
+		t.Fatalf("Len = %d, want %d", m.Len(), len(md))
+	}
+	for range 300 {
+		k, seq := randomKey(rng), base.SeqNum(rng.IntN(n+2))
+		v, kind, found := m.Get(k, seq)
+		want, wantFound := md.get(k, seq)
+		if found != wantFound || (found && (kind != want.key.Kind() || !bytes.Equal(v, want.value))) {
+			t.Fatalf("Get(%q, %d) = %q, %s, %v; want %s %q", k, seq, v, kind, found, want.key, want.value)
+		}
+	}
+	for range 30 {
+		var lower, upper []byte
+		if rng.IntN(2) == 0 {
+			lower = randomKey(rng)
+		}
+		if rng.IntN(2) == 0 {
+			upper = randomKey(rng)
+		}
+		checkIterOps(t, rng, m.NewIter(lower, upper), md.within(lower, upper))
+	}
+}
+
+// checkIterOps drives it with random operations, tracking the expected
+// position in want (-1: invalid).
+func checkIterOps(t *testing.T, rng *rand.Rand, it base.InternalIterator, want model) {
+	t.Helper()
+	pos := -1
+	for range 60 {
+		var ok bool
+		var op string
+		switch r := rng.IntN(10); {
+		case r == 0:
+			op, ok, pos = "First", it.First(), 0
+		case r == 1:
+			op, ok, pos = "Last", it.Last(), len(want)-1
+		case r == 2:
+			k := randomKey(rng)
+			op, ok = "SeekGE "+string(k), it.SeekGE(k)
+			pos = slices.IndexFunc(want, func(e entry) bool { return bytes.Compare(e.key.UserKey, k) >= 0 })
+		case r == 3:
+			k := randomKey(rng)
+			op, ok, pos = "SeekLT "+string(k), it.SeekLT(k), -1
+			for i, e := range want {
+				if bytes.Compare(e.key.UserKey, k) < 0 {
+					pos = i
+				}
+			}
+		case r < 7:
+			op, ok = "Next", it.Next()
+			if pos >= 0 {
+				pos++
+			}
+		default:
+			op, ok = "Prev", it.Prev()
+			if pos >= 0 {
+				pos--
+			}
+		}
+		if pos >= len(want) {
+			pos = -1
+		}
+		if ok != (pos >= 0) || ok != it.Valid() {
+			t.Fatalf("%s: ok=%v valid=%v, want position %d of %d", op, ok, it.Valid(), pos, len(want))
+		}
+		if ok && (base.InternalCompare(bytes.Compare, it.Key(), want[pos].key) != 0 || !bytes.Equal(it.Value(), want[pos].value)) {
+			t.Fatalf("%s: at %s, want %s", op, it.Key(), want[pos].key)
+		}
+	}
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
