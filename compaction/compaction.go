@@ -1,0 +1,186 @@
+package compaction
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/manifest"
+)
+
+// Compaction describes one compaction chosen by a Picker: which tables to
+// merge and the level the result goes to.
+type Compaction struct {
+	// StartLevel is the level the compaction was picked for; OutputLevel is
+	// where its output goes: StartLevel+1, or L6 itself for L6.
+	StartLevel, OutputLevel int
+	// Inputs[0] are the tables taken from StartLevel, Inputs[1] those of
+	// OutputLevel that overlap them (empty when OutputLevel == StartLevel).
+	// Both are in their level's order.
+	Inputs [2][]*manifest.FileMetadata
+	// Smallest and Largest are the user keys bounding all inputs.
+	Smallest, Largest []byte
+	// Grandparents are the tables of the level below OutputLevel that
+	// overlap [Smallest, Largest]. Pass them to RunConfig.Grandparents so
+	// Run cuts outputs before any of them overlaps too much of that level.
+	Grandparents []*manifest.FileMetadata
+	// Score is the score of StartLevel when the compaction was picked (see
+	// Picker.Scores); 0 for manual compactions.
+	Score float64
+	// Manual is true for compactions made by PickManual.
+	Manual bool
+
+	// maxGrandparentOverlap is the Options' grandparent bound, for
+	// TrivialMove.
+	maxGrandparentOverlap int64
+}
+
+// InputBytes returns the total size of the input tables.
+func (c *Compaction) InputBytes() uint64 {
+	return totalSize(c.Inputs[0]) + totalSize(c.Inputs[1])
+}
+
+// TrivialMove reports whether the compaction can be done by moving its
+// single input table to OutputLevel unchanged, without rewriting it: nothing
+// in OutputLevel overlaps it and it does not overlap too much of the level
+// below. A move keeps every entry, tombstones and shadowed versions
+// included; a caller that wants them dropped (a manual compaction at the
+// bottom, say) runs the compaction instead.
+func (c *Compaction) TrivialMove() bool {
+	return c.StartLevel != c.OutputLevel && len(c.Inputs[0]) == 1 && len(c.Inputs[1]) == 0 &&
+		int64(totalSize(c.Grandparents)) <= c.maxGrandparentOverlap
+}
+
+// Conflicts reports whether c may not run concurrently with any compaction
+// in inProgress: they share an input table, both start at L0 (L0
+// compactions run one at a time), or both write into the same level over
+// overlapping key ranges.
+func (c *Compaction) Conflicts(cmp base.Compare, inProgress []*Compaction) bool {
+	for _, ip := range inProgress {
+		if c.StartLevel == 0 && ip.StartLevel == 0 {
+			return true
+		}
+		if c.OutputLevel == ip.OutputLevel &&
+			cmp(c.Smallest, ip.Largest) <= 0 && cmp(ip.Smallest, c.Largest) <= 0 {
+			return true
+		}
+		if sharesFile(c, ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// ElideTombstone returns a function that reports whether no level below
+// OutputLevel in v holds a table covering userKey. For such a key a
+// tombstone written by the compaction hides nothing outside its own input,
+// so Run may drop it once no snapshot needs it (RunConfig.ElideTombstone).
+// It must be given the version the compaction was picked from.
+func (c *Compaction) ElideTombstone(v *manifest.Version, cmp base.Compare) func(userKey []byte) bool {
+	var below [][]*manifest.FileMetadata
+	for level := c.OutputLevel + 1; level < manifest.NumLevels; level++ {
+		if files := overlapsSorted(v.Levels[level], cmp, c.Smallest, c.Largest); len(files) > 0 {
+			below = append(below, files)
+		}
+	}
+	return func(userKey []byte) bool {
+		for _, files := range below {
+			if len(overlapsSorted(files, cmp, userKey, userKey)) > 0 {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// String formats the compaction for logs and tests:
+// "L1->L2 [000004] + [000007 000008] range [a, k]".
+func (c *Compaction) String() string {
+	return fmt.Sprintf("L%d->L%d %s + %s range [%s, %s]", c.StartLevel, c.OutputLevel,
+		formatFiles(c.Inputs[0]), formatFiles(c.Inputs[1]), c.Smallest, c.Largest)
+}
+
+func formatFiles(files []*manifest.FileMetadata) string {
+	names := make([]string, len(files))
+	for i, f := range files {
+		names[i] = f.FileNum.String()
+	}
+	return "[" + strings.Join(names, " ") + "]"
+}
+
+func sharesFile(a, b *Compaction) bool {
+	for _, fa := range a.Inputs {
+		for _, f := range fa {
+			for _, fb := range b.Inputs {
+				for _, g := range fb {
+					if f == g {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
+}
+
+func totalSize(files []*manifest.FileMetadata) uint64 {
+	var n uint64
+	for _, f := range files {
+		n += f.Size
+	}
+	return n
+}
+
+// keyRange returns the user keys bounding files; nil, nil for none.
+func keyRange(cmp base.Compare, files ...[]*manifest.FileMetadata) (smallest, largest []byte) {
+	for _, fs := range files {
+		for _, f := range fs {
+			if smallest == nil || cmp(f.Smallest.UserKey, smallest) < 0 {
+				smallest = f.Smallest.UserKey
+			}
+			if largest == nil || cmp(f.Largest.UserKey, largest) > 0 {
+				largest = f.Largest.UserKey
+			}
+		}
+	}
+	return smallest, largest
+}
+
+// overlapsSorted returns the tables of a sorted, non-overlapping level
+// (L1..L6) holding any user key in [start, end] (nil bounds are unbounded),
+// as a subslice of files.
+func overlapsSorted(files []*manifest.FileMetadata, cmp base.Compare, start, end []byte) []*manifest.FileMetadata {
+	lo := 0
+	if start != nil {
+		lo = sort.Search(len(files), func(i int) bool { return cmp(files[i].Largest.UserKey, start) >= 0 })
+	}
+	hi := lo
+	for hi < len(files) && (end == nil || cmp(files[hi].Smallest.UserKey, end) <= 0) {
+		hi++
+	}
+	return files[lo:hi:hi]
+}
+
+// overlapsL0 returns the L0 tables overlapping [start, end] and, repeatedly,
+// those overlapping the range grown to cover them, until the range stops
+// growing: no L0 table outside the result shares a user key with it. L0
+// tables overlap one another, so a narrower choice could leave an older
+// version of a key above a newer one.
+func overlapsL0(v *manifest.Version, cmp base.Compare, start, end []byte) []*manifest.FileMetadata {
+	files := v.Overlaps(0, cmp, start, end)
+	for {
+		s, l := keyRange(cmp, files)
+		grew := false
+		if start != nil && s != nil && cmp(s, start) < 0 {
+			start, grew = s, true
+		}
+		if end != nil && l != nil && cmp(l, end) > 0 {
+			end, grew = l, true
+		}
+		if !grew {
+			return files
+		}
+		files = v.Overlaps(0, cmp, start, end)
+	}
+}

@@ -1,0 +1,97 @@
+package compaction
+
+import (
+	"math"
+
+	"github.com/bloomkv/bloomkv/internal/manifest"
+)
+
+// Options tune the leveled compaction scheme. The zero value of each field
+// means its default; a nil *Options means all defaults.
+type Options struct {
+	// L0CompactionThreshold is the number of L0 tables that triggers a
+	// compaction of L0 into L1. 0 means 4.
+	L0CompactionThreshold int
+	// LBaseMaxBytes is the target size of L1 in bytes. 0 means 64 MiB.
+	LBaseMaxBytes int64
+	// LevelMultiplier is the ratio between the target sizes of adjacent
+	// levels below L1: L(n+1) may hold LevelMultiplier times as much as Ln.
+	// 0 means 10.
+	LevelMultiplier int
+	// TargetFileSize is the size at which compaction output tables are cut.
+	// 0 means 2 MiB.
+	TargetFileSize int64
+	// ExpandedCompactionFactor bounds how far the picker grows the input
+	// set of a compaction beyond its first choice: an expansion is taken
+	// only while the inputs stay under ExpandedCompactionFactor ×
+	// TargetFileSize bytes. 0 means 25.
+	ExpandedCompactionFactor int
+	// GrandparentOverlapFactor bounds how many bytes of the level below the
+	// output level one output table may overlap: Run cuts a table once the
+	// overlap exceeds GrandparentOverlapFactor × TargetFileSize, so that a
+	// later compaction of that table stays small. 0 means 10.
+	GrandparentOverlapFactor int
+}
+
+// The defaults of Options.
+const (
+	DefaultL0CompactionThreshold    = 4
+	DefaultLBaseMaxBytes            = 64 << 20
+	DefaultLevelMultiplier          = 10
+	DefaultTargetFileSize           = 2 << 20
+	DefaultExpandedCompactionFactor = 25
+	DefaultGrandparentOverlapFactor = 10
+)
+
+// withDefaults returns a copy of o with every zero field set to its default.
+func (o *Options) withDefaults() Options {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	if r.L0CompactionThreshold <= 0 {
+		r.L0CompactionThreshold = DefaultL0CompactionThreshold
+	}
+	if r.LBaseMaxBytes <= 0 {
+		r.LBaseMaxBytes = DefaultLBaseMaxBytes
+	}
+	if r.LevelMultiplier <= 0 {
+		r.LevelMultiplier = DefaultLevelMultiplier
+	}
+	if r.TargetFileSize <= 0 {
+		r.TargetFileSize = DefaultTargetFileSize
+	}
+	if r.ExpandedCompactionFactor <= 0 {
+		r.ExpandedCompactionFactor = DefaultExpandedCompactionFactor
+	}
+	if r.GrandparentOverlapFactor <= 0 {
+		r.GrandparentOverlapFactor = DefaultGrandparentOverlapFactor
+	}
+	return r
+}
+
+// MaxGrandparentOverlap returns the number of bytes of grandparent tables one
+// output table may overlap before Run cuts it (see RunConfig.Grandparents).
+func (o *Options) MaxGrandparentOverlap() int64 {
+	r := o.withDefaults()
+	return int64(r.GrandparentOverlapFactor) * r.TargetFileSize
+}
+
+// LevelMaxBytes returns the target size of level (1 ≤ level <
+// manifest.NumLevels): LBaseMaxBytes for L1, multiplied by LevelMultiplier
+// for each level below. L0 is governed by its table count instead and
+// returns 0.
+func (o *Options) LevelMaxBytes(level int) int64 {
+	if level <= 0 || level >= manifest.NumLevels {
+		return 0
+	}
+	r := o.withDefaults()
+	n := r.LBaseMaxBytes
+	for l := 1; l < level; l++ {
+		if n > math.MaxInt64/int64(r.LevelMultiplier) {
+			return math.MaxInt64
+		}
+		n *= int64(r.LevelMultiplier)
+	}
+	return n
+}
