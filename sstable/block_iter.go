@@ -171,7 +171,12 @@ func (it *blockIter) restartKey(i int) (base.InternalKey, bool) {
 // searchRestarts returns the first restart point whose key is >= target,
 // or numRestarts if there is none; -1 on corruption.
 func (it *blockIter) searchRestarts(target base.InternalKey) int {
-	lo, hi := 0, it.numRestarts
+	return it.searchRestartRange(target, 0, it.numRestarts)
+}
+
+// searchRestartRange is searchRestarts for a caller that knows the answer
+// lies in [lo, hi].
+func (it *blockIter) searchRestartRange(target base.InternalKey, lo, hi int) int {
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
 		k, ok := it.restartKey(m)

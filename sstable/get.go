@@ -1,6 +1,9 @@
 package sstable
 
 import (
+	"encoding/binary"
+	"slices"
+
 	"github.com/bloomkv/bloomkv/internal/base"
 )
 
@@ -19,17 +22,21 @@ func (r *Reader) Get(userKey []byte, seq base.SeqNum, stats *LookupStats) (value
 	if stats == nil {
 		stats = new(LookupStats)
 	}
-	g := getIters.Get()
-	defer g.release()
-	idx := &g.index
+	var idx blockIter // index entries store whole keys: keyBuf stays unused
 	if err := idx.init(r.index, r.cmp.Compare, r.name, r.footer.index.Offset); err != nil {
 		return nil, 0, false, err
 	}
 	target := base.MakeInternalKey(userKey, seq, base.KindMax)
-	i := idx.searchRestarts(target)
+	i := r.searchIndex(&idx, target)
 	if i < 0 {
 		return nil, 0, false, idx.err
 	}
+	var g *getState // taken from the pool only when a block must be read
+	defer func() {
+		if g != nil {
+			g.release()
+		}
+	}()
 	for ; i < r.numBlocks; i++ {
 		if !idx.seekRestart(i) {
 			return nil, 0, false, idx.err
@@ -39,6 +46,9 @@ func (r *Reader) Get(userKey []byte, seq base.SeqNum, stats *LookupStats) (value
 			return nil, 0, false, nil
 		}
 		h, _ := decodeHandle(idx.val) // checked by NewReader
+		if g == nil {
+			g = getIters.Get()
+		}
 		res, err := r.searchBlock(&g.data, h, userKey, seq, stats)
 		if err != nil {
 			return nil, 0, false, err
@@ -62,20 +72,47 @@ func (r *Reader) Get(userKey []byte, seq base.SeqNum, stats *LookupStats) (value
 	return nil, 0, false, nil
 }
 
-// getState holds the iterators of one Get, pooled so that lookups do not
-// allocate.
+// searchIndex returns the first index entry >= target (numBlocks if none,
+// -1 on corruption). Under a bytewise comparer the in-memory key prefixes
+// narrow the search to the entries sharing target's 8-byte prefix first,
+// which usually leaves nothing to decode.
+func (r *Reader) searchIndex(idx *blockIter, target base.InternalKey) int {
+	if r.indexPrefixes == nil {
+		return idx.searchRestarts(target)
+	}
+	p := keyPrefix(target.UserKey)
+	ps := r.indexPrefixes
+	lo, _ := slices.BinarySearch(ps, p)
+	hi := lo
+	for hi < len(ps) && ps[hi] == p {
+		hi++
+	}
+	return idx.searchRestartRange(target, lo, hi)
+}
+
+// keyPrefix returns the first 8 bytes of k as a big-endian number, zero
+// padded: prefixes order as bytewise keys do, ties aside.
+func keyPrefix(k []byte) uint64 {
+	if len(k) >= 8 {
+		return binary.BigEndian.Uint64(k)
+	}
+	var b [8]byte
+	copy(b[:], k)
+	return binary.BigEndian.Uint64(b[:])
+}
+
+// getState holds the data-block iterator of one Get, pooled so that
+// lookups do not allocate.
 type getState struct {
-	index, data blockIter
+	data blockIter
 }
 
 var getIters = newPool(func() *getState { return new(getState) })
 
 // release drops the state's references to blocks and pools it.
 func (g *getState) release() {
-	g.index.data, g.data.data = nil, nil
-	g.index.rawKey, g.data.rawKey = nil, nil
-	g.index.val, g.data.val = nil, nil
-	g.index.ikey, g.data.ikey = base.InternalKey{}, base.InternalKey{}
+	g.data.data, g.data.rawKey, g.data.val = nil, nil, nil
+	g.data.ikey = base.InternalKey{}
 	getIters.Put(g)
 }
 

@@ -33,6 +33,9 @@ type Reader struct {
 
 	index     []byte // index block contents: entry i locates data block i
 	numBlocks int
+	// indexPrefixes[i] is keyPrefix of index entry i's user key, kept only
+	// under a bytewise comparer, to speed up the index search.
+	indexPrefixes []uint64
 
 	filter       *filterBlock // nil: no usable filter
 	filterPolicy bloompolicy.FilterPolicy
@@ -204,8 +207,12 @@ func (r *Reader) readIndex() error {
 	if err := it.init(data, r.cmp.Compare, r.name, h.Offset); err != nil {
 		return err
 	}
+	bytewise := r.cmp.Name == base.DefaultComparer.Name
 	n := 0
 	for ok := it.First(); ok; ok = it.Next() {
+		if bytewise {
+			r.indexPrefixes = append(r.indexPrefixes, keyPrefix(it.ikey.UserKey))
+		}
 		if n >= it.numRestarts || it.offset != it.restartOffset(n) {
 			return it.corrupt(it.offset, "index entry is not a restart point")
 		}

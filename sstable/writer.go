@@ -43,6 +43,7 @@ type Writer struct {
 	props   Properties
 	meta    WriterMetadata
 	digest  *xxhash.Digest
+	trailer [blockTrailerLen]byte
 	scratch []byte // encoded keys
 	sepBuf  []byte // index separators
 	snappy  []byte // compression output
@@ -213,16 +214,16 @@ func (w *Writer) writeBlock(contents []byte) (BlockHandle, error) {
 // writeStored writes a block's stored bytes and its trailer.
 func (w *Writer) writeStored(stored []byte, typ blockType) (BlockHandle, error) {
 	h := BlockHandle{Offset: w.offset, Length: uint64(len(stored))}
+	t := w.trailer[:]
+	t[0] = byte(typ)
 	w.digest.Reset()
 	w.digest.Write(stored)
-	w.digest.Write([]byte{byte(typ)})
-	var trailer [blockTrailerLen]byte
-	trailer[0] = byte(typ)
-	binary.LittleEndian.PutUint32(trailer[1:], uint32(w.digest.Sum64()))
+	w.digest.Write(t[:1])
+	binary.LittleEndian.PutUint32(t[1:], uint32(w.digest.Sum64()))
 	if err := w.write(stored); err != nil {
 		return h, err
 	}
-	return h, w.write(trailer[:])
+	return h, w.write(t)
 }
 
 // write appends p to the file, remembering the first error.
