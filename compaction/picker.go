@@ -1,0 +1,287 @@
+package compaction
+
+import (
+	"sort"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/manifest"
+)
+
+// Picker chooses compactions under the leveled scheme described in the
+// package documentation. It keeps no state between calls: every decision is
+// made from the Version it is given, so a Picker is safe for concurrent use.
+type Picker struct {
+	opts Options
+	cmp  *base.Comparer
+}
+
+// NewPicker returns a Picker. A nil opts means the defaults; a nil cmp
+// means base.DefaultComparer.
+func NewPicker(opts *Options, cmp *base.Comparer) *Picker {
+	if cmp == nil {
+		cmp = base.DefaultComparer
+	}
+	return &Picker{opts: opts.withDefaults(), cmp: cmp}
+}
+
+// Scores returns the compaction score of each level of v: for L0 its number
+// of tables over L0CompactionThreshold, for deeper levels their size over
+// their target size (Options.LevelMaxBytes). A level scoring 1 or more is
+// due for compaction. L6's score is reported but never acted on, since L6
+// has nowhere to compact to.
+func (p *Picker) Scores(v *manifest.Version) [manifest.NumLevels]float64 {
+	return p.scores(v, nil)
+}
+
+// scores computes the scores of v leaving out the tables in busy, which
+// in-progress compactions are already moving out of their level.
+func (p *Picker) scores(v *manifest.Version, busy map[*manifest.FileMetadata]bool) [manifest.NumLevels]float64 {
+	var s [manifest.NumLevels]float64
+	for level, files := range v.Levels {
+		var count int
+		var size uint64
+		for _, f := range files {
+			if !busy[f] {
+				count++
+				size += f.Size
+			}
+		}
+		if level == 0 {
+			s[0] = float64(count) / float64(p.opts.L0CompactionThreshold)
+		} else {
+			s[level] = float64(size) / float64(p.opts.LevelMaxBytes(level))
+		}
+	}
+	return s
+}
+
+// Pick returns the most pressing compaction of v that does not conflict
+// with any of inProgress (see Compaction.Conflicts), or nil when no level is
+// due or every due level is blocked. L0 goes first once it scores 1 or
+// more; after it, the levels L1..L5 scoring 1 or more, highest score first.
+func (p *Picker) Pick(v *manifest.Version, inProgress []*Compaction) *Compaction {
+	busy := make(map[*manifest.FileMetadata]bool)
+	for _, c := range inProgress {
+		for _, files := range c.Inputs {
+			for _, f := range files {
+				busy[f] = true
+			}
+		}
+	}
+	scores := p.scores(v, busy)
+	levels := make([]int, 0, manifest.NumLevels-1)
+	for level := 0; level < manifest.NumLevels-1; level++ {
+		if scores[level] >= 1 {
+			levels = append(levels, level)
+		}
+	}
+	sort.SliceStable(levels, func(i, j int) bool {
+		li, lj := levels[i], levels[j]
+		if li == 0 || lj == 0 {
+			return li == 0 && lj != 0
+		}
+		return scores[li] > scores[lj]
+	})
+	for _, level := range levels {
+		var c *Compaction
+		if level == 0 {
+			c = p.pickL0(v, busy, inProgress)
+		} else {
+			c = p.pickLevel(v, level, busy, inProgress)
+		}
+		if c != nil {
+			c.Score = scores[level]
+			return c
+		}
+	}
+	return nil
+}
+
+// pickL0 compacts the oldest L0 table not yet taken, with every L0 table
+// overlapping it (transitively), into L1. A seed whose group is blocked
+// gives way to the next seed outside that group.
+func (p *Picker) pickL0(v *manifest.Version, busy map[*manifest.FileMetadata]bool, inProgress []*Compaction) *Compaction {
+	cmp := p.cmp.Compare
+	tried := make(map[*manifest.FileMetadata]bool)
+	for _, seed := range v.Levels[0] {
+		if busy[seed] || tried[seed] {
+			continue
+		}
+		inputs := overlapsL0(v, cmp, seed.Smallest.UserKey, seed.Largest.UserKey)
+		for _, f := range inputs {
+			tried[f] = true
+		}
+		if c := p.build(v, 0, 1, inputs, busy, true); c != nil && !c.Conflicts(cmp, inProgress) {
+			return c
+		}
+	}
+	return nil
+}
+
+// pickLevel compacts one table of level (1 ≤ level < L6) into level+1: the
+// free table that overlaps the fewest bytes of level+1 for its own size,
+// since it costs the least rewriting per byte moved down.
+func (p *Picker) pickLevel(v *manifest.Version, level int, busy map[*manifest.FileMetadata]bool, inProgress []*Compaction) *Compaction {
+	cmp := p.cmp.Compare
+	files := v.Levels[level]
+	type candidate struct {
+		index int
+		ratio float64
+	}
+	var cands []candidate
+	for i, f := range files {
+		if busy[f] {
+			continue
+		}
+		next := overlapsSorted(v.Levels[level+1], cmp, f.Smallest.UserKey, f.Largest.UserKey)
+		cands = append(cands, candidate{i, float64(totalSize(next)) / float64(max(f.Size, 1))})
+	}
+	sort.SliceStable(cands, func(i, j int) bool { return cands[i].ratio < cands[j].ratio })
+	for _, cand := range cands {
+		lo, hi := expandBoundaries(files, cmp, cand.index, cand.index+1)
+		c := p.build(v, level, level+1, files[lo:hi:hi], busy, true)
+		if c != nil && !c.Conflicts(cmp, inProgress) {
+			return c
+		}
+	}
+	return nil
+}
+
+// PickManual returns a compaction of the tables of level overlapping
+// [start, end] (nil bounds are unbounded) into level+1, or into L6 itself
+// for L6; nil when level holds no such table or is out of range. It does
+// not look at compactions in progress: the caller keeps them from running
+// meanwhile, or checks Compaction.Conflicts.
+//
+// From L0 it takes every overlapping table (transitively, as Pick does).
+// From deeper levels it takes overlapping tables in key order up to
+// ExpandedCompactionFactor × TargetFileSize bytes (at least one table);
+// calling PickManual again after each compaction is installed walks the
+// rest of the range.
+func (p *Picker) PickManual(v *manifest.Version, level int, start, end []byte) *Compaction {
+	if level < 0 || level >= manifest.NumLevels {
+		return nil
+	}
+	cmp := p.cmp.Compare
+	var inputs []*manifest.FileMetadata
+	output := min(level+1, manifest.NumLevels-1)
+	if level == 0 {
+		inputs = overlapsL0(v, cmp, start, end)
+	} else {
+		inputs = overlapsSorted(v.Levels[level], cmp, start, end)
+		limit := p.expandLimit()
+		for n, size := 0, uint64(0); n < len(inputs); n++ {
+			if size += inputs[n].Size; size >= limit {
+				inputs = inputs[: n+1 : n+1]
+				break
+			}
+		}
+		if len(inputs) > 0 {
+			// Never split one user key's versions between this compaction
+			// and the next.
+			lo := indexOf(v.Levels[level], inputs[0])
+			lo, hi := expandBoundaries(v.Levels[level], cmp, lo, lo+len(inputs))
+			inputs = v.Levels[level][lo:hi:hi]
+		}
+	}
+	if len(inputs) == 0 {
+		return nil
+	}
+	c := p.build(v, level, output, inputs, nil, false)
+	c.Manual = true
+	return c
+}
+
+func indexOf(files []*manifest.FileMetadata, f *manifest.FileMetadata) int {
+	for i, g := range files {
+		if g == f {
+			return i
+		}
+	}
+	panic("compaction: table not in its level")
+}
+
+// expandLimit is the size, in bytes, up to which the inputs of a compaction
+// may grow beyond the first choice.
+func (p *Picker) expandLimit() uint64 {
+	return uint64(p.opts.ExpandedCompactionFactor) * uint64(p.opts.TargetFileSize)
+}
+
+// build completes a compaction of inputs (tables of start) into output: it
+// adds the overlapping tables of output, grows the start inputs when that
+// costs no further output tables (only when expand is set), and finds the
+// grandparents. It returns nil when any table it needs is in busy.
+func (p *Picker) build(v *manifest.Version, start, output int, inputs []*manifest.FileMetadata,
+	busy map[*manifest.FileMetadata]bool, expand bool) *Compaction {
+	cmp := p.cmp.Compare
+	c := &Compaction{StartLevel: start, OutputLevel: output}
+	c.Inputs[0] = inputs
+	if output != start {
+		s, l := keyRange(cmp, inputs)
+		c.Inputs[1] = overlapsSorted(v.Levels[output], cmp, s, l)
+		if expand && len(c.Inputs[1]) > 0 {
+			p.expandInputs(v, c, busy)
+		}
+	}
+	for _, files := range c.Inputs {
+		for _, f := range files {
+			if busy[f] {
+				return nil
+			}
+		}
+	}
+	c.Smallest, c.Largest = keyRange(cmp, c.Inputs[0], c.Inputs[1])
+	if output+1 < manifest.NumLevels {
+		c.Grandparents = overlapsSorted(v.Levels[output+1], cmp, c.Smallest, c.Largest)
+	}
+	c.maxGrandparentOverlap = int64(p.opts.GrandparentOverlapFactor) * p.opts.TargetFileSize
+	return c
+}
+
+// expandInputs takes in every table of the start level that lies within the
+// key range the compaction already covers, when doing so pulls in no more
+// tables of the output level and keeps the inputs under the expansion
+// limit: those tables get merged for almost nothing now, and would
+// otherwise cost a rewrite of the same output tables later.
+func (p *Picker) expandInputs(v *manifest.Version, c *Compaction, busy map[*manifest.FileMetadata]bool) {
+	cmp := p.cmp.Compare
+	s, l := keyRange(cmp, c.Inputs[0], c.Inputs[1])
+	var grown []*manifest.FileMetadata
+	if c.StartLevel == 0 {
+		grown = overlapsL0(v, cmp, s, l)
+	} else {
+		files := v.Levels[c.StartLevel]
+		grown = overlapsSorted(files, cmp, s, l)
+		lo := indexOf(files, grown[0])
+		lo, hi := expandBoundaries(files, cmp, lo, lo+len(grown))
+		grown = files[lo:hi:hi]
+	}
+	if len(grown) <= len(c.Inputs[0]) || totalSize(grown)+totalSize(c.Inputs[1]) >= p.expandLimit() {
+		return
+	}
+	for _, f := range grown {
+		if busy[f] {
+			return
+		}
+	}
+	gs, gl := keyRange(cmp, grown)
+	if len(overlapsSorted(v.Levels[c.OutputLevel], cmp, gs, gl)) != len(c.Inputs[1]) {
+		return
+	}
+	c.Inputs[0] = grown
+}
+
+// expandBoundaries widens files[lo:hi] of a sorted level while a neighbour
+// shares a boundary user key with it, so no user key's versions are split
+// between tables that are compacted and tables that are not. (A level that
+// passes Version.CheckOrdering has no such neighbours; the picker does not
+// rely on it.)
+func expandBoundaries(files []*manifest.FileMetadata, cmp base.Compare, lo, hi int) (int, int) {
+	for lo > 0 && cmp(files[lo-1].Largest.UserKey, files[lo].Smallest.UserKey) == 0 {
+		lo--
+	}
+	for hi < len(files) && cmp(files[hi-1].Largest.UserKey, files[hi].Smallest.UserKey) == 0 {
+		hi++
+	}
+	return lo, hi
+}
