@@ -29,11 +29,6 @@ type Bloom struct {
 	// the plain layout.
 	plainBitsPerKey float64
 	plainMaxKeys    int
-
-	// plainSizes caches the dimensions of small filters by key count:
-	// they take some arithmetic to find, and per-block filters repeat the
-	// same few counts.
-	plainSizes sync.Map // int → plainSize
 }
 
 // plainSize is the dimensions of a plain filter for a given key count.
@@ -44,6 +39,37 @@ type plainSize struct {
 
 var _ FilterPolicy = (*Bloom)(nil)
 
+// sizings caches the results of the sizing arithmetic for the whole
+// process: they are pure functions of their arguments, take a few
+// milliseconds (large filters) or tens of microseconds (each key count of
+// a small one), and stores open many policies of the same few settings.
+var sizings sync.Map // sizingKey → blockedSize or plainSize
+
+// sizingKey names one sizing, for a target rate or for bits per key (the
+// other 0): of large filters, or of a small filter of n keys.
+type sizingKey struct {
+	target, bits float64
+	large        bool
+	n            int
+}
+
+// blockedSize is the sizing of large filters.
+type blockedSize struct {
+	bitsPerKey, fpr float64
+	probes          int
+	ok              bool
+}
+
+// cached returns the sizing named by key, computing it with f once.
+func cached[T any](key sizingKey, f func() T) T {
+	if v, ok := sizings.Load(key); ok {
+		return v.(T)
+	}
+	v := f()
+	sizings.Store(key, v)
+	return v
+}
+
 // New returns a Bloom whose filters have an expected false-positive rate of
 // at most targetFPR (and close to it) for the layout actually written, at
 // every key count. targetFPR must lie strictly between 0 and 1, and be
@@ -52,11 +78,14 @@ func New(targetFPR float64) (*Bloom, error) {
 	if math.IsNaN(targetFPR) || targetFPR <= 0 || targetFPR >= 1 {
 		return nil, fmt.Errorf("bloompolicy: target false-positive rate %v is not strictly between 0 and 1", targetFPR)
 	}
-	bits, probes, fpr, ok := blockedBitsFor(targetFPR)
-	if !ok {
+	bs := cached(sizingKey{target: targetFPR, large: true}, func() (bs blockedSize) {
+		bs.bitsPerKey, bs.probes, bs.fpr, bs.ok = blockedBitsFor(targetFPR)
+		return bs
+	})
+	if !bs.ok {
 		return nil, fmt.Errorf("bloompolicy: target false-positive rate %v needs more than %d bits per key", targetFPR, maxBitsPerKey)
 	}
-	b := &Bloom{target: targetFPR, bitsPerKey: bits, probes: probes, expectedFPR: fpr}
+	b := &Bloom{target: targetFPR, bitsPerKey: bs.bitsPerKey, probes: bs.probes, expectedFPR: bs.fpr}
 	b.plainMaxKeys = int(plainMaxBytes * 8 / textbookBitsPerKey(targetFPR))
 	return b, nil
 }
@@ -74,8 +103,11 @@ func NewBitsPerKey(bitsPerKey float64) (*Bloom, error) {
 	case bitsPerKey > maxBitsPerKey:
 		return nil, fmt.Errorf("bloompolicy: bits per key %v exceeds the limit of %d", bitsPerKey, maxBitsPerKey)
 	}
-	probes, fpr := blockedProbesFor(bitsPerKey)
-	b := &Bloom{bitsPerKey: bitsPerKey, probes: probes, expectedFPR: fpr, plainBitsPerKey: bitsPerKey}
+	bs := cached(sizingKey{bits: bitsPerKey, large: true}, func() (bs blockedSize) {
+		bs.probes, bs.fpr = blockedProbesFor(bitsPerKey)
+		return bs
+	})
+	b := &Bloom{bitsPerKey: bitsPerKey, probes: bs.probes, expectedFPR: bs.fpr, plainBitsPerKey: bitsPerKey}
 	b.plainMaxKeys = int(plainMaxBytes * 8 / bitsPerKey)
 	return b, nil
 }
@@ -116,18 +148,14 @@ func (b *Bloom) String() string {
 
 // plainSizeFor returns the dimensions of a plain filter of n keys.
 func (b *Bloom) plainSizeFor(n int) plainSize {
-	if v, ok := b.plainSizes.Load(n); ok {
-		return v.(plainSize)
-	}
-	var s plainSize
-	if b.target > 0 {
-		s = plainSizeForTarget(n, b.target)
-	} else {
-		s.bytes = max(1, int(math.Ceil(b.plainBitsPerKey*float64(n)/8)))
-		s.probes, _ = bestPlainProbes(float64(8*s.bytes), n)
-	}
-	b.plainSizes.Store(n, s)
-	return s
+	return cached(sizingKey{target: b.target, bits: b.plainBitsPerKey, n: n}, func() plainSize {
+		if b.target > 0 {
+			return plainSizeForTarget(n, b.target)
+		}
+		bytes := max(1, int(math.Ceil(b.plainBitsPerKey*float64(n)/8)))
+		probes, _ := bestPlainProbes(float64(8*bytes), n)
+		return plainSize{bytes: bytes, probes: probes}
+	})
 }
 
 // plainSizeForTarget returns the fewest whole bytes, and the probe count,

@@ -105,7 +105,7 @@
 //	10%       4.79                4.84              3
 //	1%        9.59                9.92              6
 //	0.1%     14.38               15.55              9
-//	0.01%    19.17               22.04             12
+//	0.01%    19.17               22.03             12
 //
 // [NewBitsPerKey] fixes the bits instead and picks the k that minimizes the
 // same model: at 10 bits per key, k = 6 and 0.966% (a plain array of the

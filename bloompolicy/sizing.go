@@ -33,22 +33,18 @@ func stirlingTable(n int) [][]float64 {
 //	FPR = sum over j of P(the k query probes hit j distinct bits)
 //	                  * P(j given bits are all set after k*n probes)
 //
-// The first factor is S(k,j) * m(m-1)...(m-j+1) / m^k. The second comes from
-// inclusion-exclusion; where float64 cancellation would make it unreliable
-// (tiny rates with many probes) it is replaced by q^j, q = 1-(1-1/m)^(kn),
-// which is an upper bound because bin occupancies are negatively associated.
-// So the result errs, if at all, on the side of reporting too high a rate.
+// The first factor is S(k,j) * m(m-1)...(m-j+1) / m^k; allSet computes the
+// second.
 func plainFPR(m float64, n int, k int) float64 {
 	if n == 0 {
 		return 0
 	}
-	throws := float64(k) * float64(n)
+	throws := k * n
 	// e[i] = (1 - i/m)^(kn): the chance that i given bits all stay clear.
 	var e [maxProbes + 1]float64
 	for i := 0; i <= k; i++ {
-		e[i] = math.Exp(throws * math.Log1p(-float64(i)/m))
+		e[i] = math.Exp(float64(throws) * math.Log1p(-float64(i)/m))
 	}
-	q := 1 - e[1]
 	fpr := 0.0
 	distinct := 1.0 // m(m-1)...(m-j+1) / m^j
 	for j := 1; j <= k; j++ {
@@ -57,15 +53,23 @@ func plainFPR(m float64, n int, k int) float64 {
 			break // fewer than j bits exist
 		}
 		pj := stirling2[k][j] * distinct * math.Pow(m, float64(j-k))
-		fpr += pj * allSet(e[:j+1], q)
+		fpr += pj * allSet(e[:j+1], throws, m)
 	}
 	return fpr
 }
 
-// allSet returns the probability that j = len(e)-1 given bits are all set,
-// by inclusion-exclusion over e, or the upper bound q^j where the alternating
-// sum has lost too many digits to cancellation.
-func allSet(e []float64, q float64) float64 {
+// chainBudget bounds the work of allSetChain, in probe steps times bits.
+const chainBudget = 1 << 20
+
+// allSet returns the probability that j = len(e)-1 given bits of m are all
+// set after throws probes, where e[i] = (1 - i/m)^throws. Inclusion-exclusion
+// over e is exact but an alternating sum: where cancellation would cost too
+// many digits (tiny rates with many probes, which come with few throws) the
+// Markov chain of allSetChain computes it instead. Past chainBudget it falls
+// back to q^j, q = 1 - e[1], an upper bound because bin occupancies are
+// negatively associated: the result errs, if at all, on the side of too
+// high a rate.
+func allSet(e []float64, throws int, m float64) float64 {
 	j := len(e) - 1
 	sum, largest := 0.0, 0.0
 	binom := 1.0 // C(j, i)
@@ -79,13 +83,31 @@ func allSet(e []float64, q float64) float64 {
 		}
 		binom = binom * float64(j-i) / float64(i+1)
 	}
-	bound := math.Pow(q, float64(j))
-	// Each term carries a relative error near 2^-52; demand that the
-	// accumulated error stay below a millionth of the answer.
-	if sum <= 0 || largest*float64(j+1)*0x1p-50 > 1e-6*sum {
-		return bound
+	// Each e[i] carries a relative error of about (1 + |ln e[i]|) units of
+	// 2^-52, and the sum adds j+1 of them: demand a millionth of the answer.
+	digitsLost := float64(j+1) * (2 - math.Log(e[j])) * 0x1p-52
+	if sum > 0 && largest*digitsLost <= 1e-6*sum {
+		return sum
 	}
-	return math.Min(sum, bound)
+	if throws*j <= chainBudget {
+		return allSetChain(j, throws, m)
+	}
+	return math.Pow(1-e[1], float64(j))
+}
+
+// allSetChain computes the chance that j given bits of m are all set after
+// throws probes by following the number of them set, probe by probe: a
+// positive sum, stable where inclusion-exclusion is not.
+func allSetChain(j, throws int, m float64) float64 {
+	var p [maxProbes + 1]float64 // p[s]: chance that s of the j bits are set
+	p[0] = 1
+	for t := range throws {
+		for s := min(j, t+1); s > 0; s-- {
+			p[s] = p[s]*(1-float64(j-s)/m) + p[s-1]*float64(j-s+1)/m
+		}
+		p[0] *= 1 - float64(j)/m
+	}
+	return p[j]
 }
 
 // bestPlainProbes returns the probe count in [1, maxProbes] that minimizes
