@@ -1,0 +1,74 @@
+package compaction
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/cockroachdb/datadriven"
+)
+
+// TestCompactionIter runs testdata/compaction_iter. Command:
+//
+//	iter [snapshots=(s1,s2,...)] [elide=(k1,k2,...)|elide=all]
+//	<entries, user#seq,KIND[:value], whitespace-separated; !err fails the next>
+//
+// It prints the kept versions, one user key per line, and the stats.
+func TestCompactionIter(t *testing.T) {
+	datadriven.RunTest(t, "testdata/compaction_iter", func(t *testing.T, d *datadriven.TestData) string {
+		if d.Cmd != "iter" {
+			return fmt.Sprintf("unknown command %q", d.Cmd)
+		}
+		snapshots, elide := parseIterArgs(t, d)
+		input := parseEntries(t, strings.Join(strings.Fields(d.Input), " "))
+		var stats RunStats
+		ci := newCompactionIter(base.DefaultComparer.Compare, input, snapshots, elide, &stats)
+		var b strings.Builder
+		for {
+			versions, ok := ci.nextKey()
+			if !ok {
+				break
+			}
+			for j, v := range versions {
+				if j > 0 {
+					b.WriteString(" ")
+				}
+				fmt.Fprintf(&b, "%s:%s", v.key, v.value)
+			}
+			b.WriteString("\n")
+		}
+		if err := ci.Error(); err != nil {
+			fmt.Fprintf(&b, "error: %v\n", err)
+		}
+		fmt.Fprintf(&b, "in=%d shadowed=%d elided=%d\n", stats.EntriesIn, stats.Shadowed, stats.TombstonesElided)
+		return b.String()
+	})
+}
+
+func parseIterArgs(t *testing.T, d *datadriven.TestData) ([]base.SeqNum, func([]byte) bool) {
+	var snapshots []base.SeqNum
+	var elide func([]byte) bool
+	for _, arg := range d.CmdArgs {
+		switch arg.Key {
+		case "snapshots":
+			for _, v := range arg.Vals {
+				n, err := strconv.ParseUint(v, 10, 64)
+				if err != nil {
+					t.Fatalf("bad snapshot %q", v)
+				}
+				snapshots = append(snapshots, base.SeqNum(n))
+			}
+		case "elide":
+			keys := map[string]bool{}
+			for _, v := range arg.Vals {
+				keys[v] = true
+			}
+			elide = func(k []byte) bool { return keys["all"] || keys[string(k)] }
+		default:
+			t.Fatalf("unknown argument %q", arg.Key)
+		}
+	}
+	return snapshots, elide
+}

@@ -1,0 +1,306 @@
+package compaction
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/bloomkv/bloomkv/bloompolicy"
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/sstable"
+	"github.com/cockroachdb/datadriven"
+	"github.com/cockroachdb/pebble/vfs"
+)
+
+// memOutputs hands out tables in an in-memory file system, numbered from 1.
+type memOutputs struct {
+	fs   vfs.FS
+	next base.FileNum
+}
+
+func newMemOutputs() *memOutputs { return &memOutputs{fs: vfs.NewMem()} }
+
+func (o *memOutputs) newOutput() (base.FileNum, vfs.File, error) {
+	o.next++
+	f, err := o.fs.Create(base.MakeFilename(base.FileTypeTable, o.next))
+	return o.next, f, err
+}
+
+// open opens the table numbered n with filters from policies.
+func (o *memOutputs) open(t testing.TB, n base.FileNum, policies ...bloompolicy.FilterPolicy) *sstable.Reader {
+	t.Helper()
+	name := base.MakeFilename(base.FileTypeTable, n)
+	f, err := o.fs.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := sstable.ReaderOptions{FileNum: n, FileName: name, Filters: map[string]bloompolicy.FilterPolicy{}}
+	for _, p := range policies {
+		opts.Filters[p.Name()] = p
+	}
+	r, err := sstable.NewReader(f, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// readTable returns every entry of table m and checks m against them.
+func (o *memOutputs) readTable(t testing.TB, m *manifest.FileMetadata) []modelEntry {
+	t.Helper()
+	r := o.open(t, m.FileNum)
+	defer r.Close()
+	it, err := r.NewIter(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries []modelEntry
+	for ok := it.First(); ok; ok = it.Next() {
+		entries = append(entries, modelEntry{key: it.Key().Clone(), value: bytes.Clone(it.Value())})
+	}
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkMetadata(t, m, entries, r.Properties())
+	return entries
+}
+
+// checkMetadata checks what Run said of a table against its contents.
+func checkMetadata(t testing.TB, m *manifest.FileMetadata, entries []modelEntry, props *sstable.Properties) {
+	t.Helper()
+	if len(entries) == 0 {
+		t.Fatalf("table %s is empty", m.FileNum)
+	}
+	lo, hi := entries[0].key.SeqNum(), entries[0].key.SeqNum()
+	for _, e := range entries {
+		lo, hi = min(lo, e.key.SeqNum()), max(hi, e.key.SeqNum())
+	}
+	first, last := entries[0].key, entries[len(entries)-1].key
+	switch {
+	case base.InternalCompare(bytes.Compare, m.Smallest, first) != 0 || base.InternalCompare(bytes.Compare, m.Largest, last) != 0:
+		t.Fatalf("table %s: bounds %s-%s, contents %s-%s", m.FileNum, m.Smallest, m.Largest, first, last)
+	case m.SmallestSeqNum != lo || m.LargestSeqNum != hi:
+		t.Fatalf("table %s: seqnums %d-%d, contents %d-%d", m.FileNum, m.SmallestSeqNum, m.LargestSeqNum, lo, hi)
+	case m.NumEntries != uint64(len(entries)):
+		t.Fatalf("table %s: %d entries, contents %d", m.FileNum, m.NumEntries, len(entries))
+	case m.FilterBytes != props.FilterSize:
+		t.Fatalf("table %s: %d filter bytes, properties %d", m.FileNum, m.FilterBytes, props.FilterSize)
+	}
+}
+
+// checkBoundaries checks that the tables are in key order and that no user
+// key has versions in two of them.
+func checkBoundaries(t testing.TB, tables []*manifest.FileMetadata) {
+	t.Helper()
+	for i := 1; i < len(tables); i++ {
+		if bytes.Compare(tables[i-1].Largest.UserKey, tables[i].Smallest.UserKey) >= 0 {
+			t.Fatalf("tables %s and %s share or reverse user keys", tables[i-1], tables[i])
+		}
+	}
+}
+
+// TestRun runs testdata/run. Command:
+//
+//	run [target-file-size=N] [snapshots=(...)] [elide=(...)|elide=all]
+//	    [grandparents=(a-b:SIZE,...)] [max-overlap=SIZE]
+//	<entries, as in testdata/compaction_iter>
+//
+// It prints each table written, read back, and the stats.
+func TestRun(t *testing.T) {
+	datadriven.RunTest(t, "testdata/run", func(t *testing.T, d *datadriven.TestData) string {
+		if d.Cmd != "run" {
+			return fmt.Sprintf("unknown command %q", d.Cmd)
+		}
+		out := newMemOutputs()
+		cfg := RunConfig{NewOutput: out.newOutput}
+		for _, arg := range d.CmdArgs {
+			switch arg.Key {
+			case "target-file-size":
+				cfg.TargetFileSize = parseSize(t, arg.SingleVal(t))
+			case "max-overlap":
+				cfg.MaxGrandparentOverlap = parseSize(t, arg.SingleVal(t))
+			case "grandparents":
+				for i, v := range arg.Vals {
+					bounds, size, _ := strings.Cut(v, ":")
+					f := parseFile(t, fmt.Sprintf("%d:%s size=%s", 100+i, bounds, size))
+					cfg.Grandparents = append(cfg.Grandparents, f)
+				}
+			}
+		}
+		d.CmdArgs = filterArgs(d.CmdArgs, "snapshots", "elide")
+		cfg.Snapshots, cfg.ElideTombstone = parseIterArgs(t, d)
+		input := parseEntries(t, strings.Join(strings.Fields(d.Input), " "))
+		tables, stats, err := Run(input, cfg)
+		var b strings.Builder
+		for _, m := range tables {
+			fmt.Fprintf(&b, "%s: seqnums %d-%d, %d entries\n ", m, m.SmallestSeqNum, m.LargestSeqNum, m.NumEntries)
+			for _, e := range out.readTable(t, m) {
+				fmt.Fprintf(&b, " %s:%s", e.key, e.value)
+			}
+			b.WriteString("\n")
+		}
+		checkBoundaries(t, tables)
+		if err != nil {
+			fmt.Fprintf(&b, "error: %v\n", err)
+		}
+		fmt.Fprintf(&b, "in=%d out=%d shadowed=%d elided=%d tables=%d\n",
+			stats.EntriesIn, stats.EntriesOut, stats.Shadowed, stats.TombstonesElided, stats.Tables)
+		return b.String()
+	})
+}
+
+func filterArgs(args []datadriven.CmdArg, keep ...string) []datadriven.CmdArg {
+	var out []datadriven.CmdArg
+	for _, a := range args {
+		for _, k := range keep {
+			if a.Key == k {
+				out = append(out, a)
+			}
+		}
+	}
+	return out
+}
+
+// TestRun_Filters checks that every table gets a filter per block and that
+// lookups of absent keys are answered by it.
+func TestRun_Filters(t *testing.T) {
+	policy, err := bloompolicy.New(0.01)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []base.InternalKey
+	var vals [][]byte
+	for i := range 2000 {
+		keys = append(keys, base.MakeInternalKey([]byte(fmt.Sprintf("key%05d", 2*i)), base.SeqNum(i+1), base.KindSet))
+		vals = append(vals, bytes.Repeat([]byte{'v'}, 50))
+	}
+	out := newMemOutputs()
+	tables, _, err := Run(newSliceIter(bytes.Compare, keys, vals), RunConfig{
+		NewOutput:      out.newOutput,
+		Writer:         sstable.WriterOptions{FilterPolicy: policy, BlockSize: 1024, Compression: sstable.NoCompression},
+		TargetFileSize: 32 << 10,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tables) < 3 {
+		t.Fatalf("%d tables, want several at a 32 KiB target", len(tables))
+	}
+	var stats sstable.LookupStats
+	for _, m := range tables {
+		if m.FilterBytes == 0 {
+			t.Fatalf("table %s has no filter", m)
+		}
+		r := out.open(t, m.FileNum, policy)
+		if r.Properties().FilterPolicyName != policy.Name() {
+			t.Fatalf("table %s: filter policy %q", m, r.Properties().FilterPolicyName)
+		}
+		lo, hi := m.Smallest.UserKey, m.Largest.UserKey
+		for i := range 4000 {
+			k := []byte(fmt.Sprintf("key%05d", i))
+			if bytes.Compare(k, lo) < 0 || bytes.Compare(k, hi) > 0 {
+				continue
+			}
+			_, _, found, err := r.Get(k, base.SeqNumMax, &stats)
+			if err != nil || found != (i%2 == 0) {
+				t.Fatalf("Get(%s) in %s: found=%t err=%v", k, m, found, err)
+			}
+		}
+		r.Close()
+	}
+	if stats.FilterNegatives < 1500 {
+		t.Fatalf("filters rejected %d of 2000 absent keys", stats.FilterNegatives)
+	}
+}
+
+// TestRun_SplitOnUserKeys checks that cutting at the target size never
+// separates the versions of a key, even one with many versions kept for
+// snapshots.
+func TestRun_SplitOnUserKeys(t *testing.T) {
+	var keys []base.InternalKey
+	var vals [][]byte
+	var snapshots []base.SeqNum
+	seq := base.SeqNum(1 << 20)
+	for i := range 40 {
+		n := 1
+		if i%10 == 3 {
+			n = 50 // a hot key with a version kept for each snapshot
+		}
+		for v := range n {
+			keys = append(keys, base.MakeInternalKey([]byte(fmt.Sprintf("k%03d", i)), seq, base.KindSet))
+			vals = append(vals, bytes.Repeat([]byte{byte('a' + v%26)}, 300))
+			if n > 1 {
+				snapshots = append(snapshots, seq)
+			}
+			seq--
+		}
+	}
+	for i, j := 0, len(snapshots)-1; i < j; i, j = i+1, j-1 {
+		snapshots[i], snapshots[j] = snapshots[j], snapshots[i]
+	}
+	out := newMemOutputs()
+	const target = 4 << 10
+	tables, stats, err := Run(newSliceIter(bytes.Compare, keys, vals), RunConfig{
+		NewOutput: out.newOutput, Snapshots: snapshots, TargetFileSize: target,
+		Writer: sstable.WriterOptions{Compression: sstable.NoCompression},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.EntriesOut != int64(len(keys)) {
+		t.Fatalf("wrote %d of %d entries, all visible to a snapshot", stats.EntriesOut, len(keys))
+	}
+	checkBoundaries(t, tables)
+	var total int
+	for i, m := range tables {
+		total += len(out.readTable(t, m))
+		if i < len(tables)-1 && m.Size < target {
+			t.Fatalf("table %s of %d bytes cut below the %d target", m, m.Size, target)
+		}
+	}
+	if total != len(keys) || stats.Tables != len(tables) {
+		t.Fatalf("read %d entries from %d tables, want %d from %d", total, len(tables), len(keys), stats.Tables)
+	}
+}
+
+// TestRun_Errors checks that failures of the input, of NewOutput and of the
+// configuration come back as errors.
+func TestRun_Errors(t *testing.T) {
+	input := func() *sliceIter {
+		return parseEntries(t, "a#3,SET:a b#2,SET:b !err c#1,SET:c")
+	}
+	out := newMemOutputs()
+	tables, _, err := Run(input(), RunConfig{NewOutput: out.newOutput, TargetFileSize: 1})
+	if !errors.Is(err, errInjected) || !strings.HasPrefix(err.Error(), "compaction: ") {
+		t.Fatalf("input error: got %v", err)
+	}
+	// a's table is finished; b's versions were never all read.
+	if len(tables) != 1 || len(out.readTable(t, tables[0])) != 1 {
+		t.Fatalf("input error: %d finished tables returned, want 1", len(tables))
+	}
+
+	errNoSpace := errors.New("no space")
+	_, _, err = Run(input(), RunConfig{NewOutput: func() (base.FileNum, vfs.File, error) { return 0, nil, errNoSpace }})
+	if !errors.Is(err, errNoSpace) {
+		t.Fatalf("output error: got %v", err)
+	}
+
+	_, _, err = Run(input(), RunConfig{NewOutput: out.newOutput, Snapshots: []base.SeqNum{5, 3}})
+	if err == nil {
+		t.Fatal("snapshots out of order accepted")
+	}
+	if _, _, err = Run(input(), RunConfig{}); err == nil {
+		t.Fatal("nil NewOutput accepted")
+	}
+
+	// Input out of order is refused by the table writer.
+	bad := newSliceIter(bytes.Compare, []base.InternalKey{
+		base.MakeInternalKey([]byte("b"), 1, base.KindSet), base.MakeInternalKey([]byte("a"), 2, base.KindSet),
+	}, [][]byte{nil, nil})
+	if _, _, err = Run(bad, RunConfig{NewOutput: out.newOutput}); err == nil {
+		t.Fatal("unordered input accepted")
+	}
+}
