@@ -110,7 +110,15 @@ func (it *blockIter) decodeHeader(off int) (shared, unshared, vlen, n int, ok bo
 // readEntry decodes the entry at off, whose predecessor (for the shared
 // prefix) is the current key; at a restart point the caller clears it.
 func (it *blockIter) readEntry(off int) bool {
-	shared, unshared, vlen, n, ok := it.decodeHeader(off)
+	var shared, unshared, vlen, n int
+	ok := true
+	if p := it.data[off:it.restarts]; len(p) >= 3 && p[0]|p[1]|p[2] < 0x80 {
+		// The common case, inlined: three one-byte lengths.
+		shared, unshared, vlen, n = int(p[0]), int(p[1]), int(p[2]), 3
+		ok = unshared+vlen <= len(p)-3
+	} else {
+		shared, unshared, vlen, n, ok = it.decodeHeader(off)
+	}
 	if !ok || shared > len(it.rawKey) {
 		it.corrupt(off, "bad entry")
 		return false
