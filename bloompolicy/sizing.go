@@ -58,8 +58,10 @@ func plainFPR(m float64, n int, k int) float64 {
 	return fpr
 }
 
-// chainBudget bounds the work of allSetChain, in probe steps times bits.
-const chainBudget = 1 << 20
+// chainBudget bounds the work of allSetChain for one j, in probes times
+// bits followed. plainFPR may call it for every j up to k, so this keeps a
+// call under about a millisecond.
+const chainBudget = 1 << 16
 
 // allSet returns the probability that j = len(e)-1 given bits of m are all
 // set after throws probes, where e[i] = (1 - i/m)^throws. Inclusion-exclusion
