@@ -76,7 +76,9 @@ func (c *Compaction) Conflicts(cmp base.Compare, inProgress []*Compaction) bool 
 // OutputLevel in v holds a table covering userKey. For such a key a
 // tombstone written by the compaction hides nothing outside its own input,
 // so Run may drop it once no snapshot needs it (RunConfig.ElideTombstone).
-// It must be given the version the compaction was picked from.
+// v is the version the compaction was picked from or a later one: only the
+// levels below OutputLevel are read, and no other compaction writes into
+// the compaction's key range there while it runs.
 func (c *Compaction) ElideTombstone(v *manifest.Version, cmp base.Compare) func(userKey []byte) bool {
 	var below [][]*manifest.FileMetadata
 	for level := c.OutputLevel + 1; level < manifest.NumLevels; level++ {
