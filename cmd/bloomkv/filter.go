@@ -62,26 +62,11 @@ func (a *app) runFilter(o filterOptions) error {
 	if o.keys <= 0 || o.queries <= 0 {
 		return usagef("--keys and --queries must be positive")
 	}
-	ours, err := bloompolicy.New(o.fpr)
-	if err != nil {
-		return usageError{err}
-	}
-	bits := ours.BitsPerKey()
-	whole := pebbleBits(bits)
-	oursWhole, err := bloompolicy.NewBitsPerKey(float64(whole))
+	candidates, err := filterCandidates(o.fpr)
 	if err != nil {
 		return err
 	}
 	kg := newKeyGen(o.seed)
-	candidates := []struct {
-		label   string
-		policy  bloompolicy.FilterPolicy
-		nominal float64
-	}{
-		{fmt.Sprintf("bloompolicy.New(%g)", o.fpr), ours, bits},
-		{fmt.Sprintf("bloompolicy.NewBitsPerKey(%d)", whole), oursWhole, float64(whole)},
-		{fmt.Sprintf("pebble bloom.FilterPolicy(%d)", whole), pebbleadapter.FromPebble(bloom.FilterPolicy(whole)), float64(whole)},
-	}
 	var results []filterResult
 	for _, c := range candidates {
 		r, err := measureFilter(c.policy, kg, o.keys, o.queries)
@@ -104,6 +89,34 @@ func (a *app) runFilter(o filterOptions) error {
 			fmtFloat(float64(r.BuildNsPerKey), 1), fmtFloat(float64(r.QueryNsPerKey), 1))
 	}
 	return t.write(a.stdout)
+}
+
+// filterCandidate is one policy the filter command measures.
+type filterCandidate struct {
+	label   string
+	policy  bloompolicy.FilterPolicy
+	nominal float64 // bits per key it builds with
+}
+
+// filterCandidates returns bloompolicy.New(fpr), and bloompolicy and
+// Pebble's bloom at the whole number of bits per key nearest to it.
+func filterCandidates(fpr float64) ([]filterCandidate, error) {
+	ours, err := bloompolicy.New(fpr)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	bits := ours.BitsPerKey()
+	whole := pebbleBits(bits)
+	oursWhole, err := bloompolicy.NewBitsPerKey(float64(whole))
+	if err != nil {
+		return nil, err
+	}
+	return []filterCandidate{
+		{fmt.Sprintf("bloompolicy.New(%g)", fpr), ours, bits},
+		{fmt.Sprintf("bloompolicy.NewBitsPerKey(%d)", whole), oursWhole, float64(whole)},
+		{fmt.Sprintf("pebble bloom.FilterPolicy(%d)", whole),
+			pebbleadapter.FromPebble(bloom.FilterPolicy(whole)), float64(whole)},
+	}, nil
 }
 
 // checkFPR rejects a target false-positive rate outside (0,1).

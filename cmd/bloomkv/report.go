@@ -230,7 +230,9 @@ func (r *benchRow) fill(fp footprint, target float64) {
 	r.FilterBytes, r.Keys, r.LSM = fp.FilterBytes, fp.Keys, fp.Levels
 	r.FilterBitsPerKey = jsonFloat(ratio(8*float64(fp.FilterBytes), float64(fp.Keys)))
 	r.ObservedFPR, r.TargetFPR = jsonFloat(math.NaN()), jsonFloat(math.NaN())
-	if r.Filter != "none" {
+	if r.Filter == "none" {
+		r.FilterBitsPerKey = jsonFloat(math.NaN())
+	} else {
 		a := r.Absent.Lookups
 		r.ObservedFPR = jsonFloat(ratio(float64(a.FilterFalsePositives),
 			float64(a.FilterFalsePositives+a.FilterNegatives)))
@@ -314,14 +316,15 @@ func (a *app) writeBenchReport(rep *benchReport) error {
 		return err
 	}
 	fmt.Fprintf(w, "\nper-lookup columns: absent / present. FPR: absent lookups, false positives / (false positives + negatives).\n")
-	fmt.Fprintf(w, "\nLSM after Flush + Compact:\n")
+	fmt.Fprintf(w, "\nLSM during the lookups:\n")
 	for _, r := range rep.Rows {
 		fmt.Fprintf(w, "  %-*s  %s\n", configWidth(rep.Rows), r.Config, fmtShape(r.LSM))
 	}
 	if len(rep.VsPebble) > 0 {
 		fmt.Fprint(w, "\nPebble rows: lookups by SeekPrefixGE on one iterator with UseL6Filters "+
 			"(Pebble's DB.Get skips L6 filters); tables = filter checks; block reads = all block-cache "+
-			"accesses, index and filter blocks included.\n\n")
+			"accesses, index and filter blocks included; the cache has room for Pebble's two memtables "+
+			"on top of --cache, since Pebble charges them to it.\n\n")
 		t := newTable("bloomkv ÷ Pebble, ns/op", ">absent", ">present")
 		for _, v := range rep.VsPebble {
 			t.add(v.Filter, fmtFloat(float64(v.Absent), 2)+"x", fmtFloat(float64(v.Present), 2)+"x")

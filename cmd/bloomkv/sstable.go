@@ -167,9 +167,15 @@ func countBlockKeys(r *sstable.Reader, l *sstable.Layout) (entries, keys []int, 
 	return entries, keys, it.Close()
 }
 
-// fmtInternalKey formats an internal key as "userkey#seq,KIND", the user
-// key quoted when it is not printable.
+// fmtInternalKey formats an internal key as "userkey#seq,KIND" ("#max"
+// for the largest sequence number), the user key quoted when it is not
+// printable.
 func fmtInternalKey(k base.InternalKey) string {
+	if k.SeqNum() == base.SeqNumMax {
+		// Index separators shortened by the writer carry the largest
+		// sequence number.
+		return fmt.Sprintf("%s#max,%s", fmtKey(k.UserKey), k.Kind())
+	}
 	return fmt.Sprintf("%s#%d,%s", fmtKey(k.UserKey), k.SeqNum(), k.Kind())
 }
 
@@ -318,18 +324,7 @@ func (a *app) writeTableDump(d *tableDump) error {
 	}
 	t.write(w)
 	fmt.Fprintln(w, "\ndata blocks (index entries and filters)")
-	t = newTable(">block", ">offset", ">length", ">entries", ">keys", ">filter bytes", ">bits",
-		">probes", ">bits set", ">est. keys", "separator")
-	for i, b := range d.Blocks {
-		f := []string{"-", "-", "-", "-", "-"}
-		if b.Filter != nil {
-			f = []string{fmt.Sprint(b.Filter.Bytes), fmt.Sprint(b.Filter.Bits), fmt.Sprint(b.Filter.Probes),
-				fmt.Sprint(b.Filter.BitsSet), fmtFloat(float64(b.Filter.EstimatedKeys), 1)}
-		}
-		t.add(append(append([]string{fmt.Sprint(i), fmt.Sprint(b.Offset), fmt.Sprint(b.Length),
-			fmt.Sprint(b.Entries), fmt.Sprint(b.Keys)}, f...), b.Separator)...)
-	}
-	t.write(w)
+	blockTable(d.Blocks).write(w)
 	s := d.Filters
 	if s.Policy == "" {
 		_, err := fmt.Fprintf(w, "\nno filters: %d keys\n", s.Keys)
@@ -338,4 +333,22 @@ func (a *app) writeTableDump(d *tableDump) error {
 	_, err := fmt.Fprintf(w, "\nfilters (%s): %d keys in %d bytes, %s bits/key; keys estimated from the bits set: %s\n",
 		s.Policy, s.Keys, s.Bytes, fmtFloat(float64(s.BitsPerKey), 2), fmtFloat(float64(s.EstimatedKeys), 0))
 	return err
+}
+
+// blockTable lays out one row per data block: where it lies, what it
+// holds, what its filter looks like, and its index separator.
+func blockTable(blocks []blockDump) *table {
+	t := newTable(">block", ">offset", ">length", ">entries", ">keys", ">filter bytes", ">bits",
+		">probes", ">bits set", ">est. keys", "separator")
+	for i, b := range blocks {
+		f := []string{"-", "-", "-", "-", "-"}
+		if b.Filter != nil {
+			f = []string{fmt.Sprint(b.Filter.Bytes), fmt.Sprint(b.Filter.Bits), fmt.Sprint(b.Filter.Probes),
+				fmt.Sprint(b.Filter.BitsSet), fmtFloat(float64(b.Filter.EstimatedKeys), 1)}
+		}
+		row := []string{fmt.Sprint(i), fmt.Sprint(b.Offset), fmt.Sprint(b.Length), fmt.Sprint(b.Entries),
+			fmt.Sprint(b.Keys)}
+		t.add(append(append(row, f...), b.Separator)...)
+	}
+	return t
 }
