@@ -2,7 +2,6 @@ package sstable
 
 import (
 	"encoding/binary"
-	"slices"
 
 	"github.com/bloomkv/bloomkv/internal/base"
 )
@@ -22,14 +21,10 @@ func (r *Reader) Get(userKey []byte, seq base.SeqNum, stats *LookupStats) (value
 	if stats == nil {
 		stats = new(LookupStats)
 	}
-	var idx blockIter // index entries store whole keys: keyBuf stays unused
-	if err := idx.init(r.index, r.cmp.Compare, r.name, r.footer.index.Offset); err != nil {
-		return nil, 0, false, err
-	}
 	target := base.MakeInternalKey(userKey, seq, base.KindMax)
-	i := r.searchIndex(&idx, target)
-	if i < 0 {
-		return nil, 0, false, idx.err
+	i, err := r.searchIndex(target)
+	if err != nil {
+		return nil, 0, false, err
 	}
 	var g *getState // taken from the pool only when a block must be read
 	defer func() {
@@ -38,56 +33,100 @@ func (r *Reader) Get(userKey []byte, seq base.SeqNum, stats *LookupStats) (value
 		}
 	}()
 	for ; i < r.numBlocks; i++ {
-		if !idx.seekRestart(i) {
-			return nil, 0, false, idx.err
-		}
 		if r.filter != nil && !r.filterPolicy.MayContain(r.filter.filter(i), userKey) {
 			stats.FilterNegatives++
 			return nil, 0, false, nil
 		}
-		h, _ := decodeHandle(idx.val) // checked by NewReader
 		if g == nil {
 			g = getIters.Get()
 		}
-		res, err := r.searchBlock(&g.data, h, userKey, seq, stats)
+		res, err := r.searchBlock(&g.data, r.blockHandles[i], userKey, seq, stats)
 		if err != nil {
 			return nil, 0, false, err
 		}
-		if r.filter != nil {
-			if res.held {
-				stats.FilterTruePositives++
-			} else {
-				stats.FilterFalsePositives++
-			}
+		r.countVerdict(stats, res.held)
+		if res.found || !res.exhausted {
+			return res.value, res.kind, res.found, nil
 		}
-		if res.found {
-			return res.value, res.kind, true, nil
-		}
-		// Only a block that ends inside userKey's versions, under an index
-		// key of the same user key, leaves more versions for the next one.
-		if !res.exhausted || r.cmp.Compare(idx.ikey.UserKey, userKey) != 0 {
-			return nil, 0, false, nil
+		// The block ended inside userKey's versions: the next block can
+		// hold more of them only if this block's index key has the same
+		// user key.
+		if more, err := r.indexKeyHasUserKey(i, userKey); !more || err != nil {
+			return nil, 0, false, err
 		}
 	}
 	return nil, 0, false, nil
 }
 
-// searchIndex returns the first index entry >= target (numBlocks if none,
-// -1 on corruption). Under a bytewise comparer the in-memory key prefixes
-// narrow the search to the entries sharing target's 8-byte prefix first,
-// which usually leaves nothing to decode.
-func (r *Reader) searchIndex(idx *blockIter, target base.InternalKey) int {
-	if r.indexPrefixes == nil {
-		return idx.searchRestarts(target)
+// countVerdict records whether a filter's "maybe" was borne out.
+func (r *Reader) countVerdict(stats *LookupStats, held bool) {
+	switch {
+	case r.filter == nil:
+	case held:
+		stats.FilterTruePositives++
+	default:
+		stats.FilterFalsePositives++
 	}
-	p := keyPrefix(target.UserKey)
-	ps := r.indexPrefixes
-	lo, _ := slices.BinarySearch(ps, p)
-	hi := lo
-	for hi < len(ps) && ps[hi] == p {
-		hi++
+}
+
+// searchIndex returns the first index entry >= target (numBlocks if none).
+// Under a bytewise comparer the in-memory key prefixes find it without
+// decoding index entries unless another entry shares target's 8-byte
+// prefix; otherwise it binary-searches the index block.
+func (r *Reader) searchIndex(target base.InternalKey) (int, error) {
+	lo, hi := 0, r.numBlocks
+	if r.indexPrefixes != nil {
+		p := keyPrefix(target.UserKey)
+		lo = lowerBound(r.indexPrefixes, p)
+		for hi = lo; hi < r.numBlocks && r.indexPrefixes[hi] == p; hi++ {
+		}
+		if lo == hi {
+			return lo, nil
+		}
 	}
-	return idx.searchRestartRange(target, lo, hi)
+	var idx blockIter
+	if err := idx.init(r.index, r.cmp.Compare, r.name, r.footer.index.Offset); err != nil {
+		return 0, err
+	}
+	if i := idx.searchRestartRange(target, lo, hi); i >= 0 {
+		return i, nil
+	}
+	return 0, idx.err
+}
+
+// indexKeyHasUserKey reports whether index entry i's key has userKey as
+// its user key.
+func (r *Reader) indexKeyHasUserKey(i int, userKey []byte) (bool, error) {
+	var idx blockIter
+	if err := idx.init(r.index, r.cmp.Compare, r.name, r.footer.index.Offset); err != nil {
+		return false, err
+	}
+	k, ok := idx.restartKey(i)
+	if !ok {
+		return false, idx.err
+	}
+	return r.cmp.Compare(k.UserKey, userKey) == 0, nil
+}
+
+// lowerBound returns the first i with ps[i] >= p (len(ps) if none). The
+// loop has no data-dependent branch, which pays off on random lookups.
+func lowerBound(ps []uint64, p uint64) int {
+	n := len(ps)
+	if n == 0 {
+		return 0
+	}
+	base := 0
+	for n > 1 {
+		half := n / 2
+		if ps[base+half-1] < p {
+			base += half
+		}
+		n -= half
+	}
+	if ps[base] < p {
+		base++
+	}
+	return base
 }
 
 // keyPrefix returns the first 8 bytes of k as a big-endian number, zero

@@ -2,6 +2,8 @@ package sstable
 
 import (
 	"encoding/binary"
+	"slices"
+	"sort"
 	"testing"
 
 	"github.com/bloomkv/bloomkv/internal/base"
@@ -108,5 +110,22 @@ func TestReader_Get_ContinuationFilterNegative(t *testing.T) {
 	}
 	if want := (LookupStats{FilterTruePositives: 1, FilterNegatives: 1, BlockReads: 1, BlockCacheMisses: 1}); st != want {
 		t.Fatalf("stats %+v, want %+v", st, want)
+	}
+}
+
+// TestLowerBound compares the branch-free search with sort.Search.
+func TestLowerBound(t *testing.T) {
+	rng := seedRNG(t)
+	for round := 0; round < 2000; round++ {
+		ps := make([]uint64, rng.IntN(40))
+		for i := range ps {
+			ps[i] = uint64(rng.IntN(30))
+		}
+		slices.Sort(ps)
+		p := uint64(rng.IntN(32))
+		want := sort.Search(len(ps), func(i int) bool { return ps[i] >= p })
+		if got := lowerBound(ps, p); got != want {
+			t.Fatalf("lowerBound(%v, %d) = %d, want %d", ps, p, got, want)
+		}
 	}
 }

@@ -33,8 +33,10 @@ type Reader struct {
 
 	index     []byte // index block contents: entry i locates data block i
 	numBlocks int
-	// indexPrefixes[i] is keyPrefix of index entry i's user key, kept only
-	// under a bytewise comparer, to speed up the index search.
+	// blockHandles[i] is index entry i's handle, decoded once. Under a
+	// bytewise comparer indexPrefixes[i] is keyPrefix of its user key, so
+	// lookups rarely decode index entries at all.
+	blockHandles  []BlockHandle
 	indexPrefixes []uint64
 
 	filter       *filterBlock // nil: no usable filter
@@ -220,6 +222,7 @@ func (r *Reader) readIndex() error {
 		if hn <= 0 || hn != len(it.val) || bh.Offset > r.dataEnd || bh.Length > r.dataEnd-bh.Offset {
 			return it.corrupt(it.offset, "bad data block handle")
 		}
+		r.blockHandles = append(r.blockHandles, bh)
 		n++
 	}
 	if it.err != nil {
