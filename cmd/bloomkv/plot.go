@@ -149,7 +149,23 @@ func fprPlot(d plotData) (*plot.Plot, error) {
 	p.Legend.Add("textbook e^(-ln²2·b)", textbook)
 	p.Legend.Add("limit 2^(-b)", limit)
 	p.X.Min, p.X.Max = lo, hi
+	// Show the textbook curve over the whole x range; the limit may leave
+	// the plot at the bottom.
+	ymin, ymax := fprRange(d)
+	p.Y.Min = math.Min(ymin, textbook.F(hi)) / 1.5
+	p.Y.Max = math.Max(ymax, textbook.F(lo)) * 1.5
 	return p, nil
+}
+
+// fprRange returns the smallest and largest rate a log axis can show.
+func fprRange(d plotData) (lo, hi float64) {
+	lo, hi = 1, 0
+	for _, pts := range [][]fprPoint{d.Ours, d.Pebble, d.Bench} {
+		for _, xy := range fprXYs(pts) {
+			lo, hi = math.Min(lo, xy.Y), math.Max(hi, xy.Y)
+		}
+	}
+	return lo, hi
 }
 
 // addBenchPoints marks the false-positive rates observed in the store by the
