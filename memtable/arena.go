@@ -27,7 +27,8 @@ func (a *arena) bytes(n int) []byte {
 		return make([]byte, n)
 	}
 	if n > len(a.chunk) {
-		a.chunkSize = min(max(2*a.chunkSize, firstChunkSize), maxChunkSize)
+		// n <= maxChunkSize/4, so the new chunk always holds it.
+		a.chunkSize = min(max(2*a.chunkSize, firstChunkSize, n), maxChunkSize)
 		a.chunk = make([]byte, a.chunkSize)
 	}
 	p := a.chunk[:n:n]

@@ -206,6 +206,22 @@ func TestMemTable_LargeValues(t *testing.T) {
 	}
 }
 
+// TestMemTable_Add_SizesAcrossChunks adds entries whose sizes straddle every
+// chunk size the arena grows through, including ones larger than the next
+// chunk would be if it only doubled.
+func TestMemTable_Add_SizesAcrossChunks(t *testing.T) {
+	m := New(nil)
+	sizes := []int{1, firstChunkSize - 1, firstChunkSize + 1, 65540, maxChunkSize/4 - 1, maxChunkSize / 4, maxChunkSize/4 + 1}
+	for i, n := range sizes {
+		key := append(bytes.Repeat([]byte{'k'}, n), byte(i))
+		val := bytes.Repeat([]byte{byte(i)}, n)
+		m.Add(base.MakeInternalKey(key, base.SeqNum(i+1), base.KindSet), val)
+		if v, _, found := m.Get(key, base.SeqNumMax); !found || !bytes.Equal(v, val) {
+			t.Fatalf("entry of %d bytes not returned whole", n)
+		}
+	}
+}
+
 func TestMemTable_CustomComparer(t *testing.T) {
 	reverse := &base.Comparer{
 		Compare: func(a, b []byte) int { return bytes.Compare(b, a) },
