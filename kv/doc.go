@@ -5,10 +5,21 @@
 // # Using it
 //
 // Open a directory, write with Set, Delete or an atomic Batch, read with Get,
-// an Iterator or a Snapshot, and Close. Every method is safe for concurrent
-// use. Writes take a [WriteOptions]: [Sync] waits for the WAL to reach stable
+// an Iterator or a Snapshot, and Close. DB and Snapshot methods are safe for
+// concurrent use; an Iterator or a Batch belongs to one goroutine at a time.
+// Writes take a [WriteOptions]: [Sync] waits for the WAL to reach stable
 // storage, [NoSync] does not (a clean Close still keeps it). Metrics reports
 // how many tables, filters and blocks each lookup touched.
+//
+// # Failures
+//
+// Keys, values and batches over [MaxKeySize], [MaxValueSize] and
+// [MaxBatchSize] are refused with an error. Damaged files give errors that
+// wrap [ErrCorruption] and name the file. A failed WAL write or sync, or a
+// failed flush, compaction or MANIFEST update, stops the DB from accepting
+// writes for good (whether the failed write reached the disk is unknown, so
+// nothing after it may be acknowledged); reads go on, and Close reports the
+// error. Reopening the store recovers every acknowledged write.
 //
 // # How it works
 //

@@ -192,7 +192,7 @@ func (o *Options) checkBounds() error {
 	case o.LevelMultiplier < 2:
 		return fmt.Errorf("kv: invalid options: LevelMultiplier %d under 2", o.LevelMultiplier)
 	}
-	if o.FilterPolicy != nil && o.FilterPolicy.Name() == "" {
+	if o.FilterPolicy.Name() == "" {
 		return fmt.Errorf("kv: invalid options: FilterPolicy has an empty name")
 	}
 	for i, p := range o.ExtraFilterPolicies {
@@ -205,10 +205,7 @@ func (o *Options) checkBounds() error {
 
 // filters returns the policies readers may use, by name.
 func (o *Options) filters() map[string]bloompolicy.FilterPolicy {
-	m := map[string]bloompolicy.FilterPolicy{}
-	if o.FilterPolicy != nil {
-		m[o.FilterPolicy.Name()] = o.FilterPolicy
-	}
+	m := map[string]bloompolicy.FilterPolicy{o.FilterPolicy.Name(): o.FilterPolicy}
 	for _, p := range o.ExtraFilterPolicies {
 		if _, ok := m[p.Name()]; !ok {
 			m[p.Name()] = p
@@ -243,4 +240,9 @@ type IterOptions struct {
 	// UpperBound, when not nil, is the key the iterator stops before
 	// (exclusive).
 	UpperBound []byte
+}
+
+// defaultFilterPolicy is used when Options.FilterPolicy is nil.
+func defaultFilterPolicy() (bloompolicy.FilterPolicy, error) {
+	return bloompolicy.New(DefaultFilterFPR)
 }

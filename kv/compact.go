@@ -1,0 +1,262 @@
+package kv
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/bloomkv/bloomkv/compaction"
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/manifest"
+)
+
+// maybeScheduleCompactionLocked starts a background compaction when the
+// picker finds one worth doing and none runs. Compactions run one at a
+// time; Compact pauses them.
+func (d *DB) maybeScheduleCompactionLocked() {
+	if d.opts.DisableAutomaticCompactions || len(d.mu.compacting) > 0 || d.mu.manual > 0 ||
+		d.mu.bgErr != nil || d.closed.Load() {
+		return
+	}
+	c := d.picker.Pick(d.mu.versions.current, nil)
+	if c == nil {
+		return
+	}
+	d.mu.compacting = append(d.mu.compacting, c)
+	d.bgWG.Add(1)
+	go d.backgroundCompaction(c)
+}
+
+// backgroundCompaction runs c, then looks for the next compaction.
+func (d *DB) backgroundCompaction(c *compaction.Compaction) {
+	defer d.bgWG.Done()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	err := d.compactLocked(c)
+	d.mu.compacting = slices.DeleteFunc(d.mu.compacting, func(x *compaction.Compaction) bool { return x == c })
+	if err != nil && !errors.Is(err, errCanceled) {
+		d.mu.bgErr = err
+	}
+	d.maybeScheduleCompactionLocked()
+	d.mu.cond.Broadcast()
+}
+
+// compactLocked carries out c: moves its one input down when nothing needs
+// rewriting, otherwise merges the inputs into new tables of the output
+// level. The outputs replace the inputs in one MANIFEST edit; the input
+// files are deleted once no Version holds them. d.mu is held on entry and
+// exit, released while tables are written.
+func (d *DB) compactLocked(c *compaction.Compaction) error {
+	if err := d.checkL0Inputs(c); err != nil {
+		return err
+	}
+	edit := &manifest.VersionEdit{DeletedFiles: make(map[manifest.DeletedFileEntry]bool)}
+	for i, level := range []int{c.StartLevel, c.OutputLevel} {
+		for _, f := range c.Inputs[i] {
+			edit.DeletedFiles[manifest.DeletedFileEntry{Level: level, FileNum: f.FileNum}] = true
+		}
+	}
+	if !c.Manual && c.TrivialMove() {
+		f := c.Inputs[0][0]
+		edit.NewFiles = []manifest.NewFileEntry{{Level: c.OutputLevel, Meta: f}}
+		if err := d.mu.versions.logAndApply(edit); err != nil {
+			return err
+		}
+		d.updateReadStateLocked()
+		d.metrics.levels[c.OutputLevel].moves.Add(1)
+		return nil
+	}
+	outputs, err := d.runCompaction(c)
+	if err != nil {
+		return err
+	}
+	var written int64
+	for _, f := range outputs {
+		edit.NewFiles = append(edit.NewFiles, manifest.NewFileEntry{Level: c.OutputLevel, Meta: f})
+		written += int64(f.Size)
+	}
+	if err := d.mu.versions.logAndApply(edit); err != nil {
+		return err
+	}
+	d.updateReadStateLocked()
+	m := &d.metrics.levels[c.OutputLevel]
+	m.compactions.Add(1)
+	m.bytesRead.Add(int64(c.InputBytes()))
+	m.bytesWritten.Add(written)
+	d.metrics.compactions.Add(1)
+	return nil
+}
+
+// checkL0Inputs verifies that an L0 compaction leaves behind no older L0
+// table overlapping the range of its L0 inputs: that table's versions would
+// then shadow the newer ones moved below it.
+func (d *DB) checkL0Inputs(c *compaction.Compaction) error {
+	if c.StartLevel != 0 || len(c.Inputs[0]) == 0 {
+		return nil
+	}
+	cmp := d.cmp.Compare
+	var newest base.SeqNum
+	lo, hi := c.Inputs[0][0].Smallest.UserKey, c.Inputs[0][0].Largest.UserKey
+	taken := make(map[base.FileNum]bool)
+	for _, f := range c.Inputs[0] {
+		taken[f.FileNum] = true
+		newest = max(newest, f.LargestSeqNum)
+		if cmp(f.Smallest.UserKey, lo) < 0 {
+			lo = f.Smallest.UserKey
+		}
+		if cmp(f.Largest.UserKey, hi) > 0 {
+			hi = f.Largest.UserKey
+		}
+	}
+	for _, f := range d.mu.versions.current.Overlaps(0, cmp, lo, hi) {
+		if !taken[f.FileNum] && f.SmallestSeqNum < newest {
+			return fmt.Errorf("kv: compaction %s leaves overlapping older L0 table %s behind", c, f)
+		}
+	}
+	return nil
+}
+
+// runCompaction merges c's inputs into new tables of c.OutputLevel and
+// returns them, not yet installed. d.mu is held on entry and exit.
+func (d *DB) runCompaction(c *compaction.Compaction) ([]*manifest.FileMetadata, error) {
+	cfg := compaction.RunConfig{
+		Snapshots:      d.mu.snaps.seqNums(),
+		ElideTombstone: c.ElideTombstone(d.mu.versions.current, d.cmp.Compare),
+		TargetFileSize: d.opts.TargetFileSize,
+		Grandparents:   c.Grandparents,
+	}
+	d.mu.Unlock()
+	defer d.mu.Lock()
+	var iters []base.InternalIterator
+	for _, files := range c.Inputs {
+		for _, f := range files {
+			it, err := d.tableCache.newIter(f, nil, nil)
+			if err != nil {
+				for _, it := range iters {
+					it.Close()
+				}
+				return nil, fmt.Errorf("kv: compaction %s: %w", c, err)
+			}
+			iters = append(iters, it)
+		}
+	}
+	input := &cancelIter{
+		InternalIterator: compaction.NewMergingIter(d.cmp.Compare, iters...),
+		canceled:         d.cancelCheck(),
+	}
+	outputs, _, err := d.runOutputs(input, cfg, c.OutputLevel)
+	if err != nil {
+		return nil, fmt.Errorf("kv: compaction %s: %w", c, err)
+	}
+	return outputs, nil
+}
+
+// Compact compacts the key range [start, end] (nil: unbounded) down the
+// tree: it flushes the memtable, then for each level from L0 down to the
+// deepest level holding keys of the range, merges that level's tables in
+// the range into the next level, and finally rewrites the range in that
+// deepest level if nothing was merged into it. Afterwards the range's keys
+// sit in one level, without the shadowed versions no snapshot needs, and
+// without tombstones where nothing older remains below. Background
+// compactions pause meanwhile.
+func (d *DB) Compact(start, end []byte) error {
+	if err := d.Flush(); err != nil {
+		return err
+	}
+	d.manualMu.Lock()
+	defer d.manualMu.Unlock()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.mu.manual++
+	defer func() {
+		d.mu.manual--
+		d.maybeScheduleCompactionLocked()
+		d.mu.cond.Broadcast()
+	}()
+	for len(d.mu.compacting) > 0 {
+		d.mu.cond.Wait()
+	}
+	bottom := 0
+	for level := 1; level < manifest.NumLevels; level++ {
+		if len(d.mu.versions.current.Overlaps(level, d.cmp.Compare, start, end)) > 0 {
+			bottom = level
+		}
+	}
+	pushed := false
+	for level := 0; level < bottom; level++ {
+		n, err := d.compactLevelLocked(level, start, end)
+		if err != nil {
+			return err
+		}
+		pushed = pushed || (level == bottom-1 && n > 0)
+	}
+	if bottom == 0 {
+		// Only L0 holds the range: merge it into L1.
+		_, err := d.compactLevelLocked(0, start, end)
+		return err
+	}
+	if !pushed {
+		return d.rewriteLevelLocked(bottom, start, end)
+	}
+	return nil
+}
+
+// compactLevelLocked pushes the tables of level that overlap [start, end]
+// into the next level, and returns how many compactions that took.
+func (d *DB) compactLevelLocked(level int, start, end []byte) (int, error) {
+	for n := 0; ; n++ {
+		c := d.picker.PickManual(d.mu.versions.current, level, start, end)
+		if c == nil || c.OutputLevel == c.StartLevel {
+			return n, nil
+		}
+		if err := d.runManualLocked(c); err != nil {
+			return n, err
+		}
+	}
+}
+
+// rewriteLevelLocked merges the tables of level overlapping [start, end]
+// into new tables of the same level, dropping what no one can see.
+func (d *DB) rewriteLevelLocked(level int, start, end []byte) error {
+	files := d.mu.versions.current.Overlaps(level, d.cmp.Compare, start, end)
+	if len(files) == 0 {
+		return nil
+	}
+	c := &compaction.Compaction{StartLevel: level, OutputLevel: level, Manual: true}
+	c.Inputs[0] = files
+	c.Smallest = files[0].Smallest.UserKey
+	c.Largest = files[len(files)-1].Largest.UserKey
+	return d.runManualLocked(c)
+}
+
+// runManualLocked runs one compaction of Compact in the caller's goroutine.
+func (d *DB) runManualLocked(c *compaction.Compaction) error {
+	if err := d.checkOpen(); err != nil {
+		return err
+	}
+	if d.mu.bgErr != nil {
+		return d.mu.bgErr
+	}
+	d.mu.compacting = append(d.mu.compacting, c)
+	err := d.compactLocked(c)
+	d.mu.compacting = slices.DeleteFunc(d.mu.compacting, func(x *compaction.Compaction) bool { return x == c })
+	d.mu.cond.Broadcast()
+	switch {
+	case errors.Is(err, errCanceled):
+		return ErrClosed
+	case err != nil:
+		d.mu.bgErr = err
+	}
+	return err
+}
+
+// waitCompactionsIdle waits until no flush or compaction runs or is due.
+// Tests use it to see the shape background work settles on.
+func (d *DB) waitCompactionsIdle() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for (len(d.mu.compacting) > 0 || d.mu.flushing || len(d.mu.imm) > 0) &&
+		d.mu.bgErr == nil && !d.closed.Load() {
+		d.mu.cond.Wait()
+	}
+}

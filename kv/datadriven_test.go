@@ -1,0 +1,294 @@
+package kv
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/datadriven"
+	"github.com/cockroachdb/pebble/vfs"
+)
+
+// TestDataDriven runs the scripts in testdata/. Each script works on one
+// in-memory filesystem; commands:
+//
+//	open [memtable-size=N] [filters=off] [auto-compactions=off] [target-file-size=N]
+//	     [block-size=N] [l0-compaction-threshold=N]
+//	batch                 input: "set k v" / "del k" lines, applied atomically
+//	get [snapshot=name]   input: one key per line
+//	iter [lower=k] [upper=k] [snapshot=name]
+//	                      input: first, last, next, prev, seek-ge k, seek-lt k, scan
+//	snapshot name / close-snapshot name
+//	flush / compact [start end] / wait-compactions   print the LSM shape
+//	lsm                   print the tables of each level
+//	ls                    list the store's files
+//	metrics               print lookup counters per level
+//	reopen / close
+func TestDataDriven(t *testing.T) {
+	datadriven.Walk(t, "testdata/script", func(t *testing.T, path string) {
+		h := &scriptHarness{fs: vfs.NewMem(), snaps: map[string]*Snapshot{}}
+		defer h.close()
+		datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
+			out, err := h.run(t, td)
+			if err != nil {
+				return "error: " + err.Error() + "\n"
+			}
+			return out
+		})
+	})
+}
+
+type scriptHarness struct {
+	fs    vfs.FS
+	opts  *Options
+	db    *DB
+	snaps map[string]*Snapshot
+}
+
+func (h *scriptHarness) close() {
+	if h.db != nil {
+		h.db.Close()
+	}
+}
+
+func (h *scriptHarness) run(t *testing.T, td *datadriven.TestData) (string, error) {
+	switch td.Cmd {
+	case "open":
+		h.close()
+		h.opts = scriptOptions(t, td, h.fs)
+		h.snaps = map[string]*Snapshot{}
+		var err error
+		h.db, err = Open("db", h.opts)
+		return "", err
+	case "reopen":
+		if err := h.db.Close(); err != nil {
+			return "", err
+		}
+		h.snaps = map[string]*Snapshot{}
+		var err error
+		h.db, err = Open("db", h.opts)
+		return "", err
+	case "close":
+		return "", h.db.Close()
+	case "batch":
+		return "", h.batch(td.Input)
+	case "get":
+		return h.get(td)
+	case "iter":
+		return h.iter(td)
+	case "snapshot":
+		h.snaps[td.CmdArgs[0].Key] = h.db.NewSnapshot()
+		return "", nil
+	case "close-snapshot":
+		return "", h.snaps[td.CmdArgs[0].Key].Close()
+	case "flush":
+		if err := h.db.Flush(); err != nil {
+			return "", err
+		}
+		return formatLSM(h.db), nil
+	case "compact":
+		var start, end []byte
+		if len(td.CmdArgs) == 2 {
+			start, end = []byte(td.CmdArgs[0].Key), []byte(td.CmdArgs[1].Key)
+		}
+		if err := h.db.Compact(start, end); err != nil {
+			return "", err
+		}
+		return formatLSM(h.db), nil
+	case "wait-compactions":
+		h.db.waitCompactionsIdle()
+		return formatLSM(h.db), nil
+	case "lsm":
+		return formatLSM(h.db), nil
+	case "ls":
+		names, err := h.fs.List("db")
+		slices.Sort(names)
+		return strings.Join(names, "\n") + "\n", err
+	case "metrics":
+		return formatLookups(h.db.Metrics()), nil
+	}
+	return "", fmt.Errorf("unknown command %q", td.Cmd)
+}
+
+func scriptOptions(t *testing.T, td *datadriven.TestData, fs vfs.FS) *Options {
+	o := &Options{FS: fs}
+	for _, arg := range td.CmdArgs {
+		switch arg.Key {
+		case "filters":
+			o.DisableFilters = arg.Vals[0] == "off"
+		case "auto-compactions":
+			o.DisableAutomaticCompactions = arg.Vals[0] == "off"
+		case "memtable-size":
+			o.MemTableSize = int64(atoi(t, arg.Vals[0]))
+		case "target-file-size":
+			o.TargetFileSize = int64(atoi(t, arg.Vals[0]))
+		case "block-size":
+			o.BlockSize = atoi(t, arg.Vals[0])
+		case "l0-compaction-threshold":
+			o.L0CompactionThreshold = atoi(t, arg.Vals[0])
+		default:
+			t.Fatalf("open: unknown argument %q", arg.Key)
+		}
+	}
+	return o
+}
+
+func atoi(t *testing.T, s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func (h *scriptHarness) batch(input string) error {
+	b := h.db.NewBatch()
+	for _, line := range strings.Split(input, "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 3 && f[0] == "set":
+			b.Set([]byte(f[1]), []byte(f[2]))
+		case len(f) == 2 && f[0] == "del":
+			b.Delete([]byte(f[1]))
+		default:
+			return fmt.Errorf("bad batch line %q", line)
+		}
+	}
+	return h.db.Apply(b, Sync)
+}
+
+func (h *scriptHarness) snapshotArg(td *datadriven.TestData) *Snapshot {
+	for _, arg := range td.CmdArgs {
+		if arg.Key == "snapshot" {
+			return h.snaps[arg.Vals[0]]
+		}
+	}
+	return nil
+}
+
+func (h *scriptHarness) get(td *datadriven.TestData) (string, error) {
+	s := h.snapshotArg(td)
+	var b strings.Builder
+	for _, key := range strings.Fields(td.Input) {
+		var v []byte
+		var err error
+		if s != nil {
+			v, err = s.Get([]byte(key))
+		} else {
+			v, err = h.db.Get([]byte(key))
+		}
+		switch {
+		case errors.Is(err, ErrNotFound):
+			fmt.Fprintf(&b, "%s: not found\n", key)
+		case err != nil:
+			fmt.Fprintf(&b, "%s: error: %v\n", key, err)
+		default:
+			fmt.Fprintf(&b, "%s: %s\n", key, v)
+		}
+	}
+	return b.String(), nil
+}
+
+func (h *scriptHarness) iter(td *datadriven.TestData) (string, error) {
+	opts := &IterOptions{}
+	for _, arg := range td.CmdArgs {
+		switch arg.Key {
+		case "lower":
+			opts.LowerBound = []byte(arg.Vals[0])
+		case "upper":
+			opts.UpperBound = []byte(arg.Vals[0])
+		}
+	}
+	var it *Iterator
+	var err error
+	if s := h.snapshotArg(td); s != nil {
+		it, err = s.NewIter(opts)
+	} else {
+		it, err = h.db.NewIter(opts)
+	}
+	if err != nil {
+		return "", err
+	}
+	defer it.Close()
+	var b strings.Builder
+	for _, line := range strings.Split(td.Input, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		switch f[0] {
+		case "first":
+			it.First()
+		case "last":
+			it.Last()
+		case "next":
+			it.Next()
+		case "prev":
+			it.Prev()
+		case "seek-ge":
+			it.SeekGE([]byte(f[1]))
+		case "seek-lt":
+			it.SeekLT([]byte(f[1]))
+		case "scan":
+			// All keys forward, on one line.
+			var keys []string
+			for it.First(); it.Valid(); it.Next() {
+				keys = append(keys, string(it.Key())+"="+string(it.Value()))
+			}
+			fmt.Fprintf(&b, "%s: %s\n", line, strings.Join(keys, " "))
+			continue
+		default:
+			return "", fmt.Errorf("unknown iter op %q", line)
+		}
+		if it.Valid() {
+			fmt.Fprintf(&b, "%s: %s=%s\n", line, it.Key(), it.Value())
+		} else if err := it.Error(); err != nil {
+			fmt.Fprintf(&b, "%s: error: %v\n", line, err)
+		} else {
+			fmt.Fprintf(&b, "%s: .\n", line)
+		}
+	}
+	return b.String(), nil
+}
+
+// formatLSM prints the tables of each non-empty level.
+func formatLSM(d *DB) string {
+	d.mu.Lock()
+	v := d.mu.versions.current
+	d.mu.Unlock()
+	var b strings.Builder
+	for level, files := range v.Levels {
+		if len(files) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "L%d:\n", level)
+		for _, f := range files {
+			fmt.Fprintf(&b, "  %s entries=%d\n", f, f.NumEntries)
+		}
+	}
+	if b.Len() == 0 {
+		return "(empty)\n"
+	}
+	return b.String()
+}
+
+// formatLookups prints the lookup counters of the levels that were
+// consulted, and the total.
+func formatLookups(m Metrics) string {
+	var b strings.Builder
+	row := func(name string, l LookupMetrics) {
+		fmt.Fprintf(&b, "%s: gets=%d considered=%d negatives=%d true-pos=%d false-pos=%d block-reads=%d\n",
+			name, l.Gets, l.TablesConsidered, l.FilterNegatives, l.FilterTruePositives,
+			l.FilterFalsePositives, l.BlockReads)
+	}
+	for i, l := range m.Levels {
+		if l.Lookups != (LookupMetrics{}) || l.NumFiles > 0 {
+			row(fmt.Sprintf("L%d (%d tables, %d keys)", i, l.NumFiles, l.Keys), l.Lookups)
+		}
+	}
+	row("total", m.Lookups)
+	return b.String()
+}

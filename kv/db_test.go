@@ -1,0 +1,358 @@
+package kv
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/cockroachdb/pebble/vfs"
+)
+
+// openMem opens a DB in a fresh in-memory filesystem.
+func openMem(t testing.TB, o *Options) (*DB, vfs.FS) {
+	t.Helper()
+	fs := vfs.NewMem()
+	if o == nil {
+		o = &Options{}
+	}
+	o.FS = fs
+	d, err := Open("db", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, fs
+}
+
+func mustGet(t testing.TB, d *DB, key, want string) {
+	t.Helper()
+	v, err := d.Get([]byte(key))
+	if err != nil {
+		t.Fatalf("Get(%q): %v", key, err)
+	}
+	if string(v) != want {
+		t.Fatalf("Get(%q) = %q, want %q", key, v, want)
+	}
+}
+
+func mustNotFind(t testing.TB, d *DB, key string) {
+	t.Helper()
+	if v, err := d.Get([]byte(key)); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get(%q) = %q, %v; want ErrNotFound", key, v, err)
+	}
+}
+
+// TestOpen_InvalidOptions rejects bad options before touching the disk.
+func TestOpen_InvalidOptions(t *testing.T) {
+	fs := vfs.NewMem()
+	_, err := Open("db", &Options{FS: fs, MemTableSize: -5})
+	if err == nil || !strings.Contains(err.Error(), "MemTableSize") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := fs.Stat("db"); err == nil {
+		t.Fatal("Open with invalid options created the directory")
+	}
+}
+
+// TestOpen_CreatesDir creates missing parent directories.
+func TestOpen_CreatesDir(t *testing.T) {
+	fs := vfs.NewMem()
+	d, err := Open("a/b/db", &Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if _, err := fs.Stat("a/b/db/CURRENT"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestOpen_Twice refuses a second Open of a directory in use, and allows it
+// after Close.
+func TestOpen_Twice(t *testing.T) {
+	d, fs := openMem(t, nil)
+	_, err := Open("db", &Options{FS: fs})
+	if err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("second Open: err = %v", err)
+	}
+	if err := d.Set([]byte("k"), []byte("v"), NoSync); err != nil {
+		t.Fatalf("first DB broken by second Open: %v", err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d, err = Open("db", &Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	mustGet(t, d, "k", "v")
+}
+
+// TestDB_ErrClosed checks every method after Close.
+func TestDB_ErrClosed(t *testing.T) {
+	d, _ := openMem(t, nil)
+	d.Set([]byte("a"), []byte("1"), NoSync)
+	it, _ := d.NewIter(nil)
+	s := d.NewSnapshot()
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b := d.NewBatch()
+	b.Set([]byte("x"), nil)
+	_, getErr := d.Get([]byte("a"))
+	_, iterErr := d.NewIter(nil)
+	_, snapGetErr := s.Get([]byte("a"))
+	_, snapIterErr := s.NewIter(nil)
+	_, lateSnapErr := d.NewSnapshot().Get([]byte("a"))
+	errs := map[string]error{
+		"Set":             d.Set([]byte("a"), nil, Sync),
+		"Delete":          d.Delete([]byte("a"), Sync),
+		"Apply":           d.Apply(b, NoSync),
+		"Get":             getErr,
+		"NewIter":         iterErr,
+		"Flush":           d.Flush(),
+		"Compact":         d.Compact(nil, nil),
+		"Close":           d.Close(),
+		"Snapshot.Get":    snapGetErr,
+		"Snapshot.Iter":   snapIterErr,
+		"Snapshot.Close":  s.Close(),
+		"late snapshot":   lateSnapErr,
+		"Iterator.Error":  func() error { it.First(); return it.Error() }(),
+		"Iterator.Close":  it.Close(),
+		"Iterator.Close2": it.Close(),
+	}
+	for name, err := range errs {
+		if !errors.Is(err, ErrClosed) {
+			t.Errorf("%s after Close: %v, want ErrClosed", name, err)
+		}
+	}
+	if it.Valid() {
+		t.Error("iterator valid after Close")
+	}
+	_ = d.Metrics() // must not panic
+}
+
+// TestDB_Limits refuses oversized writes without losing anything.
+func TestDB_Limits(t *testing.T) {
+	d, _ := openMem(t, nil)
+	defer d.Close()
+	d.Set([]byte("keep"), []byte("me"), Sync)
+	if err := d.Set(make([]byte, MaxKeySize+1), nil, Sync); !errors.Is(err, ErrKeyTooLarge) {
+		t.Fatalf("big key: %v", err)
+	}
+	if err := d.Delete(make([]byte, MaxKeySize+1), Sync); !errors.Is(err, ErrKeyTooLarge) {
+		t.Fatalf("big key delete: %v", err)
+	}
+	if err := d.Set([]byte("k"), make([]byte, MaxValueSize+1), Sync); !errors.Is(err, ErrValueTooLarge) {
+		t.Fatalf("big value: %v", err)
+	}
+	b := d.NewBatch()
+	b.Set([]byte("partial"), []byte("no"))
+	b.Set(make([]byte, MaxKeySize+1), nil)
+	if err := d.Apply(b, Sync); !errors.Is(err, ErrKeyTooLarge) {
+		t.Fatalf("spoiled batch: %v", err)
+	}
+	mustNotFind(t, d, "partial")
+	mustGet(t, d, "keep", "me")
+	big := make([]byte, MaxKeySize)
+	if err := d.Set(big, []byte("edge"), NoSync); err != nil {
+		t.Fatalf("key of MaxKeySize: %v", err)
+	}
+	mustGet(t, d, string(big), "edge")
+}
+
+// TestDB_GetReturnsCopy lets the caller modify what Get returned.
+func TestDB_GetReturnsCopy(t *testing.T) {
+	d, _ := openMem(t, nil)
+	defer d.Close()
+	d.Set([]byte("k"), []byte("value"), NoSync)
+	v, _ := d.Get([]byte("k"))
+	copy(v, "XXXXX")
+	mustGet(t, d, "k", "value")
+	d.Flush()
+	v, _ = d.Get([]byte("k"))
+	copy(v, "YYYYY")
+	mustGet(t, d, "k", "value")
+}
+
+// TestDB_Reopen keeps Sync writes, and NoSync writes across a clean Close,
+// including writes spread over flushed tables and several WALs.
+func TestDB_Reopen(t *testing.T) {
+	for _, wo := range []*WriteOptions{Sync, NoSync} {
+		t.Run(fmt.Sprintf("sync=%v", wo.Sync), func(t *testing.T) {
+			fs := vfs.NewMem()
+			o := &Options{FS: fs, MemTableSize: 8 << 10}
+			d, err := Open("db", o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 2000; i++ {
+				if err := d.Set(fmt.Appendf(nil, "key%05d", i), fmt.Appendf(nil, "v%d", i), wo); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i := 0; i < 2000; i += 3 {
+				d.Delete(fmt.Appendf(nil, "key%05d", i), wo)
+			}
+			if err := d.Close(); err != nil {
+				t.Fatal(err)
+			}
+			for round := 0; round < 2; round++ {
+				d, err = Open("db", o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := 0; i < 2000; i++ {
+					k := fmt.Sprintf("key%05d", i)
+					if i%3 == 0 {
+						mustNotFind(t, d, k)
+					} else {
+						mustGet(t, d, k, fmt.Sprintf("v%d", i))
+					}
+				}
+				if err := d.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestDB_SequenceNumbersSurviveReopen keeps new writes newer than
+// recovered ones, also after the WAL was flushed away.
+func TestDB_SequenceNumbersSurviveReopen(t *testing.T) {
+	fs := vfs.NewMem()
+	o := &Options{FS: fs, DisableAutomaticCompactions: true}
+	d, _ := Open("db", o)
+	d.Set([]byte("k"), []byte("old"), Sync)
+	d.Flush()
+	d.Close()
+	d, _ = Open("db", o)
+	d.Set([]byte("k"), []byte("new"), Sync)
+	d.Flush()
+	mustGet(t, d, "k", "new")
+	d.Close()
+	d, _ = Open("db", o)
+	defer d.Close()
+	mustGet(t, d, "k", "new")
+}
+
+// TestRecovery_TornTail drops a torn last WAL record and keeps the rest.
+func TestRecovery_TornTail(t *testing.T) {
+	fs := vfs.NewMem()
+	o := &Options{FS: fs}
+	d, _ := Open("db", o)
+	d.Set([]byte("a"), []byte("1"), Sync)
+	d.Set([]byte("b"), bytes.Repeat([]byte("2"), 100), Sync)
+	log := d.commit.log.name
+	d.Close()
+	truncateFile(t, fs, "db/"+log, 10)
+	d, err := Open("db", o)
+	if err != nil {
+		t.Fatalf("Open after torn tail: %v", err)
+	}
+	defer d.Close()
+	mustGet(t, d, "a", "1")
+	mustNotFind(t, d, "b")
+}
+
+// TestRecovery_Corruption reports damage followed by valid records as
+// corruption naming the WAL.
+func TestRecovery_Corruption(t *testing.T) {
+	fs := vfs.NewMem()
+	o := &Options{FS: fs}
+	d, _ := Open("db", o)
+	d.Set([]byte("a"), bytes.Repeat([]byte("1"), 50), Sync)
+	d.Set([]byte("b"), []byte("2"), Sync)
+	log := d.commit.log.name
+	d.Close()
+	data := readFile(t, fs, "db/"+log)
+	i := bytes.Index(data, []byte("11111"))
+	data[i] ^= 0xff
+	writeFile(t, fs, "db/"+log, data)
+	_, err := Open("db", o)
+	if !errors.Is(err, ErrCorruption) || !strings.Contains(err.Error(), log) {
+		t.Fatalf("Open of a damaged WAL: %v", err)
+	}
+}
+
+// TestRecovery_MissingTable names a table the MANIFEST needs that is gone.
+func TestRecovery_MissingTable(t *testing.T) {
+	fs := vfs.NewMem()
+	o := &Options{FS: fs}
+	d, _ := Open("db", o)
+	d.Set([]byte("a"), []byte("1"), Sync)
+	d.Flush()
+	f := d.mu.versions.current.Levels[0][0]
+	d.Close()
+	name := base.MakeFilename(base.FileTypeTable, f.FileNum)
+	fs.Remove("db/" + name)
+	_, err := Open("db", o)
+	if !errors.Is(err, ErrCorruption) || !strings.Contains(err.Error(), name) {
+		t.Fatalf("Open without a table: %v", err)
+	}
+}
+
+// TestRecovery_ObsoleteFilesDeleted removes leftovers at Open.
+func TestRecovery_ObsoleteFilesDeleted(t *testing.T) {
+	fs := vfs.NewMem()
+	o := &Options{FS: fs}
+	d, _ := Open("db", o)
+	d.Set([]byte("a"), []byte("1"), Sync)
+	d.Flush() // WAL 000001.log is obsolete from here on
+	d.Close()
+	for _, name := range []string{"000900.sst", "000901.tmp", "MANIFEST-000902", "000001.log"} {
+		writeFile(t, fs, "db/"+name, []byte("junk"))
+	}
+	d, err := Open("db", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	names, _ := fs.List("db")
+	for _, name := range names {
+		switch name {
+		case "000900.sst", "000901.tmp", "MANIFEST-000902", "000001.log":
+			t.Errorf("%s survived Open", name)
+		}
+	}
+	mustGet(t, d, "a", "1")
+}
+
+func readFile(t *testing.T, fs vfs.FS, name string) []byte {
+	t.Helper()
+	f, err := fs.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func writeFile(t *testing.T, fs vfs.FS, name string, data []byte) {
+	t.Helper()
+	f, err := fs.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func truncateFile(t *testing.T, fs vfs.FS, name string, drop int) {
+	t.Helper()
+	data := readFile(t, fs, name)
+	writeFile(t, fs, name, data[:len(data)-drop])
+}

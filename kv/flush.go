@@ -1,0 +1,241 @@
+package kv
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/bloomkv/bloomkv/compaction"
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/sstable"
+	"github.com/cockroachdb/pebble/vfs"
+)
+
+// errCanceled stops background work when the DB closes.
+var errCanceled = errors.New("kv: background work canceled by Close")
+
+// Flush makes the memtable immutable and waits until every memtable written
+// before the call is flushed to an L0 table. Writes go on meanwhile.
+func (d *DB) Flush() error {
+	if err := d.checkOpen(); err != nil {
+		return err
+	}
+	var logNum base.FileNum
+	err := d.commit.runExclusive(d, func() error {
+		if d.commit.err != nil {
+			return d.commit.err
+		}
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if err := d.checkOpen(); err != nil {
+			return err
+		}
+		if !d.mu.mem.empty() {
+			if err := d.rotateMemTableLocked(); err != nil {
+				return err
+			}
+		}
+		logNum = d.mu.mem.logNum
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return d.waitFlushed(logNum)
+}
+
+// waitFlushed waits until the memtables older than the one with WAL logNum
+// are flushed.
+func (d *DB) waitFlushed(logNum base.FileNum) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for len(d.mu.imm) > 0 && d.mu.imm[0].logNum < logNum {
+		if d.mu.bgErr != nil {
+			return d.mu.bgErr
+		}
+		if d.closed.Load() {
+			return ErrClosed
+		}
+		d.mu.cond.Wait()
+	}
+	return nil
+}
+
+// maybeScheduleFlushLocked starts the flush goroutine if memtables wait
+// and none runs.
+func (d *DB) maybeScheduleFlushLocked() {
+	if d.mu.flushing || len(d.mu.imm) == 0 || d.mu.bgErr != nil || d.closed.Load() {
+		return
+	}
+	d.mu.flushing = true
+	d.bgWG.Add(1)
+	go d.flushLoop()
+}
+
+// flushLoop flushes immutable memtables, oldest first, until none is left.
+func (d *DB) flushLoop() {
+	defer d.bgWG.Done()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for len(d.mu.imm) > 0 && d.mu.bgErr == nil && !d.closed.Load() {
+		if err := d.flushOneLocked(); err != nil {
+			if !errors.Is(err, errCanceled) {
+				d.mu.bgErr = err
+			}
+			break
+		}
+	}
+	d.mu.flushing = false
+	d.maybeScheduleCompactionLocked()
+	d.mu.cond.Broadcast()
+}
+
+// flushOneLocked writes the oldest immutable memtable to L0, records it in
+// the MANIFEST with the log number of the next memtable, and deletes its
+// WAL. d.mu is released while writing.
+func (d *DB) flushOneLocked() error {
+	mem := d.mu.imm[0]
+	snaps := d.mu.snaps.seqNums()
+	d.mu.Unlock()
+	files, err := d.writeL0(mem, snaps, d.cancelCheck())
+	d.mu.Lock()
+	if err != nil {
+		return err
+	}
+	nextLog := d.mu.mem.logNum
+	if len(d.mu.imm) > 1 {
+		nextLog = d.mu.imm[1].logNum
+	}
+	edit := &manifest.VersionEdit{LogNum: nextLog}
+	var written int64
+	for _, f := range files {
+		edit.NewFiles = append(edit.NewFiles, manifest.NewFileEntry{Level: 0, Meta: f})
+		written += int64(f.Size)
+	}
+	if err := d.mu.versions.logAndApply(edit); err != nil {
+		return err
+	}
+	d.mu.imm = d.mu.imm[1:]
+	d.updateReadStateLocked()
+	d.metrics.flushes.Add(1)
+	d.metrics.flushBytes.Add(written)
+	d.metrics.levels[0].bytesWritten.Add(written)
+	d.cleaner.deleteFile(d, base.FileTypeLog, mem.logNum)
+	d.mu.cond.Broadcast()
+	return nil
+}
+
+// writeL0 writes a memtable out as L0 tables (normally one; none when the
+// memtable holds nothing), keeping every version an open snapshot sees.
+func (d *DB) writeL0(mem *memTable, snaps []base.SeqNum, cancel func() bool) ([]*manifest.FileMetadata, error) {
+	var input base.InternalIterator = mem.NewIter(nil, nil)
+	if cancel != nil {
+		input = &cancelIter{InternalIterator: input, canceled: cancel}
+	}
+	files, _, err := d.runOutputs(input, compaction.RunConfig{Snapshots: snaps}, 0)
+	if err != nil {
+		return nil, fmt.Errorf("kv: flushing memtable of WAL %s: %w", mem.logNum, err)
+	}
+	return files, nil
+}
+
+// runOutputs drives compaction.Run over input into new tables for level,
+// filling in what cfg leaves to the DB: comparer, table options, and file
+// creation. On failure the tables it created are deleted.
+func (d *DB) runOutputs(input base.InternalIterator, cfg compaction.RunConfig, level int) (
+	[]*manifest.FileMetadata, compaction.RunStats, error) {
+	var created []base.FileNum
+	cfg.Comparer = d.cmp
+	cfg.Writer = d.writerOptions(level)
+	cfg.NewOutput = func() (base.FileNum, vfs.File, error) {
+		d.mu.Lock()
+		num := d.mu.versions.nextFileNum()
+		d.mu.Unlock()
+		f, err := d.fs.Create(d.path(base.MakeFilename(base.FileTypeTable, num)))
+		if err != nil {
+			return 0, nil, err
+		}
+		created = append(created, num)
+		return num, f, nil
+	}
+	files, stats, err := compaction.Run(input, cfg)
+	if cerr := input.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = d.dataDir.Sync()
+	}
+	if err != nil {
+		for _, num := range created {
+			d.fs.Remove(d.path(base.MakeFilename(base.FileTypeTable, num)))
+		}
+		return nil, stats, err
+	}
+	for _, f := range files {
+		emptyKeysNonNil(f)
+	}
+	return files, stats, nil
+}
+
+// emptyKeysNonNil makes an empty smallest or largest user key a non-nil
+// empty slice. Key-range helpers (manifest.Version.Overlaps and the
+// compaction package) read a nil bound as "unbounded", so the empty key,
+// a valid key, must never be nil in a FileMetadata.
+func emptyKeysNonNil(f *manifest.FileMetadata) {
+	if f.Smallest.UserKey == nil {
+		f.Smallest.UserKey = []byte{}
+	}
+	if f.Largest.UserKey == nil {
+		f.Largest.UserKey = []byte{}
+	}
+}
+
+// writerOptions returns the table options for new tables of level.
+func (d *DB) writerOptions(level int) sstable.WriterOptions {
+	o := sstable.WriterOptions{BlockSize: d.opts.BlockSize, Comparer: d.cmp}
+	if !d.opts.DisableFilters {
+		o.FilterPolicy = d.opts.FilterPolicy
+	}
+	return o
+}
+
+// cancelCheck returns the function background work polls to stop early.
+func (d *DB) cancelCheck() func() bool { return d.closed.Load }
+
+// cancelIter ends its input early, with errCanceled, once canceled reports
+// true; compaction.Run then fails and its outputs are discarded.
+type cancelIter struct {
+	base.InternalIterator
+	canceled func() bool
+	n        int
+	err      error
+}
+
+func (c *cancelIter) check(ok bool) bool {
+	c.n++
+	if ok && c.n%256 == 0 && c.canceled() {
+		c.err = errCanceled
+		return false
+	}
+	return ok
+}
+
+func (c *cancelIter) First() bool            { return c.check(c.InternalIterator.First()) }
+func (c *cancelIter) Next() bool             { return c.check(c.InternalIterator.Next()) }
+func (c *cancelIter) SeekGE(key []byte) bool { return c.check(c.InternalIterator.SeekGE(key)) }
+func (c *cancelIter) Valid() bool            { return c.err == nil && c.InternalIterator.Valid() }
+
+func (c *cancelIter) Error() error {
+	if c.err != nil {
+		return c.err
+	}
+	return c.InternalIterator.Error()
+}
+
+func (c *cancelIter) Close() error {
+	err := c.InternalIterator.Close()
+	if c.err != nil {
+		return c.err
+	}
+	return err
+}

@@ -1,0 +1,120 @@
+package kv
+
+import (
+	"sort"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/sstable"
+)
+
+// Get returns the value of key, or ErrNotFound. The returned slice is the
+// caller's to keep and modify.
+func (d *DB) Get(key []byte) ([]byte, error) {
+	if err := d.checkOpen(); err != nil {
+		return nil, err
+	}
+	return d.get(key, nil)
+}
+
+// get looks key up as of the snapshot, or the current state when snap is
+// nil: in the memtables, then in the tables from newest to oldest. It
+// counts what the lookup touched.
+func (d *DB) get(key []byte, snap *Snapshot) ([]byte, error) {
+	if key == nil {
+		key = []byte{} // nil is "unbounded" to key-range helpers
+	}
+	rs := d.loadReadState()
+	defer rs.unref()
+	seq := d.readSeqNum(snap)
+	d.metrics.lookups.gets.Add(1)
+
+	value, kind, found := rs.mem.Get(key, seq)
+	for i := len(rs.imm) - 1; !found && i >= 0; i-- {
+		value, kind, found = rs.imm[i].Get(key, seq)
+	}
+	if !found {
+		var err error
+		value, kind, found, err = d.getFromTables(rs.current, key, seq)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if !found || kind == base.KindDelete {
+		return nil, ErrNotFound
+	}
+	return append(make([]byte, 0, len(value)), value...), nil
+}
+
+// readSeqNum returns the sequence number a read taken now sees: the
+// snapshot's, or else the visible one. Without a snapshot, load the read
+// state first: its tables then hold nothing newer than the sequence number
+// (a compaction that dropped versions older than it cannot be in the read
+// state yet), and what it misses is committed after the read state was
+// taken, so the read still sees a prefix of the commits.
+func (d *DB) readSeqNum(snap *Snapshot) base.SeqNum {
+	if snap != nil {
+		return snap.seq
+	}
+	return base.SeqNum(d.visibleSeq.Load())
+}
+
+// getFromTables searches v's tables: L0 newest first (L0 tables may
+// overlap), then in each deeper level the one table whose range covers the
+// key.
+func (d *DB) getFromTables(v *manifest.Version, key []byte, seq base.SeqNum) (
+	value []byte, kind base.Kind, found bool, err error) {
+	l0 := v.Levels[0]
+	for i := len(l0) - 1; i >= 0; i-- {
+		f := l0[i]
+		if !f.Overlaps(d.cmp.Compare, key, key) {
+			continue
+		}
+		if value, kind, found, err = d.getFromTable(0, f, key, seq); found || err != nil {
+			return value, kind, found, err
+		}
+	}
+	for level := 1; level < manifest.NumLevels; level++ {
+		f := findTable(d.cmp.Compare, v.Levels[level], key)
+		if f == nil {
+			continue
+		}
+		if value, kind, found, err = d.getFromTable(level, f, key, seq); found || err != nil {
+			return value, kind, found, err
+		}
+	}
+	return nil, 0, false, nil
+}
+
+// findTable returns the table of a sorted, non-overlapping level whose
+// range holds key, or nil.
+func findTable(cmp base.Compare, files []*manifest.FileMetadata, key []byte) *manifest.FileMetadata {
+	i := sort.Search(len(files), func(i int) bool {
+		return cmp(files[i].Largest.UserKey, key) >= 0
+	})
+	if i == len(files) || cmp(files[i].Smallest.UserKey, key) > 0 {
+		return nil
+	}
+	return files[i]
+}
+
+// getFromTable looks key up in one table and adds what it cost to the
+// level's lookup counters. The value is copied before the table is
+// released.
+func (d *DB) getFromTable(level int, f *manifest.FileMetadata, key []byte, seq base.SeqNum) (
+	value []byte, kind base.Kind, found bool, err error) {
+	counters := &d.metrics.levels[level].lookups
+	counters.tablesConsidered.Add(1)
+	e, err := d.tableCache.get(f)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	defer d.tableCache.release(e)
+	var stats sstable.LookupStats
+	value, kind, found, err = e.reader.Get(key, seq, &stats)
+	counters.addStats(&stats)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	return value, kind, found, nil
+}

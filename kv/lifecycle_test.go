@@ -1,0 +1,270 @@
+package kv
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/bloomkv/bloomkv/bloompolicy"
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/cockroachdb/pebble/vfs"
+)
+
+// TestIterator_HoldsVersion keeps the tables an iterator reads until it is
+// closed, even when a compaction replaces them.
+func TestIterator_HoldsVersion(t *testing.T) {
+	d, fs := openMem(t, &Options{DisableAutomaticCompactions: true})
+	defer d.Close()
+	for i := 0; i < 3; i++ {
+		d.Set(fmt.Appendf(nil, "k%d", i), []byte("v"), NoSync)
+		d.Flush()
+	}
+	old := d.mu.versions.current.Levels[0]
+	it, _ := d.NewIter(nil)
+	if err := d.Compact(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range old {
+		if _, err := fs.Stat("db/" + base.MakeFilename(base.FileTypeTable, f.FileNum)); err != nil {
+			t.Fatalf("table %s deleted under an open iterator: %v", f.FileNum, err)
+		}
+	}
+	n := 0
+	for it.First(); it.Valid(); it.Next() {
+		n++
+	}
+	if err := it.Close(); err != nil || n != 3 {
+		t.Fatalf("iterator saw %d keys, err %v", n, err)
+	}
+	for _, f := range old {
+		if _, err := fs.Stat("db/" + base.MakeFilename(base.FileTypeTable, f.FileNum)); err == nil {
+			t.Fatalf("obsolete table %s kept after the iterator closed", f.FileNum)
+		}
+	}
+	if got := d.Metrics().TablesDeleted; got != 3 {
+		t.Fatalf("TablesDeleted = %d, want 3", got)
+	}
+}
+
+// TestDB_AutomaticCompaction lets background compaction keep L0 short and
+// checks every key afterwards, also after a reopen.
+func TestDB_AutomaticCompaction(t *testing.T) {
+	fs := vfs.NewMem()
+	o := &Options{FS: fs, MemTableSize: 8 << 10, L0CompactionThreshold: 2, TargetFileSize: 16 << 10}
+	d, err := Open("db", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 3000
+	for i := 0; i < n; i++ {
+		d.Set(fmt.Appendf(nil, "key%05d", (i*7919)%n), fmt.Appendf(nil, "value%d", i), NoSync)
+	}
+	d.Flush()
+	d.waitCompactionsIdle()
+	m := d.Metrics()
+	if m.Levels[0].NumFiles >= 2 || m.Compact.Count == 0 {
+		t.Fatalf("background compaction did not run:\n%s", m)
+	}
+	check := func(d *DB) {
+		for i := 0; i < n; i++ {
+			mustGet(t, d, fmt.Sprintf("key%05d", (i*7919)%n), fmt.Sprintf("value%d", i))
+		}
+	}
+	check(d)
+	d.Close()
+	d, err = Open("db", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	check(d)
+}
+
+// TestDB_CloseDuringBackgroundWork closes while flushes and compactions may
+// be running; nothing acknowledged is lost.
+func TestDB_CloseDuringBackgroundWork(t *testing.T) {
+	fs := vfs.NewMem()
+	o := &Options{FS: fs, MemTableSize: 4 << 10, L0CompactionThreshold: 2}
+	for round := 0; round < 3; round++ {
+		d, err := Open("db", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 1000; i++ {
+			d.Set(fmt.Appendf(nil, "r%d-%04d", round, i), []byte("some value"), NoSync)
+		}
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := Open("db", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for round := 0; round < 3; round++ {
+		for i := 0; i < 1000; i += 97 {
+			mustGet(t, d, fmt.Sprintf("r%d-%04d", round, i), "some value")
+		}
+	}
+}
+
+// failFS fails writes and syncs of WAL files once armed.
+type failFS struct {
+	vfs.FS
+	armed atomic.Bool
+}
+
+var errInjected = errors.New("injected I/O error")
+
+func (fs *failFS) Create(name string) (vfs.File, error) {
+	f, err := fs.FS.Create(name)
+	if err != nil || !strings.HasSuffix(name, ".log") {
+		return f, err
+	}
+	return &failFile{File: f, fs: fs}, nil
+}
+
+type failFile struct {
+	vfs.File
+	fs *failFS
+}
+
+func (f *failFile) Write(p []byte) (int, error) {
+	if f.fs.armed.Load() {
+		return 0, errInjected
+	}
+	return f.File.Write(p)
+}
+
+func (f *failFile) Sync() error {
+	if f.fs.armed.Load() {
+		return errInjected
+	}
+	return f.File.Sync()
+}
+
+// TestDB_StickyWALError refuses every write after a WAL write fails, while
+// reads go on.
+func TestDB_StickyWALError(t *testing.T) {
+	fs := &failFS{FS: vfs.NewMem()}
+	d, err := Open("db", &Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Set([]byte("a"), []byte("1"), Sync)
+	fs.armed.Store(true)
+	if err := d.Set([]byte("b"), []byte("2"), Sync); !errors.Is(err, errInjected) {
+		t.Fatalf("write on a failing WAL: %v", err)
+	}
+	fs.armed.Store(false)
+	if err := d.Set([]byte("c"), []byte("3"), Sync); !errors.Is(err, errInjected) {
+		t.Fatalf("write after a WAL failure: %v", err)
+	}
+	mustGet(t, d, "a", "1")
+	mustNotFind(t, d, "b")
+	mustNotFind(t, d, "c")
+	d.Close()
+}
+
+// TestOptions_ExtraFilterPolicies reads tables written under another
+// policy with its filter when it is registered, and without it when not.
+func TestOptions_ExtraFilterPolicies(t *testing.T) {
+	fs := vfs.NewMem()
+	other := &prefixPolicy{}
+	d, err := Open("db", &Options{FS: fs, FilterPolicy: other, DisableAutomaticCompactions: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Set([]byte("a"), nil, NoSync)
+	d.Set([]byte("c"), nil, NoSync)
+	d.Flush()
+	d.Close()
+	for _, extra := range []bool{true, false} {
+		o := &Options{FS: fs}
+		if extra {
+			o.ExtraFilterPolicies = append(o.ExtraFilterPolicies, other)
+		}
+		d, err := Open("db", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustNotFind(t, d, "b")
+		mustGet(t, d, "c", "")
+		got := d.Metrics().Lookups
+		if wantNeg := map[bool]int64{true: 1, false: 0}[extra]; got.FilterNegatives != wantNeg {
+			t.Errorf("extra=%v: FilterNegatives %d, want %d (%+v)", extra, got.FilterNegatives, wantNeg, got)
+		}
+		d.Close()
+	}
+}
+
+// prefixPolicy is a toy exact filter: the concatenated keys.
+type prefixPolicy struct{}
+
+func (*prefixPolicy) Name() string                        { return "test.exact" }
+func (*prefixPolicy) NewWriter() bloompolicy.FilterWriter { return &exactWriter{} }
+func (*prefixPolicy) MayContain(filter, key []byte) bool {
+	for len(filter) > 0 {
+		n := int(filter[0])
+		if n+1 > len(filter) {
+			return true
+		}
+		if string(filter[1:1+n]) == string(key) {
+			return true
+		}
+		filter = filter[1+n:]
+	}
+	return false
+}
+
+type exactWriter struct{ keys [][]byte }
+
+func (w *exactWriter) AddKey(key []byte) { w.keys = append(w.keys, append([]byte(nil), key...)) }
+func (w *exactWriter) Finish(dst []byte) []byte {
+	for _, k := range w.keys {
+		dst = append(append(dst, byte(len(k))), k...)
+	}
+	w.keys = nil
+	return dst
+}
+
+// TestManifest_Rollover rewrites the MANIFEST on every edit with a tiny
+// size limit: one MANIFEST remains, CURRENT names it, and reopen works.
+func TestManifest_Rollover(t *testing.T) {
+	fs := vfs.NewMem()
+	o := &Options{FS: fs, MaxManifestFileSize: 1, DisableAutomaticCompactions: true}
+	d, err := Open("db", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 5; i++ {
+		d.Set(fmt.Appendf(nil, "k%d", i), []byte("v"), NoSync)
+		if err := d.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.Compact(nil, nil)
+	d.Close()
+	names, _ := fs.List("db")
+	var manifests []string
+	for _, n := range names {
+		if strings.HasPrefix(n, "MANIFEST-") {
+			manifests = append(manifests, n)
+		}
+	}
+	current := string(readFile(t, fs, "db/CURRENT"))
+	if len(manifests) != 1 || current != manifests[0]+"\n" {
+		t.Fatalf("manifests %v, CURRENT %q", manifests, current)
+	}
+	d, err = Open("db", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for i := 0; i < 5; i++ {
+		mustGet(t, d, fmt.Sprintf("k%d", i), "v")
+	}
+}

@@ -1,0 +1,226 @@
+package kv
+
+import (
+	"fmt"
+	"strings"
+	"sync/atomic"
+
+	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/sstable"
+)
+
+// LookupMetrics counts what point lookups touched. In Metrics.Lookups they
+// cover the whole DB; in LevelMetrics.Lookups one level's share.
+//
+// Observed false-positive rate = FilterFalsePositives / (FilterFalsePositives
+// + FilterNegatives); data-block reads saved per lookup = FilterNegatives /
+// Gets.
+type LookupMetrics struct {
+	Gets                 int64 // point lookups served (total only; 0 per level)
+	TablesConsidered     int64 // tables whose key range covered the key
+	FilterNegatives      int64 // filter said absent: a data-block read saved
+	FilterTruePositives  int64 // filter said maybe; the block held the user key
+	FilterFalsePositives int64 // filter said maybe; the block did not
+	BlockReads           int64 // data blocks fetched for lookups
+	BlockCacheMisses     int64 // of those, read from the file
+}
+
+// add adds o's counters to m.
+func (m *LookupMetrics) add(o LookupMetrics) {
+	m.Gets += o.Gets
+	m.TablesConsidered += o.TablesConsidered
+	m.FilterNegatives += o.FilterNegatives
+	m.FilterTruePositives += o.FilterTruePositives
+	m.FilterFalsePositives += o.FilterFalsePositives
+	m.BlockReads += o.BlockReads
+	m.BlockCacheMisses += o.BlockCacheMisses
+}
+
+// LevelMetrics describes one level of the tree.
+type LevelMetrics struct {
+	NumFiles    int
+	Size        int64         // bytes of tables
+	Keys        int64         // entries in the level's tables, every version and tombstone
+	FilterBytes int64         // bytes of filter blocks, offsets and trailers included
+	Lookups     LookupMetrics // this level's share (Gets stays 0 here)
+	// Score is the compaction picker's score: above 1 the level wants
+	// compacting.
+	Score float64
+	// Compactions counts the compactions that wrote into this level;
+	// Moves the tables moved into it unchanged.
+	Compactions, Moves int64
+	// BytesRead counts the input bytes of those compactions; BytesWritten
+	// the bytes of tables written into the level, by flushes (L0) and
+	// compactions.
+	BytesRead, BytesWritten int64
+}
+
+// Metrics is a snapshot of the DB's counters and shape.
+type Metrics struct {
+	Lookups LookupMetrics  // all levels and memtables together
+	Levels  []LevelMetrics // index = level, L0 first
+
+	Flush struct {
+		Count        int64 // memtables flushed
+		BytesWritten int64 // bytes of L0 tables they produced
+	}
+	Compact struct {
+		Count        int64 // compactions that rewrote tables (moves excluded)
+		BytesRead    int64
+		BytesWritten int64
+		InProgress   int
+	}
+	WAL struct {
+		Files   int   // WALs live: the current one and those of unflushed memtables
+		BytesIn int64 // bytes of batches appended
+		Writes  int64 // group writes
+		Syncs   int64 // fsyncs
+	}
+	// WriteStalls counts the times a writer waited for a flush or a
+	// compaction.
+	WriteStalls int64
+	// TablesDeleted counts obsolete tables deleted.
+	TablesDeleted int64
+	// WriteAmp is (WAL bytes + flushed bytes + compacted bytes written) /
+	// WAL bytes: how many bytes reached the disk per byte written by users.
+	WriteAmp float64
+
+	BlockCache sstable.CacheMetrics
+	MemTable   struct {
+		Size  int64 // bytes held by the memtable and immutable memtables
+		Count int   // memtables, the mutable one included
+	}
+	Snapshots int // open snapshots
+}
+
+// lookupCounters are the hot-path atomics behind LookupMetrics.
+type lookupCounters struct {
+	gets, tablesConsidered              atomic.Int64
+	filterNegatives, filterTP, filterFP atomic.Int64
+	blockReads, blockCacheMisses        atomic.Int64
+}
+
+func (c *lookupCounters) addStats(s *sstable.LookupStats) {
+	c.filterNegatives.Add(s.FilterNegatives)
+	c.filterTP.Add(s.FilterTruePositives)
+	c.filterFP.Add(s.FilterFalsePositives)
+	c.blockReads.Add(s.BlockReads)
+	c.blockCacheMisses.Add(s.BlockCacheMisses)
+}
+
+func (c *lookupCounters) load() LookupMetrics {
+	return LookupMetrics{
+		Gets:                 c.gets.Load(),
+		TablesConsidered:     c.tablesConsidered.Load(),
+		FilterNegatives:      c.filterNegatives.Load(),
+		FilterTruePositives:  c.filterTP.Load(),
+		FilterFalsePositives: c.filterFP.Load(),
+		BlockReads:           c.blockReads.Load(),
+		BlockCacheMisses:     c.blockCacheMisses.Load(),
+	}
+}
+
+// levelCounters are the per-level atomics.
+type levelCounters struct {
+	lookups                 lookupCounters
+	compactions, moves      atomic.Int64
+	bytesRead, bytesWritten atomic.Int64
+}
+
+// dbMetrics holds the DB's counters.
+type dbMetrics struct {
+	lookups                     lookupCounters // only gets is used
+	levels                      [manifest.NumLevels]levelCounters
+	flushes, flushBytes         atomic.Int64
+	compactions                 atomic.Int64
+	walBytesIn, walWrites       atomic.Int64
+	walSyncs, writeStalls       atomic.Int64
+	tablesDeleted, deleteErrors atomic.Int64
+}
+
+// Metrics returns the DB's current metrics. After Close it returns the
+// counters as they were; the shape fields are then empty.
+func (d *DB) Metrics() Metrics {
+	var m Metrics
+	m.Lookups.Gets = d.metrics.lookups.gets.Load()
+	m.Levels = make([]LevelMetrics, manifest.NumLevels)
+	for i := range m.Levels {
+		c := &d.metrics.levels[i]
+		l := &m.Levels[i]
+		l.Lookups = c.lookups.load()
+		l.Compactions, l.Moves = c.compactions.Load(), c.moves.Load()
+		l.BytesRead, l.BytesWritten = c.bytesRead.Load(), c.bytesWritten.Load()
+		m.Lookups.add(l.Lookups)
+		m.Compact.BytesRead += l.BytesRead
+		if i > 0 {
+			m.Compact.BytesWritten += l.BytesWritten
+		}
+	}
+	m.Flush.Count, m.Flush.BytesWritten = d.metrics.flushes.Load(), d.metrics.flushBytes.Load()
+	m.Compact.Count = d.metrics.compactions.Load()
+	m.WAL.BytesIn, m.WAL.Writes = d.metrics.walBytesIn.Load(), d.metrics.walWrites.Load()
+	m.WAL.Syncs, m.WriteStalls = d.metrics.walSyncs.Load(), d.metrics.writeStalls.Load()
+	m.TablesDeleted = d.metrics.tablesDeleted.Load()
+	if m.WAL.BytesIn > 0 {
+		total := m.WAL.BytesIn + m.Flush.BytesWritten + m.Compact.BytesWritten
+		m.WriteAmp = float64(total) / float64(m.WAL.BytesIn)
+	}
+	if d.checkOpen() != nil {
+		return m
+	}
+	m.BlockCache = d.blockCache.Metrics()
+	d.shapeMetrics(&m)
+	return m
+}
+
+// shapeMetrics fills in what the current Version and memtables look like.
+func (d *DB) shapeMetrics(m *Metrics) {
+	d.mu.Lock()
+	v := d.mu.versions.current
+	v.Ref()
+	mems := append([]*memTable{d.mu.mem}, d.mu.imm...)
+	m.Compact.InProgress = len(d.mu.compacting)
+	m.Snapshots = d.mu.snaps.count()
+	d.mu.Unlock()
+	defer d.unrefVersion(v)
+
+	scores := d.picker.Scores(v)
+	for i, files := range v.Levels {
+		l := &m.Levels[i]
+		l.NumFiles = len(files)
+		l.Score = scores[i]
+		for _, f := range files {
+			l.Size += int64(f.Size)
+			l.Keys += int64(f.NumEntries)
+			l.FilterBytes += int64(f.FilterBytes)
+		}
+	}
+	m.MemTable.Count = len(mems)
+	m.WAL.Files = len(mems)
+	for _, mem := range mems {
+		m.MemTable.Size += mem.Size()
+	}
+}
+
+// String formats the metrics as a table, one row per level.
+func (m Metrics) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "level  files       size     keys  filter-B  considered  negatives  true-pos  false-pos  block-reads  misses\n")
+	for i, l := range m.Levels {
+		fmt.Fprintf(&b, "L%d  %8d %10d %8d %9d %11d %10d %9d %10d %12d %7d\n", i,
+			l.NumFiles, l.Size, l.Keys, l.FilterBytes, l.Lookups.TablesConsidered,
+			l.Lookups.FilterNegatives, l.Lookups.FilterTruePositives,
+			l.Lookups.FilterFalsePositives, l.Lookups.BlockReads, l.Lookups.BlockCacheMisses)
+	}
+	t := m.Lookups
+	fmt.Fprintf(&b, "total gets %d: considered %d, negatives %d, true-pos %d, false-pos %d, block-reads %d, misses %d\n",
+		t.Gets, t.TablesConsidered, t.FilterNegatives, t.FilterTruePositives,
+		t.FilterFalsePositives, t.BlockReads, t.BlockCacheMisses)
+	fmt.Fprintf(&b, "flushes %d (%d B), compactions %d (read %d B, wrote %d B), write-amp %.2f\n",
+		m.Flush.Count, m.Flush.BytesWritten, m.Compact.Count, m.Compact.BytesRead,
+		m.Compact.BytesWritten, m.WriteAmp)
+	fmt.Fprintf(&b, "memtables %d (%d B), block cache %d B in %d blocks (hits %d, misses %d)\n",
+		m.MemTable.Count, m.MemTable.Size, m.BlockCache.Size, m.BlockCache.Count,
+		m.BlockCache.Hits, m.BlockCache.Misses)
+	return b.String()
+}

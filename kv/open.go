@@ -1,0 +1,211 @@
+package kv
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+
+	"github.com/bloomkv/bloomkv/bloompolicy"
+	"github.com/bloomkv/bloomkv/compaction"
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/sstable"
+	"github.com/cockroachdb/pebble/vfs"
+)
+
+// DB is an open store. It is safe for concurrent use by many goroutines.
+// After Close, every method returns ErrClosed.
+type DB struct {
+	dirname string
+	opts    *Options
+	fs      vfs.FS
+	cmp     *base.Comparer
+	filters map[string]bloompolicy.FilterPolicy
+
+	fileLock io.Closer
+	dataDir  vfs.File
+
+	blockCache *sstable.Cache
+	tableCache *tableCache
+	picker     *compaction.Picker
+
+	// closed is set first thing in Close; background work polls it to stop
+	// early.
+	closed atomic.Bool
+	// visibleSeq is the highest sequence number readers may see: every
+	// write numbered at or below it is in a memtable or a table.
+	visibleSeq atomic.Uint64
+
+	commit    commitPipeline
+	readState readStateHolder
+	cleaner   cleaner
+	metrics   dbMetrics
+	bgWG      sync.WaitGroup
+
+	// manualMu serializes calls to Compact.
+	manualMu sync.Mutex
+
+	mu struct {
+		sync.Mutex
+		// cond is broadcast whenever background work finishes a step, a
+		// stall may end, or the DB closes.
+		cond sync.Cond
+		// mem takes writes; imm wait for a flush, oldest first.
+		mem      *memTable
+		imm      []*memTable
+		versions versionSet
+		snaps    snapshotList
+		flushing bool
+		// compacting lists the compactions running now; manual counts the
+		// Compact calls that want the background compactor paused.
+		compacting []*compaction.Compaction
+		manual     int
+		// bgErr is the first failure of a flush, a compaction or the
+		// manifest. It stops writes and background work for good.
+		bgErr error
+	}
+}
+
+// Open opens the store in dirname, creating the directory and an empty store
+// if needed, and recovers it to the state of its last acknowledged write. A
+// nil opts means all defaults.
+//
+// Open fails with a clear error when opts are invalid, when another DB (in
+// this process or another) holds the directory, or when the files are
+// damaged (errors.Is(err, ErrCorruption)).
+func Open(dirname string, opts *Options) (db *DB, err error) {
+	o, err := opts.resolve()
+	if err != nil {
+		return nil, err
+	}
+	d := &DB{
+		dirname: dirname,
+		opts:    o,
+		fs:      o.FS,
+		cmp:     base.DefaultComparer,
+		filters: o.filters(),
+	}
+	d.mu.cond.L = &d.mu.Mutex
+	if err := d.lockDir(); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			d.releaseFiles()
+		}
+	}()
+	d.blockCache = sstable.NewCache(o.BlockCacheSize)
+	d.tableCache = newTableCache(d, o.MaxOpenFiles)
+	d.picker = compaction.NewPicker(d.compactionOptions(), d.cmp)
+	d.mu.versions.init(d)
+	if err := d.recover(); err != nil {
+		return nil, err
+	}
+	d.deleteObsoleteFiles()
+	d.mu.Lock()
+	d.updateReadStateLocked()
+	d.maybeScheduleFlushLocked()
+	d.maybeScheduleCompactionLocked()
+	d.mu.Unlock()
+	return d, nil
+}
+
+// lockDir creates the directory if missing, takes its LOCK and opens it for
+// syncs.
+func (d *DB) lockDir() error {
+	if err := d.fs.MkdirAll(d.dirname, 0o755); err != nil {
+		return fmt.Errorf("kv: creating %s: %w", d.dirname, err)
+	}
+	lockPath := d.path(base.MakeFilename(base.FileTypeLock, 0))
+	l, err := d.fs.Lock(lockPath)
+	if err != nil {
+		return fmt.Errorf("kv: %s is in use by another DB (locking %s: %w)", d.dirname, lockPath, err)
+	}
+	d.fileLock = l
+	dir, err := d.fs.OpenDir(d.dirname)
+	if err != nil {
+		l.Close()
+		d.fileLock = nil
+		return fmt.Errorf("kv: opening directory %s: %w", d.dirname, err)
+	}
+	d.dataDir = dir
+	return nil
+}
+
+func (d *DB) compactionOptions() *compaction.Options {
+	return &compaction.Options{
+		L0CompactionThreshold: d.opts.L0CompactionThreshold,
+		LBaseMaxBytes:         d.opts.LBaseMaxBytes,
+		LevelMultiplier:       d.opts.LevelMultiplier,
+		TargetFileSize:        d.opts.TargetFileSize,
+	}
+}
+
+// path returns the full name of a file of the store.
+func (d *DB) path(name string) string { return d.fs.PathJoin(d.dirname, name) }
+
+// Close syncs the WAL, so no acknowledged write is lost (NoSync writes
+// included), stops background work (a running flush or compaction is
+// abandoned; its work is redone after the next Open), and releases the
+// directory. Iterators and snapshots still open become unusable
+// (ErrClosed). Close returns ErrClosed when called twice, and otherwise the
+// first background error met, if any.
+func (d *DB) Close() error {
+	if !d.closed.CompareAndSwap(false, true) {
+		return ErrClosed
+	}
+	// Wake writers stalled in makeRoomForWrite, and background waits.
+	d.mu.Lock()
+	d.mu.cond.Broadcast()
+	d.mu.Unlock()
+
+	// Become the commit leader once every queued write is done, then close
+	// the WAL: flushed and synced.
+	walErr := d.commit.runExclusive(d, func() error {
+		err := d.commit.closeLog()
+		if d.commit.err != nil {
+			return d.commit.err
+		}
+		return err
+	})
+	d.bgWG.Wait()
+
+	// A Compact running in a caller's goroutine notices the close at its
+	// next step; wait for it to let go of the MANIFEST.
+	d.mu.Lock()
+	for d.mu.manual > 0 || d.mu.versions.writing {
+		d.mu.cond.Wait()
+	}
+	bgErr := d.mu.bgErr
+	d.mu.Unlock()
+	d.cleaner.disable()
+	d.releaseFiles()
+	return errors.Join(walErr, bgErr)
+}
+
+// releaseFiles closes every file the DB holds, the LOCK last.
+func (d *DB) releaseFiles() {
+	if d.tableCache != nil {
+		d.tableCache.close()
+	}
+	d.mu.versions.close()
+	if d.commit.log != nil {
+		d.commit.log.file.Close()
+		d.commit.log = nil
+	}
+	if d.dataDir != nil {
+		d.dataDir.Close()
+	}
+	if d.fileLock != nil {
+		d.fileLock.Close()
+	}
+}
+
+// checkOpen returns ErrClosed after Close.
+func (d *DB) checkOpen() error {
+	if d.closed.Load() {
+		return ErrClosed
+	}
+	return nil
+}

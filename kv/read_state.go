@@ -1,0 +1,107 @@
+package kv
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/memtable"
+)
+
+// memTable is a memtable with the number of the WAL that holds its writes.
+type memTable struct {
+	*memtable.MemTable
+	logNum base.FileNum
+}
+
+func newMemTable(cmp *base.Comparer, logNum base.FileNum) *memTable {
+	return &memTable{MemTable: memtable.New(cmp), logNum: logNum}
+}
+
+func (m *memTable) empty() bool { return m.Len() == 0 }
+
+// apply inserts an encoded batch whose sequence number is set. Only one
+// goroutine may apply at a time.
+func (m *memTable) apply(batch []byte) error {
+	r, err := newBatchReader(batch)
+	if err != nil {
+		return err
+	}
+	for {
+		rec, seq, ok, err := r.Next()
+		if err != nil || !ok {
+			return err
+		}
+		m.Add(base.MakeInternalKey(rec.Key, seq, rec.Kind), rec.Value)
+	}
+}
+
+// readState is what a read needs, taken in one step: the memtables and the
+// current Version. A read holds a reference for as long as it reads, which
+// keeps the Version, and so its tables, alive.
+type readState struct {
+	db      *DB
+	refs    atomic.Int32
+	mem     *memTable
+	imm     []*memTable // oldest first
+	current *manifest.Version
+}
+
+// readStateHolder publishes the current readState. Readers take it under a
+// mutex held only for a reference count increment; no read takes d.mu.
+type readStateHolder struct {
+	mu  sync.Mutex
+	val *readState
+}
+
+// loadReadState returns the current read state, referenced. Call unref
+// when done.
+func (d *DB) loadReadState() *readState {
+	d.readState.mu.Lock()
+	rs := d.readState.val
+	rs.refs.Add(1)
+	d.readState.mu.Unlock()
+	return rs
+}
+
+// updateReadStateLocked publishes a read state built from the current
+// memtables and Version. d.mu must be held.
+func (d *DB) updateReadStateLocked() {
+	rs := &readState{
+		db:      d,
+		mem:     d.mu.mem,
+		imm:     append([]*memTable(nil), d.mu.imm...),
+		current: d.mu.versions.current,
+	}
+	rs.refs.Store(1)
+	rs.current.Ref()
+	d.readState.mu.Lock()
+	old := d.readState.val
+	d.readState.val = rs
+	d.readState.mu.Unlock()
+	if old != nil {
+		old.unref()
+	}
+}
+
+// unref drops one reference. The last one releases the Version, and the
+// files no other Version holds are deleted.
+func (rs *readState) unref() {
+	n := rs.refs.Add(-1)
+	if n < 0 {
+		panic(fmt.Sprintf("kv: read state unreferenced too often (%d)", n))
+	}
+	if n == 0 {
+		rs.db.unrefVersion(rs.current)
+	}
+}
+
+// unrefVersion drops one hold on v; when it was the last, v's tables that no
+// other Version holds are deleted.
+func (d *DB) unrefVersion(v *manifest.Version) {
+	if v.Unref() {
+		d.cleaner.deleteTables(d, v.Release())
+	}
+}

@@ -1,0 +1,187 @@
+package kv
+
+import (
+	"container/list"
+	"fmt"
+	"sync"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/sstable"
+)
+
+// tableCache keeps up to capacity tables open, least recently used first
+// out. Entries are reference counted: a reader in use by a lookup or an
+// iterator stays open after eviction until its last user releases it.
+type tableCache struct {
+	d        *DB
+	capacity int
+
+	mu      sync.Mutex
+	entries map[base.FileNum]*tableEntry
+	lru     list.List // of *tableEntry, most recent at the front
+}
+
+// tableEntry is one table, opened at most once. ready is closed when the
+// open attempt finishes; reader or err tell how it went.
+type tableEntry struct {
+	num    base.FileNum
+	ready  chan struct{}
+	reader *sstable.Reader
+	err    error
+	refs   int // the cache's own reference while listed, plus users
+	elem   *list.Element
+}
+
+func newTableCache(d *DB, capacity int) *tableCache {
+	return &tableCache{d: d, capacity: capacity, entries: make(map[base.FileNum]*tableEntry)}
+}
+
+// get returns the open table of f, referenced; release it with release.
+func (c *tableCache) get(f *manifest.FileMetadata) (*tableEntry, error) {
+	c.mu.Lock()
+	e, ok := c.entries[f.FileNum]
+	if ok {
+		c.lru.MoveToFront(e.elem)
+		e.refs++
+		c.mu.Unlock()
+		<-e.ready
+		if e.err != nil {
+			c.release(e)
+			return nil, e.err
+		}
+		return e, nil
+	}
+	e = &tableEntry{num: f.FileNum, ready: make(chan struct{}), refs: 2}
+	e.elem = c.lru.PushFront(e)
+	c.entries[f.FileNum] = e
+	victims := c.trimLocked()
+	c.mu.Unlock()
+	c.closeAll(victims)
+
+	e.reader, e.err = c.open(f.FileNum)
+	close(e.ready)
+	if e.err != nil {
+		c.evict(f.FileNum) // let a later get try again
+		c.release(e)
+		return nil, e.err
+	}
+	return e, nil
+}
+
+// open opens table num's file and reader.
+func (c *tableCache) open(num base.FileNum) (*sstable.Reader, error) {
+	d := c.d
+	name := base.MakeFilename(base.FileTypeTable, num)
+	file, err := d.fs.Open(d.path(name))
+	if err != nil {
+		return nil, fmt.Errorf("kv: opening table %s: %w", name, err)
+	}
+	return sstable.NewReader(file, sstable.ReaderOptions{
+		Cache:    d.blockCache,
+		FileNum:  num,
+		Comparer: d.cmp,
+		Filters:  d.filters,
+		FileName: name,
+	})
+}
+
+// trimLocked drops least recently used entries over capacity from the
+// cache and returns those that no one uses any more, to be closed.
+func (c *tableCache) trimLocked() []*tableEntry {
+	var victims []*tableEntry
+	for c.lru.Len() > c.capacity {
+		e := c.lru.Remove(c.lru.Back()).(*tableEntry)
+		delete(c.entries, e.num)
+		if e.refs--; e.refs == 0 {
+			victims = append(victims, e)
+		}
+	}
+	return victims
+}
+
+// release drops one user's reference.
+func (c *tableCache) release(e *tableEntry) {
+	c.mu.Lock()
+	e.refs--
+	last := e.refs == 0
+	c.mu.Unlock()
+	if last {
+		c.closeAll([]*tableEntry{e})
+	}
+}
+
+func (c *tableCache) closeAll(entries []*tableEntry) {
+	for _, e := range entries {
+		<-e.ready
+		if e.reader != nil {
+			e.reader.Close()
+		}
+	}
+}
+
+// evict drops table num from the cache, and its blocks from the block
+// cache. A reader still in use closes when its last user is done.
+func (c *tableCache) evict(num base.FileNum) {
+	c.mu.Lock()
+	e, ok := c.entries[num]
+	last := false
+	if ok {
+		c.lru.Remove(e.elem)
+		delete(c.entries, num)
+		e.refs--
+		last = e.refs == 0
+	}
+	c.mu.Unlock()
+	if last {
+		c.closeAll([]*tableEntry{e})
+	}
+	c.d.blockCache.EvictFile(num)
+}
+
+// close drops every entry. Readers still in use close when released.
+func (c *tableCache) close() {
+	c.mu.Lock()
+	var victims []*tableEntry
+	for num, e := range c.entries {
+		delete(c.entries, num)
+		if e.refs--; e.refs == 0 {
+			victims = append(victims, e)
+		}
+	}
+	c.lru.Init()
+	c.mu.Unlock()
+	c.closeAll(victims)
+}
+
+// newIter returns an iterator over f's entries with user keys in
+// [lower, upper) that holds the table open until closed.
+func (c *tableCache) newIter(f *manifest.FileMetadata, lower, upper []byte) (base.InternalIterator, error) {
+	e, err := c.get(f)
+	if err != nil {
+		return nil, err
+	}
+	it, err := e.reader.NewIter(lower, upper)
+	if err != nil {
+		c.release(e)
+		return nil, err
+	}
+	return &tableIter{InternalIterator: it, cache: c, entry: e}, nil
+}
+
+// tableIter releases its table when closed.
+type tableIter struct {
+	base.InternalIterator
+	cache *tableCache
+	entry *tableEntry
+}
+
+func (t *tableIter) Close() error {
+	if t.entry == nil {
+		return nil
+	}
+	err := t.InternalIterator.Close()
+	t.cache.release(t.entry)
+	t.entry = nil
+	return err
+}

@@ -1,0 +1,297 @@
+package kv
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/internal/record"
+	"github.com/cockroachdb/pebble/vfs"
+)
+
+// versionSet keeps the current Version and its persistent record: the
+// MANIFEST, a log of VersionEdits (internal/record framing, one edit per
+// record), and CURRENT, which names the MANIFEST in use. A new MANIFEST
+// starts with one edit describing the whole Version; CURRENT is switched to
+// it atomically (written to a temp file, synced, renamed, directory synced).
+//
+// All fields are guarded by d.mu. Writing the MANIFEST happens with d.mu
+// released; the writing flag makes those writes take turns.
+type versionSet struct {
+	d       *DB
+	current *manifest.Version
+	// logNum is the oldest WAL still needed; nextFile the next unused file
+	// number; lastSeq the last sequence number recorded in the MANIFEST.
+	logNum   base.FileNum
+	nextFile base.FileNum
+	lastSeq  base.SeqNum
+
+	manifestNum  base.FileNum
+	manifestFile vfs.File
+	manifest     *record.Writer
+	manifestSize int64
+	writing      bool
+}
+
+func (vs *versionSet) init(d *DB) {
+	vs.d = d
+	vs.current = &manifest.Version{}
+	vs.current.Ref()
+	vs.nextFile = 1
+}
+
+// nextFileNum allocates a file number.
+func (vs *versionSet) nextFileNum() base.FileNum {
+	n := vs.nextFile
+	vs.nextFile++
+	return n
+}
+
+// markFileNumUsed makes sure n is never allocated.
+func (vs *versionSet) markFileNumUsed(n base.FileNum) {
+	if vs.nextFile <= n {
+		vs.nextFile = n + 1
+	}
+}
+
+// logAndApply records edit in the MANIFEST and makes current + edit the
+// current Version. It fills in NextFileNum and LastSeqNum. d.mu must be
+// held; it is released while the MANIFEST is written. The caller publishes
+// a new read state afterwards. On failure the Version is unchanged and the
+// error should stop the DB: whether the edit reached the disk is unknown.
+func (vs *versionSet) logAndApply(edit *manifest.VersionEdit) error {
+	d := vs.d
+	for vs.writing {
+		d.mu.cond.Wait()
+	}
+	vs.writing = true
+	defer func() {
+		vs.writing = false
+		d.mu.cond.Broadcast()
+	}()
+	if edit.LogNum != 0 && edit.LogNum < vs.logNum {
+		return fmt.Errorf("kv: version edit moves the log number back from %s to %s", vs.logNum, edit.LogNum)
+	}
+	edit.NextFileNum = vs.nextFile
+	edit.LastSeqNum = max(vs.lastSeq, base.SeqNum(d.visibleSeq.Load()))
+	next, err := vs.current.Apply(d.cmp.Compare, edit)
+	if err != nil {
+		return fmt.Errorf("kv: applying version edit: %w", err)
+	}
+	rollover := vs.manifest == nil || vs.manifestSize >= d.opts.MaxManifestFileSize
+	var newNum base.FileNum
+	if rollover {
+		newNum = vs.nextFileNum()
+		edit.NextFileNum = vs.nextFile
+	}
+	d.mu.Unlock()
+	if rollover {
+		err = vs.writeNewManifest(newNum, next, edit)
+	} else {
+		err = vs.appendEdit(edit)
+	}
+	d.mu.Lock()
+	if err != nil {
+		next.Release()
+		return err
+	}
+	if edit.LogNum != 0 {
+		vs.logNum = edit.LogNum
+	}
+	vs.lastSeq = edit.LastSeqNum
+	vs.install(next)
+	return nil
+}
+
+// install makes v the current Version.
+func (vs *versionSet) install(v *manifest.Version) {
+	v.Ref()
+	old := vs.current
+	vs.current = v
+	vs.d.unrefVersion(old)
+}
+
+// appendEdit writes one edit to the MANIFEST and syncs it.
+func (vs *versionSet) appendEdit(edit *manifest.VersionEdit) error {
+	name := base.MakeFilename(base.FileTypeManifest, vs.manifestNum)
+	n, err := writeEdit(vs.manifest, vs.manifestFile, edit)
+	vs.manifestSize += n
+	if err != nil {
+		return fmt.Errorf("kv: writing %s: %w", name, err)
+	}
+	return nil
+}
+
+func writeEdit(w *record.Writer, f vfs.File, edit *manifest.VersionEdit) (int64, error) {
+	buf := edit.Encode()
+	if _, err := w.WriteRecord(buf); err != nil {
+		return 0, err
+	}
+	if err := w.Flush(); err != nil {
+		return 0, err
+	}
+	return int64(len(buf)), f.Sync()
+}
+
+// writeNewManifest starts MANIFEST num with a snapshot of v (which already
+// includes edit) carrying edit's counters, points CURRENT at it, and drops
+// the previous MANIFEST.
+func (vs *versionSet) writeNewManifest(num base.FileNum, v *manifest.Version, edit *manifest.VersionEdit) error {
+	d := vs.d
+	name := base.MakeFilename(base.FileTypeManifest, num)
+	snap := &manifest.VersionEdit{
+		ComparerName: d.cmp.Name,
+		LogNum:       max(edit.LogNum, vs.logNum),
+		NextFileNum:  edit.NextFileNum,
+		LastSeqNum:   edit.LastSeqNum,
+	}
+	for level, files := range v.Levels {
+		for _, f := range files {
+			snap.NewFiles = append(snap.NewFiles, manifest.NewFileEntry{Level: level, Meta: f})
+		}
+	}
+	f, err := d.fs.Create(d.path(name))
+	if err != nil {
+		return fmt.Errorf("kv: creating %s: %w", name, err)
+	}
+	w := record.NewWriter(f)
+	size, err := writeEdit(w, f, snap)
+	if err == nil {
+		err = vs.setCurrent(num)
+	}
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("kv: writing %s: %w", name, err)
+	}
+	oldNum, oldFile := vs.manifestNum, vs.manifestFile
+	vs.manifestNum, vs.manifestFile, vs.manifest, vs.manifestSize = num, f, w, size
+	if oldFile != nil {
+		oldFile.Close()
+		d.cleaner.deleteFile(d, base.FileTypeManifest, oldNum)
+	}
+	return nil
+}
+
+// setCurrent points CURRENT at MANIFEST num atomically. The temp file is
+// named by the manifest's own number, which no other file uses.
+func (vs *versionSet) setCurrent(num base.FileNum) error {
+	d := vs.d
+	tmp := d.path(base.MakeFilename(base.FileTypeTemp, num))
+	f, err := d.fs.Create(tmp)
+	if err != nil {
+		return err
+	}
+	_, err = io.WriteString(f, base.MakeFilename(base.FileTypeManifest, num)+"\n")
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = d.fs.Rename(tmp, d.path(base.MakeFilename(base.FileTypeCurrent, 0)))
+	}
+	if err == nil {
+		err = d.dataDir.Sync()
+	}
+	if err != nil {
+		d.fs.Remove(tmp)
+		return fmt.Errorf("kv: setting CURRENT: %w", err)
+	}
+	return nil
+}
+
+// load reads CURRENT and replays the MANIFEST it names into current,
+// logNum, nextFile and lastSeq.
+func (vs *versionSet) load() error {
+	d := vs.d
+	num, err := vs.readCurrent()
+	if err != nil {
+		return err
+	}
+	name := base.MakeFilename(base.FileTypeManifest, num)
+	f, err := d.fs.Open(d.path(name))
+	if err != nil {
+		return fmt.Errorf("kv: opening %s named by CURRENT: %w", name, err)
+	}
+	defer f.Close()
+	var edits []*manifest.VersionEdit
+	r := record.NewReader(f, name)
+	for {
+		rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("kv: reading %s: %w", name, err)
+		}
+		e := &manifest.VersionEdit{}
+		if err := e.Decode(rec); err != nil {
+			return fmt.Errorf("kv: reading %s, edit %d: %w", name, len(edits), err)
+		}
+		if err := vs.noteEdit(name, e); err != nil {
+			return err
+		}
+		edits = append(edits, e)
+	}
+	if len(edits) == 0 {
+		return base.CorruptionErrorf("kv: %s holds no version edit", name)
+	}
+	v, err := vs.current.Apply(d.cmp.Compare, edits...)
+	if err != nil {
+		return base.CorruptionErrorf("kv: replaying %s: %v", name, err)
+	}
+	for _, files := range v.Levels {
+		for _, f := range files {
+			emptyKeysNonNil(f)
+		}
+	}
+	vs.install(v)
+	vs.markFileNumUsed(num)
+	return nil
+}
+
+// noteEdit checks an edit read from the MANIFEST and takes its counters.
+func (vs *versionSet) noteEdit(name string, e *manifest.VersionEdit) error {
+	if e.ComparerName != "" && e.ComparerName != vs.d.cmp.Name {
+		return fmt.Errorf("kv: %s was written with comparer %q, not %q", name, e.ComparerName, vs.d.cmp.Name)
+	}
+	vs.logNum = max(vs.logNum, e.LogNum)
+	vs.markFileNumUsed(max(e.NextFileNum, 1) - 1)
+	vs.lastSeq = max(vs.lastSeq, e.LastSeqNum)
+	for _, nf := range e.NewFiles {
+		vs.markFileNumUsed(nf.Meta.FileNum)
+	}
+	return nil
+}
+
+// readCurrent returns the number of the MANIFEST that CURRENT names.
+func (vs *versionSet) readCurrent() (base.FileNum, error) {
+	d := vs.d
+	f, err := d.fs.Open(d.path(base.MakeFilename(base.FileTypeCurrent, 0)))
+	if err != nil {
+		return 0, fmt.Errorf("kv: opening CURRENT: %w", err)
+	}
+	defer f.Close()
+	buf, err := io.ReadAll(io.LimitReader(f, 256))
+	if err != nil {
+		return 0, fmt.Errorf("kv: reading CURRENT: %w", err)
+	}
+	s, ok := strings.CutSuffix(string(buf), "\n")
+	typ, num, ok2 := base.ParseFilename(s)
+	if !ok || !ok2 || typ != base.FileTypeManifest {
+		return 0, base.CorruptionErrorf("kv: CURRENT holds %q, not a MANIFEST name", buf)
+	}
+	return num, nil
+}
+
+// close closes the MANIFEST.
+func (vs *versionSet) close() {
+	if vs.manifestFile != nil {
+		vs.manifestFile.Close()
+		vs.manifestFile = nil
+	}
+}

@@ -1,0 +1,279 @@
+package kv
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+)
+
+// The commit pipeline. Writers queue in arrival order. The writer at the
+// head of the queue is the leader: it takes a group of queued batches,
+// makes room in the memtable, assigns their sequence numbers, appends them
+// to the WAL with one write and at most one fsync, inserts them into the
+// memtable, publishes the new visible sequence number, and then hands each
+// writer of the group its result. Everyone else just waits. Only a leader
+// touches the WAL and inserts into the memtable, so both need no further
+// locking, and one group becomes visible at once.
+//
+// An exclusive operation (rotating the memtable for Flush, closing the WAL)
+// queues like a write and runs alone when it reaches the head.
+
+// maxGroupBytes bounds the bytes a leader commits in one group; a small
+// first batch bounds its group more tightly, so small writes are not held
+// up behind big ones.
+const (
+	maxGroupBytes   = 1 << 20
+	smallBatchBytes = 128 << 10
+)
+
+type commitPipeline struct {
+	mu    sync.Mutex
+	queue []*writer
+
+	// Owned by the leader.
+	log    *walWriter  // the WAL of the mutable memtable
+	logSeq base.SeqNum // the last sequence number assigned
+	// err is the sticky failure of a WAL write or sync: once set, nothing
+	// more is acknowledged.
+	err error
+}
+
+// writer is one queued request.
+type writer struct {
+	batch *Batch
+	sync  bool
+	fn    func() error // an exclusive operation instead of a batch
+	done  bool
+	err   error
+	cond  sync.Cond
+}
+
+// Set writes value under key. The DB keeps no reference to key or value.
+func (d *DB) Set(key, value []byte, opts *WriteOptions) error {
+	var b Batch
+	if err := b.Set(key, value); err != nil {
+		return err
+	}
+	return d.Apply(&b, opts)
+}
+
+// Delete removes key. Deleting a missing key is not an error.
+func (d *DB) Delete(key []byte, opts *WriteOptions) error {
+	var b Batch
+	if err := b.Delete(key); err != nil {
+		return err
+	}
+	return d.Apply(&b, opts)
+}
+
+// Apply commits the batch atomically: readers see all of its writes or none,
+// and recovery restores all or none. The batch may be reused (Reset) once
+// Apply returns. A batch spoiled by a write over the limits is refused with
+// that write's error.
+func (d *DB) Apply(b *Batch, opts *WriteOptions) error {
+	if err := d.checkOpen(); err != nil {
+		return err
+	}
+	if b.err != nil {
+		return b.err
+	}
+	if b.Empty() {
+		return nil
+	}
+	return d.commit.run(d, &writer{batch: b, sync: opts.sync()})
+}
+
+// runExclusive runs fn as the leader, alone, once every write queued before
+// it has been committed.
+func (p *commitPipeline) runExclusive(d *DB, fn func() error) error {
+	return p.run(d, &writer{fn: fn})
+}
+
+// run queues w and waits until a leader has committed it, or leads itself.
+func (p *commitPipeline) run(d *DB, w *writer) error {
+	w.cond.L = &p.mu
+	p.mu.Lock()
+	p.queue = append(p.queue, w)
+	for !w.done && p.queue[0] != w {
+		w.cond.Wait()
+	}
+	if w.done {
+		p.mu.Unlock()
+		return w.err
+	}
+	group := p.takeGroup()
+	p.mu.Unlock()
+
+	// The deferred hand-off also runs if the leader panics, so the writers
+	// behind it (and Close) are not left waiting forever.
+	err := errLeaderPanicked
+	defer p.finish(group, &err)
+	if w.fn != nil {
+		err = w.fn()
+	} else {
+		err = d.commitGroup(group)
+	}
+	return err
+}
+
+// errLeaderPanicked is handed to the writers of a group whose leader
+// panicked.
+var errLeaderPanicked = errors.New("kv: commit leader panicked")
+
+// finish hands each writer of the group its result and wakes the next
+// leader.
+func (p *commitPipeline) finish(group []*writer, err *error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, g := range group {
+		g.done, g.err = true, *err
+		g.cond.Signal()
+	}
+	n := copy(p.queue, p.queue[len(group):])
+	clear(p.queue[n:])
+	p.queue = p.queue[:n]
+	if n > 0 {
+		p.queue[0].cond.Signal()
+	}
+}
+
+// takeGroup returns the writers the leader (queue[0]) commits together: the
+// leader alone if it is exclusive, else the batches queued behind it up to
+// the group's byte budget or the next exclusive operation.
+func (p *commitPipeline) takeGroup() []*writer {
+	lead := p.queue[0]
+	if lead.fn != nil {
+		return p.queue[:1]
+	}
+	budget := maxGroupBytes
+	if lead.batch.Len() <= smallBatchBytes {
+		budget = lead.batch.Len() + smallBatchBytes
+	}
+	size, n := 0, 0
+	for _, w := range p.queue {
+		if w.fn != nil || (n > 0 && size+w.batch.Len() > budget) {
+			break
+		}
+		size += w.batch.Len()
+		n++
+	}
+	return p.queue[:n:n]
+}
+
+// commitGroup writes the group's batches to the WAL and the memtable.
+func (d *DB) commitGroup(group []*writer) error {
+	p := &d.commit
+	if p.err != nil {
+		return p.err
+	}
+	size, sync := 0, false
+	for _, w := range group {
+		size += w.batch.Len()
+		sync = sync || w.sync
+	}
+	mem, err := d.makeRoomForWrite(size)
+	if err != nil {
+		return err
+	}
+	seq := p.logSeq
+	for _, w := range group {
+		w.batch.setSeqNum(seq + 1)
+		seq += base.SeqNum(w.batch.Count())
+	}
+	if err := p.log.writeGroup(group, sync, &d.metrics); err != nil {
+		p.err = fmt.Errorf("kv: WAL write failed, the DB accepts no more writes: %w", err)
+		return p.err
+	}
+	for _, w := range group {
+		if err := mem.apply(w.batch.data); err != nil {
+			panic(fmt.Sprintf("kv: applying a batch the DB encoded: %v", err))
+		}
+	}
+	p.logSeq = seq
+	d.visibleSeq.Store(uint64(seq))
+	return nil
+}
+
+// makeRoomForWrite returns the memtable to write n bytes into. When the
+// memtable is full it switches to a new one and a new WAL; it stalls while
+// too many memtables wait for a flush, or too many tables sit in L0 for
+// compaction to keep up, and slows writes a little before that. It fails
+// once the DB is closed or background work has failed.
+func (d *DB) makeRoomForWrite(n int) (*memTable, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	slowed := false
+	for {
+		switch {
+		case d.closed.Load():
+			return nil, ErrClosed
+		case d.mu.bgErr != nil:
+			return nil, d.mu.bgErr
+		case d.mu.mem.empty() || d.mu.mem.Size()+int64(n) <= d.opts.MemTableSize:
+			if !slowed && d.l0StallLocked(d.opts.L0SlowdownWritesThreshold) {
+				slowed = true
+				d.mu.Unlock()
+				time.Sleep(time.Millisecond)
+				d.mu.Lock()
+				continue
+			}
+			return d.mu.mem, nil
+		case len(d.mu.imm) >= d.opts.MemTableStopWritesThreshold:
+			d.metrics.writeStalls.Add(1)
+			d.mu.cond.Wait()
+		case d.l0StallLocked(d.opts.L0StopWritesThreshold):
+			d.metrics.writeStalls.Add(1)
+			d.mu.cond.Wait()
+		default:
+			if err := d.rotateMemTableLocked(); err != nil {
+				return nil, err
+			}
+		}
+	}
+}
+
+// l0StallLocked reports whether L0 holds threshold tables or more while
+// background compaction is on to reduce them.
+func (d *DB) l0StallLocked(threshold int) bool {
+	return !d.opts.DisableAutomaticCompactions &&
+		len(d.mu.versions.current.Levels[0]) >= threshold
+}
+
+// rotateMemTableLocked makes the memtable immutable and starts a new one
+// with a new WAL, then schedules a flush. Only the commit leader calls it.
+// d.mu is released while the files are created and synced.
+func (d *DB) rotateMemTableLocked() error {
+	p := &d.commit
+	num := d.mu.versions.nextFileNum()
+	d.mu.Unlock()
+	newLog, err := d.createWAL(num)
+	if err == nil {
+		if err = p.log.close(); err != nil {
+			newLog.file.Close()
+		}
+	}
+	d.mu.Lock()
+	if err != nil {
+		p.err = fmt.Errorf("kv: switching WAL, the DB accepts no more writes: %w", err)
+		return p.err
+	}
+	p.log = newLog
+	d.mu.imm = append(d.mu.imm, d.mu.mem)
+	d.mu.mem = newMemTable(d.cmp, num)
+	d.updateReadStateLocked()
+	d.maybeScheduleFlushLocked()
+	return nil
+}
+
+// closeLog flushes, syncs and closes the WAL. Run by a leader at Close.
+func (p *commitPipeline) closeLog() error {
+	if p.log == nil {
+		return nil
+	}
+	err := p.log.close()
+	p.log = nil
+	return err
+}
