@@ -67,8 +67,9 @@ func (a *app) rootCommand() *cobra.Command {
 	}
 	root.PersistentFlags().BoolVar(&a.json, "json", false, "print machine-readable JSON on stdout")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	// bench and db are added as kv lands.
 	root.AddCommand(
+		a.benchCommand(),
+		a.dbCommand(),
 		a.sstableCommand(),
 		a.filterCommand(),
 	)

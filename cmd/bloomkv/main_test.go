@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"os"
+	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -17,5 +19,48 @@ func TestMain(m *testing.M) {
 // TestScript runs the end-to-end scripts in testdata/script: each runs the
 // real command in a fresh directory and checks its output and exit status.
 func TestScript(t *testing.T) {
-	testscript.Run(t, testscript.Params{Dir: "testdata/script"})
+	testscript.Run(t, testscript.Params{
+		Dir: "testdata/script",
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"cpglob":  cmdCpGlob,
+			"corrupt": cmdCorrupt,
+		},
+	})
+}
+
+// cmdCpGlob copies the one file matching a glob pattern: cpglob PATTERN DST.
+// Tables are named by number, which scripts cannot know in advance.
+func cmdCpGlob(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: cpglob PATTERN DST")
+	}
+	matches, err := filepath.Glob(ts.MkAbs(args[0]))
+	ts.Check(err)
+	if len(matches) == 0 {
+		ts.Fatalf("cpglob: no file matches %s", args[0])
+	}
+	data, err := os.ReadFile(matches[0])
+	ts.Check(err)
+	ts.Check(os.WriteFile(ts.MkAbs(args[1]), data, 0o644))
+}
+
+// cmdCorrupt flips every bit of one byte of a file: corrupt FILE OFFSET,
+// where a negative offset counts from the end.
+func cmdCorrupt(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: corrupt FILE OFFSET")
+	}
+	path := ts.MkAbs(args[0])
+	data, err := os.ReadFile(path)
+	ts.Check(err)
+	off, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	if off < 0 {
+		off += len(data)
+	}
+	if off < 0 || off >= len(data) {
+		ts.Fatalf("corrupt: offset %s outside a file of %d bytes", args[1], len(data))
+	}
+	data[off] ^= 0xff
+	ts.Check(os.WriteFile(path, data, 0o644))
 }

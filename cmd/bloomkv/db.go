@@ -1,0 +1,284 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
+	"github.com/cockroachdb/pebble/vfs"
+	"github.com/spf13/cobra"
+)
+
+func (a *app) dbCommand() *cobra.Command {
+	var dir string
+	cmd := commandGroup("db", "Read and write a bloomkv store on disk",
+		"db works on the store in --dir: get, set and delete keys, scan a range, "+
+			"and print the per-level metrics with the lookup accounting. Writes are synced.")
+	cmd.PersistentFlags().StringVar(&dir, "dir", "", "store directory (required)")
+	cmd.AddCommand(a.dbGetCommand(&dir), a.dbSetCommand(&dir), a.dbDeleteCommand(&dir),
+		a.dbScanCommand(&dir), a.dbMetricsCommand(&dir))
+	return cmd
+}
+
+// openDB opens the store in dir. Commands that only read refuse to create
+// one (create false), so a mistyped --dir is an error, not an empty store.
+// Tables built with Pebble's bloom (bench's third store) are read with
+// their filters too.
+func openDB(dir string, create bool) (*kv.DB, error) {
+	if dir == "" {
+		return nil, usagef("--dir is required")
+	}
+	if !create {
+		current := vfs.Default.PathJoin(dir, base.MakeFilename(base.FileTypeCurrent, 0))
+		if _, err := vfs.Default.Stat(current); err != nil {
+			return nil, fmt.Errorf("no bloomkv store in %s", dir)
+		}
+	}
+	return kv.Open(dir, &kv.Options{ExtraFilterPolicies: readableFilters()})
+}
+
+// withDB runs fn on the store in dir and closes it, reporting the first
+// error.
+func withDB(dir string, create bool, fn func(db *kv.DB) error) error {
+	db, err := openDB(dir, create)
+	if err != nil {
+		return err
+	}
+	err = fn(db)
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// keyValue is one entry as get and scan print it with --json.
+type keyValue struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+func (a *app) dbGetCommand(dir *string) *cobra.Command {
+	var metrics bool
+	cmd := &cobra.Command{
+		Use:   "get KEY...",
+		Short: "Print the values of keys (and, with --metrics, how the lookups went)",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usagef("%s: want at least one KEY", cmd.CommandPath())
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withDB(*dir, false, func(db *kv.DB) error {
+				var out []keyValue
+				for _, k := range args {
+					v, err := db.Get([]byte(k))
+					if err != nil {
+						return fmt.Errorf("get %s: %w", fmtKey([]byte(k)), err)
+					}
+					out = append(out, keyValue{k, string(v)})
+				}
+				return a.printGets(db, out, metrics)
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&metrics, "metrics", false, "print the per-level lookup accounting of these gets")
+	return cmd
+}
+
+func (a *app) printGets(db *kv.DB, kvs []keyValue, metrics bool) error {
+	if a.json {
+		if metrics {
+			return writeJSON(a.stdout, struct {
+				Values  []keyValue   `json:"values"`
+				Metrics dbMetricsOut `json:"metrics"`
+			}{kvs, dbMetrics(db)})
+		}
+		return writeJSON(a.stdout, kvs)
+	}
+	for _, e := range kvs {
+		fmt.Fprintln(a.stdout, fmtKey([]byte(e.Value)))
+	}
+	if metrics {
+		fmt.Fprintln(a.stdout)
+		return a.writeMetrics(dbMetrics(db))
+	}
+	return nil
+}
+
+func (a *app) dbSetCommand(dir *string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "set KEY VALUE",
+		Short: "Set a key to a value (synced)",
+		Args:  exactArgs("KEY", "VALUE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withDB(*dir, true, func(db *kv.DB) error {
+				return db.Set([]byte(args[0]), []byte(args[1]), kv.Sync)
+			})
+		},
+	}
+}
+
+func (a *app) dbDeleteCommand(dir *string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete KEY",
+		Short: "Delete a key (synced; deleting an absent key is not an error)",
+		Args:  exactArgs("KEY"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withDB(*dir, false, func(db *kv.DB) error {
+				return db.Delete([]byte(args[0]), kv.Sync)
+			})
+		},
+	}
+}
+
+func (a *app) dbScanCommand(dir *string) *cobra.Command {
+	var start, end string
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "scan",
+		Short: "Print the keys and values in [--start, --end), in order",
+		Args:  exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if limit < 0 {
+				return usagef("--limit %d: want 0 (no limit) or more", limit)
+			}
+			opts := &kv.IterOptions{}
+			if cmd.Flags().Changed("start") {
+				opts.LowerBound = []byte(start)
+			}
+			if cmd.Flags().Changed("end") {
+				opts.UpperBound = []byte(end)
+			}
+			return withDB(*dir, false, func(db *kv.DB) error { return a.scan(db, opts, limit) })
+		},
+	}
+	cmd.Flags().StringVar(&start, "start", "", "first key (inclusive; default: the first key)")
+	cmd.Flags().StringVar(&end, "end", "", "key to stop before (exclusive; default: after the last key)")
+	cmd.Flags().IntVar(&limit, "limit", 0, "print at most this many entries (0: all)")
+	return cmd
+}
+
+func (a *app) scan(db *kv.DB, opts *kv.IterOptions, limit int) (err error) {
+	it, err := db.NewIter(opts)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := it.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	var out []keyValue
+	n := 0
+	for it.First(); it.Valid() && (limit == 0 || n < limit); it.Next() {
+		n++
+		if a.json {
+			out = append(out, keyValue{string(it.Key()), string(it.Value())})
+			continue
+		}
+		fmt.Fprintf(a.stdout, "%s\t%s\n", fmtKey(it.Key()), fmtKey(it.Value()))
+	}
+	if err := it.Error(); err != nil {
+		return err
+	}
+	if a.json {
+		if out == nil {
+			out = []keyValue{}
+		}
+		return writeJSON(a.stdout, out)
+	}
+	return nil
+}
+
+func (a *app) dbMetricsCommand(dir *string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "metrics",
+		Short: "Print the per-level metrics of the store, with the lookup accounting",
+		Long: "metrics prints, per level, the tables, bytes, keys and filter bytes, and the " +
+			"lookup counters. Counters live in memory: they count the lookups of this " +
+			"process, so they are zero here; `db get --metrics` shows them for its keys.",
+		Args: exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withDB(*dir, false, func(db *kv.DB) error {
+				m := dbMetrics(db)
+				if a.json {
+					return writeJSON(a.stdout, m)
+				}
+				return a.writeMetrics(m)
+			})
+		},
+	}
+}
+
+// dbLevel is one row of the metrics table.
+type dbLevel struct {
+	Level       string       `json:"level"`
+	Tables      int          `json:"tables"`
+	Bytes       int64        `json:"bytes"`
+	Keys        int64        `json:"keys"`
+	FilterBytes int64        `json:"filter_bytes"`
+	BitsPerKey  jsonFloat    `json:"filter_bits_per_key"`
+	Lookups     lookupCounts `json:"lookups"`
+	FPR         jsonFloat    `json:"observed_fpr"`
+}
+
+// dbMetricsOut is what metrics prints.
+type dbMetricsOut struct {
+	Levels []dbLevel `json:"levels"`
+	Total  dbLevel   `json:"total"`
+}
+
+func dbMetrics(db *kv.DB) dbMetricsOut {
+	m := db.Metrics()
+	var out dbMetricsOut
+	out.Total.Level = "total"
+	for i, l := range m.Levels {
+		row := dbLevel{Level: fmt.Sprintf("L%d", i), Tables: l.NumFiles, Bytes: l.Size,
+			Keys: l.Keys, FilterBytes: l.FilterBytes, Lookups: fromLookupMetrics(l.Lookups)}
+		row.derive()
+		out.Levels = append(out.Levels, row)
+		out.Total.Tables += row.Tables
+		out.Total.Bytes += row.Bytes
+		out.Total.Keys += row.Keys
+		out.Total.FilterBytes += row.FilterBytes
+	}
+	out.Total.Lookups = fromLookupMetrics(m.Lookups)
+	out.Total.derive()
+	return out
+}
+
+func (l *dbLevel) derive() {
+	l.BitsPerKey = jsonFloat(ratio(8*float64(l.FilterBytes), float64(l.Keys)))
+	c := l.Lookups
+	l.FPR = jsonFloat(ratio(float64(c.FilterFalsePositives), float64(c.FilterFalsePositives+c.FilterNegatives)))
+}
+
+func fromLookupMetrics(l kv.LookupMetrics) lookupCounts {
+	return lookupCounts{
+		Gets:                 l.Gets,
+		TablesConsidered:     l.TablesConsidered,
+		FilterNegatives:      l.FilterNegatives,
+		FilterTruePositives:  l.FilterTruePositives,
+		FilterFalsePositives: l.FilterFalsePositives,
+		BlockReads:           l.BlockReads,
+		BlockCacheMisses:     l.BlockCacheMisses,
+	}
+}
+
+func (a *app) writeMetrics(m dbMetricsOut) error {
+	t := newTable("level", ">tables", ">size", ">keys", ">filter", ">bits/key", ">gets",
+		">tables considered", ">filter neg", ">true pos", ">false pos", ">FPR", ">block reads", ">cache misses")
+	for _, l := range append(m.Levels, m.Total) {
+		c := l.Lookups
+		t.add(l.Level, fmt.Sprint(l.Tables), fmtBytes(l.Bytes), fmt.Sprint(l.Keys), fmtBytes(l.FilterBytes),
+			fmtFloat(float64(l.BitsPerKey), 2), fmt.Sprint(c.Gets), fmt.Sprint(c.TablesConsidered),
+			fmt.Sprint(c.FilterNegatives), fmt.Sprint(c.FilterTruePositives), fmt.Sprint(c.FilterFalsePositives),
+			fmtPercent(float64(l.FPR), 2), fmt.Sprint(c.BlockReads), fmt.Sprint(c.BlockCacheMisses))
+	}
+	return t.write(a.stdout)
+}
+
+// errNotFound reports whether err is the store's "no such key".
+func errNotFound(err error) bool { return errors.Is(err, kv.ErrNotFound) }
