@@ -20,17 +20,22 @@
 //
 // bench loads the same data into several stores and measures point lookups
 // in each. By default: 1,000,000 keys of 16 bytes (hex digits) with 100-byte
-// values, written in random order in NoSync batches of 1000, then Flush and
-// Compact over the whole key range; then 1,000,000 lookups of absent keys
-// and 1,000,000 of present keys, each in random order, with an 8 MiB block
-// cache (smaller than the data, so block reads are real). The stores are:
+// values, written in random order in NoSync batches of 1000; then Flush,
+// Compact over the whole key range, and a wait for the background
+// compactions that follow (the LSM the lookups meet is printed); then
+// 1,000,000 lookups of absent keys and 1,000,000 of present keys, each in
+// random order, with an 8 MiB block cache (smaller than the data, so block
+// reads are real). The stores are:
 //
 //   - bloomkv without filters (kv.Options.DisableFilters);
 //   - bloomkv with bloompolicy.New(--fpr);
 //   - bloomkv with Pebble's bloom.FilterPolicy at the nearest whole number of
 //     the bits per key bloompolicy chose, through pebbleadapter.FromPebble;
 //   - with --pebble, Pebble v1.1.5 itself with the same two filters
-//     (pebbleadapter.ToPebble for ours), on every level including L6.
+//     (pebbleadapter.ToPebble for ours), on every level including L6:
+//     Pebble's DB.Get never reads L6 filters, so its lookups go through an
+//     iterator opened with UseL6Filters, by SeekPrefixGE. Pebble charges its
+//     memtables to the block cache, so its cache gets room for them on top.
 //
 // For each it prints ns per lookup (absent, present), tables considered,
 // data-block reads and reads saved per lookup, the observed false-positive

@@ -48,6 +48,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
+	if errors.Is(err, context.Canceled) {
+		err = errors.New("interrupted")
+	}
 	fmt.Fprintf(stderr, "bloomkv: %s\n", oneLine(err))
 	if isUsageError(err) {
 		return exitUsage
