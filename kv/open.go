@@ -114,7 +114,7 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 // lockDir creates the directory if missing, takes its LOCK and opens it for
 // syncs.
 func (d *DB) lockDir() error {
-	if err := d.fs.MkdirAll(d.dirname, 0o755); err != nil {
+	if err := d.makeDir(d.dirname); err != nil {
 		return fmt.Errorf("kv: creating %s: %w", d.dirname, err)
 	}
 	lockPath := d.path(base.MakeFilename(base.FileTypeLock, 0))
@@ -131,6 +131,32 @@ func (d *DB) lockDir() error {
 	}
 	d.dataDir = dir
 	return nil
+}
+
+// makeDir creates dir and its missing parents, syncing each parent after
+// adding an entry to it, so the new directories survive a crash.
+func (d *DB) makeDir(dir string) error {
+	if _, err := d.fs.Stat(dir); err == nil {
+		return nil
+	}
+	parent := d.fs.PathDir(dir)
+	if parent != dir {
+		if err := d.makeDir(parent); err != nil {
+			return err
+		}
+	}
+	if err := d.fs.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if parent == dir {
+		return nil
+	}
+	p, err := d.fs.OpenDir(parent)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	return p.Sync()
 }
 
 func (d *DB) compactionOptions() *compaction.Options {
