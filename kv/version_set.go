@@ -213,32 +213,9 @@ func (vs *versionSet) load() error {
 		return err
 	}
 	name := base.MakeFilename(base.FileTypeManifest, num)
-	f, err := d.fs.Open(d.path(name))
+	edits, err := vs.readEdits(name)
 	if err != nil {
-		return fmt.Errorf("kv: opening %s named by CURRENT: %w", name, err)
-	}
-	defer f.Close()
-	var edits []*manifest.VersionEdit
-	r := record.NewReader(f, name)
-	for {
-		rec, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("kv: reading %s: %w", name, err)
-		}
-		e := &manifest.VersionEdit{}
-		if err := e.Decode(rec); err != nil {
-			return fmt.Errorf("kv: reading %s, edit %d: %w", name, len(edits), err)
-		}
-		if err := vs.noteEdit(name, e); err != nil {
-			return err
-		}
-		edits = append(edits, e)
-	}
-	if len(edits) == 0 {
-		return base.CorruptionErrorf("kv: %s holds no version edit", name)
+		return err
 	}
 	v, err := vs.current.Apply(d.cmp.Compare, edits...)
 	if err != nil {
@@ -252,6 +229,40 @@ func (vs *versionSet) load() error {
 	vs.install(v)
 	vs.markFileNumUsed(num)
 	return nil
+}
+
+// readEdits decodes every edit of MANIFEST name, taking their counters. A
+// torn last record (a crash while appending) ends the log.
+func (vs *versionSet) readEdits(name string) ([]*manifest.VersionEdit, error) {
+	d := vs.d
+	f, err := d.fs.Open(d.path(name))
+	if err != nil {
+		return nil, fmt.Errorf("kv: opening %s named by CURRENT: %w", name, err)
+	}
+	defer f.Close()
+	var edits []*manifest.VersionEdit
+	r := record.NewReader(f, name)
+	for {
+		rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("kv: reading %s: %w", name, err)
+		}
+		e := &manifest.VersionEdit{}
+		if err := e.Decode(rec); err != nil {
+			return nil, fmt.Errorf("kv: reading %s, edit %d: %w", name, len(edits), err)
+		}
+		if err := vs.noteEdit(name, e); err != nil {
+			return nil, err
+		}
+		edits = append(edits, e)
+	}
+	if len(edits) == 0 {
+		return nil, base.CorruptionErrorf("kv: %s holds no version edit", name)
+	}
+	return edits, nil
 }
 
 // noteEdit checks an edit read from the MANIFEST and takes its counters.
