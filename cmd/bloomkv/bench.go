@@ -8,7 +8,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
@@ -161,7 +163,24 @@ func (o benchOptions) params(ours *bloompolicy.Bloom) benchParams {
 		Procedure: fmt.Sprintf("keys written in random order in NoSync batches of %d; Flush, Compact "+
 			"over the whole key range, and wait for the background compactions that follow; then "+
 			"the absent lookups and the present lookups, each in random order", loadBatch),
+		Machine: machine(),
 	}
+}
+
+// machine describes where the bench runs, since its times depend on it: the
+// platform, CPUs, Go version and, where the system tells, the load average
+// at the start (other work on the machine slows every figure).
+func machine() string {
+	s := fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
+	if f, err := vfs.Default.Open("/proc/loadavg"); err == nil {
+		defer f.Close()
+		var buf [64]byte
+		n, _ := f.Read(buf[:])
+		if fields := strings.Fields(string(buf[:n])); len(fields) >= 3 {
+			s += fmt.Sprintf(", load average %s %s %s at the start", fields[0], fields[1], fields[2])
+		}
+	}
+	return s
 }
 
 // benchDir returns the directory the stores go in and a function that

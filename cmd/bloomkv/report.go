@@ -252,6 +252,7 @@ type benchParams struct {
 	OursBitsPerKey   float64 `json:"bloompolicy_bits_per_key"`
 	PebbleBitsPerKey int     `json:"pebble_bloom_bits_per_key"`
 	Procedure        string  `json:"procedure"`
+	Machine          string  `json:"machine"`
 }
 
 // benchReport is the whole output of bench.
@@ -311,7 +312,8 @@ func (a *app) writeBenchReport(rep *benchReport) error {
 		p.Keys, p.KeySize, p.ValueSize, p.Lookups, p.Lookups, fmtBytes(p.CacheBytes), p.Seed)
 	fmt.Fprintf(w, "target FPR %s: bloompolicy.New builds %.2f bits/key; Pebble's bloom gets the nearest whole number, %d\n",
 		fmtPercent(p.TargetFPR, 2), p.OursBitsPerKey, p.PebbleBitsPerKey)
-	fmt.Fprintf(w, "each store: %s\n\n", p.Procedure)
+	fmt.Fprintf(w, "each store: %s\n", p.Procedure)
+	fmt.Fprintf(w, "machine: %s\n\n", p.Machine)
 	if err := benchTable(rep.Rows).write(w); err != nil {
 		return err
 	}
