@@ -158,6 +158,9 @@ func TestDB_Limits(t *testing.T) {
 	}
 	mustNotFind(t, d, "partial")
 	mustGet(t, d, "keep", "me")
+	if err := d.Apply(nil, Sync); err == nil {
+		t.Fatal("Apply(nil) succeeded")
+	}
 	big := make([]byte, MaxKeySize)
 	if err := d.Set(big, []byte("edge"), NoSync); err != nil {
 		t.Fatalf("key of MaxKeySize: %v", err)

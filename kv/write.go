@@ -77,6 +77,9 @@ func (d *DB) Apply(b *Batch, opts *WriteOptions) error {
 	if err := d.checkOpen(); err != nil {
 		return err
 	}
+	if b == nil {
+		return errors.New("kv: Apply of a nil batch")
+	}
 	if b.err != nil {
 		return b.err
 	}
