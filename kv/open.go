@@ -217,7 +217,9 @@ func (d *DB) releaseFiles() {
 	}
 	d.mu.versions.close()
 	if d.commit.log != nil {
-		d.commit.log.file.Close()
+		if !d.commit.log.closed {
+			d.commit.log.file.Close()
+		}
 		d.commit.log = nil
 	}
 	if d.dataDir != nil {

@@ -22,6 +22,9 @@ type walWriter struct {
 	name string
 	file vfs.File
 	w    *record.Writer
+	// closed makes close idempotent: a failed rotation has closed the
+	// file already when Close comes to it.
+	closed bool
 }
 
 // createWAL creates WAL num and syncs the directory, so the file survives a
@@ -63,8 +66,12 @@ func (l *walWriter) writeGroup(group []*writer, sync bool, m *dbMetrics) error {
 	return nil
 }
 
-// close flushes and syncs the WAL, then closes it.
+// close flushes and syncs the WAL, then closes it. Later calls do nothing.
 func (l *walWriter) close() error {
+	if l.closed {
+		return nil
+	}
+	l.closed = true
 	err := l.w.Flush()
 	if err == nil {
 		err = l.file.Sync()
