@@ -274,6 +274,11 @@ func (i *Iterator) findPrev() bool {
 			}
 			i.iter.Prev()
 		}
+		if i.iter.Error() != nil {
+			// The failure may hide a newer version of the key: show
+			// nothing rather than an older value.
+			break
+		}
 		if live {
 			i.key, i.value, i.valid = i.keyBuf, i.valBuf, true
 			return true
