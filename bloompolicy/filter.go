@@ -132,21 +132,37 @@ func lineOffset(h uint64, lines int) int {
 func blockedContains(body []byte, probes int, h uint64) bool {
 	off := lineOffset(h, len(body)/lineBytes)
 	line := (*[lineBytes]byte)(body[off : off+lineBytes])
-	var missing byte
+	var missing byte // bit 0 collects the complement of every probed bit
 	x := h
 	for range probes {
-		missing |= ^line[x>>58] & (1 << (x >> 55 & 7))
+		missing |= ^line[x>>58] >> (x >> 55 & 7)
 		x *= golden
 	}
-	return missing == 0
+	return missing&1 == 0
 }
 
+// bitMask[i] is byte with bit i set. Looking it up is cheaper than the
+// variable shift it replaces, which on amd64 ties up the CX register.
+var bitMask = [8]byte{1 << 0, 1 << 1, 1 << 2, 1 << 3, 1 << 4, 1 << 5, 1 << 6, 1 << 7}
+
+// blockedAdd sets the probes of h in a blocked body. It is the inner loop of
+// building a large filter, so it handles three probes per iteration (the
+// usual counts, 3 to 12, are multiples of three).
 func blockedAdd(body []byte, probes int, h uint64) {
 	off := lineOffset(h, len(body)/lineBytes)
 	line := (*[lineBytes]byte)(body[off : off+lineBytes])
 	x := h
-	for range probes {
-		line[x>>58] |= 1 << (x >> 55 & 7)
+	i := probes
+	for ; i >= 3; i -= 3 {
+		y := x * golden
+		z := y * golden
+		line[x>>58] |= bitMask[x>>55&7]
+		line[y>>58] |= bitMask[y>>55&7]
+		line[z>>58] |= bitMask[z>>55&7]
+		x = z * golden
+	}
+	for ; i > 0; i-- {
+		line[x>>58] |= bitMask[x>>55&7]
 		x *= golden
 	}
 }

@@ -21,8 +21,9 @@ var chunkPool = sync.Pool{New: func() any { return new(hashChunk) }}
 // known.
 type writer struct {
 	policy *Bloom
-	chunks []*hashChunk // all full but the last, which holds n % chunkLen
-	n      int          // hashes held
+	full   []*hashChunk // chunks filled, in order
+	cur    *hashChunk   // the chunk being filled, nil before the first key
+	used   int          // hashes in cur
 	last   uint64       // the hash added last
 }
 
@@ -31,36 +32,41 @@ type writer struct {
 // count the filter is sized for.
 func (w *writer) AddKey(key []byte) {
 	h := hashKey(key)
-	if w.n > 0 && h == w.last {
+	if h == w.last && w.cur != nil && w.used+len(w.full) > 0 {
 		return
 	}
-	i := w.n % chunkLen
-	if i == 0 && w.n/chunkLen == len(w.chunks) {
-		w.chunks = append(w.chunks, chunkPool.Get().(*hashChunk))
+	if w.used == chunkLen || w.cur == nil {
+		w.nextChunk()
 	}
-	w.chunks[w.n/chunkLen][i] = h
-	w.n++
+	w.cur[w.used&(chunkLen-1)] = h
+	w.used++
 	w.last = h
 }
 
-// held returns the hashes of chunk c.
-func (w *writer) held(c int) []uint64 {
-	return w.chunks[c][:min(chunkLen, w.n-c*chunkLen)]
+func (w *writer) nextChunk() {
+	if w.cur != nil {
+		w.full = append(w.full, w.cur)
+	}
+	w.cur = chunkPool.Get().(*hashChunk)
+	w.used = 0
 }
+
+// count returns the number of hashes held.
+func (w *writer) count() int { return len(w.full)*chunkLen + w.used }
 
 // Finish appends the filter of the keys added since the last Finish to dst
 // and resets the writer. Up to plainMaxKeys keys get the plain layout, more
 // the blocked one; no keys get the one-byte empty filter.
 func (w *writer) Finish(dst []byte) []byte {
-	var body []byte
-	switch n := w.n; {
+	switch n := w.count(); {
 	case n == 0:
 		dst = append(dst, tagEmpty)
 	case n <= w.policy.plainMaxKeys:
 		size := w.policy.plainSizeFor(n)
+		var body []byte
 		dst, body = grow(dst, size.bytes)
-		for c := range w.chunks {
-			for _, h := range w.held(c) {
+		for _, hashes := range w.chunks() {
+			for _, h := range hashes {
 				plainAdd(body, size.probes, h)
 			}
 		}
@@ -68,9 +74,10 @@ func (w *writer) Finish(dst []byte) []byte {
 	default:
 		lines := int(math.Ceil(float64(n) * w.policy.bitsPerKey / lineBits))
 		probes := w.policy.probes
+		var body []byte
 		dst, body = grow(dst, lines*lineBytes)
-		for c := range w.chunks {
-			for _, h := range w.held(c) {
+		for _, hashes := range w.chunks() {
+			for _, h := range hashes {
 				blockedAdd(body, probes, h)
 			}
 		}
@@ -80,15 +87,29 @@ func (w *writer) Finish(dst []byte) []byte {
 	return dst
 }
 
-// reset empties the writer. It keeps its first chunk, enough for a
-// per-block filter, and returns the others to the pool.
-func (w *writer) reset() {
-	for i := 1; i < len(w.chunks); i++ {
-		chunkPool.Put(w.chunks[i])
-		w.chunks[i] = nil
+// chunks iterates over the hashes held, a chunk at a time.
+func (w *writer) chunks() func(yield func(int, []uint64) bool) {
+	return func(yield func(int, []uint64) bool) {
+		for i, c := range w.full {
+			if !yield(i, c[:]) {
+				return
+			}
+		}
+		if w.cur != nil {
+			yield(len(w.full), w.cur[:w.used])
+		}
 	}
-	w.chunks = w.chunks[:min(1, len(w.chunks))]
-	w.n = 0
+}
+
+// reset empties the writer. It keeps the chunk it was filling, enough for
+// a per-block filter, and returns the others to the pool.
+func (w *writer) reset() {
+	for i, c := range w.full {
+		chunkPool.Put(c)
+		w.full[i] = nil
+	}
+	w.full = w.full[:0]
+	w.used = 0
 }
 
 // grow extends dst by n zero bytes, with room for the trailer, and returns
