@@ -19,16 +19,17 @@
 // Multiplying by an odd constant (2^64 over the golden ratio) mixes all bits
 // of x_i into the high bits of x_(i+1), which is where bit positions are
 // taken from. The probes of a key therefore behave as independent uniform
-// choices, even in a bit array of a few hundred bits. Classic double
+// choices, even in a bit array of a few hundred bits (the false-positive
+// tests hold the measured rates to the model at 20 keys). Classic double
 // hashing, h1 + i*h2 mod m, does not: it admits only about m^2 probe
-// patterns, and a small filter then answers falsely several times as often
-// as the formula promises.
+// patterns, so in a small array an absent key too often repeats much of a
+// present key's pattern.
 //
 // # Encoding
 //
 // A filter is a body followed by a one-byte trailer. There are no multi-byte
-// integers. Bit b of a bit array is bit b%8 (1 = least significant) of byte
-// b/8. The trailer says which layout the body has:
+// integers. Bit b of a bit array is bit b%8 of byte b/8, bit 0 being the
+// least significant. The trailer says which layout the body has:
 //
 //	trailer byte:   bit 7 6      bit 5 4 3 2 1 0
 //	               +----------+--------------------+
@@ -74,8 +75,10 @@
 // be set. Neither layout is that, so Bloom sizes each from the exact model
 // of the layout it writes.
 //
-// A filter of up to 4096 body bytes' worth of keys uses the plain layout,
-// sized for its exact key count n. The false-positive rate of m bits holding
+// A filter whose plain body would take at most 4096 bytes (at the textbook
+// bits per key of the target, or at the fixed bits per key) uses the plain
+// layout, sized for its exact key count n: the whole filter is a few cache
+// lines, hot while a table is in use, and needs the fewest bits. The false-positive rate of m bits holding
 // n keys with k independent probes each is computed exactly, not as
 // (1-e^(-kn/m))^k nor even as (1-(1-1/m)^(kn))^k, which both ignore that
 // the number of bits set varies from filter to filter and that a key's own
@@ -84,10 +87,12 @@
 //	FPR(m, n, k) = sum_j  S(k,j) * m(m-1)...(m-j+1) / m^k       (k probes hit j distinct bits)
 //	                    * sum_i (-1)^i C(j,i) (1 - i/m)^(kn)     (j given bits all set)
 //
-// with S the Stirling numbers of the second kind. [New] takes the fewest
+// with S the Stirling numbers of the second kind. (Where the alternating sum
+// would lose its digits to cancellation, a Markov chain over the probes
+// computes the second factor instead.) [New] takes the fewest
 // whole bytes for which some k gives FPR <= target, and that k; at 20 keys
 // the asymptotic figures would promise up to 5% less than is delivered.
-// Results are cached per key count.
+// Results are cached, process-wide, per key count.
 //
 // Larger filters use the blocked layout, which needs more bits than the
 // textbook for the same rate: keys do not spread evenly over lines, and the
@@ -106,6 +111,9 @@
 //	1%        9.59                9.92              6
 //	0.1%     14.38               15.55              9
 //	0.01%    19.17               22.03             12
+//
+// The penalty grows as the rate falls: 1e-6 takes 38.8 bits per key, 1.35
+// times the textbook.
 //
 // [NewBitsPerKey] fixes the bits instead and picks the k that minimizes the
 // same model: at 10 bits per key, k = 6 and 0.966% (a plain array of the
