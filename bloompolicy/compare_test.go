@@ -16,6 +16,13 @@ import (
 //
 //	go test -run '^$' -bench . -benchtime 20x -count 6 ./bloompolicy/ | tee bench.txt
 //	go run golang.org/x/perf/cmd/benchstat@latest -col /impl bench.txt
+//
+// The paired benchmarks give the ratios directly. A query batch is short,
+// so give them enough iterations for the filters to be warm: 20 iterations
+// of 4096 queries measure mostly page faults and cold caches.
+//
+//	go test -run '^$' -bench BuildPaired -benchtime 60x -count 3 ./bloompolicy/
+//	go test -run '^$' -bench MayContainPaired -count 3 ./bloompolicy/
 
 const compareKeys = 1_000_000
 
