@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/itertest"
 	"github.com/cockroachdb/datadriven"
 )
 
@@ -26,7 +27,10 @@ func TestMergingIter(t *testing.T) {
 				iters[i] = parseEntries(t, line)
 			}
 			m := NewMergingIter(base.DefaultComparer.Compare, iters...)
-			out := runIterOps(t, m, d.Input)
+			out, err := itertest.RunOps(m, d.Input, itertest.KeyValue)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if err := m.Close(); err != nil {
 				out += "close: " + err.Error() + "\n"
 			}
@@ -40,37 +44,6 @@ func TestMergingIter(t *testing.T) {
 			return fmt.Sprintf("unknown command %q", d.Cmd)
 		}
 	})
-}
-
-// runIterOps applies one positioning operation per line of ops and prints
-// where each leaves the iterator.
-func runIterOps(t *testing.T, it base.InternalIterator, ops string) string {
-	var b strings.Builder
-	for _, line := range strings.Split(strings.TrimSpace(ops), "\n") {
-		f := strings.Fields(line)
-		var ok bool
-		switch f[0] {
-		case "first":
-			ok = it.First()
-		case "last":
-			ok = it.Last()
-		case "next":
-			ok = it.Next()
-		case "prev":
-			ok = it.Prev()
-		case "seek-ge":
-			ok = it.SeekGE([]byte(f[1]))
-		case "seek-lt":
-			ok = it.SeekLT([]byte(f[1]))
-		default:
-			t.Fatalf("unknown op %q", line)
-		}
-		if ok != it.Valid() {
-			t.Fatalf("%s returned %t but Valid is %t", line, ok, it.Valid())
-		}
-		fmt.Fprintf(&b, "%s\n", formatEntry(it))
-	}
-	return b.String()
 }
 
 // modelEntry is one entry of the sorted model the randomized test checks

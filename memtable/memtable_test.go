@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/itertest"
 	"github.com/cockroachdb/datadriven"
 )
 
@@ -79,36 +80,11 @@ func runIter(t *testing.T, m *MemTable, td *datadriven.TestData) string {
 	}
 	it := m.NewIter(lower, upper)
 	defer it.Close()
-	var sb strings.Builder
-	for _, line := range strings.Split(td.Input, "\n") {
-		op, arg, _ := strings.Cut(line, " ")
-		var ok bool
-		switch op {
-		case "first":
-			ok = it.First()
-		case "last":
-			ok = it.Last()
-		case "next":
-			ok = it.Next()
-		case "prev":
-			ok = it.Prev()
-		case "seek-ge":
-			ok = it.SeekGE([]byte(arg))
-		case "seek-lt":
-			ok = it.SeekLT([]byte(arg))
-		default:
-			t.Fatalf("unknown iter op %q", op)
-		}
-		if ok != it.Valid() {
-			t.Fatalf("%s returned %v, Valid says %v", line, ok, it.Valid())
-		}
-		if !ok {
-			sb.WriteString(".\n")
-			continue
-		}
-		fmt.Fprintf(&sb, "%s:%s\n", it.Key(), it.Value())
+	out, err := itertest.RunOps(it, td.Input, itertest.KeyValue)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return sb.String()
+	return out
 }
 
 func TestMemTable_Add_CopiesKeyAndValue(t *testing.T) {

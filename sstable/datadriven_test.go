@@ -7,6 +7,7 @@ import (
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/itertest"
 	"github.com/cockroachdb/datadriven"
 )
 
@@ -197,39 +198,14 @@ func (s *ddTable) iter(t *testing.T, d *datadriven.TestData) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var b strings.Builder
-	for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
-		f := strings.Fields(line)
-		if len(f) == 0 {
-			continue
-		}
-		var ok bool
-		switch f[0] {
-		case "first":
-			ok = it.First()
-		case "last":
-			ok = it.Last()
-		case "next":
-			ok = it.Next()
-		case "prev":
-			ok = it.Prev()
-		case "seek-ge":
-			ok = it.SeekGE([]byte(f[1]))
-		case "seek-lt":
-			ok = it.SeekLT([]byte(f[1]))
-		default:
-			return "", fmt.Errorf("unknown iter op %q", f[0])
-		}
-		if ok != it.Valid() {
-			return "", fmt.Errorf("%s returned %t but Valid is %t", f[0], ok, it.Valid())
-		}
-		if ok {
-			fmt.Fprintf(&b, "%s:%s\n", fmtKey(it.Key()), it.Value())
-		} else {
-			fmt.Fprintf(&b, ".\n")
-		}
+	out, err := itertest.RunOps(it, d.Input, func(it base.InternalIterator) string {
+		return fmtKey(it.Key()) + ":" + string(it.Value())
+	})
+	if err != nil {
+		it.Close()
+		return "", err
 	}
-	return b.String(), it.Close()
+	return out, it.Close()
 }
 
 // fmtKey formats a key as base does, but "max" for SeqNumMax.
