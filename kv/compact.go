@@ -81,6 +81,11 @@ func (d *DB) compactLocked(c *compaction.Compaction) error {
 	d.updateReadStateLocked()
 	m := &d.metrics.levels[c.OutputLevel]
 	m.compactions.Add(1)
+	if c.StartLevel != c.OutputLevel {
+		for _, f := range c.Inputs[0] {
+			m.bytesIn.Add(int64(f.Size))
+		}
+	}
 	m.bytesRead.Add(int64(c.InputBytes()))
 	m.bytesWritten.Add(written)
 	d.metrics.compactions.Add(1)

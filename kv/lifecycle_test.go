@@ -67,6 +67,17 @@ func TestDB_AutomaticCompaction(t *testing.T) {
 	if m.Levels[0].NumFiles >= 2 || m.Compact.Count == 0 {
 		t.Fatalf("background compaction did not run:\n%s", m)
 	}
+	// Everything written has been flushed, and compactions into L1 read no
+	// more of L0 than flushes wrote there (only flushes add L0 tables).
+	if m.Levels[0].BytesIn != m.WAL.BytesIn {
+		t.Errorf("L0 took in %d bytes, the WAL %d", m.Levels[0].BytesIn, m.WAL.BytesIn)
+	}
+	if in, flushed := m.Levels[1].BytesIn, m.Levels[0].BytesWritten; in == 0 || in > flushed {
+		t.Errorf("L1 took in %d bytes of the %d flushed to L0:\n%s", in, flushed, m)
+	}
+	if m.Levels[1].BytesWritten == 0 || m.Levels[1].WriteAmp() == 0 {
+		t.Errorf("L1 counted no bytes written:\n%s", m)
+	}
 	check := func(d *DB) {
 		for i := 0; i < n; i++ {
 			mustGet(t, d, fmt.Sprintf("key%05d", (i*7919)%n), fmt.Sprintf("value%d", i))

@@ -53,6 +53,21 @@ type LevelMetrics struct {
 	// the bytes of tables written into the level, by flushes (L0) and
 	// compactions.
 	BytesRead, BytesWritten int64
+	// BytesIn counts the bytes that came into the level from above: for
+	// L0 the batches of the memtables flushed into it, for deeper levels
+	// the tables of the level above that compactions into it read. Tables
+	// moved down unchanged are not counted.
+	BytesIn int64
+}
+
+// WriteAmp returns the level's write amplification: the bytes written into
+// it per byte that came in from above, BytesWritten / BytesIn (0 before
+// anything came in).
+func (l LevelMetrics) WriteAmp() float64 {
+	if l.BytesIn == 0 {
+		return 0
+	}
+	return float64(l.BytesWritten) / float64(l.BytesIn)
 }
 
 // Metrics is a snapshot of the DB's counters and shape.
@@ -125,6 +140,7 @@ type levelCounters struct {
 	lookups                 lookupCounters
 	compactions, moves      atomic.Int64
 	bytesRead, bytesWritten atomic.Int64
+	bytesIn                 atomic.Int64
 }
 
 // dbMetrics holds the DB's counters.
@@ -150,6 +166,7 @@ func (d *DB) Metrics() Metrics {
 		l.Lookups = c.lookups.load()
 		l.Compactions, l.Moves = c.compactions.Load(), c.moves.Load()
 		l.BytesRead, l.BytesWritten = c.bytesRead.Load(), c.bytesWritten.Load()
+		l.BytesIn = c.bytesIn.Load()
 		m.Lookups.add(l.Lookups)
 		m.Compact.BytesRead += l.BytesRead
 		if i > 0 {
@@ -211,6 +228,11 @@ func (m Metrics) String() string {
 			l.NumFiles, l.Size, l.Keys, l.FilterBytes, l.Lookups.TablesConsidered,
 			l.Lookups.FilterNegatives, l.Lookups.FilterTruePositives,
 			l.Lookups.FilterFalsePositives, l.Lookups.BlockReads, l.Lookups.BlockCacheMisses)
+	}
+	fmt.Fprintf(&b, "level  compactions  moves   bytes-in  bytes-read  bytes-written  w-amp\n")
+	for i, l := range m.Levels {
+		fmt.Fprintf(&b, "L%d  %14d %6d %10d %11d %14d %6.2f\n", i,
+			l.Compactions, l.Moves, l.BytesIn, l.BytesRead, l.BytesWritten, l.WriteAmp())
 	}
 	t := m.Lookups
 	fmt.Fprintf(&b, "total gets %d: considered %d, negatives %d, true-pos %d, false-pos %d, block-reads %d, misses %d\n",

@@ -14,6 +14,9 @@ import (
 type memTable struct {
 	*memtable.MemTable
 	logNum base.FileNum
+	// batchBytes counts the bytes of the batches applied, as they went
+	// to the WAL: what a flush of this memtable brings into L0.
+	batchBytes atomic.Int64
 }
 
 func newMemTable(cmp *base.Comparer, logNum base.FileNum) *memTable {
@@ -29,6 +32,7 @@ func (m *memTable) apply(batch []byte) error {
 	if err != nil {
 		return err
 	}
+	m.batchBytes.Add(int64(len(batch)))
 	for {
 		rec, seq, ok, err := r.Next()
 		if err != nil || !ok {
