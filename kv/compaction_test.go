@@ -614,3 +614,44 @@ func tableCounts(m Metrics) []int {
 	}
 	return n
 }
+
+// TestCompaction_SustainedWritesKeepL1Bounded writes 60,000 fresh keys as
+// fast as one writer can. L1 may run over its target while L0 waits, but
+// only so far: once L1 scores above L0 it must go down to L2 first. L0
+// scores at most L0StopWritesThreshold/L0CompactionThreshold (writers stall
+// there), and one L0 compaction brings in at most L0StopWritesThreshold
+// memtables, so L1 never needs to exceed that many targets plus that many
+// memtables.
+//
+// Skipped: the picker takes L0 first whenever it scores 1 or more, so under
+// sustained writes L1 never goes down and grows with the store (here to
+// about 17 times its target; on disk, 310 MB against 64 MiB after 3M keys
+// of BenchmarkFillLarge, and write-amp 62 after 10M against Pebble's 8).
+// Ordering the due levels by score, L0 included, keeps L1 under 4 times
+// its target here and passes. Remove the Skip with that fix.
+func TestCompaction_SustainedWritesKeepL1Bounded(t *testing.T) {
+	t.Skip("the picker takes L0 first whenever it scores 1, starving L1 under sustained writes")
+	o := &Options{MemTableSize: 64 << 10, LBaseMaxBytes: 256 << 10, TargetFileSize: 32 << 10}
+	d, _ := openMem(t, o)
+	defer d.Close()
+	stop, trigger := int64(d.opts.L0StopWritesThreshold), int64(d.opts.L0CompactionThreshold)
+	limit := stop*o.LBaseMaxBytes/trigger + stop*o.MemTableSize
+	var maxL1 int64
+	for i := 0; i < 60000; i++ {
+		k := fmt.Appendf(nil, "k%016x", uint64(i)*0x9e3779b97f4a7c15)
+		if err := d.Set(k, overwriteValue(0, i, 100), NoSync); err != nil {
+			t.Fatal(err)
+		}
+		if i%500 == 0 {
+			maxL1 = max(maxL1, d.Metrics().Levels[1].Size)
+		}
+	}
+	if err := d.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	d.waitCompactionsIdle()
+	t.Logf("L1 peaked at %d KiB (target %d KiB, bound %d KiB)", maxL1>>10, o.LBaseMaxBytes>>10, limit>>10)
+	if maxL1 > limit {
+		t.Errorf("L1 reached %d B, over %d B\n%s", maxL1, limit, d.Metrics())
+	}
+}
