@@ -79,9 +79,9 @@ func fillLarge(b *testing.B, e benchEngine, engine string, n int) {
 		b.StopTimer()
 		elapsed += time.Since(start)
 		probe = probeLookups(b, e, c*n/fillCheckpoints)
-		b.Logf("%s %3d%%: %d keys in %v, sorted runs %d, %s, write-amp %.2f",
+		b.Logf("%s %3d%%: %d keys in %v, tables per level %v, sorted runs %d, %s, write-amp %.2f",
 			engine, 100*c/fillCheckpoints, c*n/fillCheckpoints, elapsed.Round(time.Millisecond),
-			probe.sortedRuns, probe, e.(fillStatser).fillStats().writeAmp)
+			e.levels(), probe.sortedRuns, probe, e.(fillStatser).fillStats().writeAmp)
 	}
 	if err := e.flush(); err != nil {
 		b.Fatal(err)
