@@ -33,10 +33,18 @@
 //	L6      6.1 TiB (reported only: L6 has nowhere to compact to)
 //
 // A level's score is its table count (L0) or size (deeper) divided by its
-// target; [Picker.Scores] reports them. [Picker.Pick] compacts L0 into L1
-// as soon as L0 scores 1 or more, since L0 tables slow every read;
-// otherwise the level of L1..L5 with the highest score of 1 or more into
-// the level below it. Tables already being compacted count for nothing.
+// target; [Picker.Scores] reports them. [Picker.Pick] compacts the level of
+// L0..L5 with the highest score of 1 or more into the level below it (L0
+// on a tie, since L0 tables slow every read). Tables already being
+// compacted count for nothing.
+//
+// Comparing L0 with the deeper levels by score, rather than always taking
+// L0 first once due, is what keeps L1 bounded under sustained writes: were
+// L0 always first, a writer that keeps L0 due would leave L1 to grow with
+// the store, and each L0 compaction would rewrite all of it. The store
+// stalls writers at a bound on L0's table count (kv's
+// L0StopWritesThreshold), which bounds L0's score, so L1 goes down before
+// it grows past that many times its target.
 //
 // # Choosing the inputs
 //

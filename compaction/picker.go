@@ -57,8 +57,8 @@ func (p *Picker) scores(v *manifest.Version, busy map[*manifest.FileMetadata]boo
 
 // Pick returns the most pressing compaction of v that does not conflict
 // with any of inProgress (see Compaction.Conflicts), or nil when no level is
-// due or every due level is blocked. L0 goes first once it scores 1 or
-// more; after it, the levels L1..L5 scoring 1 or more, highest score first.
+// due or every due level is blocked. The levels L0..L5 scoring 1 or more
+// are tried highest score first, the shallower level first on a tie.
 func (p *Picker) Pick(v *manifest.Version, inProgress []*Compaction) *Compaction {
 	busy := make(map[*manifest.FileMetadata]bool)
 	for _, c := range inProgress {
@@ -75,13 +75,7 @@ func (p *Picker) Pick(v *manifest.Version, inProgress []*Compaction) *Compaction
 			levels = append(levels, level)
 		}
 	}
-	sort.SliceStable(levels, func(i, j int) bool {
-		li, lj := levels[i], levels[j]
-		if li == 0 || lj == 0 {
-			return li == 0 && lj != 0
-		}
-		return scores[li] > scores[lj]
-	})
+	sort.SliceStable(levels, func(i, j int) bool { return scores[levels[i]] > scores[levels[j]] })
 	for _, level := range levels {
 		var c *Compaction
 		if level == 0 {
