@@ -622,15 +622,7 @@ func tableCounts(m Metrics) []int {
 // there), and one L0 compaction brings in at most L0StopWritesThreshold
 // memtables, so L1 never needs to exceed that many targets plus that many
 // memtables.
-//
-// Skipped: the picker takes L0 first whenever it scores 1 or more, so under
-// sustained writes L1 never goes down and grows with the store (here to
-// about 17 times its target; on disk, 310 MB against 64 MiB after 3M keys
-// of BenchmarkFillLarge, and write-amp 62 after 10M against Pebble's 8).
-// Ordering the due levels by score, L0 included, keeps L1 under 4 times
-// its target here and passes. Remove the Skip with that fix.
 func TestCompaction_SustainedWritesKeepL1Bounded(t *testing.T) {
-	t.Skip("the picker takes L0 first whenever it scores 1, starving L1 under sustained writes")
 	o := &Options{MemTableSize: 64 << 10, LBaseMaxBytes: 256 << 10, TargetFileSize: 32 << 10}
 	d, _ := openMem(t, o)
 	defer d.Close()
