@@ -77,7 +77,9 @@ type Options struct {
 	// Default 8.
 	L0SlowdownWritesThreshold int
 	// L0StopWritesThreshold is the number of L0 tables at which writers stall
-	// until compaction brings the count down. Default 12.
+	// until compaction brings the count down. Default 12. Memtables already
+	// waiting for a flush are still flushed, so L0 may briefly hold up to
+	// MemTableStopWritesThreshold tables more.
 	L0StopWritesThreshold int
 	// LBaseMaxBytes is the target size of L1. Default 64 MiB.
 	LBaseMaxBytes int64
