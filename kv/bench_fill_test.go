@@ -166,13 +166,7 @@ func probeLookups(b *testing.B, e benchEngine, written int) fillProbe {
 		for i := 0; i < fillProbes; i++ {
 			j := mix64(uint64(written)*fillProbes+uint64(i)) % uint64(written)
 			key = benchKey(key, 2*j+boolToUint(!present), true)
-			found, err := e.get(key)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if found != present {
-				b.Fatalf("key %s: found %v, want %v", key, found, present)
-			}
+			checkGet(b, e, key, present)
 		}
 		perGet := (s.fillStats().tablesChecked - start) / fillProbes
 		if present {

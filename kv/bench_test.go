@@ -430,16 +430,21 @@ func benchGets(b *testing.B, e benchEngine, present bool) {
 	for i := 0; i < b.N; i++ {
 		j := mix64(uint64(i)) % benchPrefill
 		key = benchKey(key, 2*j+boolToUint(!present), true)
-		found, err := e.get(key)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if found != present {
-			b.Fatalf("key %s: found %v, want %v", key, found, present)
-		}
+		checkGet(b, e, key, present)
 	}
 	b.StopTimer()
 	reportCounters(b, before, e.counters())
+}
+
+// checkGet looks key up in e and fails b on an error or a wrong answer.
+func checkGet(b *testing.B, e benchEngine, key []byte, present bool) {
+	found, err := e.get(key)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if found != present {
+		b.Fatalf("key %s: found %v, want %v", key, found, present)
+	}
 }
 
 func boolToUint(v bool) uint64 {
