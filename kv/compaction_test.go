@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -486,7 +487,7 @@ func TestCompaction_Invariants(t *testing.T) {
 				snaps[0].s.Close()
 				snaps = snaps[1:]
 			}
-			snaps = append(snaps, heldSnap{d.NewSnapshot(), cloneModel(model)})
+			snaps = append(snaps, heldSnap{d.NewSnapshot(), maps.Clone(model)})
 		}
 		if step%5000 == 0 {
 			if err := checkTree(d); err != nil {
