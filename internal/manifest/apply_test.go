@@ -88,20 +88,13 @@ func parseEdits(input string) ([]*VersionEdit, error) {
 // describe prints a version's levels, one table a line with its seqnum range
 // and reference count.
 func describe(v *Version) string {
-	var sb strings.Builder
-	for level, files := range v.Levels {
-		if len(files) == 0 {
-			continue
-		}
-		fmt.Fprintf(&sb, "L%d:\n", level)
-		for _, f := range files {
-			fmt.Fprintf(&sb, "  %s seqs=%d-%d refs=%d\n", f, f.SmallestSeqNum, f.LargestSeqNum, f.Refs())
-		}
-	}
-	if sb.Len() == 0 {
+	s := v.Describe(func(f *FileMetadata) string {
+		return fmt.Sprintf("seqs=%d-%d refs=%d", f.SmallestSeqNum, f.LargestSeqNum, f.Refs())
+	})
+	if s == "" {
 		return "empty"
 	}
-	return sb.String()
+	return s
 }
 
 func TestVersion_Apply_LeavesOldVersionUntouched(t *testing.T) {

@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"fmt"
+	"strings"
 	"sync/atomic"
 
 	"github.com/bloomkv/bloomkv/internal/base"
@@ -128,6 +129,27 @@ func (v *Version) LevelSize(level int) uint64 {
 		n += f.Size
 	}
 	return n
+}
+
+// Describe formats the version for tests and tools: each non-empty level
+// as an "L<n>:" line, then one line per table in the level's order, the
+// table as FileMetadata.String prints it followed by a space and what
+// detail returns for it. An empty version formats as "".
+//
+//	L0:
+//	  000012:[a#5,SET-k#3,DEL] size=812
+func (v *Version) Describe(detail func(*FileMetadata) string) string {
+	var b strings.Builder
+	for level, files := range v.Levels {
+		if len(files) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "L%d:\n", level)
+		for _, f := range files {
+			fmt.Fprintf(&b, "  %s %s\n", f, detail(f))
+		}
+	}
+	return b.String()
 }
 
 // CheckOrdering verifies the invariants of the levels: L0 ordered by
