@@ -122,15 +122,6 @@ func (v *Version) Overlaps(level int, cmp base.Compare, start, end []byte) []*Fi
 	return out
 }
 
-// LevelSize returns the total size in bytes of the tables of level.
-func (v *Version) LevelSize(level int) uint64 {
-	var n uint64
-	for _, f := range v.Levels[level] {
-		n += f.Size
-	}
-	return n
-}
-
 // Describe formats the version for tests and tools: each non-empty level
 // as an "L<n>:" line, then one line per table in the level's order, the
 // table as FileMetadata.String prints it followed by a space and what
