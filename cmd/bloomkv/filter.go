@@ -164,10 +164,11 @@ func measureFilter(p bloompolicy.FilterPolicy, kg keyGen, n, q int) (filterResul
 		}
 	}
 	query := time.Since(start)
+	st, _ := inspectFilter(p.Name(), filter) // 0 probes for bytes that do not decode
 	return filterResult{
 		Name:           p.Name(),
 		BitsPerKey:     jsonFloat(8 * float64(len(filter)) / float64(n)),
-		Probes:         filterProbes(p, filter),
+		Probes:         st.Probes,
 		FilterBytes:    len(filter),
 		Keys:           n,
 		Queries:        q,
@@ -176,25 +177,6 @@ func measureFilter(p bloompolicy.FilterPolicy, kg keyGen, n, q int) (filterResul
 		BuildNsPerKey:  jsonFloat(float64(buildTime.Nanoseconds()) / float64(n)),
 		QueryNsPerKey:  jsonFloat(float64(query.Nanoseconds()) / float64(q)),
 	}, nil
-}
-
-// filterProbes returns the number of probes a filter was built with, read
-// from its trailer: bloompolicy's through Inspect, Pebble's from its table
-// filter layout (see pebbleFilterInfo). It returns 0 for bytes that do not
-// decode.
-func filterProbes(p bloompolicy.FilterPolicy, filter []byte) int {
-	if p.Name() == bloompolicy.EncodingName {
-		info, err := bloompolicy.Inspect(filter)
-		if err != nil {
-			return 0
-		}
-		return info.Probes
-	}
-	info, ok := pebbleFilterInfo(filter)
-	if !ok {
-		return 0
-	}
-	return info.Probes
 }
 
 // fprCurve measures standalone filters of ours and of Pebble's bloom at
