@@ -35,7 +35,7 @@ func TestPicker(t *testing.T) {
 			p = NewPicker(parsePickerOptions(t, d), nil)
 			v = parseVersion(t, d.Input)
 			inProgress, last = nil, nil
-			return formatVersion(v)
+			return v.Describe(func(f *manifest.FileMetadata) string { return fmt.Sprintf("size=%d", f.Size) })
 		case "scores":
 			var b strings.Builder
 			for level, s := range p.Scores(v) {
@@ -173,20 +173,6 @@ func parseFile(t *testing.T, line string) *manifest.FileMetadata {
 		f.Size = uint64(parseSize(t, val))
 	}
 	return f
-}
-
-func formatVersion(v *manifest.Version) string {
-	var b strings.Builder
-	for level, files := range v.Levels {
-		if len(files) == 0 {
-			continue
-		}
-		fmt.Fprintf(&b, "L%d:\n", level)
-		for _, f := range files {
-			fmt.Fprintf(&b, "  %s size=%d\n", f, f.Size)
-		}
-	}
-	return b.String()
 }
 
 func formatCompaction(c *Compaction) string {
