@@ -10,6 +10,7 @@ import (
 	"github.com/bloomkv/bloomkv/bloompolicy"
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/cockroachdb/pebble/vfs"
+	"github.com/cockroachdb/pebble/vfs/errorfs"
 )
 
 // TestIterator_HoldsVersion keeps the tables an iterator reads until it is
@@ -122,56 +123,27 @@ func TestDB_CloseDuringBackgroundWork(t *testing.T) {
 	}
 }
 
-// failFS fails writes and syncs of WAL files once armed.
-type failFS struct {
-	vfs.FS
-	armed atomic.Bool
-}
-
-var errInjected = errors.New("injected I/O error")
-
-func (fs *failFS) Create(name string) (vfs.File, error) {
-	f, err := fs.FS.Create(name)
-	if err != nil || !strings.HasSuffix(name, ".log") {
-		return f, err
-	}
-	return &failFile{File: f, fs: fs}, nil
-}
-
-type failFile struct {
-	vfs.File
-	fs *failFS
-}
-
-func (f *failFile) Write(p []byte) (int, error) {
-	if f.fs.armed.Load() {
-		return 0, errInjected
-	}
-	return f.File.Write(p)
-}
-
-func (f *failFile) Sync() error {
-	if f.fs.armed.Load() {
-		return errInjected
-	}
-	return f.File.Sync()
-}
-
 // TestDB_StickyWALError refuses every write after a WAL write fails, while
 // reads go on.
 func TestDB_StickyWALError(t *testing.T) {
-	fs := &failFS{FS: vfs.NewMem()}
-	d, err := Open("db", &Options{FS: fs})
+	var armed atomic.Bool
+	failWAL := errorfs.InjectorFunc(func(op errorfs.Op, path string) error {
+		if armed.Load() && (op == errorfs.OpFileWrite || op == errorfs.OpFileSync) && strings.HasSuffix(path, ".log") {
+			return errorfs.ErrInjected
+		}
+		return nil
+	})
+	d, err := Open("db", &Options{FS: errorfs.Wrap(vfs.NewMem(), failWAL)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	d.Set([]byte("a"), []byte("1"), Sync)
-	fs.armed.Store(true)
-	if err := d.Set([]byte("b"), []byte("2"), Sync); !errors.Is(err, errInjected) {
+	armed.Store(true)
+	if err := d.Set([]byte("b"), []byte("2"), Sync); !errors.Is(err, errorfs.ErrInjected) {
 		t.Fatalf("write on a failing WAL: %v", err)
 	}
-	fs.armed.Store(false)
-	if err := d.Set([]byte("c"), []byte("3"), Sync); !errors.Is(err, errInjected) {
+	armed.Store(false)
+	if err := d.Set([]byte("c"), []byte("3"), Sync); !errors.Is(err, errorfs.ErrInjected) {
 		t.Fatalf("write after a WAL failure: %v", err)
 	}
 	mustGet(t, d, "a", "1")
