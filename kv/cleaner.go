@@ -49,11 +49,10 @@ func (c *cleaner) deleteFile(d *DB, typ base.FileType, num base.FileNum) {
 	}
 }
 
-// removeLocked removes a file. A failure is only counted: the file is
-// garbage either way, and the next Open tries again.
+// removeLocked removes a file. A failure is ignored: the file is garbage
+// either way, and the next Open tries again.
 func (c *cleaner) removeLocked(d *DB, typ base.FileType, num base.FileNum) {
 	if err := d.fs.Remove(d.path(base.MakeFilename(typ, num))); err != nil {
-		d.metrics.deleteErrors.Add(1)
 		return
 	}
 	if typ == base.FileTypeTable {

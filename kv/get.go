@@ -27,7 +27,7 @@ func (d *DB) get(key []byte, snap *Snapshot) ([]byte, error) {
 	rs := d.loadReadState()
 	defer rs.unref()
 	seq := d.readSeqNum(snap)
-	d.metrics.lookups.gets.Add(1)
+	d.metrics.gets.Add(1)
 
 	value, kind, found := rs.mem.Get(key, seq)
 	for i := len(rs.imm) - 1; !found && i >= 0; i-- {

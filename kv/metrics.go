@@ -108,9 +108,10 @@ type Metrics struct {
 	Snapshots int // open snapshots
 }
 
-// lookupCounters are the hot-path atomics behind LookupMetrics.
+// lookupCounters are the hot-path atomics behind a level's LookupMetrics
+// (Gets is counted once for the DB, in dbMetrics).
 type lookupCounters struct {
-	gets, tablesConsidered              atomic.Int64
+	tablesConsidered                    atomic.Int64
 	filterNegatives, filterTP, filterFP atomic.Int64
 	blockReads, blockCacheMisses        atomic.Int64
 }
@@ -125,7 +126,6 @@ func (c *lookupCounters) addStats(s *sstable.LookupStats) {
 
 func (c *lookupCounters) load() LookupMetrics {
 	return LookupMetrics{
-		Gets:                 c.gets.Load(),
 		TablesConsidered:     c.tablesConsidered.Load(),
 		FilterNegatives:      c.filterNegatives.Load(),
 		FilterTruePositives:  c.filterTP.Load(),
@@ -145,20 +145,20 @@ type levelCounters struct {
 
 // dbMetrics holds the DB's counters.
 type dbMetrics struct {
-	lookups                     lookupCounters // only gets is used
-	levels                      [manifest.NumLevels]levelCounters
-	flushes, flushBytes         atomic.Int64
-	compactions                 atomic.Int64
-	walBytesIn, walWrites       atomic.Int64
-	walSyncs, writeStalls       atomic.Int64
-	tablesDeleted, deleteErrors atomic.Int64
+	gets                  atomic.Int64 // point lookups; the rest of LookupMetrics is per level
+	levels                [manifest.NumLevels]levelCounters
+	flushes, flushBytes   atomic.Int64
+	compactions           atomic.Int64
+	walBytesIn, walWrites atomic.Int64
+	walSyncs, writeStalls atomic.Int64
+	tablesDeleted         atomic.Int64
 }
 
 // Metrics returns the DB's current metrics. After Close it returns the
 // counters as they were; the shape fields are then empty.
 func (d *DB) Metrics() Metrics {
 	var m Metrics
-	m.Lookups.Gets = d.metrics.lookups.gets.Load()
+	m.Lookups.Gets = d.metrics.gets.Load()
 	m.Levels = make([]LevelMetrics, manifest.NumLevels)
 	for i := range m.Levels {
 		c := &d.metrics.levels[i]
