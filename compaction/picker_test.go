@@ -2,7 +2,6 @@ package compaction
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -117,9 +116,10 @@ func parseSize(t testing.TB, s string) int64 {
 	return n * mult
 }
 
-// parseVersion parses the level descriptions of a define command.
+// parseVersion parses the level descriptions of a define command into a
+// Version, ordered and checked as Version.Apply does.
 func parseVersion(t *testing.T, input string) *manifest.Version {
-	v := &manifest.Version{}
+	var edit manifest.VersionEdit
 	level := -1
 	for _, line := range strings.Split(input, "\n") {
 		line = strings.TrimSpace(line)
@@ -133,14 +133,11 @@ func parseVersion(t *testing.T, input string) *manifest.Version {
 		case level < 0:
 			t.Fatalf("table %q before any level", line)
 		default:
-			v.Levels[level] = append(v.Levels[level], parseFile(t, line))
+			edit.NewFiles = append(edit.NewFiles, manifest.NewFileEntry{Level: level, Meta: parseFile(t, line)})
 		}
 	}
-	sort.SliceStable(v.Levels[0], func(i, j int) bool {
-		a, b := v.Levels[0][i], v.Levels[0][j]
-		return a.LargestSeqNum < b.LargestSeqNum || (a.LargestSeqNum == b.LargestSeqNum && a.FileNum < b.FileNum)
-	})
-	if err := v.CheckOrdering(base.DefaultComparer.Compare); err != nil {
+	v, err := (&manifest.Version{}).Apply(base.DefaultComparer.Compare, &edit)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return v
