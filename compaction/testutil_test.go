@@ -114,15 +114,3 @@ func parseEntries(t testing.TB, line string) *sliceIter {
 	}
 	return it
 }
-
-// formatEntry prints the iterator's current entry, "." when it is exhausted
-// or "err=..." when it failed.
-func formatEntry(it base.InternalIterator) string {
-	if it.Valid() {
-		return fmt.Sprintf("%s:%s", it.Key(), it.Value())
-	}
-	if err := it.Error(); err != nil {
-		return "err=" + err.Error()
-	}
-	return "."
-}
