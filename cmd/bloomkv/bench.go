@@ -233,7 +233,7 @@ func (a *app) benchOne(ctx context.Context, cfg benchConfig, w *workload, dir st
 	}()
 	t := time.Now()
 	prog := a.startProgress(cfg.name+": load", int64(w.keys))
-	err = s.load(ctx, w, prog)
+	err = load(ctx, s, w, prog)
 	prog.done()
 	if err != nil {
 		return row, err

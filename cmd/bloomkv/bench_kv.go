@@ -11,9 +11,9 @@ import (
 
 // store is an engine under test, as bench drives it.
 type store interface {
-	// load writes the workload's keys in index order (random key order), in
-	// NoSync batches of loadBatch writes.
-	load(ctx context.Context, w *workload, prog *progress) error
+	// writeBatch applies, without syncing, one batch of the writes fill
+	// makes through set.
+	writeBatch(fill func(set func(key, value []byte) error) error) error
 	// settle flushes the memtable, compacts the whole key range and waits
 	// for the background compactions that follow, so the lookups meet a
 	// steady LSM rather than a pile of L0 tables or one that changes.
@@ -25,6 +25,33 @@ type store interface {
 	// footprint returns the filter bytes and the shape of the LSM.
 	footprint() (footprint, error)
 	close() error
+}
+
+// load writes the workload's keys into s in index order (random key
+// order), in NoSync batches of loadBatch writes.
+func load(ctx context.Context, s store, w *workload, prog *progress) error {
+	var key [keySize]byte
+	var value []byte
+	for lo := 0; lo < w.keys; lo += loadBatch {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		hi := min(lo+loadBatch, w.keys)
+		err := s.writeBatch(func(set func(key, value []byte) error) error {
+			for i := lo; i < hi; i++ {
+				value = w.kg.value(value[:0], i, w.valueSize)
+				if err := set(w.kg.present(key[:0], i), value); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		prog.add(hi - lo)
+	}
+	return nil
 }
 
 // kvStore is a bloomkv store.
@@ -47,27 +74,12 @@ func openKV(dir string, o benchOptions, policy bloompolicy.FilterPolicy) (*kvSto
 	return &kvStore{db: db}, nil
 }
 
-func (s *kvStore) load(ctx context.Context, w *workload, prog *progress) error {
-	var key [keySize]byte
-	var value []byte
-	for lo := 0; lo < w.keys; lo += loadBatch {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		b := s.db.NewBatch()
-		hi := min(lo+loadBatch, w.keys)
-		for i := lo; i < hi; i++ {
-			value = w.kg.value(value[:0], i, w.valueSize)
-			if err := b.Set(w.kg.present(key[:0], i), value); err != nil {
-				return err
-			}
-		}
-		if err := s.db.Apply(b, kv.NoSync); err != nil {
-			return err
-		}
-		prog.add(hi - lo)
+func (s *kvStore) writeBatch(fill func(set func(key, value []byte) error) error) error {
+	b := s.db.NewBatch()
+	if err := fill(b.Set); err != nil {
+		return err
 	}
-	return nil
+	return s.db.Apply(b, kv.NoSync)
 }
 
 func (s *kvStore) settle() error {

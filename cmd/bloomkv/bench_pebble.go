@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 
 	"github.com/bloomkv/bloomkv/kv"
@@ -83,30 +82,15 @@ func openPebble(dir string, o benchOptions, policy pebble.FilterPolicy) (*pebble
 	return &pebbleStore{db: db, cache: cache}, nil
 }
 
-func (s *pebbleStore) load(ctx context.Context, w *workload, prog *progress) error {
-	var key [keySize]byte
-	var value []byte
-	for lo := 0; lo < w.keys; lo += loadBatch {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		b := s.db.NewBatch()
-		hi := min(lo+loadBatch, w.keys)
-		for i := lo; i < hi; i++ {
-			value = w.kg.value(value[:0], i, w.valueSize)
-			if err := b.Set(w.kg.present(key[:0], i), value, nil); err != nil {
-				return err
-			}
-		}
-		if err := s.db.Apply(b, pebble.NoSync); err != nil {
-			return err
-		}
-		if err := b.Close(); err != nil {
-			return err
-		}
-		prog.add(hi - lo)
+func (s *pebbleStore) writeBatch(fill func(set func(key, value []byte) error) error) error {
+	b := s.db.NewBatch()
+	if err := fill(func(key, value []byte) error { return b.Set(key, value, nil) }); err != nil {
+		return err
 	}
-	return nil
+	if err := s.db.Apply(b, pebble.NoSync); err != nil {
+		return err
+	}
+	return b.Close()
 }
 
 // settle flushes, compacts every key (hex digits sort below 0xff) and waits
