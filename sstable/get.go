@@ -85,7 +85,7 @@ func (r *Reader) searchIndex(target base.InternalKey) (int, error) {
 		}
 	}
 	var idx blockIter
-	if err := idx.init(r.index, r.cmp.Compare, r.name, r.footer.index.Offset); err != nil {
+	if err := r.initIndexIter(&idx); err != nil {
 		return 0, err
 	}
 	if i := idx.searchRestartRange(target, lo, hi); i >= 0 {
@@ -98,7 +98,7 @@ func (r *Reader) searchIndex(target base.InternalKey) (int, error) {
 // its user key.
 func (r *Reader) indexKeyHasUserKey(i int, userKey []byte) (bool, error) {
 	var idx blockIter
-	if err := idx.init(r.index, r.cmp.Compare, r.name, r.footer.index.Offset); err != nil {
+	if err := r.initIndexIter(&idx); err != nil {
 		return false, err
 	}
 	k, ok := idx.restartKey(i)

@@ -26,7 +26,7 @@ type tableIter struct {
 // bytes themselves are immutable.
 func (r *Reader) NewIter(lower, upper []byte) (base.InternalIterator, error) {
 	it := &tableIter{r: r, cmp: r.cmp.Compare, lower: lower, upper: upper}
-	if err := it.index.init(r.index, it.cmp, r.name, r.footer.index.Offset); err != nil {
+	if err := r.initIndexIter(&it.index); err != nil {
 		return nil, err
 	}
 	return it, nil

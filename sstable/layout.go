@@ -68,7 +68,7 @@ func (r *Reader) Layout() (*Layout, error) {
 		return nil, err
 	}
 	var it blockIter
-	if err := it.init(r.index, r.cmp.Compare, r.name, r.footer.index.Offset); err != nil {
+	if err := r.initIndexIter(&it); err != nil {
 		return nil, err
 	}
 	for ok := it.First(); ok; ok = it.Next() {
@@ -168,12 +168,8 @@ type tableCheck struct {
 // checkDataBlock verifies one data block against its index entry and
 // filter.
 func (r *Reader) checkDataBlock(c *tableCheck, d DataBlockInfo, i int) error {
-	data, err := r.readBlock(d.Handle)
-	if err != nil {
-		return err
-	}
 	var it blockIter
-	if err := it.init(data, r.cmp.Compare, r.name, d.Handle.Offset); err != nil {
+	if err := r.readBlockIter(&it, d.Handle, r.cmp.Compare); err != nil {
 		return err
 	}
 	c.keys = c.keys[:0]

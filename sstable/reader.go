@@ -160,15 +160,26 @@ func (r *Reader) decompress(src []byte, off uint64) ([]byte, error) {
 	return out, nil
 }
 
-// readMetaindex loads the metaindex and, through it, the properties.
-func (r *Reader) readMetaindex() error {
-	h := r.footer.metaindex
+// readBlockIter reads the block h locates and points it at it; cmp is as
+// for blockIter (nil for blocks whose keys are not internal keys).
+func (r *Reader) readBlockIter(it *blockIter, h BlockHandle, cmp base.Compare) error {
 	data, err := r.readBlock(h)
 	if err != nil {
 		return err
 	}
+	return it.init(data, cmp, r.name, h.Offset)
+}
+
+// initIndexIter points it at the index block, held in memory since open.
+func (r *Reader) initIndexIter(it *blockIter) error {
+	return it.init(r.index, r.cmp.Compare, r.name, r.footer.index.Offset)
+}
+
+// readMetaindex loads the metaindex and, through it, the properties.
+func (r *Reader) readMetaindex() error {
+	h := r.footer.metaindex
 	var it blockIter
-	if err := it.init(data, nil, r.name, h.Offset); err != nil {
+	if err := r.readBlockIter(&it, h, nil); err != nil {
 		return err
 	}
 	propsHandle, found := BlockHandle{}, false
@@ -189,7 +200,7 @@ func (r *Reader) readMetaindex() error {
 	if !found {
 		return r.corruptf(h.Offset, "metaindex has no properties entry")
 	}
-	data, err = r.readBlock(propsHandle)
+	data, err := r.readBlock(propsHandle)
 	if err != nil {
 		return err
 	}
@@ -201,12 +212,8 @@ func (r *Reader) readMetaindex() error {
 // lookups can trust them.
 func (r *Reader) readIndex() error {
 	h := r.footer.index
-	data, err := r.readBlock(h)
-	if err != nil {
-		return err
-	}
 	var it blockIter
-	if err := it.init(data, r.cmp.Compare, r.name, h.Offset); err != nil {
+	if err := r.readBlockIter(&it, h, r.cmp.Compare); err != nil {
 		return err
 	}
 	bytewise := r.cmp.Name == base.DefaultComparer.Name
@@ -232,7 +239,7 @@ func (r *Reader) readIndex() error {
 		return r.corruptf(h.Offset, "index has %d entries for %d restarts and %d data blocks",
 			n, it.numRestarts, r.props.NumDataBlocks)
 	}
-	r.index, r.numBlocks = data, n
+	r.index, r.numBlocks = it.data, n
 	return nil
 }
 
