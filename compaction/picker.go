@@ -162,21 +162,21 @@ func (p *Picker) PickManual(v *manifest.Version, level int, start, end []byte) *
 	if level == 0 {
 		inputs = overlapsL0(v, cmp, start, end)
 	} else {
-		inputs = overlapsSorted(v.Levels[level], cmp, start, end)
+		files := v.Levels[level]
+		lo, hi := overlapRange(files, cmp, start, end)
 		limit := p.expandLimit()
-		for n, size := 0, uint64(0); n < len(inputs); n++ {
-			if size += inputs[n].Size; size >= limit {
-				inputs = inputs[: n+1 : n+1]
+		for n, size := lo, uint64(0); n < hi; n++ {
+			if size += files[n].Size; size >= limit {
+				hi = n + 1
 				break
 			}
 		}
-		if len(inputs) > 0 {
+		if lo < hi {
 			// Never split one user key's versions between this compaction
 			// and the next.
-			lo := indexOf(v.Levels[level], inputs[0])
-			lo, hi := expandBoundaries(v.Levels[level], cmp, lo, lo+len(inputs))
-			inputs = v.Levels[level][lo:hi:hi]
+			lo, hi = expandBoundaries(files, cmp, lo, hi)
 		}
+		inputs = files[lo:hi:hi]
 	}
 	if len(inputs) == 0 {
 		return nil
@@ -184,15 +184,6 @@ func (p *Picker) PickManual(v *manifest.Version, level int, start, end []byte) *
 	c := p.build(v, level, output, inputs, nil, false)
 	c.Manual = true
 	return c
-}
-
-func indexOf(files []*manifest.FileMetadata, f *manifest.FileMetadata) int {
-	for i, g := range files {
-		if g == f {
-			return i
-		}
-	}
-	panic("compaction: table not in its level")
 }
 
 // expandLimit is the size, in bytes, up to which the inputs of a compaction
@@ -245,9 +236,8 @@ func (p *Picker) expandInputs(v *manifest.Version, c *Compaction, busy map[*mani
 		grown = overlapsL0(v, cmp, s, l)
 	} else {
 		files := v.Levels[c.StartLevel]
-		grown = overlapsSorted(files, cmp, s, l)
-		lo := indexOf(files, grown[0])
-		lo, hi := expandBoundaries(files, cmp, lo, lo+len(grown))
+		lo, hi := overlapRange(files, cmp, s, l)
+		lo, hi = expandBoundaries(files, cmp, lo, hi)
 		grown = files[lo:hi:hi]
 	}
 	if len(grown) <= len(c.Inputs[0]) || totalSize(grown)+totalSize(c.Inputs[1]) >= p.expandLimit() {
