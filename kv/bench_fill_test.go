@@ -64,18 +64,12 @@ const (
 // fillLarge runs one fill of n keys into e, timed, then closes e.
 func fillLarge(b *testing.B, e benchEngine, engine string, n int) {
 	b.StopTimer()
-	var key []byte
 	var probe fillProbe
 	var elapsed time.Duration
 	for c := 1; c <= fillCheckpoints; c++ {
 		start := time.Now()
 		b.StartTimer()
-		for i := (c - 1) * n / fillCheckpoints; i < c*n/fillCheckpoints; i++ {
-			key = benchKey(key, uint64(2*i), true)
-			if err := e.set(key, benchValue(uint64(i)), false); err != nil {
-				b.Fatal(err)
-			}
-		}
+		writeKeys(b, e, (c-1)*n/fillCheckpoints, c*n/fillCheckpoints, true, false)
 		b.StopTimer()
 		elapsed += time.Since(start)
 		probe = probeLookups(b, e, c*n/fillCheckpoints)

@@ -339,6 +339,18 @@ func benchValue(i uint64) []byte {
 	return benchValues[off : off+benchValueSize]
 }
 
+// writeKeys writes keys lo..hi-1 of a store (benchKey(2*i), benchValue(i))
+// into e.
+func writeKeys(b *testing.B, e benchEngine, lo, hi int, random, sync bool) {
+	var key []byte
+	for i := lo; i < hi; i++ {
+		key = benchKey(key, uint64(2*i), random)
+		if err := e.set(key, benchValue(uint64(i)), sync); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // reportCounters reports the change of each counter per operation.
 func reportCounters(b *testing.B, before, after map[string]float64) {
 	for name, v := range after {
@@ -356,15 +368,9 @@ func BenchmarkFill(b *testing.B) {
 				name := fmt.Sprintf("order=%s/sync=%v/engine=%s", order, sync, eng.name)
 				b.Run(name, func(b *testing.B) {
 					e := eng.open(b, b.TempDir(), true)
-					var key []byte
 					b.SetBytes(17 + benchValueSize)
 					b.ResetTimer()
-					for i := 0; i < b.N; i++ {
-						key = benchKey(key, uint64(2*i), order == "random")
-						if err := e.set(key, benchValue(uint64(i)), sync); err != nil {
-							b.Fatal(err)
-						}
-					}
+					writeKeys(b, e, 0, b.N, order == "random", sync)
 					b.StopTimer()
 					if err := e.close(); err != nil {
 						b.Fatal(err)
@@ -381,13 +387,7 @@ func BenchmarkFill(b *testing.B) {
 // background work to end.
 func loadStore(b *testing.B, open func(*testing.B, string, bool) benchEngine, dir, shape string) benchEngine {
 	e := open(b, dir, shape == "compacted")
-	var key []byte
-	for i := 0; i < benchPrefill; i++ {
-		key = benchKey(key, uint64(2*i), true)
-		if err := e.set(key, benchValue(uint64(i)), false); err != nil {
-			b.Fatal(err)
-		}
-	}
+	writeKeys(b, e, 0, benchPrefill, true, false)
 	if err := e.flush(); err != nil {
 		b.Fatal(err)
 	}
