@@ -119,7 +119,7 @@ func (d *DB) flushOneLocked() error {
 	d.updateReadStateLocked()
 	d.metrics.flushes.Add(1)
 	d.metrics.flushBytes.Add(written)
-	d.metrics.levels[0].bytesIn.Add(mem.batchBytes.Load())
+	d.metrics.levels[0].bytesIn.Add(mem.batchBytes)
 	d.metrics.levels[0].bytesWritten.Add(written)
 	d.cleaner.deleteFile(d, base.FileTypeLog, mem.logNum)
 	d.mu.cond.Broadcast()

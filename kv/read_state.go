@@ -15,8 +15,11 @@ type memTable struct {
 	*memtable.MemTable
 	logNum base.FileNum
 	// batchBytes counts the bytes of the batches applied, as they went
-	// to the WAL: what a flush of this memtable brings into L0.
-	batchBytes atomic.Int64
+	// to the WAL: what a flush of this memtable brings into L0. Only the
+	// applying goroutine writes it, and only while the memtable is
+	// mutable; the flush reads it after the rotation, under d.mu, so it
+	// needs no atomic.
+	batchBytes int64
 }
 
 func newMemTable(cmp *base.Comparer, logNum base.FileNum) *memTable {
@@ -32,7 +35,7 @@ func (m *memTable) apply(batch []byte) error {
 	if err != nil {
 		return err
 	}
-	m.batchBytes.Add(int64(len(batch)))
+	m.batchBytes += int64(len(batch))
 	for {
 		rec, seq, ok, err := r.Next()
 		if err != nil || !ok {
