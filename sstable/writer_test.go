@@ -1,0 +1,102 @@
+package sstable
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/cockroachdb/pebble/vfs"
+)
+
+func newMemWriter(t *testing.T, opts WriterOptions) (*Writer, vfs.FS) {
+	t.Helper()
+	fs := vfs.NewMem()
+	f, err := fs.Create("t.sst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NewWriter(f, opts), fs
+}
+
+// TestWriter_EstimatedSize checks that the estimate grows with every entry
+// and, without compression, counts the data blocks exactly: what compaction
+// cuts output tables by.
+func TestWriter_EstimatedSize(t *testing.T) {
+	w, _ := newMemWriter(t, WriterOptions{BlockSize: 64, Compression: NoCompression})
+	if got := w.EstimatedSize(); got != 0 {
+		t.Fatalf("empty writer: EstimatedSize = %d, want 0", got)
+	}
+	var last uint64
+	for i := range 50 {
+		key := base.MakeInternalKey([]byte(fmt.Sprintf("key%03d", i)), 1, base.KindSet)
+		if err := w.Add(key, []byte("value")); err != nil {
+			t.Fatal(err)
+		}
+		got := w.EstimatedSize()
+		if got <= last {
+			t.Fatalf("after entry %d: EstimatedSize = %d, was %d", i, got, last)
+		}
+		last = got
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m := w.Metadata()
+	if m.Properties.NumDataBlocks < 2 {
+		t.Fatalf("%d data blocks, want several", m.Properties.NumDataBlocks)
+	}
+	if last != m.Properties.DataSize {
+		t.Fatalf("EstimatedSize before Close = %d, data blocks hold %d", last, m.Properties.DataSize)
+	}
+}
+
+// TestWriter_Add_Rejects checks that a rejected entry leaves the Writer
+// usable, and that a closed Writer refuses everything.
+func TestWriter_Add_Rejects(t *testing.T) {
+	w, fs := newMemWriter(t, WriterOptions{})
+	b2 := base.MakeInternalKey([]byte("b"), 2, base.KindSet)
+	if err := w.Add(b2, []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		key  base.InternalKey
+		want string
+	}{
+		{base.InternalKey{UserKey: []byte("c"), Trailer: base.MakeTrailer(1, base.KindMax+1)}, "unknown kind"},
+		{base.MakeInternalKey([]byte("a"), 3, base.KindSet), "keys must increase"},
+		{b2, "keys must increase"},
+	} {
+		if err := w.Add(tt.key, nil); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Add(%s) = %v, want an error containing %q", tt.key, err, tt.want)
+		}
+	}
+	if err := w.Add(base.MakeInternalKey([]byte("c"), 1, base.KindDelete), nil); err != nil {
+		t.Fatalf("Add after a rejected entry: %v", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if p := w.Metadata().Properties; p.NumEntries != 2 || p.NumDeletions != 1 {
+		t.Fatalf("table holds %d entries, %d deletions; want 2, 1", p.NumEntries, p.NumDeletions)
+	}
+	if err := w.Add(base.MakeInternalKey([]byte("d"), 1, base.KindSet), nil); !errors.Is(err, errWriterClosed) {
+		t.Fatalf("Add after Close = %v, want %v", err, errWriterClosed)
+	}
+	if err := w.Close(); !errors.Is(err, errWriterClosed) {
+		t.Fatalf("second Close = %v, want %v", err, errWriterClosed)
+	}
+	data, err := readAll(fs, "t.sst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := openBytes(data, ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := r.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
