@@ -75,8 +75,8 @@ func (o *benchOptions) check() error {
 	if err := checkFPR(o.fpr); err != nil {
 		return err
 	}
-	if ext := filepath.Ext(o.plot); o.plot != "" && ext != ".svg" && ext != ".png" {
-		return usagef("--plot %s: want a file name ending in .svg or .png", o.plot)
+	if o.plot != "" {
+		return checkPlotPath(o.plot)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"math"
 	"testing"
 )
@@ -58,5 +59,22 @@ func TestCompareWithPebble(t *testing.T) {
 	}
 	if got := compareWithPebble(rows[:3]); got != nil {
 		t.Errorf("without Pebble rows: got %+v, want nothing", got)
+	}
+}
+
+func TestBenchOptions_CheckPlot(t *testing.T) {
+	o := benchOptions{keys: 1, lookups: 1, fpr: 0.01, cache: 1}
+	for _, plot := range []string{"", "p.svg", "p.png", "P.SVG"} {
+		o.plot = plot
+		if err := o.check(); err != nil {
+			t.Errorf("--plot %q: %v", plot, err)
+		}
+	}
+	for _, plot := range []string{"p.pdf", "p"} {
+		o.plot = plot
+		var u usageError
+		if err := o.check(); !errors.As(err, &u) {
+			t.Errorf("--plot %q: got %v, want a usage error", plot, err)
+		}
 	}
 }

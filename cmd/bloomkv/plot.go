@@ -54,12 +54,20 @@ var (
 	colorPresent  = color.RGBA{R: 0xe6, G: 0x9f, B: 0x00, A: 0xff}
 )
 
+// checkPlotPath rejects a plot file name whose extension is neither .svg
+// nor .png, in either case.
+func checkPlotPath(path string) error {
+	if ext := strings.ToLower(filepath.Ext(path)); ext != ".svg" && ext != ".png" {
+		return usagef("--plot %s: want a file name ending in .svg or .png", path)
+	}
+	return nil
+}
+
 // writePlot draws the two panels side by side into path on fs, as SVG or
 // PNG according to its extension.
 func writePlot(fs vfs.FS, path string, d plotData) error {
-	ext := strings.ToLower(filepath.Ext(path))
-	if ext != ".svg" && ext != ".png" {
-		return usagef("--plot %s: want a file name ending in .svg or .png", path)
+	if err := checkPlotPath(path); err != nil {
+		return err
 	}
 	left, err := fprPlot(d)
 	if err != nil {
@@ -71,7 +79,7 @@ func writePlot(fs vfs.FS, path string, d plotData) error {
 	}
 	const w, h = 28 * vg.Centimeter, 11 * vg.Centimeter
 	var canvas vg.CanvasWriterTo
-	if ext == ".svg" {
+	if strings.EqualFold(filepath.Ext(path), ".svg") {
 		canvas = vgsvg.New(w, h)
 	} else {
 		canvas = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(110))}
