@@ -115,17 +115,7 @@ func (e *bloomkvEngine) get(key []byte) (bool, error) {
 	return err == nil, err
 }
 
-func (e *bloomkvEngine) scan() (int, error) {
-	it, err := e.db.NewIter(nil)
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for ok := it.First(); ok; ok = it.Next() {
-		n++
-	}
-	return n, it.Close()
-}
+func (e *bloomkvEngine) scan() (int, error) { return countKeys(e.db.NewIter(nil)) }
 
 func (e *bloomkvEngine) flush() error      { return e.db.Flush() }
 func (e *bloomkvEngine) compactAll() error { return e.db.Compact(nil, nil) }
@@ -231,17 +221,7 @@ func (e *pebbleEngine) get(key []byte) (bool, error) {
 	return true, closer.Close()
 }
 
-func (e *pebbleEngine) scan() (int, error) {
-	it, err := e.db.NewIter(nil)
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for ok := it.First(); ok; ok = it.Next() {
-		n++
-	}
-	return n, it.Close()
-}
+func (e *pebbleEngine) scan() (int, error) { return countKeys(e.db.NewIter(nil)) }
 
 func (e *pebbleEngine) flush() error { return e.db.Flush() }
 
@@ -289,6 +269,26 @@ func (e *pebbleEngine) close() error {
 	err := e.db.Close()
 	e.cache.Unref()
 	return err
+}
+
+// scanIter is what countKeys needs of either engine's iterator.
+type scanIter interface {
+	First() bool
+	Next() bool
+	Close() error
+}
+
+// countKeys walks a freshly opened iterator to the end, closes it, and
+// returns the number of keys it showed.
+func countKeys[I scanIter](it I, err error) (int, error) {
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		n++
+	}
+	return n, it.Close()
 }
 
 // --- workloads ---
