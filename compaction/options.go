@@ -49,25 +49,20 @@ func (o *Options) withDefaults() Options {
 	if o != nil {
 		r = *o
 	}
-	if r.L0CompactionThreshold <= 0 {
-		r.L0CompactionThreshold = DefaultL0CompactionThreshold
-	}
-	if r.LBaseMaxBytes <= 0 {
-		r.LBaseMaxBytes = DefaultLBaseMaxBytes
-	}
-	if r.LevelMultiplier <= 0 {
-		r.LevelMultiplier = DefaultLevelMultiplier
-	}
-	if r.TargetFileSize <= 0 {
-		r.TargetFileSize = DefaultTargetFileSize
-	}
-	if r.ExpandedCompactionFactor <= 0 {
-		r.ExpandedCompactionFactor = DefaultExpandedCompactionFactor
-	}
-	if r.GrandparentOverlapFactor <= 0 {
-		r.GrandparentOverlapFactor = DefaultGrandparentOverlapFactor
-	}
+	setDefault(&r.L0CompactionThreshold, DefaultL0CompactionThreshold)
+	setDefault(&r.LBaseMaxBytes, DefaultLBaseMaxBytes)
+	setDefault(&r.LevelMultiplier, DefaultLevelMultiplier)
+	setDefault(&r.TargetFileSize, DefaultTargetFileSize)
+	setDefault(&r.ExpandedCompactionFactor, DefaultExpandedCompactionFactor)
+	setDefault(&r.GrandparentOverlapFactor, DefaultGrandparentOverlapFactor)
 	return r
+}
+
+// setDefault sets *p to def when it is not positive.
+func setDefault[T int | int64](p *T, def T) {
+	if *p <= 0 {
+		*p = def
+	}
 }
 
 // MaxGrandparentOverlap returns the number of bytes of grandparent tables one
