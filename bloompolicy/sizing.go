@@ -112,21 +112,26 @@ func allSetChain(j, throws int, m float64) float64 {
 	return p[j]
 }
 
-// bestPlainProbes returns the probe count in [1, maxProbes] that minimizes
-// plainFPR for m bits and n keys, and that rate. The rate is unimodal in k,
-// so the scan stops once it has risen for two steps in a row.
-func bestPlainProbes(m float64, n int) (k int, fpr float64) {
-	k, fpr = 1, plainFPR(m, n, 1)
+// bestProbes returns the probe count in [1, maxProbes] that minimizes rate,
+// and that rate. The rate is unimodal in k, so the scan stops once it has
+// risen for two steps in a row.
+func bestProbes(rate func(k int) float64) (k int, fpr float64) {
+	k, fpr = 1, rate(1)
 	rising := 0
 	for c := 2; c <= maxProbes && rising < 2; c++ {
-		f := plainFPR(m, n, c)
-		if f < fpr {
+		if f := rate(c); f < fpr {
 			k, fpr, rising = c, f, 0
 		} else {
 			rising++
 		}
 	}
 	return k, fpr
+}
+
+// bestPlainProbes returns the probe count that minimizes plainFPR for m
+// bits and n keys, and that rate.
+func bestPlainProbes(m float64, n int) (k int, fpr float64) {
+	return bestProbes(func(k int) float64 { return plainFPR(m, n, k) })
 }
 
 // lineModel computes the false-positive rate of the blocked layout for one
@@ -167,17 +172,7 @@ func (lm *lineModel) fpr(bitsPerKey float64) float64 {
 // blockedProbesFor returns the probe count that minimizes the blocked
 // layout's false-positive rate at bitsPerKey, and that rate.
 func blockedProbesFor(bitsPerKey float64) (k int, fpr float64) {
-	k, fpr = 0, 2.0
-	rising := 0
-	for c := 1; c <= maxProbes && rising < 2; c++ {
-		f := (&lineModel{k: c}).fpr(bitsPerKey)
-		if f < fpr {
-			k, fpr, rising = c, f, 0
-		} else {
-			rising++
-		}
-	}
-	return k, fpr
+	return bestProbes(func(k int) float64 { return (&lineModel{k: k}).fpr(bitsPerKey) })
 }
 
 // blockedBitsFor returns the fewest bits per key (to 1/1024 of a bit) with
