@@ -75,7 +75,7 @@ func fillLarge(b *testing.B, e benchEngine, engine string, n int) {
 		probe = probeLookups(b, e, c*n/fillCheckpoints)
 		b.Logf("%s %3d%%: %d keys in %v, tables per level %v, sorted runs %d, %s, write-amp %.2f",
 			engine, 100*c/fillCheckpoints, c*n/fillCheckpoints, elapsed.Round(time.Millisecond),
-			e.levels(), probe.sortedRuns, probe, e.(fillStatser).fillStats().writeAmp)
+			e.levels(), probe.sortedRuns, probe, e.fillStats().writeAmp)
 	}
 	if err := e.flush(); err != nil {
 		b.Fatal(err)
@@ -85,7 +85,7 @@ func fillLarge(b *testing.B, e benchEngine, engine string, n int) {
 		b.Logf("%s: background work still running after 30 minutes", engine)
 	}
 	settled := time.Since(settleStart)
-	st := e.(fillStatser).fillStats()
+	st := e.fillStats()
 	probe = probeLookups(b, e, n)
 	b.Logf("%s settled %v after the fill: tables per level %v, sorted runs %d, %s, write-amp %.2f",
 		engine, settled.Round(time.Millisecond), e.levels(), probe.sortedRuns, probe, st.writeAmp)
@@ -111,8 +111,6 @@ type fillStats struct {
 	sortedRuns   int
 	writeAmp     float64
 }
-
-type fillStatser interface{ fillStats() fillStats }
 
 func (e *bloomkvEngine) fillStats() fillStats {
 	m := e.db.Metrics()
@@ -151,18 +149,17 @@ func (p fillProbe) String() string {
 // probeLookups looks up fillProbes of the first written keys, then as many
 // absent keys among them, and returns the tables checked per lookup.
 func probeLookups(b *testing.B, e benchEngine, written int) fillProbe {
-	s := e.(fillStatser)
-	before := s.fillStats()
+	before := e.fillStats()
 	p := fillProbe{countsTables: before.countsTables, sortedRuns: before.sortedRuns}
 	var key []byte
 	for _, present := range []bool{true, false} {
-		start := s.fillStats().tablesChecked
+		start := e.fillStats().tablesChecked
 		for i := 0; i < fillProbes; i++ {
 			j := mix64(uint64(written)*fillProbes+uint64(i)) % uint64(written)
 			key = benchKey(key, 2*j+boolToUint(!present), true)
 			checkGet(b, e, key, present)
 		}
-		perGet := (s.fillStats().tablesChecked - start) / fillProbes
+		perGet := (e.fillStats().tablesChecked - start) / fillProbes
 		if present {
 			p.present = perGet
 		} else {

@@ -62,6 +62,8 @@ type benchEngine interface {
 	counters() map[string]float64
 	// levels returns the number of tables in each level.
 	levels() []int
+	// fillStats returns what BenchmarkFillLarge reports of the engine.
+	fillStats() fillStats
 	close() error
 }
 
