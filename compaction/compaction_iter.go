@@ -117,7 +117,7 @@ func (i *compactionIter) readKey() {
 // when nothing below the output holds userKey.
 func (i *compactionIter) elideTombstones(userKey []byte) {
 	n := len(i.kept)
-	for n > 0 && base.Kind(i.kept[n-1].trailer&0xff) == base.KindDelete {
+	for n > 0 && (base.InternalKey{Trailer: i.kept[n-1].trailer}).Kind() == base.KindDelete {
 		n--
 	}
 	if n < len(i.kept) && i.elide(userKey) {
