@@ -120,11 +120,7 @@ func TestCache_SharedByReaders(t *testing.T) {
 	var rs []*Reader
 	for n := base.FileNum(1); n <= 2; n++ {
 		entries := randomEntries(rng, 100)
-		r, err := openBytes(buildBytes(t, entries, WriterOptions{BlockSize: 256}), ReaderOptions{Cache: c, FileNum: n})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Close()
+		r := openTable(t, buildBytes(t, entries, WriterOptions{BlockSize: 256}), ReaderOptions{Cache: c, FileNum: n})
 		it, _ := r.NewIter(nil, nil)
 		for it.First(); it.Valid(); it.Next() {
 		}

@@ -38,11 +38,7 @@ func smallTable(t *testing.T, policy bloompolicy.FilterPolicy) ([]testEntry, []b
 
 // countSnappyBlocks counts the data blocks stored compressed.
 func countSnappyBlocks(t *testing.T, data []byte) int {
-	r, err := openBytes(data, ReaderOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := openTable(t, data, ReaderOptions{})
 	l, err := r.Layout()
 	if err != nil {
 		t.Fatal(err)

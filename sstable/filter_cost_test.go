@@ -44,11 +44,7 @@ func TestFilterBlock_BitsPerKey(t *testing.T) {
 	entries := fortyByteEntries(n)
 	bloom := newBloom(t, 0.01)
 	data := buildBytes(t, entries, WriterOptions{FilterPolicy: bloom})
-	r, err := openBytes(data, ReaderOptions{Filters: filters(bloom)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := openTable(t, data, ReaderOptions{Filters: filters(bloom)})
 	p := r.Properties()
 	perBlock := float64(n) / float64(p.NumDataBlocks)
 	bitsPerKey := 8 * float64(p.FilterSize) / n

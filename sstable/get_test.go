@@ -14,11 +14,7 @@ import (
 // newKey(i, old), with checksums and footer to match.
 func rewriteIndex(t *testing.T, data []byte, newKey func(i int, old base.InternalKey) base.InternalKey) []byte {
 	t.Helper()
-	r, err := openBytes(data, ReaderOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := openTable(t, data, ReaderOptions{})
 	l, err := r.Layout()
 	if err != nil {
 		t.Fatal(err)
@@ -100,11 +96,7 @@ func TestReader_Get_ContinuationFilterNegative(t *testing.T) {
 		}
 		return old
 	})
-	r, err := openBytes(data, ReaderOptions{Filters: filters(hashSetPolicy{})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := openTable(t, data, ReaderOptions{Filters: filters(hashSetPolicy{})})
 	var st LookupStats
 	if _, _, found, err := r.Get([]byte("k"), 7, &st); found || err != nil {
 		t.Fatalf("Get(k, 7) found=%v err=%v", found, err)
@@ -150,11 +142,7 @@ func TestReader_Get_CustomComparer(t *testing.T) {
 		return reverseComparer.Compare(a.key.UserKey, b.key.UserKey) // versions keep their order
 	})
 	data := buildBytes(t, entries, WriterOptions{BlockSize: 128, Comparer: reverseComparer, FilterPolicy: hashSetPolicy{}})
-	r, err := openBytes(data, ReaderOptions{Comparer: reverseComparer, Filters: filters(hashSetPolicy{})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := openTable(t, data, ReaderOptions{Comparer: reverseComparer, Filters: filters(hashSetPolicy{})})
 	if r.indexPrefixes != nil {
 		t.Fatal("key prefixes kept under a non-bytewise comparer")
 	}

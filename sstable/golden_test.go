@@ -111,11 +111,7 @@ func TestGolden_Read(t *testing.T) {
 			if err := verifyTable(entries, data, policy); err != nil {
 				t.Fatal(err)
 			}
-			r, err := openBytes(data, ReaderOptions{Filters: filters(policy)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Close()
+			r := openTable(t, data, ReaderOptions{Filters: filters(policy)})
 			summary := goldenSummary(t, r)
 			path := filepath.Join(goldenDir, g.file+".txt")
 			if rewriting() {

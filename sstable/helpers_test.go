@@ -164,6 +164,19 @@ func openBytes(data []byte, opts ReaderOptions) (*Reader, error) {
 	return NewReader(f, opts)
 }
 
+// openTable is openBytes for a test that needs the table open: it fails
+// the test if the table does not open and closes the Reader when the test
+// ends.
+func openTable(t testing.TB, data []byte, opts ReaderOptions) *Reader {
+	t.Helper()
+	r, err := openBytes(data, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
 // filters returns ReaderOptions.Filters holding p.
 func filters(p bloompolicy.FilterPolicy) map[string]bloompolicy.FilterPolicy {
 	if p == nil {

@@ -100,11 +100,7 @@ func TestReader_IOErrors(t *testing.T) {
 // cache from several goroutines (run it with -race).
 func TestReader_Concurrent(t *testing.T) {
 	entries, data := smallTable(t, hashSetPolicy{})
-	r, err := openBytes(data, ReaderOptions{Cache: NewCache(2 << 10), Filters: filters(hashSetPolicy{})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := openTable(t, data, ReaderOptions{Cache: NewCache(2 << 10), Filters: filters(hashSetPolicy{})})
 	var wg sync.WaitGroup
 	for g := 0; g < 4; g++ {
 		wg.Add(1)

@@ -109,11 +109,7 @@ func TestReader_Iter_Model(t *testing.T) {
 	rng := seedRNG(t)
 	entries := randomEntries(rng, 200)
 	data := buildBytes(t, entries, WriterOptions{BlockSize: 128, BlockRestartInterval: 4})
-	r, err := openBytes(data, ReaderOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := openTable(t, data, ReaderOptions{})
 	randKey := func() []byte {
 		k := entries[rng.IntN(len(entries))].key.UserKey
 		if rng.IntN(2) == 0 {
@@ -263,11 +259,7 @@ func TestReader_Get_AbsentAllocs(t *testing.T) {
 	rng := seedRNG(t)
 	entries := randomEntries(rng, 500)
 	data := buildBytes(t, entries, WriterOptions{FilterPolicy: hashSetPolicy{}})
-	r, err := openBytes(data, ReaderOptions{Cache: NewCache(1 << 20), Filters: filters(hashSetPolicy{})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := openTable(t, data, ReaderOptions{Cache: NewCache(1 << 20), Filters: filters(hashSetPolicy{})})
 	var st LookupStats
 	absent, present := []byte("key0001zz"), entries[len(entries)/2].key.UserKey
 	r.Get(present, base.SeqNumMax, &st) // warm the cache

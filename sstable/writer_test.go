@@ -91,11 +91,7 @@ func TestWriter_Add_Rejects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := openBytes(data, ReaderOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := openTable(t, data, ReaderOptions{})
 	if err := r.Check(); err != nil {
 		t.Fatal(err)
 	}
