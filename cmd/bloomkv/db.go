@@ -251,8 +251,7 @@ func dbMetrics(db *kv.DB) dbMetricsOut {
 
 func (l *dbLevel) derive() {
 	l.BitsPerKey = jsonFloat(ratio(8*float64(l.FilterBytes), float64(l.Keys)))
-	c := l.Lookups
-	l.FPR = jsonFloat(ratio(float64(c.FilterFalsePositives), float64(c.FilterFalsePositives+c.FilterNegatives)))
+	l.FPR = jsonFloat(l.Lookups.observedFPR())
 }
 
 func fromLookupMetrics(l kv.LookupMetrics) lookupCounts {

@@ -175,6 +175,12 @@ func (c lookupCounts) minus(before lookupCounts) lookupCounts {
 	}
 }
 
+// observedFPR returns the share of filter checks of absent keys that said
+// maybe: false positives / (false positives + negatives), NaN without any.
+func (c lookupCounts) observedFPR() float64 {
+	return ratio(float64(c.FilterFalsePositives), float64(c.FilterFalsePositives+c.FilterNegatives))
+}
+
 // phase is one timed set of lookups, all of absent or all of present keys.
 type phase struct {
 	NsPerOp             jsonFloat    `json:"ns_per_op"`
@@ -233,9 +239,7 @@ func (r *benchRow) fill(fp footprint, target float64) {
 	if r.Filter == "none" {
 		r.FilterBitsPerKey = jsonFloat(math.NaN())
 	} else {
-		a := r.Absent.Lookups
-		r.ObservedFPR = jsonFloat(ratio(float64(a.FilterFalsePositives),
-			float64(a.FilterFalsePositives+a.FilterNegatives)))
+		r.ObservedFPR = jsonFloat(r.Absent.Lookups.observedFPR())
 		r.TargetFPR = jsonFloat(target)
 	}
 }
