@@ -147,13 +147,7 @@ func (e *bloomkvEngine) counters() map[string]float64 {
 	}
 }
 
-func (e *bloomkvEngine) levels() []int {
-	var n []int
-	for _, l := range e.db.Metrics().Levels {
-		n = append(n, l.NumFiles)
-	}
-	return n
-}
+func (e *bloomkvEngine) levels() []int { return levelFiles(e.db.Metrics()) }
 
 func (e *bloomkvEngine) close() error { return e.db.Close() }
 
@@ -327,14 +321,7 @@ func benchKey(buf []byte, i uint64, random bool) []byte {
 }
 
 // benchValues is a pool of incompressible-ish bytes values are cut from.
-var benchValues = func() []byte {
-	rng := newRand(1)
-	v := make([]byte, 1<<16)
-	for i := range v {
-		v[i] = byte('a' + rng.IntN(26))
-	}
-	return v
-}()
+var benchValues = []byte(randomLetters(newRand(1), 1<<16))
 
 func benchValue(i uint64) []byte {
 	off := (i * 7919) % uint64(len(benchValues)-benchValueSize)
