@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/manifest"
 	"github.com/bloomkv/bloomkv/sstable"
 )
 
@@ -49,9 +50,26 @@ func TestRun_RandomModel(t *testing.T) {
 			stats.Shadowed+stats.TombstonesElided+stats.EntriesOut != stats.EntriesIn {
 			t.Fatalf("%s: stats %+v for %d in, %d out", ctx, stats, len(input), len(output))
 		}
+		checkByteStats(t, ctx, stats, input, tables)
 		readers := append(append([]base.SeqNum(nil), snapshots...), base.SeqNumMax)
 		checkSameReads(t, ctx, input, output, readers, elide)
 		checkNothingUseless(t, ctx, output, readers, elide)
+	}
+}
+
+// checkByteStats checks that stats count the encoded keys and values of
+// the input as read and the sizes of the tables as written.
+func checkByteStats(t *testing.T, ctx string, stats RunStats, input []modelEntry, tables []*manifest.FileMetadata) {
+	t.Helper()
+	var read, written int64
+	for _, e := range input {
+		read += int64(e.key.Size() + len(e.value))
+	}
+	for _, m := range tables {
+		written += int64(m.Size)
+	}
+	if stats.BytesRead != read || stats.BytesWritten != written {
+		t.Fatalf("%s: read %d bytes, wrote %d; want %d and %d", ctx, stats.BytesRead, stats.BytesWritten, read, written)
 	}
 }
 
