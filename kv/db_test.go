@@ -187,12 +187,8 @@ func TestDB_GetReturnsCopy(t *testing.T) {
 func TestDB_Reopen(t *testing.T) {
 	for _, wo := range []*WriteOptions{Sync, NoSync} {
 		t.Run(fmt.Sprintf("sync=%v", wo.Sync), func(t *testing.T) {
-			fs := vfs.NewMem()
-			o := &Options{FS: fs, MemTableSize: 8 << 10}
-			d, err := Open("db", o)
-			if err != nil {
-				t.Fatal(err)
-			}
+			o := &Options{MemTableSize: 8 << 10}
+			d, _ := openMem(t, o)
 			for i := 0; i < 2000; i++ {
 				if err := d.Set(fmt.Appendf(nil, "key%05d", i), fmt.Appendf(nil, "v%d", i), wo); err != nil {
 					t.Fatal(err)
@@ -205,7 +201,7 @@ func TestDB_Reopen(t *testing.T) {
 				t.Fatal(err)
 			}
 			for round := 0; round < 2; round++ {
-				d, err = Open("db", o)
+				d, err := Open("db", o)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -228,9 +224,8 @@ func TestDB_Reopen(t *testing.T) {
 // TestDB_SequenceNumbersSurviveReopen keeps new writes newer than
 // recovered ones, also after the WAL was flushed away.
 func TestDB_SequenceNumbersSurviveReopen(t *testing.T) {
-	fs := vfs.NewMem()
-	o := &Options{FS: fs, DisableAutomaticCompactions: true}
-	d, _ := Open("db", o)
+	o := &Options{DisableAutomaticCompactions: true}
+	d, _ := openMem(t, o)
 	d.Set([]byte("k"), []byte("old"), Sync)
 	d.Flush()
 	d.Close()
@@ -246,9 +241,8 @@ func TestDB_SequenceNumbersSurviveReopen(t *testing.T) {
 
 // TestRecovery_TornTail drops a torn last WAL record and keeps the rest.
 func TestRecovery_TornTail(t *testing.T) {
-	fs := vfs.NewMem()
-	o := &Options{FS: fs}
-	d, _ := Open("db", o)
+	o := &Options{}
+	d, fs := openMem(t, o)
 	d.Set([]byte("a"), []byte("1"), Sync)
 	d.Set([]byte("b"), bytes.Repeat([]byte("2"), 100), Sync)
 	log := d.commit.log.name
@@ -266,9 +260,8 @@ func TestRecovery_TornTail(t *testing.T) {
 // TestRecovery_Corruption reports damage followed by valid records as
 // corruption naming the WAL.
 func TestRecovery_Corruption(t *testing.T) {
-	fs := vfs.NewMem()
-	o := &Options{FS: fs}
-	d, _ := Open("db", o)
+	o := &Options{}
+	d, fs := openMem(t, o)
 	d.Set([]byte("a"), bytes.Repeat([]byte("1"), 50), Sync)
 	d.Set([]byte("b"), []byte("2"), Sync)
 	log := d.commit.log.name
@@ -285,9 +278,8 @@ func TestRecovery_Corruption(t *testing.T) {
 
 // TestRecovery_MissingTable names a table the MANIFEST needs that is gone.
 func TestRecovery_MissingTable(t *testing.T) {
-	fs := vfs.NewMem()
-	o := &Options{FS: fs}
-	d, _ := Open("db", o)
+	o := &Options{}
+	d, fs := openMem(t, o)
 	d.Set([]byte("a"), []byte("1"), Sync)
 	d.Flush()
 	f := d.mu.versions.current.Levels[0][0]
@@ -302,9 +294,8 @@ func TestRecovery_MissingTable(t *testing.T) {
 
 // TestRecovery_ObsoleteFilesDeleted removes leftovers at Open.
 func TestRecovery_ObsoleteFilesDeleted(t *testing.T) {
-	fs := vfs.NewMem()
-	o := &Options{FS: fs}
-	d, _ := Open("db", o)
+	o := &Options{}
+	d, fs := openMem(t, o)
 	d.Set([]byte("a"), []byte("1"), Sync)
 	d.Flush() // WAL 000001.log is obsolete from here on
 	d.Close()
@@ -363,9 +354,8 @@ func truncateFile(t *testing.T, fs vfs.FS, name string, drop int) {
 // TestRecovery_BadCurrent reports a CURRENT that names no MANIFEST as
 // corruption.
 func TestRecovery_BadCurrent(t *testing.T) {
-	fs := vfs.NewMem()
-	o := &Options{FS: fs}
-	d, _ := Open("db", o)
+	o := &Options{}
+	d, fs := openMem(t, o)
 	d.Close()
 	writeFile(t, fs, "db/CURRENT", []byte("garbage"))
 	if _, err := Open("db", o); !errors.Is(err, ErrCorruption) || !strings.Contains(err.Error(), "CURRENT") {
@@ -376,9 +366,8 @@ func TestRecovery_BadCurrent(t *testing.T) {
 // TestRecovery_ManifestTornTail ignores a half-written last MANIFEST
 // record: the edit was never acknowledged.
 func TestRecovery_ManifestTornTail(t *testing.T) {
-	fs := vfs.NewMem()
-	o := &Options{FS: fs}
-	d, _ := Open("db", o)
+	o := &Options{}
+	d, fs := openMem(t, o)
 	d.Set([]byte("a"), []byte("1"), Sync)
 	d.Flush()
 	d.Close()

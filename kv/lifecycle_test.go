@@ -52,12 +52,8 @@ func TestIterator_HoldsVersion(t *testing.T) {
 // TestDB_AutomaticCompaction lets background compaction keep L0 short and
 // checks every key afterwards, also after a reopen.
 func TestDB_AutomaticCompaction(t *testing.T) {
-	fs := vfs.NewMem()
-	o := &Options{FS: fs, MemTableSize: 8 << 10, L0CompactionThreshold: 2, TargetFileSize: 16 << 10}
-	d, err := Open("db", o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := &Options{MemTableSize: 8 << 10, L0CompactionThreshold: 2, TargetFileSize: 16 << 10}
+	d, _ := openMem(t, o)
 	const n = 3000
 	for i := 0; i < n; i++ {
 		d.Set(fmt.Appendf(nil, "key%05d", (i*7919)%n), fmt.Appendf(nil, "value%d", i), NoSync)
@@ -86,7 +82,7 @@ func TestDB_AutomaticCompaction(t *testing.T) {
 	}
 	check(d)
 	d.Close()
-	d, err = Open("db", o)
+	d, err := Open("db", o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,12 +213,8 @@ func (w *exactWriter) Finish(dst []byte) []byte {
 // TestManifest_Rollover rewrites the MANIFEST on every edit with a tiny
 // size limit: one MANIFEST remains, CURRENT names it, and reopen works.
 func TestManifest_Rollover(t *testing.T) {
-	fs := vfs.NewMem()
-	o := &Options{FS: fs, MaxManifestFileSize: 1, DisableAutomaticCompactions: true}
-	d, err := Open("db", o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := &Options{MaxManifestFileSize: 1, DisableAutomaticCompactions: true}
+	d, fs := openMem(t, o)
 	for i := 0; i < 5; i++ {
 		d.Set(fmt.Appendf(nil, "k%d", i), []byte("v"), NoSync)
 		if err := d.Flush(); err != nil {
@@ -242,7 +234,7 @@ func TestManifest_Rollover(t *testing.T) {
 	if len(manifests) != 1 || current != manifests[0]+"\n" {
 		t.Fatalf("manifests %v, CURRENT %q", manifests, current)
 	}
-	d, err = Open("db", o)
+	d, err := Open("db", o)
 	if err != nil {
 		t.Fatal(err)
 	}
