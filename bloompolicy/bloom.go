@@ -24,11 +24,9 @@ type Bloom struct {
 	probes      int
 	expectedFPR float64
 
-	// plainBitsPerKey is the fixed budget of small filters (0 when sized
-	// by target). plainMaxKeys is the largest key count that still gets
-	// the plain layout.
-	plainBitsPerKey float64
-	plainMaxKeys    int
+	// plainMaxKeys is the largest key count that still gets the plain
+	// layout.
+	plainMaxKeys int
 }
 
 // plainSize is the dimensions of a plain filter for a given key count.
@@ -107,7 +105,7 @@ func NewBitsPerKey(bitsPerKey float64) (*Bloom, error) {
 		bs.probes, bs.fpr = blockedProbesFor(bitsPerKey)
 		return bs
 	})
-	b := &Bloom{bitsPerKey: bitsPerKey, probes: bs.probes, expectedFPR: bs.fpr, plainBitsPerKey: bitsPerKey}
+	b := &Bloom{bitsPerKey: bitsPerKey, probes: bs.probes, expectedFPR: bs.fpr}
 	b.plainMaxKeys = int(plainMaxBytes * 8 / bitsPerKey)
 	return b, nil
 }
@@ -146,13 +144,16 @@ func (b *Bloom) String() string {
 	return fmt.Sprintf("%s(%g bits/key, %d probes, fpr≈%.3g)", EncodingName, b.bitsPerKey, b.probes, b.expectedFPR)
 }
 
-// plainSizeFor returns the dimensions of a plain filter of n keys.
+// plainSizeFor returns the dimensions of a plain filter of n keys: sized
+// for b's target, or else at b's bits per key.
 func (b *Bloom) plainSizeFor(n int) plainSize {
-	return cached(sizingKey{target: b.target, bits: b.plainBitsPerKey, n: n}, func() plainSize {
-		if b.target > 0 {
+	if b.target > 0 {
+		return cached(sizingKey{target: b.target, n: n}, func() plainSize {
 			return plainSizeForTarget(n, b.target)
-		}
-		bytes := max(1, int(math.Ceil(b.plainBitsPerKey*float64(n)/8)))
+		})
+	}
+	return cached(sizingKey{bits: b.bitsPerKey, n: n}, func() plainSize {
+		bytes := max(1, int(math.Ceil(b.bitsPerKey*float64(n)/8)))
 		probes, _ := bestPlainProbes(float64(8*bytes), n)
 		return plainSize{bytes: bytes, probes: probes}
 	})
