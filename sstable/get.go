@@ -32,7 +32,7 @@ func (r *Reader) Get(userKey []byte, seq base.SeqNum, stats *LookupStats) (value
 			g.release()
 		}
 	}()
-	for ; i < r.numBlocks; i++ {
+	for ; i < len(r.blockHandles); i++ {
 		if r.filter != nil && !r.filterPolicy.MayContain(r.filter.filter(i), userKey) {
 			stats.FilterNegatives++
 			return nil, 0, false, nil
@@ -69,16 +69,17 @@ func (r *Reader) countVerdict(stats *LookupStats, held bool) {
 	}
 }
 
-// searchIndex returns the first index entry >= target (numBlocks if none).
+// searchIndex returns the first index entry >= target (the number of data
+// blocks if none).
 // Under a bytewise comparer the in-memory key prefixes find it without
 // decoding index entries unless another entry shares target's 8-byte
 // prefix; otherwise it binary-searches the index block.
 func (r *Reader) searchIndex(target base.InternalKey) (int, error) {
-	lo, hi := 0, r.numBlocks
+	lo, hi := 0, len(r.blockHandles)
 	if r.indexPrefixes != nil {
 		p := keyPrefix(target.UserKey)
 		lo = lowerBound(r.indexPrefixes, p)
-		for hi = lo; hi < r.numBlocks && r.indexPrefixes[hi] == p; hi++ {
+		for hi = lo; hi < len(r.indexPrefixes) && r.indexPrefixes[hi] == p; hi++ {
 		}
 		if lo == hi {
 			return lo, nil

@@ -92,7 +92,7 @@ func (r *Reader) filterBlock() (*filterBlock, error) {
 	if err != nil {
 		return nil, err
 	}
-	fb, err := decodeFilterBlock(data, r.numBlocks)
+	fb, err := decodeFilterBlock(data, len(r.blockHandles))
 	if err != nil {
 		return nil, r.corruptf(r.filterHandle.Offset, "filter block: %v", err)
 	}

@@ -31,11 +31,11 @@ type Reader struct {
 	metaindex []MetaEntry
 	props     Properties
 
-	index     []byte // index block contents: entry i locates data block i
-	numBlocks int
-	// blockHandles[i] is index entry i's handle, decoded once. Under a
-	// bytewise comparer indexPrefixes[i] is keyPrefix of its user key, so
-	// lookups rarely decode index entries at all.
+	index []byte // index block contents: entry i locates data block i
+	// blockHandles[i] is index entry i's handle, decoded once: there is one
+	// per data block. Under a bytewise comparer indexPrefixes[i] is
+	// keyPrefix of its user key, so lookups rarely decode index entries at
+	// all.
 	blockHandles  []BlockHandle
 	indexPrefixes []uint64
 
@@ -239,7 +239,7 @@ func (r *Reader) readIndex() error {
 		return r.corruptf(h.Offset, "index has %d entries for %d restarts and %d data blocks",
 			n, it.numRestarts, r.props.NumDataBlocks)
 	}
-	r.index, r.numBlocks = it.data, n
+	r.index = it.data
 	return nil
 }
 
@@ -260,7 +260,7 @@ func (r *Reader) readFilter() error {
 		if err != nil {
 			return err
 		}
-		fb, err := decodeFilterBlock(data, r.numBlocks)
+		fb, err := decodeFilterBlock(data, len(r.blockHandles))
 		if err != nil {
 			return r.corruptf(e.Handle.Offset, "filter block: %v", err)
 		}
