@@ -83,15 +83,7 @@ func applyEdit(files map[base.FileNum]NewFileEntry, touched *[NumLevels]bool, e 
 // deeper levels by smallest key.
 func (v *Version) sortLevels(cmp base.Compare, touched [NumLevels]bool) {
 	if touched[0] {
-		slices.SortFunc(v.Levels[0], func(a, b *FileMetadata) int {
-			switch {
-			case l0Less(a, b):
-				return -1
-			case l0Less(b, a):
-				return 1
-			}
-			return 0
-		})
+		slices.SortFunc(v.Levels[0], l0Compare)
 	}
 	for level := 1; level < NumLevels; level++ {
 		if touched[level] {

@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -149,7 +150,7 @@ func (v *Version) Describe(detail func(*FileMetadata) string) string {
 func (v *Version) CheckOrdering(cmp base.Compare) error {
 	for i := 1; i < len(v.Levels[0]); i++ {
 		a, b := v.Levels[0][i-1], v.Levels[0][i]
-		if !l0Less(a, b) {
+		if l0Compare(a, b) >= 0 {
 			return fmt.Errorf("manifest: L0 tables %s and %s out of order", a, b)
 		}
 	}
@@ -167,10 +168,7 @@ func (v *Version) CheckOrdering(cmp base.Compare) error {
 	return nil
 }
 
-// l0Less orders L0 tables oldest first.
-func l0Less(a, b *FileMetadata) bool {
-	if a.LargestSeqNum != b.LargestSeqNum {
-		return a.LargestSeqNum < b.LargestSeqNum
-	}
-	return a.FileNum < b.FileNum
+// l0Compare orders L0 tables oldest first: by LargestSeqNum, then FileNum.
+func l0Compare(a, b *FileMetadata) int {
+	return cmp.Or(cmp.Compare(a.LargestSeqNum, b.LargestSeqNum), cmp.Compare(a.FileNum, b.FileNum))
 }
