@@ -29,7 +29,7 @@ func TestDB_Model(t *testing.T) {
 		seeds, steps = 2, 1000
 	}
 	forEachSeed(t, seeds, func(t *testing.T, seed uint64) {
-		r := newModelRun(t, seed, true)
+		r := newModelRun(t, seed)
 		defer r.closeAll()
 		for i := 0; i < steps; i++ {
 			r.step()
@@ -50,9 +50,6 @@ type modelRun struct {
 	snaps []*modelSnap
 	iters []*modelIter
 	log   opLog
-	// firstKey is 0 when the key space includes the empty key (modelKey(0)),
-	// 1 when it leaves it out.
-	firstKey int
 }
 
 // modelSnap is an open snapshot and the model as it was when taken.
@@ -86,11 +83,8 @@ func modelKey(i int) []byte {
 	return []byte(base)
 }
 
-func newModelRun(t *testing.T, seed uint64, withEmptyKey bool) *modelRun {
+func newModelRun(t *testing.T, seed uint64) *modelRun {
 	r := &modelRun{t: t, seed: seed, rng: newRand(seed), fs: vfs.NewMem(), model: map[string]string{}}
-	if !withEmptyKey {
-		r.firstKey = 1
-	}
 	r.opts = &kv.Options{
 		FS:                    r.fs,
 		MemTableSize:          int64(2<<10 + r.rng.IntN(14<<10)),
@@ -130,7 +124,7 @@ func (r *modelRun) open() {
 }
 
 func (r *modelRun) randKey() []byte {
-	return modelKey(r.firstKey + r.rng.IntN(modelKeys-r.firstKey))
+	return modelKey(r.rng.IntN(modelKeys))
 }
 
 // seekKey returns a key, or a key just after or before one, or a prefix.
@@ -501,7 +495,7 @@ func (r *modelRun) checkFull() {
 		r.fatalf("full scan: %s", msg)
 	}
 	r.check(it.Close(), "Iterator.Close")
-	for i := r.firstKey; i < modelKeys; i++ {
+	for i := 0; i < modelKeys; i++ {
 		r.checkGet("Get", r.db.Get, r.model, modelKey(i))
 	}
 }
