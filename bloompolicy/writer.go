@@ -1,6 +1,7 @@
 package bloompolicy
 
 import (
+	"iter"
 	"math"
 	"slices"
 	"sync"
@@ -32,7 +33,7 @@ type writer struct {
 // count the filter is sized for.
 func (w *writer) AddKey(key []byte) {
 	h := hashKey(key)
-	if h == w.last && w.cur != nil && w.used+len(w.full) > 0 {
+	if h == w.last && w.count() > 0 {
 		return
 	}
 	if w.used == chunkLen || w.cur == nil {
@@ -65,7 +66,7 @@ func (w *writer) Finish(dst []byte) []byte {
 		size := w.policy.plainSizeFor(n)
 		var body []byte
 		dst, body = grow(dst, size.bytes)
-		for _, hashes := range w.chunks() {
+		for hashes := range w.chunks() {
 			for _, h := range hashes {
 				plainAdd(body, size.probes, h)
 			}
@@ -76,7 +77,7 @@ func (w *writer) Finish(dst []byte) []byte {
 		probes := w.policy.probes
 		var body []byte
 		dst, body = grow(dst, lines*lineBytes)
-		for _, hashes := range w.chunks() {
+		for hashes := range w.chunks() {
 			for _, h := range hashes {
 				blockedAdd(body, probes, h)
 			}
@@ -88,15 +89,15 @@ func (w *writer) Finish(dst []byte) []byte {
 }
 
 // chunks iterates over the hashes held, a chunk at a time.
-func (w *writer) chunks() func(yield func(int, []uint64) bool) {
-	return func(yield func(int, []uint64) bool) {
-		for i, c := range w.full {
-			if !yield(i, c[:]) {
+func (w *writer) chunks() iter.Seq[[]uint64] {
+	return func(yield func([]uint64) bool) {
+		for _, c := range w.full {
+			if !yield(c[:]) {
 				return
 			}
 		}
 		if w.cur != nil {
-			yield(len(w.full), w.cur[:w.used])
+			yield(w.cur[:w.used])
 		}
 	}
 }
