@@ -3,6 +3,7 @@ package manifest
 import (
 	"cmp"
 	"fmt"
+	"sort"
 	"strings"
 	"sync/atomic"
 
@@ -113,14 +114,36 @@ func (v *Version) Release() (obsolete []*FileMetadata) {
 
 // Overlaps returns the tables of level that hold any user key in
 // [start, end] (both inclusive; nil is unbounded), in the level's order.
+// For L1..L6 the result is a subslice of v.Levels[level], which the caller
+// must not modify.
 func (v *Version) Overlaps(level int, cmp base.Compare, start, end []byte) []*FileMetadata {
+	if level > 0 {
+		files := v.Levels[level]
+		lo, hi := OverlapRange(files, cmp, start, end)
+		return files[lo:hi:hi]
+	}
 	var out []*FileMetadata
-	for _, f := range v.Levels[level] {
+	for _, f := range v.Levels[0] {
 		if f.Overlaps(cmp, start, end) {
 			out = append(out, f)
 		}
 	}
 	return out
+}
+
+// OverlapRange returns the bounds of the tables of files, sorted by key
+// with no two sharing a user key (as L1..L6 are), that hold any user key in
+// [start, end] (both inclusive; nil is unbounded): files[lo:hi] are those
+// tables. It finds the first by binary search.
+func OverlapRange(files []*FileMetadata, cmp base.Compare, start, end []byte) (lo, hi int) {
+	if start != nil {
+		lo = sort.Search(len(files), func(i int) bool { return cmp(files[i].Largest.UserKey, start) >= 0 })
+	}
+	hi = lo
+	for hi < len(files) && (end == nil || cmp(files[hi].Smallest.UserKey, end) <= 0) {
+		hi++
+	}
+	return lo, hi
 }
 
 // Describe formats the version for tests and tools: each non-empty level
