@@ -2,7 +2,6 @@ package compaction
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/bloomkv/bloomkv/internal/base"
@@ -153,21 +152,8 @@ func keyRange(cmp base.Compare, files ...[]*manifest.FileMetadata) (smallest, la
 // (L1..L6) holding any user key in [start, end] (nil bounds are unbounded),
 // as a subslice of files.
 func overlapsSorted(files []*manifest.FileMetadata, cmp base.Compare, start, end []byte) []*manifest.FileMetadata {
-	lo, hi := overlapRange(files, cmp, start, end)
+	lo, hi := manifest.OverlapRange(files, cmp, start, end)
 	return files[lo:hi:hi]
-}
-
-// overlapRange returns the bounds of overlapsSorted's result in files:
-// files[lo:hi] are the tables holding any user key in [start, end].
-func overlapRange(files []*manifest.FileMetadata, cmp base.Compare, start, end []byte) (lo, hi int) {
-	if start != nil {
-		lo = sort.Search(len(files), func(i int) bool { return cmp(files[i].Largest.UserKey, start) >= 0 })
-	}
-	hi = lo
-	for hi < len(files) && (end == nil || cmp(files[hi].Smallest.UserKey, end) <= 0) {
-		hi++
-	}
-	return lo, hi
 }
 
 // overlapsL0 returns the L0 tables overlapping [start, end] and, repeatedly,

@@ -163,7 +163,7 @@ func (p *Picker) PickManual(v *manifest.Version, level int, start, end []byte) *
 		inputs = overlapsL0(v, cmp, start, end)
 	} else {
 		files := v.Levels[level]
-		lo, hi := overlapRange(files, cmp, start, end)
+		lo, hi := manifest.OverlapRange(files, cmp, start, end)
 		limit := p.expandLimit()
 		for n, size := lo, uint64(0); n < hi; n++ {
 			if size += files[n].Size; size >= limit {
@@ -236,7 +236,7 @@ func (p *Picker) expandInputs(v *manifest.Version, c *Compaction, busy map[*mani
 		grown = overlapsL0(v, cmp, s, l)
 	} else {
 		files := v.Levels[c.StartLevel]
-		lo, hi := overlapRange(files, cmp, s, l)
+		lo, hi := manifest.OverlapRange(files, cmp, s, l)
 		lo, hi = expandBoundaries(files, cmp, lo, hi)
 		grown = files[lo:hi:hi]
 	}
