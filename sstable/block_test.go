@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/bloomkv/bloomkv/internal/base"
@@ -20,39 +21,55 @@ func buildBlock(interval int, keys ...string) []byte {
 }
 
 // TestBlock_RoundTrip encodes blocks with several restart intervals and
-// reads them back every way.
+// reads them back every way, with short keys and values (one-byte entry
+// lengths) and with long ones (shared prefix, suffix and value lengths of
+// two-byte uvarints).
 func TestBlock_RoundTrip(t *testing.T) {
-	keys := []string{"a", "aa", "aab", "abc", "b", "bcd", "bce", "c", "cc", "ccc", "d"}
-	for _, interval := range []int{1, 2, 3, 16} {
-		t.Run(fmt.Sprint(interval), func(t *testing.T) {
-			data := buildBlock(interval, keys...)
-			var it blockIter
-			if err := it.init(data, bytes.Compare, "test", 0); err != nil {
-				t.Fatal(err)
-			}
-			var fwd, back []string
-			for ok := it.First(); ok; ok = it.Next() {
-				fwd = append(fwd, string(it.ikey.UserKey)+"="+string(it.val))
-			}
-			for ok := it.Last(); ok; ok = it.Prev() {
-				back = append([]string{string(it.ikey.UserKey) + "=" + string(it.val)}, back...)
-			}
-			if fmt.Sprint(fwd) != fmt.Sprint(back) || len(fwd) != len(keys) {
-				t.Fatalf("forward %v, backward %v", fwd, back)
-			}
-			for i, k := range keys {
-				if !it.SeekGE(base.MakeSearchKey([]byte(k))) || string(it.ikey.UserKey) != k {
-					t.Fatalf("SeekGE(%s) at %s", k, it.ikey)
-				}
-				ok := it.SeekLT(base.MakeSearchKey([]byte(k)))
-				if i == 0 && ok || i > 0 && (!ok || string(it.ikey.UserKey) != keys[i-1]) {
-					t.Fatalf("SeekLT(%s) = %v at %s", k, ok, it.ikey)
-				}
-			}
-			if it.SeekGE(base.MakeSearchKey([]byte("e"))) || !it.SeekLT(base.MakeSearchKey([]byte("e"))) {
-				t.Fatal("seeks past the end")
-			}
-		})
+	for _, prefix := range []string{"", strings.Repeat("p", 200)} {
+		var keys []string
+		for _, k := range []string{"a", "aa", "aab", "abc", "b", "bcd", "bce", "c", "cc", "ccc", "d"} {
+			keys = append(keys, prefix+k)
+		}
+		for _, interval := range []int{1, 2, 3, 16} {
+			t.Run(fmt.Sprintf("prefix%d/interval%d", len(prefix), interval), func(t *testing.T) {
+				checkBlockRoundTrip(t, keys, interval, prefix+"e")
+			})
+		}
+	}
+}
+
+// checkBlockRoundTrip encodes keys, sorted, and reads them back; past
+// sorts after all of them.
+func checkBlockRoundTrip(t *testing.T, keys []string, interval int, past string) {
+	data := buildBlock(interval, keys...)
+	var it blockIter
+	if err := it.init(data, bytes.Compare, "test", 0); err != nil {
+		t.Fatal(err)
+	}
+	var fwd, back []string
+	for ok := it.First(); ok; ok = it.Next() {
+		fwd = append(fwd, string(it.ikey.UserKey)+"="+string(it.val))
+	}
+	for ok := it.Last(); ok; ok = it.Prev() {
+		back = append([]string{string(it.ikey.UserKey) + "=" + string(it.val)}, back...)
+	}
+	if fmt.Sprint(fwd) != fmt.Sprint(back) || len(fwd) != len(keys) {
+		t.Fatalf("forward %v, backward %v", fwd, back)
+	}
+	for i, k := range keys {
+		if fwd[i] != k+"=v"+k {
+			t.Fatalf("entry %d is %s, want %s=v%s", i, fwd[i], k, k)
+		}
+		if !it.SeekGE(base.MakeSearchKey([]byte(k))) || string(it.ikey.UserKey) != k {
+			t.Fatalf("SeekGE(%s) at %s", k, it.ikey)
+		}
+		ok := it.SeekLT(base.MakeSearchKey([]byte(k)))
+		if i == 0 && ok || i > 0 && (!ok || string(it.ikey.UserKey) != keys[i-1]) {
+			t.Fatalf("SeekLT(%s) = %v at %s", k, ok, it.ikey)
+		}
+	}
+	if it.SeekGE(base.MakeSearchKey([]byte(past))) || !it.SeekLT(base.MakeSearchKey([]byte(past))) {
+		t.Fatal("seeks past the end")
 	}
 }
 
