@@ -343,11 +343,7 @@ func (r *faultWriteRun) run() {
 		r.fatalf("Open: %v", err)
 	}
 	r.db = db
-	if r.index < 0 {
-		r.inj.arm(1 << 30) // count the operations, fail none
-	} else {
-		r.inj.arm(r.index)
-	}
+	r.inj.arm(r.index)
 	for step := 0; step < 200 && !r.errored; step++ {
 		r.step(step)
 	}
@@ -510,9 +506,6 @@ func readPass(t *testing.T, mem vfs.FS, want map[string]string, seed uint64, ind
 	r := &faultReadRun{t: t, db: db, want: want, rng: newRand(seed), inj: inj,
 		what: fmt.Sprintf("seed %d, operation %d", seed, index)}
 	inj.arm(index)
-	if index < 0 {
-		inj.arm(1 << 30)
-	}
 	r.run()
 	inj.disarm()
 	if err := db.Close(); err != nil {

@@ -6,6 +6,7 @@ package kv_test
 import (
 	"fmt"
 	"io"
+	"math"
 	"sync"
 	"testing"
 
@@ -16,7 +17,7 @@ import (
 // faultInjector fails one operation with errorfs.ErrInjected: once armed
 // with index n, the n-th operation after that (counting from 0, reads
 // included), as errorfs.OnIndex counts them. It remembers the operation it
-// failed.
+// failed. Armed with a negative index it counts operations and fails none.
 type faultInjector struct {
 	mu    sync.Mutex
 	index *errorfs.InjectIndex // nil: disarmed
@@ -27,6 +28,9 @@ type faultInjector struct {
 func (f *faultInjector) arm(n int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if n < 0 {
+		n = math.MaxInt32
+	}
 	f.index = errorfs.OnIndex(int32(n))
 	f.fired, f.seen = "", 0
 }
