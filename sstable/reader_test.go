@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -267,5 +268,34 @@ func TestReader_Get_AbsentAllocs(t *testing.T) {
 		if n := testing.AllocsPerRun(100, func() { r.Get(key, base.SeqNumMax, &st) }); n != 0 {
 			t.Errorf("Get(%s) allocates %v times", key, n)
 		}
+	}
+}
+
+// TestReader_UseAfterClose checks that an iterator refuses to move once
+// closed, and that a Reader refuses a second Close.
+func TestReader_UseAfterClose(t *testing.T) {
+	data := buildBytes(t, []testEntry{{base.MakeInternalKey([]byte("a"), 1, base.KindSet), []byte("1")}}, WriterOptions{})
+	r, err := openBytes(data, ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	it, err := r.NewIter(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !it.First() {
+		t.Fatalf("First on an open iterator: %v", it.Error())
+	}
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if it.First() || it.Valid() || it.Error() == nil || !strings.Contains(it.Error().Error(), "used after Close") {
+		t.Fatalf("First after Close: valid %v, error %v", it.Valid(), it.Error())
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err == nil || !strings.Contains(err.Error(), "already closed") {
+		t.Fatalf("second Close = %v, want an already-closed error", err)
 	}
 }

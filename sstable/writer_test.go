@@ -96,3 +96,11 @@ func TestWriter_Add_Rejects(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestCompression_String(t *testing.T) {
+	for c, want := range map[Compression]string{SnappyCompression: "snappy", NoCompression: "none", 7: "Compression(7)"} {
+		if got := c.String(); got != want {
+			t.Errorf("Compression(%d).String() = %q, want %q", uint8(c), got, want)
+		}
+	}
+}
