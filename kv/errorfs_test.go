@@ -88,20 +88,30 @@ func faultBase(t *testing.T, seed uint64) (vfs.FS, map[string]string) {
 	return mem, want
 }
 
-// checkStore opens the store in fs without faults and checks it holds
-// want.
-func checkStore(t *testing.T, fs vfs.FS, want map[string]string, what string) {
-	t.Helper()
+// readStore opens the store in fs without faults, reads all it holds and
+// closes it.
+func readStore(fs vfs.FS) (map[string]string, error) {
 	db, err := kv.Open("db", faultOpts(fs))
 	if err != nil {
-		t.Fatalf("%s: reopening without faults: %v", what, err)
+		return nil, fmt.Errorf("reopening without faults: %w", err)
 	}
 	got, err := readAll(db.NewIter)
 	if cerr := db.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		t.Fatalf("%s: reading after reopening without faults: %v", what, err)
+		return nil, fmt.Errorf("reading after reopening without faults: %w", err)
+	}
+	return got, nil
+}
+
+// checkStore opens the store in fs without faults and checks it holds
+// want.
+func checkStore(t *testing.T, fs vfs.FS, want map[string]string, what string) {
+	t.Helper()
+	got, err := readStore(fs)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
 	}
 	if d := diffMaps(got, want); d != "" {
 		t.Fatalf("%s: after reopening without faults: %s", what, d)
@@ -261,12 +271,7 @@ func TestErrorFS_WALSyncFailure(t *testing.T) {
 	}
 	// The failed write may or may not have reached the file; nothing later
 	// did.
-	db, err = kv.Open("db", faultOpts(mem))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	got, err := readAll(db.NewIter)
+	got, err := readStore(mem)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -434,16 +439,9 @@ func (r *faultWriteRun) checkWritesRefused() {
 // acknowledged writes and the pending one wholly or not at all.
 func (r *faultWriteRun) checkReopen() {
 	r.t.Helper()
-	db, err := kv.Open("db", faultOpts(r.mem))
+	got, err := readStore(r.mem)
 	if err != nil {
-		r.fatalf("reopening without faults: %v", err)
-	}
-	got, err := readAll(db.NewIter)
-	if cerr := db.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		r.fatalf("reading after reopening without faults: %v", err)
+		r.fatalf("%v", err)
 	}
 	d := diffMaps(got, r.model)
 	if d == "" || r.pending == nil {
