@@ -231,3 +231,17 @@ func TestBloom_MayContainUndecodable(t *testing.T) {
 		}
 	}
 }
+
+func TestBloom_String(t *testing.T) {
+	for _, c := range []struct {
+		p    *bloompolicy.Bloom
+		want string
+	}{
+		{mustNew(t, 0.01), "bloomkv.bloom.v1(fpr=0.01: 9.92 bits/key, 6 probes)"},
+		{mustBits(t, 10), "bloomkv.bloom.v1(10 bits/key, 6 probes, fpr≈0.00966)"},
+	} {
+		if got := c.p.String(); got != c.want {
+			t.Errorf("String() = %q; want %q", got, c.want)
+		}
+	}
+}

@@ -23,10 +23,12 @@ const (
 	// maxBitsPerKey bounds NewBitsPerKey and the sizes New may choose.
 	maxBitsPerKey = 100
 
-	// plainMaxBytes bounds the plain layout's body as written: a filter
-	// that would be larger uses the blocked layout, so a query touches one
-	// cache line. Below it the whole filter is a few lines that stay hot,
-	// and the plain layout gives the better rate for the bits.
+	// plainMaxBytes bounds the plain layout's body, measured at the
+	// textbook bits per key of the target or at the fixed bits per key (a
+	// body sized exactly for a target may come out a few bytes larger): a
+	// filter that would be larger uses the blocked layout, so a query
+	// touches one cache line. Below it the whole filter is a few lines that
+	// stay hot, and the plain layout gives the better rate for the bits.
 	plainMaxBytes = 4096
 
 	// plainReadLimit bounds the plain body MayContain accepts, so that a
