@@ -243,13 +243,7 @@ func (r *modelRun) batch() {
 	o := r.writeOpts()
 	r.log.add("Apply(sync=%v) [%s]", o.Sync, strings.Join(desc, ", "))
 	r.check(r.db.Apply(b, o), "Apply")
-	for k, v := range pending {
-		if v == nil {
-			delete(r.model, k)
-		} else {
-			r.model[k] = *v
-		}
-	}
+	crashWrite{kvs: pending}.apply(r.model)
 }
 
 // checkGet compares one Get (of the DB or a snapshot) with a model.
