@@ -105,10 +105,7 @@ func (s *pebbleScript) open(t *testing.T, td *datadriven.TestData) string {
 	default:
 		t.Fatalf("unknown register=%s", register)
 	}
-	// SeekPrefixGE needs a Split; the whole key is the prefix.
-	cmp := *pebble.DefaultComparer
-	cmp.Split = func(a []byte) int { return len(a) }
-	opts.Comparer = &cmp
+	opts.Comparer = wholeKeyPrefix()
 	db, err := pebble.Open("db", opts)
 	if err != nil {
 		return err.Error()

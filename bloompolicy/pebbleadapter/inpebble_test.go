@@ -80,11 +80,8 @@ func testFiltersFoundByName(t *testing.T, newPolicy func() pebble.FilterPolicy) 
 
 func TestPebble_L6FiltersOnlyWithUseL6Filters(t *testing.T) {
 	l := newLSM(t, *seedFlag, 2, 1000, 1000)
-	// Iterator.SeekPrefixGE needs a Split; the whole key is the prefix.
-	cmp := *pebble.DefaultComparer
-	cmp.Split = func(a []byte) int { return len(a) }
 	opts := pebbleOptions(vfs.NewMem(), bloom.FilterPolicy(10))
-	opts.Comparer = &cmp
+	opts.Comparer = wholeKeyPrefix()
 	db := openPebble(t, opts)
 	defer db.Close()
 	l.load(t, db)

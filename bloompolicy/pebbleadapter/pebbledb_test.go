@@ -71,6 +71,14 @@ func pebbleOptions(fs vfs.FS, policy pebble.FilterPolicy) *pebble.Options {
 	return opts
 }
 
+// wholeKeyPrefix returns Pebble's default comparer with a Split, which
+// Iterator.SeekPrefixGE needs, that makes the whole key the prefix.
+func wholeKeyPrefix() *pebble.Comparer {
+	cmp := *pebble.DefaultComparer
+	cmp.Split = func(a []byte) int { return len(a) }
+	return &cmp
+}
+
 func openPebble(t testing.TB, opts *pebble.Options) *pebble.DB {
 	t.Helper()
 	db, err := pebble.Open("db", opts)
