@@ -2,6 +2,7 @@ package sstable
 
 import (
 	"encoding/binary"
+	"sync"
 
 	"github.com/bloomkv/bloomkv/internal/base"
 )
@@ -26,10 +27,10 @@ func (r *Reader) Get(userKey []byte, seq base.SeqNum, stats *LookupStats) (value
 	if err != nil {
 		return nil, 0, false, err
 	}
-	var g *getState // taken from the pool only when a block must be read
+	var it *blockIter // taken from the pool only when a block must be read
 	defer func() {
-		if g != nil {
-			g.release()
+		if it != nil {
+			putBlockIter(it)
 		}
 	}()
 	for ; i < len(r.blockHandles); i++ {
@@ -37,10 +38,10 @@ func (r *Reader) Get(userKey []byte, seq base.SeqNum, stats *LookupStats) (value
 			stats.FilterNegatives++
 			return nil, 0, false, nil
 		}
-		if g == nil {
-			g = getIters.Get()
+		if it == nil {
+			it = blockIters.Get().(*blockIter)
 		}
-		res, err := r.searchBlock(&g.data, r.blockHandles[i], userKey, seq, stats)
+		res, err := r.searchBlock(it, r.blockHandles[i], userKey, seq, stats)
 		if err != nil {
 			return nil, 0, false, err
 		}
@@ -141,19 +142,15 @@ func keyPrefix(k []byte) uint64 {
 	return binary.BigEndian.Uint64(b[:])
 }
 
-// getState holds the data-block iterator of one Get, pooled so that
-// lookups do not allocate.
-type getState struct {
-	data blockIter
-}
+// blockIters holds the data-block iterators of finished lookups, so that
+// Get does not allocate.
+var blockIters = sync.Pool{New: func() any { return new(blockIter) }}
 
-var getIters = newPool(func() *getState { return new(getState) })
-
-// release drops the state's references to blocks and pools it.
-func (g *getState) release() {
-	g.data.data, g.data.rawKey, g.data.val = nil, nil, nil
-	g.data.ikey = base.InternalKey{}
-	getIters.Put(g)
+// putBlockIter pools it, keeping its key buffer but no reference to a
+// block.
+func putBlockIter(it *blockIter) {
+	*it = blockIter{keyBuf: it.keyBuf[:0]}
+	blockIters.Put(it)
 }
 
 // blockSearch is what searchBlock found in one data block.
