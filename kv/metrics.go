@@ -103,12 +103,21 @@ type lookupCounters struct {
 	blockReads, blockCacheMisses        atomic.Int64
 }
 
+// addStats adds one table lookup's stats. Most counters of a lookup are
+// zero (an absent key usually stops at the filter), and an atomic add of
+// zero costs as much as any other, so only the others are added.
 func (c *lookupCounters) addStats(s *sstable.LookupStats) {
-	c.filterNegatives.Add(s.FilterNegatives)
-	c.filterTP.Add(s.FilterTruePositives)
-	c.filterFP.Add(s.FilterFalsePositives)
-	c.blockReads.Add(s.BlockReads)
-	c.blockCacheMisses.Add(s.BlockCacheMisses)
+	addNonZero(&c.filterNegatives, s.FilterNegatives)
+	addNonZero(&c.filterTP, s.FilterTruePositives)
+	addNonZero(&c.filterFP, s.FilterFalsePositives)
+	addNonZero(&c.blockReads, s.BlockReads)
+	addNonZero(&c.blockCacheMisses, s.BlockCacheMisses)
+}
+
+func addNonZero(c *atomic.Int64, n int64) {
+	if n != 0 {
+		c.Add(n)
+	}
 }
 
 func (c *lookupCounters) load() LookupMetrics {
