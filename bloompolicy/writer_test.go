@@ -41,3 +41,32 @@ func TestWriter_LayoutBoundary(t *testing.T) {
 		}
 	}
 }
+
+// TestWriter_DuplicateAtChunkEnd checks that a key repeated right after it
+// filled a chunk counts once, and that the key added last before Finish
+// counts again after it.
+func TestWriter_DuplicateAtChunkEnd(t *testing.T) {
+	p, err := NewBitsPerKey(10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := p.NewWriter().(*writer)
+	key := func(i int) []byte { return binary.BigEndian.AppendUint64(nil, uint64(i)) }
+	for i := range chunkLen {
+		w.AddKey(key(i))
+	}
+	w.AddKey(key(chunkLen - 1))
+	if got := w.count(); got != chunkLen {
+		t.Errorf("%d keys, the last repeated: count %d", chunkLen, got)
+	}
+	w.AddKey(key(chunkLen))
+	w.AddKey(key(chunkLen))
+	if got := w.count(); got != chunkLen+1 {
+		t.Errorf("one more key, repeated, in a new chunk: count %d; want %d", got, chunkLen+1)
+	}
+	w.Finish(nil)
+	w.AddKey(key(chunkLen))
+	if got := w.count(); got != 1 {
+		t.Errorf("after Finish, the last key again: count %d; want 1", got)
+	}
+}
