@@ -3,6 +3,8 @@ package sstable
 import (
 	"bytes"
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/bloomkv/bloomkv/internal/base"
@@ -17,7 +19,19 @@ func FuzzReader(f *testing.F) {
 	f.Add(buildBytes(f, nil, WriterOptions{}))
 	f.Add(buildBytes(f, []testEntry{{base.MakeInternalKey([]byte("a"), 1, base.KindSet), []byte("x")}},
 		WriterOptions{FilterPolicy: hashSetPolicy{}, Compression: NoCompression}))
+	addGoldenSeeds(f)
 	f.Fuzz(fuzzReader)
+}
+
+// addGoldenSeeds seeds f with the golden tables of testdata/golden.
+func addGoldenSeeds(f *testing.F) {
+	for _, g := range goldenTables {
+		data, err := os.ReadFile(filepath.Join(goldenDir, g.file))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
 }
 
 // FuzzReaderUnchecked is FuzzReader with block checksums ignored, so that
@@ -25,6 +39,7 @@ func FuzzReader(f *testing.F) {
 func FuzzReaderUnchecked(f *testing.F) {
 	_, small := smallTable(&testing.T{}, hashSetPolicy{})
 	f.Add(small)
+	addGoldenSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fuzzSkipChecksums = true
 		defer func() { fuzzSkipChecksums = false }()
