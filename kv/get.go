@@ -99,8 +99,8 @@ func findTable(cmp base.Compare, files []*manifest.FileMetadata, key []byte) *ma
 }
 
 // getFromTable looks key up in one table and adds what it cost to the
-// level's lookup counters. The value is copied before the table is
-// released.
+// level's lookup counters. The value stays valid after the table is
+// released (sstable.Reader.Get's contract); get copies it for the caller.
 func (d *DB) getFromTable(level int, f *manifest.FileMetadata, key []byte, seq base.SeqNum) (
 	value []byte, kind base.Kind, found bool, err error) {
 	counters := &d.metrics.levels[level].lookups
