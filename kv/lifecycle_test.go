@@ -151,12 +151,8 @@ func TestDB_StickyWALError(t *testing.T) {
 // TestOptions_ExtraFilterPolicies reads tables written under another
 // policy with its filter when it is registered, and without it when not.
 func TestOptions_ExtraFilterPolicies(t *testing.T) {
-	fs := vfs.NewMem()
 	other := &prefixPolicy{}
-	d, err := Open("db", &Options{FS: fs, FilterPolicy: other, DisableAutomaticCompactions: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, fs := openMem(t, &Options{FilterPolicy: other, DisableAutomaticCompactions: true})
 	d.Set([]byte("a"), nil, NoSync)
 	d.Set([]byte("c"), nil, NoSync)
 	d.Flush()
