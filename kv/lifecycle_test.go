@@ -151,7 +151,7 @@ func TestDB_StickyWALError(t *testing.T) {
 // TestOptions_ExtraFilterPolicies reads tables written under another
 // policy with its filter when it is registered, and without it when not.
 func TestOptions_ExtraFilterPolicies(t *testing.T) {
-	other := &prefixPolicy{}
+	other := &exactPolicy{}
 	d, fs := openMem(t, &Options{FilterPolicy: other, DisableAutomaticCompactions: true})
 	d.Set([]byte("a"), nil, NoSync)
 	d.Set([]byte("c"), nil, NoSync)
@@ -176,12 +176,12 @@ func TestOptions_ExtraFilterPolicies(t *testing.T) {
 	}
 }
 
-// prefixPolicy is a toy exact filter: the concatenated keys.
-type prefixPolicy struct{}
+// exactPolicy is a toy exact filter: the keys, each after its length.
+type exactPolicy struct{}
 
-func (*prefixPolicy) Name() string                        { return "test.exact" }
-func (*prefixPolicy) NewWriter() bloompolicy.FilterWriter { return &exactWriter{} }
-func (*prefixPolicy) MayContain(filter, key []byte) bool {
+func (*exactPolicy) Name() string                        { return "test.exact" }
+func (*exactPolicy) NewWriter() bloompolicy.FilterWriter { return &exactWriter{} }
+func (*exactPolicy) MayContain(filter, key []byte) bool {
 	for len(filter) > 0 {
 		n := int(filter[0])
 		if n+1 > len(filter) {
