@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bloomkv/bloomkv/internal/manifest"
 	"github.com/cockroachdb/datadriven"
 	"github.com/cockroachdb/pebble/vfs"
 )
@@ -259,20 +260,11 @@ func formatLSM(d *DB) string {
 	d.mu.Lock()
 	v := d.mu.versions.current
 	d.mu.Unlock()
-	var b strings.Builder
-	for level, files := range v.Levels {
-		if len(files) == 0 {
-			continue
-		}
-		fmt.Fprintf(&b, "L%d:\n", level)
-		for _, f := range files {
-			fmt.Fprintf(&b, "  %s entries=%d\n", f, f.NumEntries)
-		}
-	}
-	if b.Len() == 0 {
+	s := v.Describe(func(f *manifest.FileMetadata) string { return fmt.Sprintf("entries=%d", f.NumEntries) })
+	if s == "" {
 		return "(empty)\n"
 	}
-	return b.String()
+	return s
 }
 
 // formatLookups prints the lookup counters of the levels that were
