@@ -121,19 +121,20 @@ type batchReader struct {
 }
 
 // newBatchReader checks the header of data and returns a reader over its
-// records.
-func newBatchReader(data []byte) (*batchReader, error) {
+// records. The reader is a value, so decoding a batch on the write path
+// allocates nothing.
+func newBatchReader(data []byte) (batchReader, error) {
 	if len(data) < batchHeaderLen {
-		return nil, fmt.Errorf("kv: batch of %d bytes is shorter than its header", len(data))
+		return batchReader{}, fmt.Errorf("kv: batch of %d bytes is shorter than its header", len(data))
 	}
-	r := &batchReader{
+	r := batchReader{
 		data:  data,
 		seq:   base.SeqNum(binary.LittleEndian.Uint64(data[:8])),
 		count: binary.LittleEndian.Uint32(data[8:12]),
 		off:   batchHeaderLen,
 	}
 	if r.count > 0 && uint64(r.seq)+uint64(r.count)-1 > uint64(base.SeqNumMax) {
-		return nil, fmt.Errorf("kv: batch seqnum %d + count %d overflows", r.seq, r.count)
+		return batchReader{}, fmt.Errorf("kv: batch seqnum %d + count %d overflows", r.seq, r.count)
 	}
 	return r, nil
 }
