@@ -45,6 +45,16 @@ func faultOpts(fs vfs.FS) *kv.Options {
 	}
 }
 
+// quietFaultOpts returns faultOpts over fs wrapped with a new, disarmed
+// faultInjector, and that injector. Automatic compactions are off, so no
+// background work takes the fault meant for the call under test.
+func quietFaultOpts(fs vfs.FS) (*kv.Options, *faultInjector) {
+	inj := &faultInjector{}
+	opts := faultOpts(errorfs.Wrap(fs, inj))
+	opts.DisableAutomaticCompactions = true
+	return opts, inj
+}
+
 // tolerated reports whether a failed operation may go unreported.
 func tolerated(op string) bool {
 	return strings.HasPrefix(op, "remove ") || op == "stat db" || op == "list db"
@@ -138,11 +148,8 @@ func TestErrorFS_Open(t *testing.T) {
 		base, want := faultBase(t, seed)
 		for i := 0; ; i++ {
 			mem := copyDir(t, base, "db")
-			inj := &faultInjector{}
+			opts, inj := quietFaultOpts(mem)
 			inj.arm(i)
-			// No background compaction may take the fault meant for Open.
-			opts := faultOpts(errorfs.Wrap(mem, inj))
-			opts.DisableAutomaticCompactions = true
 			db, err := kv.Open("db", opts)
 			inj.disarm()
 			fired := inj.firedOp()
@@ -177,9 +184,7 @@ func TestErrorFS_Open(t *testing.T) {
 func TestErrorFS_Close(t *testing.T) {
 	for i := 0; ; i++ {
 		mem := vfs.NewMem()
-		inj := &faultInjector{}
-		opts := faultOpts(errorfs.Wrap(mem, inj))
-		opts.DisableAutomaticCompactions = true
+		opts, inj := quietFaultOpts(mem)
 		db, err := kv.Open("db", opts)
 		if err != nil {
 			t.Fatal(err)
@@ -494,9 +499,7 @@ func TestErrorFS_Read(t *testing.T) {
 // failing (none when index < 0).
 func readPass(t *testing.T, mem vfs.FS, want map[string]string, seed uint64, index int) *faultReadRun {
 	t.Helper()
-	inj := &faultInjector{}
-	opts := faultOpts(errorfs.Wrap(mem, inj))
-	opts.DisableAutomaticCompactions = true
+	opts, inj := quietFaultOpts(mem)
 	db, err := kv.Open("db", opts)
 	if err != nil {
 		t.Fatal(err)
