@@ -16,11 +16,26 @@ import (
 // + FilterNegatives); data-block reads saved per lookup = FilterNegatives /
 // Gets.
 type LookupMetrics struct {
-	Gets             int64 // point lookups served (total only; 0 per level)
-	TablesConsidered int64 // tables whose key range covered the key
-	// LookupStats counts, in the tables considered, the filters' verdicts
-	// and the data blocks read, as [sstable.Reader.Get] reports them.
-	sstable.LookupStats
+	Gets                 int64 // point lookups served (total only; 0 per level)
+	TablesConsidered     int64 // tables whose key range covered the key
+	FilterNegatives      int64 // filter said absent: a data-block read saved
+	FilterTruePositives  int64 // filter said maybe; the block held the user key
+	FilterFalsePositives int64 // filter said maybe; the block did not
+	BlockReads           int64 // data blocks fetched for lookups
+	BlockCacheMisses     int64 // of those, read from the file
+}
+
+// add adds o's counters to m. It repeats sstable.LookupStats.Add's sums
+// rather than embed that type: the flat fields are DESIGN.md's contract,
+// and callers may write LookupMetrics literals with them.
+func (m *LookupMetrics) add(o LookupMetrics) {
+	m.Gets += o.Gets
+	m.TablesConsidered += o.TablesConsidered
+	m.FilterNegatives += o.FilterNegatives
+	m.FilterTruePositives += o.FilterTruePositives
+	m.FilterFalsePositives += o.FilterFalsePositives
+	m.BlockReads += o.BlockReads
+	m.BlockCacheMisses += o.BlockCacheMisses
 }
 
 // LevelMetrics describes one level of the tree.
@@ -122,14 +137,12 @@ func addNonZero(c *atomic.Int64, n int64) {
 
 func (c *lookupCounters) load() LookupMetrics {
 	return LookupMetrics{
-		TablesConsidered: c.tablesConsidered.Load(),
-		LookupStats: sstable.LookupStats{
-			FilterNegatives:      c.filterNegatives.Load(),
-			FilterTruePositives:  c.filterTP.Load(),
-			FilterFalsePositives: c.filterFP.Load(),
-			BlockReads:           c.blockReads.Load(),
-			BlockCacheMisses:     c.blockCacheMisses.Load(),
-		},
+		TablesConsidered:     c.tablesConsidered.Load(),
+		FilterNegatives:      c.filterNegatives.Load(),
+		FilterTruePositives:  c.filterTP.Load(),
+		FilterFalsePositives: c.filterFP.Load(),
+		BlockReads:           c.blockReads.Load(),
+		BlockCacheMisses:     c.blockCacheMisses.Load(),
 	}
 }
 
@@ -165,8 +178,7 @@ func (d *DB) Metrics() Metrics {
 		l.Compactions, l.Moves = c.compactions.Load(), c.moves.Load()
 		l.BytesRead, l.BytesWritten = c.bytesRead.Load(), c.bytesWritten.Load()
 		l.BytesIn = c.bytesIn.Load()
-		m.Lookups.TablesConsidered += l.Lookups.TablesConsidered
-		m.Lookups.LookupStats.Add(l.Lookups.LookupStats)
+		m.Lookups.add(l.Lookups)
 		m.Compact.BytesRead += l.BytesRead
 		if i > 0 {
 			m.Compact.BytesWritten += l.BytesWritten
