@@ -1,7 +1,6 @@
 package kv
 
 import (
-	"sort"
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
@@ -89,13 +88,11 @@ func (d *DB) getFromTables(v *manifest.Version, key []byte, seq base.SeqNum) (
 // findTable returns the table of a sorted, non-overlapping level whose
 // range holds key, or nil.
 func findTable(cmp base.Compare, files []*manifest.FileMetadata, key []byte) *manifest.FileMetadata {
-	i := sort.Search(len(files), func(i int) bool {
-		return cmp(files[i].Largest.UserKey, key) >= 0
-	})
-	if i == len(files) || cmp(files[i].Smallest.UserKey, key) > 0 {
+	lo, hi := manifest.OverlapRange(files, cmp, key, key)
+	if lo == hi {
 		return nil
 	}
-	return files[i]
+	return files[lo]
 }
 
 // getFromTable looks key up in one table and adds what it cost to the
