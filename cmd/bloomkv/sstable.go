@@ -1,10 +1,7 @@
 package main
 
 import (
-	"encoding/binary"
 	"fmt"
-	"math"
-	"math/bits"
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
 	"github.com/bloomkv/bloomkv/bloompolicy/pebbleadapter"
@@ -114,31 +111,14 @@ func inspectFilter(policy string, filter []byte) (st filterStats, ok bool) {
 			BitsSet: info.BitsSet, EstimatedKeys: jsonFloat(info.EstimatedKeys)}, true
 	}
 	if policy == bloom.FilterPolicy(0).Name() {
-		return pebbleFilterInfo(filter)
+		info, err := pebbleadapter.InspectPebbleFilter(filter)
+		if err != nil {
+			return filterStats{}, false
+		}
+		return filterStats{Bytes: info.Size, Bits: info.Bits, Probes: info.Probes,
+			BitsSet: info.BitsSet, EstimatedKeys: jsonFloat(info.EstimatedKeys)}, true
 	}
 	return filterStats{}, false
-}
-
-// pebbleFilterInfo decodes Pebble's bloom filter: a bit array of whole
-// 64-byte lines, then 1 byte of probes and the line count as 4 bytes
-// little-endian.
-func pebbleFilterInfo(filter []byte) (filterStats, bool) {
-	n := len(filter) - 5
-	if n <= 0 {
-		return filterStats{}, false
-	}
-	lines := int(binary.LittleEndian.Uint32(filter[n+1:]))
-	probes := int(filter[n])
-	if lines < 1 || lines > n || n%lines != 0 || probes == 0 {
-		return filterStats{}, false
-	}
-	set := 0
-	for _, b := range filter[:n] {
-		set += bits.OnesCount8(b)
-	}
-	m, k, x := float64(8*n), float64(probes), float64(set)
-	return filterStats{Bytes: len(filter), Bits: 8 * n, Probes: probes, BitsSet: set,
-		EstimatedKeys: jsonFloat(-(m / k) * math.Log1p(-x/m))}, true
 }
 
 // countBlockKeys counts, per data block, the entries and the distinct user
