@@ -17,13 +17,13 @@ type Compaction struct {
 	// Inputs[0] are the tables taken from StartLevel, Inputs[1] those of
 	// OutputLevel that overlap them (empty when OutputLevel == StartLevel).
 	// Both are in their level's order.
-	Inputs [2][]*manifest.FileMetadata
+	Inputs [2][]*FileMetadata
 	// Smallest and Largest are the user keys bounding all inputs.
 	Smallest, Largest []byte
 	// Grandparents are the tables of the level below OutputLevel that
 	// overlap [Smallest, Largest]. Pass them to RunConfig.Grandparents so
 	// Run cuts outputs before any of them overlaps too much of that level.
-	Grandparents []*manifest.FileMetadata
+	Grandparents []*FileMetadata
 	// Score is the score of StartLevel when the compaction was picked (see
 	// Picker.Scores); 0 for manual compactions.
 	Score float64
@@ -55,7 +55,7 @@ func (c *Compaction) TrivialMove() bool {
 // in inProgress: they share an input table, both start at L0 (L0
 // compactions run one at a time), or both write into the same level over
 // overlapping key ranges.
-func (c *Compaction) Conflicts(cmp base.Compare, inProgress []*Compaction) bool {
+func (c *Compaction) Conflicts(cmp Compare, inProgress []*Compaction) bool {
 	for _, ip := range inProgress {
 		if c.StartLevel == 0 && ip.StartLevel == 0 {
 			return true
@@ -78,7 +78,7 @@ func (c *Compaction) Conflicts(cmp base.Compare, inProgress []*Compaction) bool 
 // v is the version the compaction was picked from or a later one: only the
 // levels below OutputLevel are read, and no other compaction writes into
 // the compaction's key range there while it runs.
-func (c *Compaction) ElideTombstone(v *manifest.Version, cmp base.Compare) func(userKey []byte) bool {
+func (c *Compaction) ElideTombstone(v *Version, cmp Compare) func(userKey []byte) bool {
 	var below [][]*manifest.FileMetadata
 	for level := c.OutputLevel + 1; level < manifest.NumLevels; level++ {
 		if files := overlapsSorted(v.Levels[level], cmp, c.Smallest, c.Largest); len(files) > 0 {

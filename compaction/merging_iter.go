@@ -37,7 +37,7 @@ type mergingChild struct {
 // The first error of any child makes the merged iterator invalid; every
 // positioning call returns false from then on and Error and Close report
 // that error. Next and Prev on an iterator that is not Valid return false.
-func NewMergingIter(cmp base.Compare, iters ...base.InternalIterator) base.InternalIterator {
+func NewMergingIter(cmp Compare, iters ...InternalIterator) InternalIterator {
 	m := &mergingIter{
 		cmp:      cmp,
 		children: make([]mergingChild, len(iters)),

@@ -1,7 +1,6 @@
 // Package memtable holds recent writes in memory, sorted, until they are
 // flushed to a table: a skiplist of internal keys (user key ascending under
-// the store's comparer, then newest version first, as base.InternalCompare
-// orders them).
+// the store's comparer, then newest version first).
 //
 // # Concurrency
 //

@@ -42,8 +42,8 @@ type MemTable struct {
 	arena  arena // the writer's alone
 }
 
-// New returns an empty MemTable ordered by cmp (nil: base.DefaultComparer).
-func New(cmp *base.Comparer) *MemTable {
+// New returns an empty MemTable ordered by cmp (nil: [DefaultComparer]).
+func New(cmp *Comparer) *MemTable {
 	if cmp == nil {
 		cmp = base.DefaultComparer
 	}
@@ -58,7 +58,7 @@ func New(cmp *base.Comparer) *MemTable {
 // Each internal key may be added once: bloomkv gives every write its own
 // sequence number, so adding an existing (user key, seqnum, kind) is a
 // programming error and panics.
-func (m *MemTable) Add(key base.InternalKey, value []byte) {
+func (m *MemTable) Add(key InternalKey, value []byte) {
 	var prev, next [maxHeight]*node
 	m.findSplice(key, &prev, &next)
 	if next[0] != nil && base.InternalCompare(m.cmp.Compare, next[0].key, key) == 0 {
@@ -153,7 +153,7 @@ func (m *MemTable) findLast() *node {
 // tells a value (KindSet) from a tombstone (KindDelete). value belongs to
 // the MemTable: it stays valid while the caller holds it and must not be
 // modified.
-func (m *MemTable) Get(userKey []byte, seq base.SeqNum) (value []byte, kind base.Kind, found bool) {
+func (m *MemTable) Get(userKey []byte, seq SeqNum) (value []byte, kind Kind, found bool) {
 	n := m.findLT(base.MakeInternalKey(userKey, min(seq, base.SeqNumMax), base.KindMax)).next(0)
 	if n == nil || m.cmp.Compare(n.key.UserKey, userKey) != 0 {
 		return nil, 0, false

@@ -105,6 +105,6 @@
 //
 // Every block and the footer are checksummed, and every decoder checks
 // bounds, so a damaged or truncated table yields an error wrapping
-// base.ErrCorruption that names the file and offset — never a panic, a
+// [ErrCorruption] that names the file and offset — never a panic, a
 // wrong value, or a present key reported absent.
 package sstable

@@ -18,7 +18,7 @@ import (
 // the block end inside userKey's versions, the lookup goes on to the next
 // block, asking its filter too. stats (which may be nil) accumulates the
 // filter verdicts and block reads.
-func (r *Reader) Get(userKey []byte, seq base.SeqNum, stats *LookupStats) (value []byte, kind base.Kind, found bool, err error) {
+func (r *Reader) Get(userKey []byte, seq SeqNum, stats *LookupStats) (value []byte, kind Kind, found bool, err error) {
 	if stats == nil {
 		stats = new(LookupStats)
 	}

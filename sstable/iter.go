@@ -24,7 +24,7 @@ type tableIter struct {
 // keys lie in [lower, upper); a nil bound is open. Blocks are read through
 // the block cache. Key and Value are valid until the next move; the value
 // bytes themselves are immutable.
-func (r *Reader) NewIter(lower, upper []byte) (base.InternalIterator, error) {
+func (r *Reader) NewIter(lower, upper []byte) (InternalIterator, error) {
 	it := &tableIter{r: r, cmp: r.cmp.Compare, lower: lower, upper: upper}
 	if err := r.initIndexIter(&it.index); err != nil {
 		return nil, err

@@ -25,7 +25,7 @@ type Properties struct {
 	// FilterSize is 0 when the table has no filter.
 	DataSize, IndexSize, FilterSize uint64
 	// SmallestSeqNum and LargestSeqNum bound the entries' sequence numbers.
-	SmallestSeqNum, LargestSeqNum base.SeqNum
+	SmallestSeqNum, LargestSeqNum SeqNum
 	// SmallestKey and LargestKey are the first and last encoded internal
 	// keys.
 	SmallestKey, LargestKey []byte
