@@ -64,6 +64,7 @@ func TestOptions_Invalid(t *testing.T) {
 		{Options{LBaseMaxBytes: -1}, "LBaseMaxBytes is negative"},
 		{Options{MemTableStopWritesThreshold: -1}, "MemTableStopWritesThreshold is negative"},
 		{Options{ExtraFilterPolicies: []bloompolicy.FilterPolicy{nil}}, "ExtraFilterPolicies[0]"},
+		{Options{ErrorIfExists: true, ErrorIfNotExists: true}, "ErrorIfExists and ErrorIfNotExists are both set"},
 	}
 	for _, tc := range tests {
 		_, err := tc.opts.resolve()
