@@ -10,17 +10,17 @@ import (
 	"github.com/cockroachdb/pebble/vfs"
 )
 
-// Four versions of two keys compacted. The snapshot at 1 still sees apple's
-// first value, so it stays; pear's deletion hides only a version no snapshot
-// sees, and nothing lies below, so both go.
+// Two sorted inputs merged, then compacted. The snapshot at 1 still sees
+// apple's first value, so it stays; pear's deletion hides only a version no
+// snapshot sees, and nothing lies below, so both go.
 func ExampleRun() {
-	mem := memtable.New(nil)
-	mem.Add(memtable.MakeInternalKey([]byte("apple"), 1, memtable.KindSet), []byte("red"))
-	mem.Add(memtable.MakeInternalKey([]byte("pear"), 2, memtable.KindSet), []byte("green"))
-	mem.Add(memtable.MakeInternalKey([]byte("apple"), 3, memtable.KindSet), []byte("yellow"))
-	mem.Add(memtable.MakeInternalKey([]byte("pear"), 4, memtable.KindDelete), nil)
+	older, newer := memtable.New(nil), memtable.New(nil)
+	older.Add(memtable.MakeInternalKey([]byte("apple"), 1, memtable.KindSet), []byte("red"))
+	older.Add(memtable.MakeInternalKey([]byte("pear"), 2, memtable.KindSet), []byte("green"))
+	newer.Add(memtable.MakeInternalKey([]byte("apple"), 3, memtable.KindSet), []byte("yellow"))
+	newer.Add(memtable.MakeInternalKey([]byte("pear"), 4, memtable.KindDelete), nil)
 
-	input := mem.NewIter(nil, nil)
+	input := compaction.NewMergingIter(sstable.DefaultComparer.Compare, newer.NewIter(nil, nil), older.NewIter(nil, nil))
 	defer input.Close()
 	fs := vfs.NewMem()
 	var next compaction.FileNum

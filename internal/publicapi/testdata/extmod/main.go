@@ -129,8 +129,8 @@ func fillMemTable() *memtable.MemTable {
 }
 
 // compact rewrites the table with compaction.Run, keeping what a snapshot
-// at 2 sees, then the memtable on top of it; then asks a Picker about the
-// result.
+// at 2 sees, then the table merged with the memtable; then asks a Picker
+// about the result.
 func compact(fs vfs.FS, policy bloompolicy.FilterPolicy, mem *memtable.MemTable, table sstable.WriterMetadata) {
 	f, err := fs.Open("000001.sst")
 	check(err)
@@ -158,8 +158,14 @@ func compact(fs vfs.FS, policy bloompolicy.FilterPolicy, mem *memtable.MemTable,
 	fmt.Printf("run over the table: %d in, %d out, %d shadowed -> %s\n",
 		stats.EntriesIn, stats.EntriesOut, stats.Shadowed, l1)
 
-	l0, _, err := compaction.Run(mem.NewIter(nil, nil), cfg)
+	again, err := r.NewIter(nil, nil)
 	check(err)
+	merged := compaction.NewMergingIter(sstable.DefaultComparer.Compare, mem.NewIter(nil, nil), again)
+	defer merged.Close()
+	l0, stats, err := compaction.Run(merged, cfg)
+	check(err)
+	fmt.Printf("run over the memtable and the table: %d in, %d out, %d shadowed, %d tombstones elided -> %s\n",
+		stats.EntriesIn, stats.EntriesOut, stats.Shadowed, stats.TombstonesElided, l0)
 	old := compaction.NewFileMetadata(1, table)
 	var levels [compaction.NumLevels][]*compaction.FileMetadata
 	levels[0] = append(l0, old)
