@@ -127,7 +127,7 @@ func (a *app) printGets(db *kv.DB, kvs []keyValue, metrics bool) error {
 func (a *app) dbSetCommand(dir *string) *cobra.Command {
 	return &cobra.Command{
 		Use:   "set KEY VALUE",
-		Short: "Set a key to a value (synced)",
+		Short: "Set a key to a value (synced; creates the store if --dir holds none)",
 		Args:  exactArgs("KEY", "VALUE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withDB(*dir, true, func(db *kv.DB) error {
