@@ -24,16 +24,17 @@ type Compaction struct {
 	// overlap [Smallest, Largest]. Pass them to RunConfig.Grandparents so
 	// Run cuts outputs before any of them overlaps too much of that level.
 	Grandparents []*manifest.FileMetadata
+	// MaxGrandparentOverlap is how many bytes of Grandparents one output
+	// table may overlap (Options.MaxGrandparentOverlap of the Picker's
+	// options). Pass it to RunConfig.MaxGrandparentOverlap; TrivialMove
+	// applies it to the single input too.
+	MaxGrandparentOverlap int64
 	// Score is the score of StartLevel when the compaction was picked (see
 	// Picker.Scores); 0 for manual compactions.
 	Score float64
 	// Manual is true for the compactions of a manual walk (PickManual,
 	// Manual.Next). They always rewrite their inputs.
 	Manual bool
-
-	// maxGrandparentOverlap is the Options' grandparent bound, for
-	// TrivialMove.
-	maxGrandparentOverlap int64
 }
 
 // InputBytes returns the total size of the input tables.
@@ -49,7 +50,7 @@ func (c *Compaction) InputBytes() uint64 {
 // compactions, made to drop them, never move.
 func (c *Compaction) TrivialMove() bool {
 	return !c.Manual && c.StartLevel != c.OutputLevel && len(c.Inputs[0]) == 1 && len(c.Inputs[1]) == 0 &&
-		int64(totalSize(c.Grandparents)) <= c.maxGrandparentOverlap
+		int64(totalSize(c.Grandparents)) <= c.MaxGrandparentOverlap
 }
 
 // Conflicts reports whether c may not run concurrently with any compaction

@@ -249,7 +249,7 @@ func (p *Picker) build(v *manifest.Version, start, output int, inputs []*manifes
 	if output+1 < manifest.NumLevels {
 		c.Grandparents = overlapsSorted(v.Levels[output+1], cmp, c.Smallest, c.Largest)
 	}
-	c.maxGrandparentOverlap = p.opts.MaxGrandparentOverlap()
+	c.MaxGrandparentOverlap = p.opts.MaxGrandparentOverlap()
 	return c
 }
 

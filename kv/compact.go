@@ -94,10 +94,11 @@ func (d *DB) compactLocked(c *compaction.Compaction) error {
 // returns them, not yet installed. d.mu is held on entry and exit.
 func (d *DB) runCompaction(c *compaction.Compaction) ([]*manifest.FileMetadata, error) {
 	cfg := compaction.RunConfig{
-		Snapshots:      d.mu.snaps.seqNums(),
-		ElideTombstone: c.ElideTombstone(d.mu.versions.current, d.cmp.Compare),
-		TargetFileSize: d.opts.TargetFileSize,
-		Grandparents:   c.Grandparents,
+		Snapshots:             d.mu.snaps.seqNums(),
+		ElideTombstone:        c.ElideTombstone(d.mu.versions.current, d.cmp.Compare),
+		TargetFileSize:        d.opts.TargetFileSize,
+		Grandparents:          c.Grandparents,
+		MaxGrandparentOverlap: c.MaxGrandparentOverlap,
 	}
 	d.mu.Unlock()
 	defer d.mu.Lock()
