@@ -1,0 +1,216 @@
+package kv_test
+
+// What an Iterator or a whole store must show, given a model map: the
+// expected view of an iterator (iterModel) and the checks comparing an
+// Iterator, a full scan or a store read back with it.
+
+import (
+	"bytes"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strings"
+
+	"github.com/bloomkv/bloomkv/kv"
+)
+
+// iterModel is what an Iterator must show: the keys of a model map within
+// bounds, sorted, and a position among them.
+type iterModel struct {
+	keys  []string
+	vals  map[string]string
+	pos   int
+	valid bool
+}
+
+func newIterModel(m map[string]string, o *kv.IterOptions) *iterModel {
+	im := &iterModel{vals: m}
+	for k := range m {
+		if o != nil && o.LowerBound != nil && k < string(o.LowerBound) {
+			continue
+		}
+		if o != nil && o.UpperBound != nil && k >= string(o.UpperBound) {
+			continue
+		}
+		im.keys = append(im.keys, k)
+	}
+	slices.Sort(im.keys)
+	return im
+}
+
+func (im *iterModel) set(pos int) bool {
+	im.pos = pos
+	im.valid = pos >= 0 && pos < len(im.keys)
+	return im.valid
+}
+
+func (im *iterModel) first() bool { return im.set(0) }
+func (im *iterModel) last() bool  { return im.set(len(im.keys) - 1) }
+
+func (im *iterModel) seekGE(k string) bool {
+	i, _ := slices.BinarySearch(im.keys, k)
+	return im.set(i)
+}
+
+func (im *iterModel) seekLT(k string) bool {
+	i, _ := slices.BinarySearch(im.keys, k)
+	return im.set(i - 1)
+}
+
+// next and prev on an exhausted iterator keep it exhausted, as
+// kv.Iterator documents.
+func (im *iterModel) next() bool { return im.valid && im.set(im.pos+1) }
+func (im *iterModel) prev() bool { return im.valid && im.set(im.pos-1) }
+
+// iterMove is one positioning call, applied to both the iterator and its
+// model.
+type iterMove struct {
+	name string
+	it   func(*kv.Iterator) bool
+	im   func(*iterModel) bool
+}
+
+// randomMove picks a move; seekKey supplies the targets of seeks.
+func randomMove(rng *rand.Rand, seekKey func() []byte) iterMove {
+	switch rng.IntN(10) {
+	case 0:
+		return iterMove{"First", (*kv.Iterator).First, (*iterModel).first}
+	case 1:
+		return iterMove{"Last", (*kv.Iterator).Last, (*iterModel).last}
+	case 2:
+		k := seekKey()
+		return iterMove{fmt.Sprintf("SeekGE(%q)", k),
+			func(it *kv.Iterator) bool { return it.SeekGE(k) },
+			func(im *iterModel) bool { return im.seekGE(string(k)) }}
+	case 3:
+		k := seekKey()
+		return iterMove{fmt.Sprintf("SeekLT(%q)", k),
+			func(it *kv.Iterator) bool { return it.SeekLT(k) },
+			func(im *iterModel) bool { return im.seekLT(string(k)) }}
+	case 4, 5, 6:
+		return iterMove{"Next", (*kv.Iterator).Next, (*iterModel).next}
+	default:
+		return iterMove{"Prev", (*kv.Iterator).Prev, (*iterModel).prev}
+	}
+}
+
+// checkIter makes n random moves (the first one a First, Last or seek) on
+// it and im and returns a description of the first disagreement, or "".
+func checkIter(rng *rand.Rand, it *kv.Iterator, im *iterModel, n int, seekKey func() []byte) string {
+	var trail []string
+	for i := 0; i < n; i++ {
+		mv := randomMove(rng, seekKey)
+		for i == 0 && (mv.name == "Next" || mv.name == "Prev") {
+			mv = randomMove(rng, seekKey)
+		}
+		trail = append(trail, mv.name)
+		got, want := mv.it(it), mv.im(im)
+		if msg := compareIterPosition(it, im, got, want); msg != "" {
+			return fmt.Sprintf("after %s: %s", strings.Join(trail, ", "), msg)
+		}
+	}
+	return ""
+}
+
+// compareIterPosition compares the iterator with its model after a move
+// that returned got (want expected).
+func compareIterPosition(it *kv.Iterator, im *iterModel, got, want bool) string {
+	if err := it.Error(); err != nil {
+		return fmt.Sprintf("iterator error: %v", err)
+	}
+	if got != it.Valid() {
+		return fmt.Sprintf("move returned %v but Valid() is %v", got, it.Valid())
+	}
+	if got != want {
+		if got {
+			return fmt.Sprintf("at %q, model exhausted (model has %d keys)", it.Key(), len(im.keys))
+		}
+		return fmt.Sprintf("exhausted, model at %q (model has %d keys)", im.keys[im.pos], len(im.keys))
+	}
+	if !got {
+		return ""
+	}
+	wk := im.keys[im.pos]
+	if string(it.Key()) != wk {
+		return fmt.Sprintf("at key %q, model at %q", it.Key(), wk)
+	}
+	if wv := im.vals[wk]; !bytes.Equal(it.Value(), []byte(wv)) {
+		return fmt.Sprintf("key %q: value %s, model %s", wk, short(it.Value()), short([]byte(wv)))
+	}
+	return ""
+}
+
+// scanBoth walks it forward and then backward in full and returns a
+// description of the first disagreement with im, or "".
+func scanBoth(it *kv.Iterator, im *iterModel) string {
+	ok, want := it.First(), im.first()
+	for n := 0; ; n++ {
+		if msg := compareIterPosition(it, im, ok, want); msg != "" {
+			return fmt.Sprintf("forward scan, step %d: %s", n, msg)
+		}
+		if !ok {
+			break
+		}
+		ok, want = it.Next(), im.next()
+	}
+	ok, want = it.Last(), im.last()
+	for n := 0; ; n++ {
+		if msg := compareIterPosition(it, im, ok, want); msg != "" {
+			return fmt.Sprintf("backward scan, step %d: %s", n, msg)
+		}
+		if !ok {
+			break
+		}
+		ok, want = it.Prev(), im.prev()
+	}
+	return ""
+}
+
+// short renders a value for messages, eliding the middle of long ones.
+func short(v []byte) string {
+	if len(v) <= 40 {
+		return fmt.Sprintf("%q", v)
+	}
+	return fmt.Sprintf("%q...%q (%d B)", v[:24], v[len(v)-8:], len(v))
+}
+
+// readAll returns every key and value an iterator over r shows.
+func readAll(newIter func(*kv.IterOptions) (*kv.Iterator, error)) (map[string]string, error) {
+	it, err := newIter(nil)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]string{}
+	for ok := it.First(); ok; ok = it.Next() {
+		m[string(it.Key())] = string(it.Value())
+	}
+	if err := it.Error(); err != nil {
+		it.Close()
+		return nil, err
+	}
+	return m, it.Close()
+}
+
+// diffMaps describes how got differs from want, or returns "".
+func diffMaps(got, want map[string]string) string {
+	var diffs []string
+	for _, k := range slices.Sorted(maps.Keys(want)) {
+		g, ok := got[k]
+		switch {
+		case !ok:
+			diffs = append(diffs, fmt.Sprintf("missing %q (want %s)", k, short([]byte(want[k]))))
+		case g != want[k]:
+			diffs = append(diffs, fmt.Sprintf("%q = %s, want %s", k, short([]byte(g)), short([]byte(want[k]))))
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(got)) {
+		if _, ok := want[k]; !ok {
+			diffs = append(diffs, fmt.Sprintf("unexpected %q = %s", k, short([]byte(got[k]))))
+		}
+	}
+	if len(diffs) > 8 {
+		diffs = append(diffs[:8], fmt.Sprintf("... %d more", len(diffs)-8))
+	}
+	return strings.Join(diffs, "; ")
+}
