@@ -38,16 +38,16 @@ type benchOptions struct {
 const loadBatch = 1000
 
 // The sizes of the bench's stores, in both engines. They are smaller than
-// kv's defaults so that the default key count (about 120 MiB of tables)
+// kv's defaults so that the default key count (about 60 MiB of tables)
 // settles into L0 and three levels below it, as a store of gigabytes does
-// with the defaults.
+// with the defaults, and the default run stays within about two minutes.
 const (
-	benchMemTableSize  = 1 << 20
-	benchTableSize     = 1 << 20
-	benchL1Size        = 4 << 20
-	benchCacheSize     = 8 << 20
-	benchDefaultKeys   = 1_000_000
-	benchDefaultLookup = 100_000
+	benchMemTableSize   = 1 << 20
+	benchTableSize      = 1 << 20
+	benchL1Size         = 4 << 20
+	benchCacheSize      = 8 << 20
+	benchDefaultKeys    = 500_000
+	benchDefaultLookups = 100_000
 )
 
 func (a *app) benchCommand() *cobra.Command {
@@ -71,7 +71,7 @@ func (a *app) benchCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.IntVar(&o.keys, "keys", benchDefaultKeys, "keys loaded into each store before the write-heavy shape adds a quarter more")
 	f.IntVar(&o.valueSize, "value-size", 100, "bytes per value")
-	f.IntVar(&o.lookups, "lookups", benchDefaultLookup, "absent lookups, and as many present lookups, per shape and store")
+	f.IntVar(&o.lookups, "lookups", benchDefaultLookups, "absent lookups, and as many present lookups, per shape and store")
 	f.Float64Var(&o.fpr, "fpr", 0.01, "target false-positive rate of bloompolicy.New")
 	f.Var(&o.cache, "cache", "block cache size (e.g. 8MiB, 512KiB, 1048576)")
 	f.Var(&o.memtable, "memtable", "memtable size of every store")

@@ -123,7 +123,7 @@ func growthPlot(series []growthSeries, title, ylabel string, value func(growthPo
 	p.X.Tick.Marker = keyTicks(keys)
 	// The legend sits top left, where the smallest stores have the
 	// smallest figures: leave it room above the lines.
-	p.Y.Min, p.Y.Max = 0, max(ymax*1.6, 0.1)
+	p.Y.Min, p.Y.Max = 0, max(ymax*1.8, 0.1)
 	return p, nil
 }
 

@@ -191,7 +191,7 @@ func levelOf(p phase, level int) lookupRates {
 
 // writeGrowth prints the settled shape after each load step.
 func writeGrowth(w io.Writer, rows []benchRow) error {
-	t := newTable("config", ">keys", ">tables", "levels", ">tables/lookup", ">block reads/lookup",
+	t := newTable("config", ">keys", ">size", "levels", ">tables/lookup", ">block reads/lookup",
 		">reads saved/lookup")
 	for _, r := range rows {
 		for i, g := range r.Growth {

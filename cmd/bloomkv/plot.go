@@ -96,14 +96,19 @@ func writePlot(fs vfs.FS, path string, d plotData) error {
 	} else {
 		canvas = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(110))}
 	}
+	// Each row is aligned on its own: the bar chart's long names would
+	// otherwise narrow the panel below it too.
 	dc := draw.New(canvas)
-	tiles := draw.Tiles{Rows: len(panels), Cols: 2, PadX: vg.Centimeter, PadY: vg.Centimeter,
-		PadTop: vg.Millimeter * 3, PadBottom: vg.Millimeter * 3, PadLeft: vg.Millimeter * 3,
-		PadRight: vg.Millimeter * 3}
-	cells := plot.Align(panels, tiles, dc)
+	rowHeight := (dc.Max.Y - dc.Min.Y) / vg.Length(len(panels))
 	for i, row := range panels {
-		for j, p := range row {
-			p.Draw(cells[i][j])
+		// Crop's bottom moves up from the bottom edge, its top (negative)
+		// down from the top edge.
+		above, below := rowHeight*vg.Length(i), rowHeight*vg.Length(len(panels)-1-i)
+		cell := draw.Crop(dc, 0, 0, below, -above)
+		tiles := draw.Tiles{Rows: 1, Cols: len(row), PadX: vg.Centimeter, PadTop: vg.Millimeter * 3,
+			PadBottom: vg.Millimeter * 3, PadLeft: vg.Millimeter * 3, PadRight: vg.Millimeter * 3}
+		for j, c := range plot.Align([][]*plot.Plot{row}, tiles, cell)[0] {
+			row[j].Draw(c)
 		}
 	}
 	return writeFile(fs, path, canvas)
