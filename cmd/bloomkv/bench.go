@@ -47,7 +47,7 @@ const (
 	benchL1Size         = 4 << 20
 	benchCacheSize      = 8 << 20
 	benchDefaultKeys    = 500_000
-	benchDefaultLookups = 100_000
+	benchDefaultLookups = 50_000
 )
 
 func (a *app) benchCommand() *cobra.Command {

@@ -37,7 +37,7 @@
 //   - compacted: Flush, Compact over the whole key range and a wait: one
 //     level, one table per lookup.
 //
-// In each, 100,000 lookups of absent keys and 100,000 of present keys (keys
+// In each, 50,000 lookups of absent keys and 50,000 of present keys (keys
 // loaded before the shape), each in random order; every answer is checked.
 // The stores are a table of configurations (benchConfigs), each a change
 // to the bench's kv.Options or pebble.Options:
