@@ -82,49 +82,58 @@ func growthPlot(series []growthSeries, title, ylabel string, value func(growthPo
 	p.X.Scale = plot.LogScale{}
 	p.Legend.Left, p.Legend.Top = true, true
 	p.Add(plotter.NewGrid())
-	var keys []int
 	ymax := 0.0
 	for i, s := range series {
 		c := seriesColors[i%len(seriesColors)]
-		for k, present := range []bool{false, true} {
-			xys := make(plotter.XYs, 0, len(s.Points))
-			for _, pt := range s.Points {
-				a, pr := value(pt)
-				y := a
-				if present {
-					y = pr
-				}
-				if math.IsNaN(y) {
-					continue
-				}
-				xys = append(xys, plotter.XY{X: float64(pt.Keys), Y: y})
-				ymax = max(ymax, y)
-				if i == 0 && k == 0 {
-					keys = append(keys, pt.Keys)
-				}
-			}
-			line, points, err := plotter.NewLinePoints(xys)
+		for _, present := range []bool{false, true} {
+			line, points, err := growthLine(s.Points, present, value)
 			if err != nil {
 				return nil, err
 			}
 			line.Color, points.Color = c, c
-			points.Shape = draw.CircleGlyph{}
-			if present {
-				line.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
-				points.Shape = draw.TriangleGlyph{}
-			}
 			p.Add(line, points)
 			if !present {
 				p.Legend.Add(s.Config, line)
 			}
+			for _, xy := range line.XYs {
+				ymax = max(ymax, xy.Y)
+			}
 		}
 	}
 	addKindLegend(p)
-	p.X.Tick.Marker = keyTicks(keys)
+	if len(series) > 0 {
+		p.X.Tick.Marker = keyTicks(series[0].Points)
+	}
 	// The legend sits top left, where the smallest stores have the
 	// smallest figures: leave it room above the lines.
 	p.Y.Min, p.Y.Max = 0, max(ymax*1.8, 0.1)
 	return p, nil
+}
+
+// growthLine returns the line and glyphs of one series for absent keys
+// (solid, circles) or present keys (dashed, triangles), leaving out points
+// that could not be measured.
+func growthLine(pts []growthPoint, present bool, value func(growthPoint) (absent, present float64)) (*plotter.Line, *plotter.Scatter, error) {
+	xys := make(plotter.XYs, 0, len(pts))
+	for _, pt := range pts {
+		y, yp := value(pt)
+		if present {
+			y = yp
+		}
+		if !math.IsNaN(y) {
+			xys = append(xys, plotter.XY{X: float64(pt.Keys), Y: y})
+		}
+	}
+	line, points, err := plotter.NewLinePoints(xys)
+	if err != nil {
+		return nil, nil, err
+	}
+	points.Shape = draw.CircleGlyph{}
+	if present {
+		line.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+		points.Shape = draw.TriangleGlyph{}
+	}
+	return line, points, nil
 }
 
 // addKindLegend explains the line styles: absent keys solid with circles,
@@ -145,10 +154,10 @@ func addKindLegend(p *plot.Plot) {
 }
 
 // keyTicks labels the x axis at the measured store sizes: 15.6k, 31.2k, ... 1M.
-func keyTicks(keys []int) plot.Ticker {
-	ticks := make(plot.ConstantTicks, len(keys))
-	for i, k := range keys {
-		ticks[i] = plot.Tick{Value: float64(k), Label: fmtCount(k)}
+func keyTicks(pts []growthPoint) plot.Ticker {
+	ticks := make(plot.ConstantTicks, len(pts))
+	for i, pt := range pts {
+		ticks[i] = plot.Tick{Value: float64(pt.Keys), Label: fmtCount(pt.Keys)}
 	}
 	return ticks
 }
