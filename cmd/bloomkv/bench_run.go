@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/bloomkv/bloomkv/kv"
@@ -210,7 +211,7 @@ func (r *shapeRunner) measure(shape string, n int) (shapeResult, error) {
 		}
 		*res.phaseOf(present) = newPhase(c, int64(r.w.lookups), elapsed)
 	}
-	if after := r.s.shape(); fmt.Sprint(after) != fmt.Sprint(res.LSM) {
+	if after := r.s.shape(); !slices.Equal(after, res.LSM) {
 		res.LSMAfter = after
 	}
 	return res, nil
