@@ -142,8 +142,7 @@ func (r *shapeRunner) loadSettled(n int) error {
 		return err
 	}
 	for r.loaded < n {
-		const t = kv.DefaultL0CompactionThreshold
-		need := ((settledL0Tables-l0Tables(r.s.shape())-1)%t+t)%t + 1 // in [1, t]
+		need := flushesToSettledL0(l0Tables(r.s.shape()))
 		size := (n - r.loaded + need - 1) / need
 		if size > 2*chunk {
 			size = chunk // too many keys left for that many flushes: go round once more
@@ -156,6 +155,15 @@ func (r *shapeRunner) loadSettled(n int) error {
 		}
 	}
 	return nil
+}
+
+// flushesToSettledL0 returns how many more flushes, at least one, leave L0
+// with settledL0Tables tables when it holds l0 now: each flush adds a
+// table, and the one that makes L0CompactionThreshold of them sends them
+// all to L1.
+func flushesToSettledL0(l0 int) int {
+	const t = kv.DefaultL0CompactionThreshold
+	return ((settledL0Tables-l0-1)%t+t)%t + 1
 }
 
 // flushAndWait flushes the memtable and waits until no flush or compaction

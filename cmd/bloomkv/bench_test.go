@@ -169,3 +169,13 @@ func TestBenchOptions_Check(t *testing.T) {
 		}
 	}
 }
+
+func TestFlushesToSettledL0(t *testing.T) {
+	// settledL0Tables is 3 and the trigger 4: from 0 L0 tables three
+	// flushes; from 3, a round through a compaction and three more.
+	for l0, want := range []int{3, 2, 1, 4, 3, 2} {
+		if got := flushesToSettledL0(l0); got != want {
+			t.Errorf("flushesToSettledL0(%d) = %d, want %d", l0, got, want)
+		}
+	}
+}
