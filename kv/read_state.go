@@ -41,7 +41,9 @@ func (m *memTable) apply(batch []byte) error {
 		if err != nil || !ok {
 			return err
 		}
-		m.Add(base.MakeInternalKey(rec.Key, seq, rec.Kind), rec.Value)
+		if err := m.Add(base.MakeInternalKey(rec.Key, seq, rec.Kind), rec.Value); err != nil {
+			return err
+		}
 	}
 }
 
