@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/cockroachdb/pebble/vfs"
 )
 
 // payload returns n bytes that differ from record to record.
@@ -392,7 +393,37 @@ func TestReader_ErrorIsSticky(t *testing.T) {
 	}
 }
 
+// goldenLogs are the golden WALs and MANIFEST shared by the module's
+// packages (see testdata/golden/README.md): whole logs as the engine
+// writes them, the fuzz targets' seeds.
+var goldenLogs = []string{
+	"../../testdata/golden/wal/000001.log",
+	"../../testdata/golden/wal/000002.log",
+	"../../testdata/golden/manifest/MANIFEST-000002",
+}
+
+// readGoldenLogs returns the bytes of each golden log.
+func readGoldenLogs(f *testing.F) [][]byte {
+	var logs [][]byte
+	for _, path := range goldenLogs {
+		file, err := vfs.Default.Open(path)
+		if err != nil {
+			f.Fatal(err)
+		}
+		data, err := io.ReadAll(file)
+		file.Close()
+		if err != nil {
+			f.Fatal(err)
+		}
+		logs = append(logs, data)
+	}
+	return logs
+}
+
 func FuzzReader(f *testing.F) {
+	for _, log := range readGoldenLogs(f) {
+		f.Add(log)
+	}
 	_, log, _ := tornLog(f)
 	f.Add(log[:300])
 	f.Add(log)
