@@ -263,3 +263,23 @@ func TestRecovery_TableContradictsManifest(t *testing.T) {
 		t.Fatalf("iterating a table the MANIFEST misdescribes: %v", err)
 	}
 }
+
+// TestRecovery_SeqNumsExhausted replays a WAL whose batch claims the last
+// sequence numbers: the store reads, and refuses writes it could not
+// number, instead of wrapping around.
+func TestRecovery_SeqNumsExhausted(t *testing.T) {
+	o := &Options{}
+	d, fs := openMem(t, o)
+	d.Close()
+	appendRecords(t, fs, "db/"+liveWAL(t, fs), encodedBatch(base.SeqNumMax-1, "a", "b"))
+	d, err := Open("db", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	mustGet(t, d, "b", "v-b")
+	if err := d.Set([]byte("c"), []byte("1"), Sync); !errors.Is(err, errSeqNumsExhausted) {
+		t.Fatalf("Set past the last sequence number: %v", err)
+	}
+	mustNotFind(t, d, "c")
+}
