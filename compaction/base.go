@@ -76,10 +76,10 @@ func NewFileMetadata(n FileNum, m sstable.WriterMetadata) *FileMetadata {
 // NewVersion returns the Version holding levels[i] at level i, ordered as
 // a store keeps them: L0 oldest first (by LargestSeqNum, then FileNum),
 // deeper levels by key under cmp (nil: sstable.DefaultComparer). It fails
-// when a table is nil, a table number repeats, or a table below L0 ends
-// before it starts or shares a user key with another of its level: no
-// Version may hold those. Each table counts the new Version as one holder
-// (see FileMetadata.Refs).
+// when a table is nil, a table number repeats, a table's smallest key or
+// sequence number exceeds its largest, or a table below L0 shares a user
+// key with another of its level: no Version may hold those. Each table
+// counts the new Version as one holder (see FileMetadata.Refs).
 func NewVersion(cmp *Comparer, levels [NumLevels][]*FileMetadata) (*Version, error) {
 	if cmp == nil {
 		cmp = base.DefaultComparer

@@ -32,7 +32,7 @@ func TestNewVersion(t *testing.T) {
 		want  string
 	}{
 		{"overlap", 1, []string{"1:a-f", "2:e-k"}, "overlap"},
-		{"reversed", 3, []string{"1:k-a"}, "smallest > largest"},
+		{"reversed", 3, []string{"1:k-a"}, "smallest key sorts after its largest"},
 		{"repeated number", 0, []string{"1:a-b", "1:c-d"}, "already present"},
 	}
 	for _, tc := range bad {

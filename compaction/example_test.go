@@ -15,10 +15,16 @@ import (
 // snapshot sees, and nothing lies below, so both go.
 func ExampleRun() {
 	older, newer := memtable.New(nil), memtable.New(nil)
-	older.Add(memtable.MakeInternalKey([]byte("apple"), 1, memtable.KindSet), []byte("red"))
-	older.Add(memtable.MakeInternalKey([]byte("pear"), 2, memtable.KindSet), []byte("green"))
-	newer.Add(memtable.MakeInternalKey([]byte("apple"), 3, memtable.KindSet), []byte("yellow"))
-	newer.Add(memtable.MakeInternalKey([]byte("pear"), 4, memtable.KindDelete), nil)
+	for _, err := range []error{
+		older.Add(memtable.MakeInternalKey([]byte("apple"), 1, memtable.KindSet), []byte("red")),
+		older.Add(memtable.MakeInternalKey([]byte("pear"), 2, memtable.KindSet), []byte("green")),
+		newer.Add(memtable.MakeInternalKey([]byte("apple"), 3, memtable.KindSet), []byte("yellow")),
+		newer.Add(memtable.MakeInternalKey([]byte("pear"), 4, memtable.KindDelete), nil),
+	} {
+		if err != nil {
+			log.Fatal(err)
+		}
+	}
 
 	input := compaction.NewMergingIter(sstable.DefaultComparer.Compare, newer.NewIter(nil, nil), older.NewIter(nil, nil))
 	defer input.Close()

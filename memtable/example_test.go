@@ -1,7 +1,9 @@
 package memtable_test
 
 import (
+	"errors"
 	"fmt"
+	"log"
 
 	"github.com/bloomkv/bloomkv/memtable"
 )
@@ -11,10 +13,24 @@ import (
 // first within a key.
 func Example() {
 	m := memtable.New(nil)
-	m.Add(memtable.MakeInternalKey([]byte("apple"), 1, memtable.KindSet), []byte("red"))
-	m.Add(memtable.MakeInternalKey([]byte("banana"), 2, memtable.KindSet), []byte("yellow"))
-	m.Add(memtable.MakeInternalKey([]byte("apple"), 3, memtable.KindSet), []byte("green"))
-	m.Add(memtable.MakeInternalKey([]byte("banana"), 4, memtable.KindDelete), nil)
+	for _, e := range []struct {
+		key   string
+		seq   memtable.SeqNum
+		kind  memtable.Kind
+		value string
+	}{
+		{"apple", 1, memtable.KindSet, "red"},
+		{"banana", 2, memtable.KindSet, "yellow"},
+		{"apple", 3, memtable.KindSet, "green"},
+		{"banana", 4, memtable.KindDelete, ""},
+	} {
+		if err := m.Add(memtable.MakeInternalKey([]byte(e.key), e.seq, e.kind), []byte(e.value)); err != nil {
+			log.Fatal(err)
+		}
+	}
+	// Each version may be added once.
+	err := m.Add(memtable.MakeInternalKey([]byte("apple"), 3, memtable.KindSet), []byte("again"))
+	fmt.Println(errors.Is(err, memtable.ErrDuplicateKey))
 
 	for _, q := range []struct {
 		key string
@@ -38,6 +54,7 @@ func Example() {
 	it.Close()
 	fmt.Printf("%d entries\n", m.Len())
 	// Output:
+	// true
 	// apple at 2: red
 	// apple at 10: green
 	// banana at 3: yellow

@@ -113,8 +113,10 @@ func readTable(fs vfs.FS, policy bloompolicy.FilterPolicy) {
 // back and iterates it.
 func fillMemTable() *memtable.MemTable {
 	mem := memtable.New(memtable.DefaultComparer)
-	mem.Add(memtable.MakeInternalKey([]byte("apple"), 7, memtable.KindSet), []byte("green"))
-	mem.Add(memtable.MakeInternalKey([]byte("cherry"), 8, memtable.KindDelete), nil)
+	check(mem.Add(memtable.MakeInternalKey([]byte("apple"), 7, memtable.KindSet), []byte("green")))
+	check(mem.Add(memtable.MakeInternalKey([]byte("cherry"), 8, memtable.KindDelete), nil))
+	err := mem.Add(memtable.MakeInternalKey([]byte("apple"), 7, memtable.KindSet), []byte("again"))
+	fmt.Println("memtable add twice:", errors.Is(err, memtable.ErrDuplicateKey))
 	var before memtable.SeqNum = 6
 	v, kind, found := mem.Get([]byte("apple"), before)
 	fmt.Printf("memtable get apple at 6: %s\n", describe(found, kind, v))
