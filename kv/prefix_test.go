@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
 
+	"github.com/bloomkv/bloomkv/bloompolicy"
 	"github.com/bloomkv/bloomkv/internal/itertest"
 	"github.com/bloomkv/bloomkv/kv"
 	"github.com/bloomkv/bloomkv/sstable"
@@ -244,5 +246,132 @@ func TestOpen_ComparerMismatch(t *testing.T) {
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// userSplit cuts "user/<id>/<field>" after "user/<id>/", the prefix of a
+// user's keys; a key with fewer slashes is its own prefix.
+func userSplit(key []byte) int {
+	n, slashes := 0, 0
+	for n < len(key) && slashes < 2 {
+		if key[n] == '/' {
+			slashes++
+		}
+		n++
+	}
+	if slashes < 2 {
+		return len(key)
+	}
+	return n
+}
+
+// userComparer is bytewise with userSplit.
+func userComparer() *sstable.Comparer {
+	c := *sstable.DefaultComparer
+	c.Split, c.SplitName = userSplit, "test.user"
+	return &c
+}
+
+// userPrefix returns the prefix of user id: present users have even ids,
+// absent ones odd.
+func userPrefix(buf []byte, id int) []byte {
+	return fmt.Appendf(buf[:0], "user/%08d/", id)
+}
+
+// userFields are the fields of every present user.
+var userFields = []string{"email", "name", "plan"}
+
+// loadUsers writes the fields of users present users (ids 0, 2, 4, ...)
+// in a scattered order through set, and calls apply after every thousand
+// users and at the end. users must not be a multiple of 7919.
+func loadUsers(users int, set func(k, v []byte), apply func() error) error {
+	var key []byte
+	for i := 0; i < users; i++ {
+		id := 2 * ((i*7919 + 13) % users) // a permutation of 0..users-1, as 7919 is a prime not dividing users
+		for _, f := range userFields {
+			key = append(userPrefix(key, id), f...)
+			set(key, benchValue(uint64(id)))
+		}
+		if i%1000 == 999 {
+			if err := apply(); err != nil {
+				return err
+			}
+		}
+	}
+	return apply()
+}
+
+// TestIterator_SeekPrefixGE_AbsentPrefixReads checks the point of prefix
+// filters: a prefix seek for an absent prefix reads a data block only
+// where a filter gave a false positive, so over many seeks the blocks read
+// stay within a bound derived from the filter's false-positive rate and
+// the tables the seeks considered.
+func TestIterator_SeekPrefixGE_AbsentPrefixReads(t *testing.T) {
+	const fpr, users = 0.01, 20000
+	policy, err := bloompolicy.New(fpr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := kv.Open("db", &kv.Options{FS: vfs.NewMem(), Comparer: userComparer(), FilterPolicy: policy,
+		MemTableSize: 256 << 10, TargetFileSize: 256 << 10, LBaseMaxBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	b := db.NewBatch()
+	err = loadUsers(users, func(k, v []byte) { b.Set(k, v) }, func() error {
+		err := db.Apply(b, kv.NoSync)
+		b = db.NewBatch()
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Compact(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	it, err := db.NewIter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := db.Metrics().Lookups
+	var prefix []byte
+	for i := 0; i < 2*users; i++ {
+		prefix = userPrefix(prefix, 2*int(mix64(uint64(i))%users)+1)
+		if it.SeekPrefixGE(prefix) {
+			t.Fatalf("SeekPrefixGE(%s) found %s", prefix, it.Key())
+		}
+	}
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m := db.Metrics()
+	d := m.Lookups
+	d.PrefixSeeks -= before.PrefixSeeks
+	d.TablesConsidered -= before.TablesConsidered
+	d.FilterNegatives -= before.FilterNegatives
+	d.FilterTruePositives -= before.FilterTruePositives
+	d.FilterFalsePositives -= before.FilterFalsePositives
+	d.BlockReads -= before.BlockReads
+	t.Logf("LSM files per level %v; %d seeks: %+v", levelFiles(m), 2*users, d)
+	// Every filter asked about an absent prefix answers "absent" or gives a
+	// false positive, and only a false positive costs a read.
+	switch {
+	case d.PrefixSeeks != 2*users:
+		t.Fatalf("PrefixSeeks %d, want %d", d.PrefixSeeks, 2*users)
+	case d.FilterTruePositives != 0:
+		t.Fatalf("%d true positives for absent prefixes", d.FilterTruePositives)
+	case d.BlockReads != d.FilterFalsePositives:
+		t.Fatalf("%d block reads for %d false positives", d.BlockReads, d.FilterFalsePositives)
+	case d.FilterNegatives+d.FilterFalsePositives < d.TablesConsidered:
+		t.Fatalf("%d filter verdicts for %d tables considered", d.FilterNegatives+d.FilterFalsePositives, d.TablesConsidered)
+	}
+	// Reads are a binomial count over the filters asked: allow 1.1 times
+	// the target rate (bloompolicy meets it within a few percent) and six
+	// standard deviations on top.
+	mean := 1.1 * fpr * float64(d.FilterNegatives+d.FilterFalsePositives)
+	if bound := mean + 6*math.Sqrt(mean); float64(d.BlockReads) > bound {
+		t.Fatalf("%d block reads over %d tables considered: above the bound %.0f for a %.0f%% filter",
+			d.BlockReads, d.TablesConsidered, bound, 100*fpr)
 	}
 }
