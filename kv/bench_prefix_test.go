@@ -137,6 +137,7 @@ func benchPrefixSeeks(b *testing.B, e prefixEngine, present bool) {
 		want = len(userFields)
 	}
 	before := e.counters()
+	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		id := 2*int(mix64(uint64(i))%prefixUsers) + int(boolToUint(!present))

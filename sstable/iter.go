@@ -27,6 +27,7 @@ type tableIter struct {
 
 	prefix   []byte       // prefix mode's prefix; nil outside prefix mode
 	pending  bool         // a filter said "maybe" for the block loaded last: the verdict awaits its keys
+	asked    int          // the block whose filter the seek already asked (it said "maybe"); -1: none
 	stats    *LookupStats // what prefix seeks cost; &ownStats when the caller wants none
 	ownStats LookupStats
 }
@@ -54,7 +55,7 @@ func (r *Reader) NewIter(lower, upper []byte) (base.InternalIterator, error) {
 // prefix at or after the seek key. Reads outside prefix mode are not
 // counted. stats must not be shared between goroutines.
 func (r *Reader) NewIterWithStats(lower, upper []byte, stats *LookupStats) (base.InternalIterator, error) {
-	it := &tableIter{r: r, cmp: r.cmp.Compare, lower: lower, upper: upper, stats: stats}
+	it := &tableIter{r: r, cmp: r.cmp.Compare, lower: lower, upper: upper, stats: stats, asked: -1}
 	if it.stats == nil {
 		it.stats = &it.ownStats
 	}
@@ -107,6 +108,10 @@ func (it *tableIter) blockMayContainPrefix(h BlockHandle) bool {
 		return true
 	}
 	i := sort.Search(len(r.blockHandles), func(i int) bool { return r.blockHandles[i].Offset >= h.Offset })
+	if i == it.asked {
+		it.asked = -1
+		return true
+	}
 	return i == len(r.blockHandles) || r.filterPolicy.MayContain(r.filter.filter(i), it.prefix)
 }
 
@@ -173,7 +178,7 @@ func (it *tableIter) usable() bool {
 	if it.closed {
 		return it.fail(errors.New("sstable: iterator used after Close"))
 	}
-	it.valid, it.prefix, it.pending = false, nil, false
+	it.valid, it.prefix, it.pending, it.asked = false, nil, false, -1
 	return it.err == nil
 }
 
@@ -192,9 +197,38 @@ func (it *tableIter) seekGE(key []byte) bool {
 		key = it.lower
 	}
 	target := base.MakeSearchKey(key)
+	if it.prefix != nil && it.r.filter != nil {
+		return it.seekPrefixBlock(target)
+	}
 	if !it.index.SeekGE(target) {
 		return it.settleIndex()
 	}
+	if !it.loadBlock(true) {
+		return false
+	}
+	return it.settle(it.data.SeekGE(target), true)
+}
+
+// seekPrefixBlock is seekGE in prefix mode on a table with filters: the
+// in-memory index search finds the block, whose filter is asked before
+// the index iterator is positioned, so a ruled-out prefix costs no index
+// entry decoding either.
+func (it *tableIter) seekPrefixBlock(target base.InternalKey) bool {
+	r := it.r
+	i, err := r.searchIndex(target)
+	switch {
+	case err != nil:
+		return it.fail(err)
+	case i == len(r.blockHandles):
+		return false
+	case !r.filterPolicy.MayContain(r.filter.filter(i), it.prefix):
+		it.stats.FilterNegatives++
+		return false
+	}
+	if !it.index.seekRestart(i) {
+		return it.settleIndex()
+	}
+	it.asked = i
 	if !it.loadBlock(true) {
 		return false
 	}

@@ -194,7 +194,7 @@ func (l *Level) forward(ok bool) bool {
 		}
 		next := l.index + 1
 		if l.prefix != nil && next < len(l.files) && !bytes.HasPrefix(l.files[next].Smallest.UserKey, l.prefix) {
-			return l.fail()
+			return false // the prefix ends here; the table stays open for the next seek
 		}
 		if !l.open(next) {
 			return l.fail()
