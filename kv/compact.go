@@ -119,7 +119,7 @@ func (d *DB) runCompaction(c *compaction.Compaction) ([]*manifest.FileMetadata, 
 		InternalIterator: iterator.NewMerging(d.cmp.Compare, iters...),
 		canceled:         d.cancelCheck(),
 	}
-	outputs, _, err := d.runOutputs(input, cfg, c.OutputLevel)
+	outputs, _, err := d.runOutputs(input, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kv: compaction %s: %w", c, err)
 	}
@@ -180,15 +180,4 @@ func (d *DB) runManualLocked(c *compaction.Compaction) error {
 		d.mu.bgErr = err
 	}
 	return err
-}
-
-// waitCompactionsIdle waits until no flush or compaction runs or is due.
-// Tests use it to see the shape background work settles on.
-func (d *DB) waitCompactionsIdle() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for (len(d.mu.compacting) > 0 || d.mu.flushing || len(d.mu.imm) > 0) &&
-		d.mu.bgErr == nil && !d.closed.Load() {
-		d.mu.cond.Wait()
-	}
 }
