@@ -62,12 +62,22 @@ type kvStore struct {
 // openKV opens a bloomkv store in dir with filters built by policy, or
 // without filters when policy is nil.
 func openKV(dir string, o benchOptions, policy bloompolicy.FilterPolicy) (*kvStore, error) {
-	db, err := kv.Open(dir, &kv.Options{
+	return openKVWith(dir, kvOptions(o, policy))
+}
+
+// kvOptions returns the options of bench's bloomkv stores.
+func kvOptions(o benchOptions, policy bloompolicy.FilterPolicy) *kv.Options {
+	return &kv.Options{
 		FS:             vfs.Default,
 		FilterPolicy:   policy,
 		DisableFilters: policy == nil,
 		BlockCacheSize: int64(o.cache),
-	})
+	}
+}
+
+// openKVWith opens a bloomkv store in dir with opts.
+func openKVWith(dir string, opts *kv.Options) (*kvStore, error) {
+	db, err := kv.Open(dir, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -51,6 +51,12 @@ func (quietLogger) Fatalf(format string, args ...any) { panic(fmt.Sprintf(format
 const pebbleMemTables = 2
 
 func openPebble(dir string, o benchOptions, policy pebble.FilterPolicy) (*pebbleStore, error) {
+	return openPebbleWith(dir, pebbleOptions(o, policy))
+}
+
+// pebbleOptions returns the options of bench's Pebble stores, with a block
+// cache of their own.
+func pebbleOptions(o benchOptions, policy pebble.FilterPolicy) *pebble.Options {
 	// Pebble reserves its memtables' memory in the block cache, where
 	// bloomkv keeps them apart. Without more room an 8 MiB cache would hold
 	// no block at all behind two 4 MiB memtables; with it, blocks get the
@@ -74,12 +80,18 @@ func openPebble(dir string, o benchOptions, policy pebble.FilterPolicy) (*pebble
 			FilterType:     pebble.TableFilter,
 		}
 	}
+	return opts
+}
+
+// openPebbleWith opens a Pebble store in dir with opts, taking over their
+// block cache.
+func openPebbleWith(dir string, opts *pebble.Options) (*pebbleStore, error) {
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
-		cache.Unref()
+		opts.Cache.Unref()
 		return nil, err
 	}
-	return &pebbleStore{db: db, cache: cache}, nil
+	return &pebbleStore{db: db, cache: opts.Cache}, nil
 }
 
 func (s *pebbleStore) writeBatch(fill func(set func(key, value []byte) error) error) error {
