@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"path/filepath"
 	"time"
 
@@ -57,31 +58,47 @@ type prefixStore interface {
 	seekPrefix(prefix []byte) (int, error)
 }
 
-// prefixConfig is one engine and filter under the prefix workload.
-type prefixConfig struct {
-	name, engine, filter string
-	open                 func(dir string) (prefixStore, error)
-}
-
 // prefixConfigs returns bloomkv without filters and with ours, then Pebble
 // without filters and with its bloom at the nearest whole bits per key
-// when asked.
-func prefixConfigs(o benchOptions, ours *bloompolicy.Bloom) []prefixConfig {
-	whole := pebbleBits(ours.BitsPerKey())
+// when asked: the configurations of bench, with comparers that split.
+func prefixConfigs(o benchOptions, ours *bloompolicy.Bloom) []benchConfig {
+	bits := ours.BitsPerKey()
+	whole := pebbleBits(bits)
 	theirs := bloom.FilterPolicy(whole)
-	cfgs := []prefixConfig{
-		{"bloomkv, no filter", "bloomkv", "none", func(dir string) (prefixStore, error) { return openKVPrefix(dir, o, nil) }},
-		{"bloomkv, bloompolicy " + fmtPercent(o.fpr, 2), "bloomkv", ours.Name(),
-			func(dir string) (prefixStore, error) { return openKVPrefix(dir, o, ours) }},
+	cfgs := []benchConfig{
+		{id: "prefix-bloomkv-nofilter", name: "bloomkv, no filter", filter: filterNone, nominal: math.NaN(),
+			kv: func(k *kv.Options) { k.Comparer, k.DisableFilters = prefixComparer, true }},
+		{id: "prefix-bloomkv-bloompolicy", name: "bloomkv, bloompolicy " + fmtPercent(o.fpr, 2), filter: ours.Name(), nominal: bits,
+			kv: func(k *kv.Options) { k.Comparer, k.FilterPolicy = prefixComparer, ours }},
 	}
 	if o.pebble {
 		cfgs = append(cfgs,
-			prefixConfig{"pebble, no filter", "pebble", "none",
-				func(dir string) (prefixStore, error) { return openPebblePrefix(dir, o, nil) }},
-			prefixConfig{fmt.Sprintf("pebble, pebble bloom %d", whole), "pebble", theirs.Name(),
-				func(dir string) (prefixStore, error) { return openPebblePrefix(dir, o, theirs) }})
+			benchConfig{id: "prefix-pebble-nofilter", name: "pebble, no filter", filter: filterNone, nominal: math.NaN(),
+				pebble: withPebbleSplit},
+			benchConfig{id: "prefix-pebble-pebblebloom", name: fmt.Sprintf("pebble, pebble bloom %d", whole),
+				filter: theirs.Name(), nominal: float64(whole),
+				pebble: func(p *pebble.Options) { withPebbleSplit(p); withPebbleFilter(theirs)(p) }})
 	}
 	return cfgs
+}
+
+// withPebbleSplit gives Pebble the comparer of the prefix workload.
+func withPebbleSplit(p *pebble.Options) {
+	c := *pebble.DefaultComparer
+	c.Split = prefixSplit
+	p.Comparer = &c
+}
+
+// openPrefix opens cfg's store in dir for the prefix workload.
+func openPrefix(cfg benchConfig, dir string, o benchOptions) (prefixStore, error) {
+	s, err := cfg.open(dir, o)
+	if err != nil {
+		return nil, err
+	}
+	if k, ok := s.(*kvStore); ok {
+		return &kvPrefixStore{kvStore: k}, nil
+	}
+	return s.(*pebbleStore), nil
 }
 
 // kvPrefixStore is a bloomkv store that splits keys, with the iterator its
@@ -89,16 +106,6 @@ func prefixConfigs(o benchOptions, ours *bloompolicy.Bloom) []prefixConfig {
 type kvPrefixStore struct {
 	*kvStore
 	it *kv.Iterator // opened by the first seek, after the last write
-}
-
-func openKVPrefix(dir string, o benchOptions, policy bloompolicy.FilterPolicy) (*kvPrefixStore, error) {
-	opts := kvOptions(o, policy)
-	opts.Comparer = prefixComparer
-	s, err := openKVWith(dir, opts)
-	if err != nil {
-		return nil, err
-	}
-	return &kvPrefixStore{kvStore: s}, nil
 }
 
 func (s *kvPrefixStore) seekPrefix(prefix []byte) (int, error) {
@@ -127,16 +134,7 @@ func (s *kvPrefixStore) close() error {
 	return err
 }
 
-// openPebblePrefix opens a Pebble store whose comparer splits as bloomkv's;
-// its seeks go through the iterator settle opens, with UseL6Filters.
-func openPebblePrefix(dir string, o benchOptions, policy pebble.FilterPolicy) (*pebbleStore, error) {
-	opts := pebbleOptions(o, policy)
-	c := *pebble.DefaultComparer
-	c.Split = prefixSplit
-	opts.Comparer = &c
-	return openPebbleWith(dir, opts)
-}
-
+// seekPrefix uses the iterator refresh opened, with UseL6Filters.
 func (s *pebbleStore) seekPrefix(prefix []byte) (int, error) {
 	n := 0
 	for ok := s.iter.SeekPrefixGE(prefix); ok; ok = s.iter.Next() {
@@ -188,8 +186,8 @@ func (a *app) runPrefixBench(ctx context.Context, o benchOptions, ours *bloompol
 	if rep.Users%prefixStride == 0 {
 		rep.Users++
 	}
-	for i, cfg := range prefixConfigs(o, ours) {
-		row, err := a.prefixOne(ctx, cfg, filepath.Join(root, fmt.Sprintf("prefix-%d", i)), rep, o.seed)
+	for _, cfg := range prefixConfigs(o, ours) {
+		row, err := a.prefixOne(ctx, cfg, o, filepath.Join(root, cfg.id), rep)
 		if err != nil {
 			return fmt.Errorf("bench --prefix %s: %w", cfg.name, err)
 		}
@@ -199,9 +197,9 @@ func (a *app) runPrefixBench(ctx context.Context, o benchOptions, ours *bloompol
 }
 
 // prefixOne loads, settles and seeks one configuration.
-func (a *app) prefixOne(ctx context.Context, cfg prefixConfig, dir string, rep *prefixReport, seed uint64) (row prefixRow, err error) {
-	row = prefixRow{Config: cfg.name, Engine: cfg.engine, Filter: cfg.filter}
-	s, err := cfg.open(dir)
+func (a *app) prefixOne(ctx context.Context, cfg benchConfig, o benchOptions, dir string, rep *prefixReport) (row prefixRow, err error) {
+	row = prefixRow{Config: cfg.name, Engine: cfg.engine(), Filter: cfg.filter}
+	s, err := openPrefix(cfg, dir, o)
 	if err != nil {
 		return row, err
 	}
@@ -211,21 +209,24 @@ func (a *app) prefixOne(ctx context.Context, cfg prefixConfig, dir string, rep *
 		}
 	}()
 	prog := a.startProgress(cfg.name+": load", int64(rep.Users))
-	err = loadUsers(ctx, s, rep, newKeyGen(seed), prog)
+	err = loadUsers(ctx, s, rep, newKeyGen(o.seed), prog)
 	prog.done()
 	if err != nil {
 		return row, err
 	}
 	prog = a.startProgress(cfg.name+": flush + compact + settle", -1)
-	err = s.settle()
+	err = s.compact()
+	if err == nil {
+		err = s.refresh()
+	}
 	prog.done()
 	if err != nil {
 		return row, err
 	}
-	if row.Absent, err = a.prefixPhase(ctx, cfg.name+": absent users", s, rep, seed, false); err != nil {
+	if row.Absent, err = a.prefixPhase(ctx, cfg.name+": absent users", s, rep, o.seed, false); err != nil {
 		return row, err
 	}
-	row.Present, err = a.prefixPhase(ctx, cfg.name+": present users", s, rep, seed, true)
+	row.Present, err = a.prefixPhase(ctx, cfg.name+": present users", s, rep, o.seed, true)
 	return row, err
 }
 
@@ -269,7 +270,7 @@ func (a *app) prefixPhase(ctx context.Context, desc string, s prefixStore, rep *
 		want, odd = len(prefixFields), 0
 	}
 	var prefix []byte
-	before := s.counters()
+	before := s.counters().Total
 	start := time.Now()
 	for i := range rep.Seeks {
 		if i%progressEvery == 0 && ctx.Err() != nil {
@@ -287,7 +288,7 @@ func (a *app) prefixPhase(ctx context.Context, desc string, s prefixStore, rep *
 		prog.add(1)
 	}
 	p := prefixPhase{Seeks: rep.Seeks, NsPerSeek: jsonFloat(float64(time.Since(start).Nanoseconds()) / float64(rep.Seeks))}
-	p.Lookups = s.counters().minus(before)
+	p.Lookups = s.counters().Total.minus(before)
 	p.TablesPerSeek = jsonFloat(float64(p.Lookups.TablesConsidered) / float64(rep.Seeks))
 	p.BlockReadsPerSeek = jsonFloat(float64(p.Lookups.BlockReads) / float64(rep.Seeks))
 	p.ObservedFPR = jsonFloat(p.Lookups.observedFPR())
