@@ -130,6 +130,11 @@ func (d *DB) runCompaction(c *compaction.Compaction) ([]*manifest.FileMetadata, 
 		TargetFileSize: d.opts.TargetFileSize,
 		Grandparents:   c.Grandparents,
 	}
+	var moving []*manifest.FileMetadata
+	if c.StartLevel != c.OutputLevel {
+		moving = c.Inputs[0]
+	}
+	filter := d.tableFilterLocked(c.OutputLevel, moving, 0)
 	d.mu.Unlock()
 	defer d.mu.Lock()
 	var iters []base.InternalIterator
@@ -149,7 +154,7 @@ func (d *DB) runCompaction(c *compaction.Compaction) ([]*manifest.FileMetadata, 
 		InternalIterator: compaction.NewMergingIter(d.cmp.Compare, iters...),
 		canceled:         d.cancelCheck(),
 	}
-	outputs, _, err := d.runOutputs(input, cfg, c.OutputLevel)
+	outputs, _, err := d.runOutputs(input, cfg, filter)
 	if err != nil {
 		return nil, fmt.Errorf("kv: compaction %s: %w", c, err)
 	}
