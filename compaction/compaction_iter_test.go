@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/itertest"
 	"github.com/cockroachdb/datadriven"
 )
 
@@ -22,7 +23,7 @@ func TestCompactionIter(t *testing.T) {
 			return fmt.Sprintf("unknown command %q", d.Cmd)
 		}
 		snapshots, elide := parseIterArgs(t, d)
-		input := parseEntries(t, strings.Join(strings.Fields(d.Input), " "))
+		input := itertest.ParseEntries(t, strings.Join(strings.Fields(d.Input), " "))
 		var stats RunStats
 		ci := newCompactionIter(base.DefaultComparer.Compare, input, snapshots, elide, &stats)
 		var b strings.Builder

@@ -1,12 +1,13 @@
 // Package compaction decides what to compact in a bloomkv store and carries
 // compactions out.
 //
-// It has three parts: a [Picker] that chooses compactions under a leveled
-// scheme, a merging iterator ([NewMergingIter]) that reads several sorted
-// inputs as one, and [Run], which drains such an input, drops what no reader
-// can see any more and writes the rest as new tables. The kv package uses
-// Run for flushes too (a memtable iterator in, L0 tables out), and the
-// merging iterator for its user iterators.
+// It has two parts: a [Picker] that chooses compactions under a leveled
+// scheme, and [Run], which drains a sorted input (several tables or
+// memtables merged by [NewMergingIter]), drops what no reader can see any
+// more and writes the rest as new tables. The kv package uses Run for
+// flushes too (a memtable iterator in, L0 tables out). The merging iterator
+// itself lives with the read path's other iterators in internal/iterator;
+// NewMergingIter offers it to users of Run.
 //
 // # The leveled scheme
 //

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/itertest"
 	"github.com/bloomkv/bloomkv/internal/manifest"
 	"github.com/cockroachdb/datadriven"
 )
@@ -157,7 +158,7 @@ func parseFile(t *testing.T, line string) *manifest.FileMetadata {
 		if !strings.Contains(s, "#") {
 			return base.MakeInternalKey([]byte(s), base.SeqNum(num), base.KindSet)
 		}
-		return parseKey(t, s)
+		return itertest.ParseKey(t, s)
 	}
 	f.Smallest, f.Largest = key(lo), key(hi)
 	f.SmallestSeqNum = min(f.Smallest.SeqNum(), f.Largest.SeqNum())

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/itertest"
 	"github.com/bloomkv/bloomkv/internal/manifest"
 	"github.com/bloomkv/bloomkv/sstable"
 )
@@ -122,14 +123,14 @@ func randomSnapshots(rng *rand.Rand, max base.SeqNum) []base.SeqNum {
 
 // splitIntoChildren deals the entries out to 1-4 sorted iterators.
 func splitIntoChildren(rng *rand.Rand, entries []modelEntry) []base.InternalIterator {
-	children := make([]*sliceIter, 1+rng.IntN(4))
+	children := make([]*itertest.SliceIter, 1+rng.IntN(4))
 	for i := range children {
-		children[i] = newSliceIter(bytes.Compare, nil, nil)
+		children[i] = itertest.NewSliceIter(bytes.Compare, nil, nil)
 	}
 	for _, e := range entries {
 		c := children[rng.IntN(len(children))]
-		c.keys = append(c.keys, e.key)
-		c.vals = append(c.vals, e.value)
+		c.Keys = append(c.Keys, e.key)
+		c.Vals = append(c.Vals, e.value)
 	}
 	iters := make([]base.InternalIterator, len(children))
 	for i, c := range children {

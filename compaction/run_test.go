@@ -9,6 +9,7 @@ import (
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/itertest"
 	"github.com/bloomkv/bloomkv/internal/manifest"
 	"github.com/bloomkv/bloomkv/sstable"
 	"github.com/cockroachdb/datadriven"
@@ -132,7 +133,7 @@ func TestRun(t *testing.T) {
 		}
 		d.CmdArgs = filterArgs(d.CmdArgs, "snapshots", "elide")
 		cfg.Snapshots, cfg.ElideTombstone = parseIterArgs(t, d)
-		input := parseEntries(t, strings.Join(strings.Fields(d.Input), " "))
+		input := itertest.ParseEntries(t, strings.Join(strings.Fields(d.Input), " "))
 		tables, stats, err := Run(input, cfg)
 		var b strings.Builder
 		for _, m := range tables {
@@ -178,7 +179,7 @@ func TestRun_Filters(t *testing.T) {
 		vals = append(vals, bytes.Repeat([]byte{'v'}, 50))
 	}
 	out := newMemOutputs()
-	tables, _, err := Run(newSliceIter(bytes.Compare, keys, vals), RunConfig{
+	tables, _, err := Run(itertest.NewSliceIter(bytes.Compare, keys, vals), RunConfig{
 		NewOutput:      out.newOutput,
 		Writer:         sstable.WriterOptions{FilterPolicy: policy, BlockSize: 1024, Compression: sstable.NoCompression},
 		TargetFileSize: 32 << 10,
@@ -243,7 +244,7 @@ func TestRun_SplitOnUserKeys(t *testing.T) {
 	}
 	out := newMemOutputs()
 	const target = 4 << 10
-	tables, stats, err := Run(newSliceIter(bytes.Compare, keys, vals), RunConfig{
+	tables, stats, err := Run(itertest.NewSliceIter(bytes.Compare, keys, vals), RunConfig{
 		NewOutput: out.newOutput, Snapshots: snapshots, TargetFileSize: target,
 		Writer: sstable.WriterOptions{Compression: sstable.NoCompression},
 	})
@@ -269,12 +270,12 @@ func TestRun_SplitOnUserKeys(t *testing.T) {
 // TestRun_Errors checks that failures of the input, of NewOutput and of the
 // configuration come back as errors.
 func TestRun_Errors(t *testing.T) {
-	input := func() *sliceIter {
-		return parseEntries(t, "a#3,SET:a b#2,SET:b !err c#1,SET:c")
+	input := func() *itertest.SliceIter {
+		return itertest.ParseEntries(t, "a#3,SET:a b#2,SET:b !err c#1,SET:c")
 	}
 	out := newMemOutputs()
 	tables, _, err := Run(input(), RunConfig{NewOutput: out.newOutput, TargetFileSize: 1})
-	if !errors.Is(err, errInjected) || !strings.HasPrefix(err.Error(), "compaction: ") {
+	if !errors.Is(err, itertest.ErrInjected) || !strings.HasPrefix(err.Error(), "compaction: ") {
 		t.Fatalf("input error: got %v", err)
 	}
 	// a's table is finished; b's versions were never all read.
@@ -297,7 +298,7 @@ func TestRun_Errors(t *testing.T) {
 	}
 
 	// Input out of order is refused by the table writer.
-	bad := newSliceIter(bytes.Compare, []base.InternalKey{
+	bad := itertest.NewSliceIter(bytes.Compare, []base.InternalKey{
 		base.MakeInternalKey([]byte("b"), 1, base.KindSet), base.MakeInternalKey([]byte("a"), 2, base.KindSet),
 	}, [][]byte{nil, nil})
 	if _, _, err = Run(bad, RunConfig{NewOutput: out.newOutput}); err == nil {
@@ -325,7 +326,7 @@ func BenchmarkRun(b *testing.B) {
 	for range b.N {
 		iters := make([]base.InternalIterator, children)
 		for c := range iters {
-			iters[c] = newSliceIter(bytes.Compare, keys[c], vals[c])
+			iters[c] = itertest.NewSliceIter(bytes.Compare, keys[c], vals[c])
 		}
 		out := newMemOutputs()
 		_, stats, err := Run(NewMergingIter(bytes.Compare, iters...), RunConfig{NewOutput: out.newOutput, TargetFileSize: 2 << 20})

@@ -7,6 +7,7 @@ import (
 
 	"github.com/bloomkv/bloomkv/compaction"
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/iterator"
 	"github.com/bloomkv/bloomkv/internal/manifest"
 )
 
@@ -151,7 +152,7 @@ func (d *DB) runCompaction(c *compaction.Compaction) ([]*manifest.FileMetadata, 
 		}
 	}
 	input := &cancelIter{
-		InternalIterator: compaction.NewMergingIter(d.cmp.Compare, iters...),
+		InternalIterator: iterator.NewMerging(d.cmp.Compare, iters...),
 		canceled:         d.cancelCheck(),
 	}
 	outputs, _, err := d.runOutputs(input, cfg, filter)

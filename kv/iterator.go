@@ -1,8 +1,8 @@
 package kv
 
 import (
-	"github.com/bloomkv/bloomkv/compaction"
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/iterator"
 )
 
 // Iterator walks the DB's keys in order, showing for each key the newest
@@ -62,17 +62,17 @@ func (d *DB) newIter(opts *IterOptions, snap *Snapshot) *Iterator {
 	}
 	l0 := rs.current.Levels[0]
 	for i := len(l0) - 1; i >= 0; i-- {
-		if !overlapsBounds(d.cmp.Compare, l0[i].Smallest.UserKey, l0[i].Largest.UserKey, it.lower, it.upper) {
+		if !iterator.OverlapsBounds(d.cmp.Compare, l0[i].Smallest.UserKey, l0[i].Largest.UserKey, it.lower, it.upper) {
 			continue
 		}
-		iters = append(iters, newLevelIter(d, l0[i:i+1], it.lower, it.upper))
+		iters = append(iters, iterator.NewLevel(d.cmp.Compare, l0[i:i+1], it.lower, it.upper, d.tableCache.newIter))
 	}
 	for level := 1; level < len(rs.current.Levels); level++ {
 		if files := rs.current.Levels[level]; len(files) > 0 {
-			iters = append(iters, newLevelIter(d, files, it.lower, it.upper))
+			iters = append(iters, iterator.NewLevel(d.cmp.Compare, files, it.lower, it.upper, d.tableCache.newIter))
 		}
 	}
-	it.iter = compaction.NewMergingIter(d.cmp.Compare, iters...)
+	it.iter = iterator.NewMerging(d.cmp.Compare, iters...)
 	return it
 }
 
@@ -81,11 +81,6 @@ func cloneBytes(b []byte) []byte {
 		return nil
 	}
 	return append([]byte{}, b...)
-}
-
-// overlapsBounds reports whether [smallest, largest] meets [lower, upper).
-func overlapsBounds(cmp base.Compare, smallest, largest, lower, upper []byte) bool {
-	return (lower == nil || cmp(largest, lower) >= 0) && (upper == nil || cmp(smallest, upper) < 0)
 }
 
 // First moves to the first key.

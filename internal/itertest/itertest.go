@@ -1,6 +1,8 @@
-// Package itertest drives a base.InternalIterator from a script of
-// positioning operations, for the datadriven tests of the packages that
-// implement one (memtable, sstable, compaction).
+// Package itertest holds what the tests of internal iterators share:
+// RunOps drives a base.InternalIterator from a script of positioning
+// operations, for the datadriven tests of the packages that implement one
+// (memtable, sstable, iterator, compaction), and SliceIter is an in-memory
+// iterator over parsed entries, to feed merges and compactions.
 package itertest
 
 import (

@@ -1,12 +1,12 @@
-package compaction
+package iterator
 
 import "github.com/bloomkv/bloomkv/internal/base"
 
-// mergingIter merges the entries of several internal iterators into one
-// stream in internal-key order. It keeps the children that are positioned on
+// Merging merges the entries of several internal iterators into one stream
+// in internal-key order. It keeps the children that are positioned on
 // an entry in a binary heap: a min-heap while moving forward, a max-heap
 // while moving backward. Entries with equal internal keys in different
-// children are all returned, the child passed first to NewMergingIter first
+// children are all returned, the child passed first to NewMerging first
 // (in forward order), so the merge is a total order and Prev retraces Next
 // exactly.
 //
@@ -15,7 +15,7 @@ import "github.com/bloomkv/bloomkv/internal/base"
 // backward, at its last entry that sorts before it, or exhausted. Changing
 // direction re-establishes the invariant by stepping every other child once
 // past the current entry.
-type mergingIter struct {
+type Merging struct {
 	cmp      base.Compare
 	children []mergingChild
 	heap     []int // indexes into children, in heap order
@@ -31,14 +31,14 @@ type mergingChild struct {
 	valid bool
 }
 
-// NewMergingIter returns an iterator over the union of the entries of iters,
-// in internal-key order. It owns iters: Close closes every one of them.
+// NewMerging returns an iterator over the union of the entries of iters, in
+// internal-key order. It owns iters: Close closes every one of them.
 //
 // The first error of any child makes the merged iterator invalid; every
 // positioning call returns false from then on and Error and Close report
 // that error. Next and Prev on an iterator that is not Valid return false.
-func NewMergingIter(cmp base.Compare, iters ...base.InternalIterator) base.InternalIterator {
-	m := &mergingIter{
+func NewMerging(cmp base.Compare, iters ...base.InternalIterator) *Merging {
+	m := &Merging{
 		cmp:      cmp,
 		children: make([]mergingChild, len(iters)),
 		heap:     make([]int, 0, len(iters)),
@@ -51,27 +51,27 @@ func NewMergingIter(cmp base.Compare, iters ...base.InternalIterator) base.Inter
 }
 
 // SeekGE implements base.InternalIterator.
-func (m *mergingIter) SeekGE(key []byte) bool {
+func (m *Merging) SeekGE(key []byte) bool {
 	return m.positionAll(true, func(it base.InternalIterator) bool { return it.SeekGE(key) })
 }
 
 // SeekLT implements base.InternalIterator.
-func (m *mergingIter) SeekLT(key []byte) bool {
+func (m *Merging) SeekLT(key []byte) bool {
 	return m.positionAll(false, func(it base.InternalIterator) bool { return it.SeekLT(key) })
 }
 
 // First implements base.InternalIterator.
-func (m *mergingIter) First() bool {
+func (m *Merging) First() bool {
 	return m.positionAll(true, base.InternalIterator.First)
 }
 
 // Last implements base.InternalIterator.
-func (m *mergingIter) Last() bool {
+func (m *Merging) Last() bool {
 	return m.positionAll(false, base.InternalIterator.Last)
 }
 
 // Next implements base.InternalIterator.
-func (m *mergingIter) Next() bool {
+func (m *Merging) Next() bool {
 	if !m.Valid() {
 		return false
 	}
@@ -83,7 +83,7 @@ func (m *mergingIter) Next() bool {
 }
 
 // Prev implements base.InternalIterator.
-func (m *mergingIter) Prev() bool {
+func (m *Merging) Prev() bool {
 	if !m.Valid() {
 		return false
 	}
@@ -95,20 +95,20 @@ func (m *mergingIter) Prev() bool {
 }
 
 // Valid implements base.InternalIterator.
-func (m *mergingIter) Valid() bool { return m.err == nil && len(m.heap) > 0 }
+func (m *Merging) Valid() bool { return m.err == nil && len(m.heap) > 0 }
 
 // Key implements base.InternalIterator.
-func (m *mergingIter) Key() base.InternalKey { return m.children[m.heap[0]].key }
+func (m *Merging) Key() base.InternalKey { return m.children[m.heap[0]].key }
 
 // Value implements base.InternalIterator.
-func (m *mergingIter) Value() []byte { return m.children[m.heap[0]].iter.Value() }
+func (m *Merging) Value() []byte { return m.children[m.heap[0]].iter.Value() }
 
 // Error implements base.InternalIterator.
-func (m *mergingIter) Error() error { return m.err }
+func (m *Merging) Error() error { return m.err }
 
 // Close implements base.InternalIterator. It closes every child and returns
 // the first error met, by the merge or by any child's Close.
-func (m *mergingIter) Close() error {
+func (m *Merging) Close() error {
 	err := m.err
 	for i := range m.children {
 		if it := m.children[i].iter; it != nil {
@@ -125,7 +125,7 @@ func (m *mergingIter) Close() error {
 
 // positionAll positions every child with pos and rebuilds the heap for the
 // given direction.
-func (m *mergingIter) positionAll(forward bool, pos func(base.InternalIterator) bool) bool {
+func (m *Merging) positionAll(forward bool, pos func(base.InternalIterator) bool) bool {
 	if m.err != nil {
 		return false
 	}
@@ -137,7 +137,7 @@ func (m *mergingIter) positionAll(forward bool, pos func(base.InternalIterator) 
 
 // step records the outcome of positioning child i: its new key, or the
 // error that stopped it.
-func (m *mergingIter) step(i int, ok bool) {
+func (m *Merging) step(i int, ok bool) {
 	c := &m.children[i]
 	c.valid = ok
 	if ok {
@@ -157,7 +157,7 @@ func (m *mergingIter) step(i int, ok bool) {
 // backward, it sits at its last entry before the current one, so a single
 // Next puts it at its first entry after it; forward, the mirror image. A
 // child that ran off an end restarts from that end instead.
-func (m *mergingIter) switchDirection(forward bool) bool {
+func (m *Merging) switchDirection(forward bool) bool {
 	cur := m.heap[0]
 	for i := range m.children {
 		if i == cur {
@@ -185,7 +185,7 @@ func (m *mergingIter) switchDirection(forward bool) bool {
 
 // order compares the entries (a, i) and (b, j) in the merge's total order:
 // internal key, then child index.
-func (m *mergingIter) order(i int, a base.InternalKey, j int, b base.InternalKey) int {
+func (m *Merging) order(i int, a base.InternalKey, j int, b base.InternalKey) int {
 	if c := base.InternalCompare(m.cmp, a, b); c != 0 {
 		return c
 	}
@@ -199,7 +199,7 @@ func (m *mergingIter) order(i int, a base.InternalKey, j int, b base.InternalKey
 }
 
 // less orders heap slots for the current direction.
-func (m *mergingIter) less(x, y int) bool {
+func (m *Merging) less(x, y int) bool {
 	i, j := m.heap[x], m.heap[y]
 	c := m.order(i, m.children[i].key, j, m.children[j].key)
 	if m.forward {
@@ -209,7 +209,7 @@ func (m *mergingIter) less(x, y int) bool {
 }
 
 // buildHeap makes a heap of the valid children for the given direction.
-func (m *mergingIter) buildHeap(forward bool) bool {
+func (m *Merging) buildHeap(forward bool) bool {
 	m.forward = forward
 	m.heap = m.heap[:0]
 	if m.err != nil {
@@ -228,7 +228,7 @@ func (m *mergingIter) buildHeap(forward bool) bool {
 
 // fixTop restores the heap after the top child moved, dropping it if it ran
 // out of entries.
-func (m *mergingIter) fixTop() bool {
+func (m *Merging) fixTop() bool {
 	if m.err != nil {
 		m.heap = m.heap[:0]
 		return false
@@ -246,7 +246,7 @@ func (m *mergingIter) fixTop() bool {
 }
 
 // down sifts heap slot i down to its place.
-func (m *mergingIter) down(i int) {
+func (m *Merging) down(i int) {
 	n := len(m.heap)
 	for {
 		smallest := i

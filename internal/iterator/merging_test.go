@@ -1,4 +1,4 @@
-package compaction
+package iterator
 
 import (
 	"bytes"
@@ -14,9 +14,9 @@ import (
 	"github.com/cockroachdb/datadriven"
 )
 
-func TestMergingIter(t *testing.T) {
+func TestMerging(t *testing.T) {
 	var children []string
-	datadriven.RunTest(t, "testdata/merging_iter", func(t *testing.T, d *datadriven.TestData) string {
+	datadriven.RunTest(t, "testdata/merging", func(t *testing.T, d *datadriven.TestData) string {
 		switch d.Cmd {
 		case "define":
 			children = strings.Split(strings.TrimSpace(d.Input), "\n")
@@ -24,9 +24,9 @@ func TestMergingIter(t *testing.T) {
 		case "iter":
 			iters := make([]base.InternalIterator, len(children))
 			for i, line := range children {
-				iters[i] = parseEntries(t, line)
+				iters[i] = itertest.ParseEntries(t, line)
 			}
-			m := NewMergingIter(base.DefaultComparer.Compare, iters...)
+			m := NewMerging(base.DefaultComparer.Compare, iters...)
 			out, err := itertest.RunOps(m, d.Input, itertest.KeyValue)
 			if err != nil {
 				t.Fatal(err)
@@ -35,7 +35,7 @@ func TestMergingIter(t *testing.T) {
 				out += "close: " + err.Error() + "\n"
 			}
 			for i, it := range iters {
-				if !it.(*sliceIter).closed {
+				if !it.(*itertest.SliceIter).Closed() {
 					t.Fatalf("child %d not closed", i)
 				}
 			}
@@ -47,7 +47,7 @@ func TestMergingIter(t *testing.T) {
 }
 
 // modelEntry is one entry of the sorted model the randomized test checks
-// the merge against.
+// the merge against: the merge's order is internal key, then child.
 type modelEntry struct {
 	key   base.InternalKey
 	value []byte
@@ -57,9 +57,9 @@ type modelEntry struct {
 // randomChildren builds n children over a small key space, with duplicate
 // internal keys across children so ties are exercised, and the sorted
 // model of their union.
-func randomChildren(rng *rand.Rand, n int) ([]*sliceIter, []modelEntry) {
+func randomChildren(rng *rand.Rand, n int) ([]*itertest.SliceIter, []modelEntry) {
 	var model []modelEntry
-	children := make([]*sliceIter, n)
+	children := make([]*itertest.SliceIter, n)
 	for c := range children {
 		seen := map[string]bool{}
 		var entries []modelEntry
@@ -72,10 +72,10 @@ func randomChildren(rng *rand.Rand, n int) ([]*sliceIter, []modelEntry) {
 			}
 		}
 		sortModel(entries)
-		it := newSliceIter(bytes.Compare, nil, nil)
+		it := itertest.NewSliceIter(bytes.Compare, nil, nil)
 		for _, e := range entries {
-			it.keys = append(it.keys, e.key)
-			it.vals = append(it.vals, e.value)
+			it.Keys = append(it.Keys, e.key)
+			it.Vals = append(it.Vals, e.value)
 		}
 		children[c] = it
 		model = append(model, entries...)
@@ -93,7 +93,7 @@ func sortModel(m []modelEntry) {
 	})
 }
 
-func TestMergingIter_Random(t *testing.T) {
+func TestMerging_Random(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, seed))
@@ -103,7 +103,7 @@ func TestMergingIter_Random(t *testing.T) {
 		for i, c := range children {
 			iters[i] = c
 		}
-		m := NewMergingIter(bytes.Compare, iters...)
+		m := NewMerging(bytes.Compare, iters...)
 		checkAgainstModel(t, rng, m, model, fmt.Sprintf("seed %d round %d", seed, round))
 		if err := m.Close(); err != nil {
 			t.Fatal(err)
@@ -172,15 +172,15 @@ func benchChildren(n, total int) []base.InternalIterator {
 	}
 	iters := make([]base.InternalIterator, n)
 	for c := range iters {
-		iters[c] = newSliceIter(bytes.Compare, keys[c], vals[c])
+		iters[c] = itertest.NewSliceIter(bytes.Compare, keys[c], vals[c])
 	}
 	return iters
 }
 
-func BenchmarkMergingIter_Next(b *testing.B) {
+func BenchmarkMerging_Next(b *testing.B) {
 	for _, n := range []int{1, 4, 16} {
 		b.Run(fmt.Sprintf("children=%d", n), func(b *testing.B) {
-			m := NewMergingIter(bytes.Compare, benchChildren(n, 100_000)...)
+			m := NewMerging(bytes.Compare, benchChildren(n, 100_000)...)
 			b.ResetTimer()
 			for range b.N {
 				if !m.Next() {
@@ -191,10 +191,10 @@ func BenchmarkMergingIter_Next(b *testing.B) {
 	}
 }
 
-func BenchmarkMergingIter_Prev(b *testing.B) {
+func BenchmarkMerging_Prev(b *testing.B) {
 	for _, n := range []int{1, 4, 16} {
 		b.Run(fmt.Sprintf("children=%d", n), func(b *testing.B) {
-			m := NewMergingIter(bytes.Compare, benchChildren(n, 100_000)...)
+			m := NewMerging(bytes.Compare, benchChildren(n, 100_000)...)
 			b.ResetTimer()
 			for range b.N {
 				if !m.Prev() {
@@ -205,10 +205,10 @@ func BenchmarkMergingIter_Prev(b *testing.B) {
 	}
 }
 
-func BenchmarkMergingIter_SeekGE(b *testing.B) {
+func BenchmarkMerging_SeekGE(b *testing.B) {
 	for _, n := range []int{1, 4, 16} {
 		b.Run(fmt.Sprintf("children=%d", n), func(b *testing.B) {
-			m := NewMergingIter(bytes.Compare, benchChildren(n, 100_000)...)
+			m := NewMerging(bytes.Compare, benchChildren(n, 100_000)...)
 			rng := rand.New(rand.NewPCG(1, 1))
 			keys := make([][]byte, 1024)
 			for i := range keys {

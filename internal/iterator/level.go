@@ -1,4 +1,4 @@
-package kv
+package iterator
 
 import (
 	"sort"
@@ -7,27 +7,49 @@ import (
 	"github.com/bloomkv/bloomkv/internal/manifest"
 )
 
-// levelIter iterates over the tables of one sorted, non-overlapping level
-// (or a single L0 table) as one stream, opening each table only when the
-// iteration reaches it and closing it when it moves on.
-type levelIter struct {
-	d            *DB
+// TableOpener opens an iterator over the entries of one table whose user
+// keys lie in [lower, upper) (a nil bound is unbounded). The caller of
+// NewLevel supplies it, typically backed by a cache of open tables; the
+// level iterator closes each iterator it gets when it moves off the table.
+type TableOpener func(file *manifest.FileMetadata, lower, upper []byte) (base.InternalIterator, error)
+
+// Level iterates over the tables of one sorted, non-overlapping level (or a
+// single L0 table) as one stream, opening each table only when the
+// iteration reaches it and closing it when it moves on. At most one table
+// is open at a time.
+//
+// An error opening or reading a table makes the iterator invalid; Error
+// reports it until the next absolute positioning call (First, Last, SeekGE,
+// SeekLT), which starts afresh.
+type Level struct {
 	cmp          base.Compare
 	files        []*manifest.FileMetadata
 	lower, upper []byte
+	openTable    TableOpener
 
 	index int                   // the table iter reads; -1 or len(files) when off either end
 	iter  base.InternalIterator // nil when no table is open
 	err   error
 }
 
-func newLevelIter(d *DB, files []*manifest.FileMetadata, lower, upper []byte) *levelIter {
-	return &levelIter{d: d, cmp: d.cmp.Compare, files: files, lower: lower, upper: upper, index: -1}
+// NewLevel returns an iterator over the entries of files, which must be
+// sorted by key and not overlap, restricted to the tables that meet
+// [lower, upper). It opens tables through open as it reaches them. The
+// bounds are passed on to open; NewLevel keeps them, so the caller must not
+// modify them while the iterator is in use.
+func NewLevel(cmp base.Compare, files []*manifest.FileMetadata, lower, upper []byte, open TableOpener) *Level {
+	return &Level{cmp: cmp, files: files, lower: lower, upper: upper, openTable: open, index: -1}
+}
+
+// OverlapsBounds reports whether the user-key range [smallest, largest]
+// meets [lower, upper) (a nil bound is unbounded).
+func OverlapsBounds(cmp base.Compare, smallest, largest, lower, upper []byte) bool {
+	return (lower == nil || cmp(largest, lower) >= 0) && (upper == nil || cmp(smallest, upper) < 0)
 }
 
 // open makes table index the current one; false when index is off either
 // end, outside the bounds, or the table cannot be opened.
-func (l *levelIter) open(index int) bool {
+func (l *Level) open(index int) bool {
 	if l.iter != nil && l.index == index {
 		return true
 	}
@@ -37,10 +59,10 @@ func (l *levelIter) open(index int) bool {
 		return false
 	}
 	f := l.files[index]
-	if !overlapsBounds(l.cmp, f.Smallest.UserKey, f.Largest.UserKey, l.lower, l.upper) {
+	if !OverlapsBounds(l.cmp, f.Smallest.UserKey, f.Largest.UserKey, l.lower, l.upper) {
 		return false
 	}
-	it, err := l.d.tableCache.newIter(f, l.lower, l.upper)
+	it, err := l.openTable(f, l.lower, l.upper)
 	if err != nil {
 		l.err = err
 		return false
@@ -49,7 +71,8 @@ func (l *levelIter) open(index int) bool {
 	return true
 }
 
-func (l *levelIter) closeTable() {
+// closeTable closes the open table, if any, keeping the first error.
+func (l *Level) closeTable() {
 	if l.iter != nil {
 		if err := l.iter.Close(); err != nil && l.err == nil {
 			l.err = err
@@ -59,7 +82,7 @@ func (l *levelIter) closeTable() {
 }
 
 // SeekGE implements base.InternalIterator.
-func (l *levelIter) SeekGE(key []byte) bool {
+func (l *Level) SeekGE(key []byte) bool {
 	l.err = nil
 	i := sort.Search(len(l.files), func(i int) bool {
 		return l.cmp(l.files[i].Largest.UserKey, key) >= 0
@@ -71,7 +94,7 @@ func (l *levelIter) SeekGE(key []byte) bool {
 }
 
 // SeekLT implements base.InternalIterator.
-func (l *levelIter) SeekLT(key []byte) bool {
+func (l *Level) SeekLT(key []byte) bool {
 	l.err = nil
 	i := sort.Search(len(l.files), func(i int) bool {
 		return l.cmp(l.files[i].Smallest.UserKey, key) >= 0
@@ -83,7 +106,7 @@ func (l *levelIter) SeekLT(key []byte) bool {
 }
 
 // First implements base.InternalIterator.
-func (l *levelIter) First() bool {
+func (l *Level) First() bool {
 	if l.lower != nil {
 		return l.SeekGE(l.lower)
 	}
@@ -95,7 +118,7 @@ func (l *levelIter) First() bool {
 }
 
 // Last implements base.InternalIterator.
-func (l *levelIter) Last() bool {
+func (l *Level) Last() bool {
 	if l.upper != nil {
 		return l.SeekLT(l.upper)
 	}
@@ -107,7 +130,7 @@ func (l *levelIter) Last() bool {
 }
 
 // Next implements base.InternalIterator.
-func (l *levelIter) Next() bool {
+func (l *Level) Next() bool {
 	if !l.Valid() {
 		return false
 	}
@@ -115,7 +138,7 @@ func (l *levelIter) Next() bool {
 }
 
 // Prev implements base.InternalIterator.
-func (l *levelIter) Prev() bool {
+func (l *Level) Prev() bool {
 	if !l.Valid() {
 		return false
 	}
@@ -124,7 +147,7 @@ func (l *levelIter) Prev() bool {
 
 // forward moves on to the first entry of the following tables while the
 // current one is exhausted.
-func (l *levelIter) forward(ok bool) bool {
+func (l *Level) forward(ok bool) bool {
 	for !ok {
 		if l.iter == nil || l.iter.Error() != nil {
 			return l.fail()
@@ -139,7 +162,7 @@ func (l *levelIter) forward(ok bool) bool {
 
 // backward moves on to the last entry of the preceding tables while the
 // current one is exhausted.
-func (l *levelIter) backward(ok bool) bool {
+func (l *Level) backward(ok bool) bool {
 	for !ok {
 		if l.iter == nil || l.iter.Error() != nil {
 			return l.fail()
@@ -153,7 +176,7 @@ func (l *levelIter) backward(ok bool) bool {
 }
 
 // fail records the current table's error, if any, and closes it.
-func (l *levelIter) fail() bool {
+func (l *Level) fail() bool {
 	if l.iter != nil && l.err == nil {
 		l.err = l.iter.Error()
 	}
@@ -162,19 +185,19 @@ func (l *levelIter) fail() bool {
 }
 
 // Valid implements base.InternalIterator.
-func (l *levelIter) Valid() bool { return l.iter != nil && l.err == nil && l.iter.Valid() }
+func (l *Level) Valid() bool { return l.iter != nil && l.err == nil && l.iter.Valid() }
 
 // Key implements base.InternalIterator.
-func (l *levelIter) Key() base.InternalKey { return l.iter.Key() }
+func (l *Level) Key() base.InternalKey { return l.iter.Key() }
 
 // Value implements base.InternalIterator.
-func (l *levelIter) Value() []byte { return l.iter.Value() }
+func (l *Level) Value() []byte { return l.iter.Value() }
 
 // Error implements base.InternalIterator.
-func (l *levelIter) Error() error { return l.err }
+func (l *Level) Error() error { return l.err }
 
 // Close implements base.InternalIterator.
-func (l *levelIter) Close() error {
+func (l *Level) Close() error {
 	l.closeTable()
 	return l.err
 }
