@@ -63,8 +63,12 @@ type Options struct {
 	// its target (LBaseMaxBytes × LevelMultiplier^(level-1) bytes at the
 	// store's average bytes per entry): the size it settles at as the
 	// store grows. Small runs (L0 tables, upper levels) get more bits per
-	// key, the bottom level fewer. Levels[i].FilterPolicy, where set, takes
-	// precedence for level i.
+	// key, the bottom level fewer. A table keeps its sizing until a
+	// compaction rewrites it, so a growing store spends somewhat more than
+	// a budget of bits per key (its bottom level was a smaller share of
+	// the keys when its tables were written: 8% more in
+	// BenchmarkFilterBudget's load of 2M keys). Levels[i].FilterPolicy,
+	// where set, takes precedence for level i.
 	FilterBudget *bloompolicy.Budget
 	// DisableFilters writes new tables without filters and reads every
 	// table without its filter, as if no policy knew it: each table a
