@@ -57,7 +57,7 @@ func (o *Options) filters() map[string]bloompolicy.FilterPolicy {
 		return m
 	}
 	add := func(p bloompolicy.FilterPolicy) {
-		if _, ok := m[p.Name()]; p != nil && !ok {
+		if _, ok := m[p.Name()]; !ok {
 			m[p.Name()] = p
 		}
 	}
@@ -68,7 +68,8 @@ func (o *Options) filters() map[string]bloompolicy.FilterPolicy {
 		}
 	}
 	if o.FilterBudget != nil {
-		// Any Bloom reads every Bloom's filters, whatever their sizing.
+		// Any Bloom reads every Bloom's filters, whatever their sizing; 10
+		// bits per key is a valid argument, so there is no error.
 		p, _ := bloompolicy.NewBitsPerKey(10)
 		add(p)
 	}
