@@ -24,7 +24,10 @@ import (
 //
 // The bits a rate costs come from the same model of the layout that [New]
 // sizes its filters with (the blocked layout's measured rate, see doc.go),
-// tabulated once per process on a grid of 1/16 bit.
+// tabulated once per process on a grid of 1/16 bit. The rule is exactly
+// optimal when bits grow linearly in -ln p, as in the textbook; the
+// blocked layout's cost grows a little faster at low rates, so there the
+// rule is close to the optimum rather than at it.
 
 // Budget is what an allocation of filter memory may spend. Set exactly one
 // field.
