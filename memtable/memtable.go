@@ -1,6 +1,7 @@
 package memtable
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync/atomic"
@@ -52,17 +53,22 @@ func New(cmp *base.Comparer) *MemTable {
 	return m
 }
 
+// ErrDuplicateKey is returned (wrapped) by Add for an internal key the
+// table already holds.
+var ErrDuplicateKey = errors.New("memtable: internal key added twice")
+
 // Add inserts a copy of key and value. Only one goroutine may Add at a time;
 // readers may run concurrently.
 //
 // Each internal key may be added once: bloomkv gives every write its own
-// sequence number, so adding an existing (user key, seqnum, kind) is a
-// programming error and panics.
-func (m *MemTable) Add(key base.InternalKey, value []byte) {
+// sequence number, so an existing (user key, seqnum, kind) means the input
+// repeats itself (a WAL replayed twice, say). Add then leaves the table
+// unchanged and returns an error wrapping ErrDuplicateKey.
+func (m *MemTable) Add(key base.InternalKey, value []byte) error {
 	var prev, next [maxHeight]*node
 	m.findSplice(key, &prev, &next)
 	if next[0] != nil && base.InternalCompare(m.cmp.Compare, next[0].key, key) == 0 {
-		panic(fmt.Sprintf("memtable: key %s added twice", key))
+		return fmt.Errorf("%w: %s", ErrDuplicateKey, key)
 	}
 	h := randomHeight()
 	x := m.newNode(key, value, h)
@@ -87,6 +93,7 @@ func (m *MemTable) Add(key base.InternalKey, value []byte) {
 	}
 	m.size.Add(nodeOverhead + int64(len(key.UserKey)+len(value)) + int64(h)*int64(unsafe.Sizeof(x.tower[0])))
 	m.count.Add(1)
+	return nil
 }
 
 // newNode builds an unpublished node holding copies of key and value.
