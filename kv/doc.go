@@ -12,6 +12,15 @@
 // WAL; see Recovery). Metrics reports
 // how many tables, filters and blocks each lookup touched.
 //
+// # Prefixes
+//
+// A Comparer with a Split (Options.Comparer) cuts each key into a prefix
+// and a suffix, as Pebble's does (for example "user/42/" of
+// "user/42/name"). Filters then hold the prefixes of their blocks' keys;
+// Get asks them about its key's prefix, and [Iterator.SeekPrefixGE] seeks
+// within one prefix, skipping every table and block whose filter rules it
+// out, then walks it with Next (prefix mode).
+//
 // # Failures
 //
 // Keys, values and batches over [MaxKeySize], [MaxValueSize] and
@@ -43,6 +52,17 @@
 // tables newest first, and then in L1..L6 at the one table per level whose
 // key range covers the key, stopping at the newest version visible at the
 // read's sequence number.
+//
+// # Filters
+//
+// Each new table gets the filter policy of the level it is written to:
+// Options.Levels[level].FilterPolicy if set, else the sizing of
+// Options.FilterBudget for that level if a budget is set (Monkey's rule,
+// computed from the tree as it stands when the flush or compaction writes
+// the table), else Options.FilterPolicy. A table records its policy's
+// name; readers use the filter of every table whose policy some option
+// names, and read the others without. Options.DisableFilters writes no
+// filters and reads none, so the same files can be measured both ways.
 //
 // # Files
 //

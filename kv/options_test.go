@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
+	"github.com/bloomkv/bloomkv/internal/itertest"
+	"github.com/bloomkv/bloomkv/sstable"
 	"github.com/cockroachdb/pebble/vfs"
 )
 
@@ -43,6 +45,13 @@ func TestOptions_DefaultsFollowThresholds(t *testing.T) {
 	}
 }
 
+// splitWithoutName is a splitting comparer that forgot to name its Split.
+func splitWithoutName() *sstable.Comparer {
+	c := itertest.SlashComparer()
+	c.SplitName = ""
+	return c
+}
+
 // TestOptions_Invalid rejects each kind of bad value with a message naming
 // the field.
 func TestOptions_Invalid(t *testing.T) {
@@ -65,6 +74,12 @@ func TestOptions_Invalid(t *testing.T) {
 		{Options{MemTableStopWritesThreshold: -1}, "MemTableStopWritesThreshold is negative"},
 		{Options{ExtraFilterPolicies: []bloompolicy.FilterPolicy{nil}}, "ExtraFilterPolicies[0]"},
 		{Options{ErrorIfExists: true, ErrorIfNotExists: true}, "ErrorIfExists and ErrorIfNotExists are both set"},
+		{Options{Comparer: &sstable.Comparer{Name: "c"}}, `Comparer "c" needs Compare`},
+		{Options{Comparer: splitWithoutName()}, "Split and SplitName must be set together"},
+		{Options{Levels: make([]LevelOptions, 8)}, "Levels has 8 entries for 7 levels"},
+		{Options{Levels: []LevelOptions{{}, {FilterPolicy: &unnamedPolicy{}}}}, "Levels[1].FilterPolicy has an empty name"},
+		{Options{FilterBudget: &bloompolicy.Budget{BitsPerKey: 10, FalsePositives: 0.1}}, "FilterBudget: bloompolicy: budget sets both"},
+		{Options{FilterBudget: &bloompolicy.Budget{}}, "FilterBudget: bloompolicy: budget sets neither"},
 	}
 	for _, tc := range tests {
 		_, err := tc.opts.resolve()
@@ -73,3 +88,8 @@ func TestOptions_Invalid(t *testing.T) {
 		}
 	}
 }
+
+// unnamedPolicy is a policy with an empty name, which Open rejects.
+type unnamedPolicy struct{ exactPolicy }
+
+func (*unnamedPolicy) Name() string { return "" }

@@ -64,6 +64,12 @@ func InternalCompare(userCmp Compare, a, b InternalKey) int {
 // the same type as the engine's user-key comparison.
 type Compare = base.Compare
 
+// Split returns the length of the prefix of a user key that filters hold
+// when a Comparer carries one (Comparer.Split). A prefix must be its own
+// prefix, sort at or before every key bearing it, and order as its keys do;
+// Split must be deterministic. It is the same type as the engine's.
+type Split = base.Split
+
 // Comparer orders user keys and names the ordering, which every table
 // stores. It is the same type as the comparer of every bloomkv package.
 type Comparer = base.Comparer

@@ -14,7 +14,8 @@ import (
 //
 // The index is searched for the internal key (userKey, seq), so the lookup
 // lands on the one data block that can hold the visible version, and that
-// block's filter is asked first: "absent" costs no data-block read. Should
+// block's filter is asked first (about userKey's prefix, under a comparer
+// with a Split): "absent" costs no data-block read. Should
 // the block end inside userKey's versions, the lookup goes on to the next
 // block, asking its filter too. stats (which may be nil) accumulates the
 // filter verdicts and block reads.
@@ -27,6 +28,8 @@ func (r *Reader) Get(userKey []byte, seq SeqNum, stats *LookupStats) (value []by
 	if err != nil {
 		return nil, 0, false, err
 	}
+	stats.TablesConsidered++
+	filterKey := r.cmp.Prefix(userKey)
 	var it *blockIter // taken from the pool only when a block must be read
 	defer func() {
 		if it != nil {
@@ -34,7 +37,7 @@ func (r *Reader) Get(userKey []byte, seq SeqNum, stats *LookupStats) (value []by
 		}
 	}()
 	for ; i < len(r.blockHandles); i++ {
-		if r.filter != nil && !r.filterPolicy.MayContain(r.filter.filter(i), userKey) {
+		if r.filter != nil && !r.filterPolicy.MayContain(r.filter.filter(i), filterKey) {
 			stats.FilterNegatives++
 			return nil, 0, false, nil
 		}

@@ -30,6 +30,7 @@ type benchOptions struct {
 	l1Size                   byteSize
 	dir                      string
 	keep, pebble, growth     bool
+	prefix                   bool
 	plot                     string
 	seed                     uint64
 }
@@ -57,7 +58,8 @@ func (a *app) benchCommand() *cobra.Command {
 		Use:   "bench",
 		Short: "Measure point lookups with and without filters (and against Pebble)",
 		Long: "bench loads the same keys into bloomkv stores without filters, with " +
-			"bloompolicy.New(--fpr) and with Pebble's bloom at the same bits per key, and " +
+			"bloompolicy.New(--fpr), with the same bits per key divided among the levels " +
+			"(kv.Options.FilterBudget) and with Pebble's bloom at the same bits per key, and " +
 			"measures absent and present point lookups in three shapes of the LSM: settled " +
 			"(as the load and background compactions leave it), write-heavy (lookups " +
 			"between the batches of a continuing load) and compacted. It reports time, " +
@@ -81,6 +83,7 @@ func (a *app) benchCommand() *cobra.Command {
 	f.BoolVar(&o.keep, "keep", false, "keep the stores after the run")
 	f.BoolVar(&o.pebble, "pebble", false, "also run Pebble v1.1.5 with both filters")
 	f.BoolVar(&o.growth, "growth", false, "load in doubling steps up to --keys and measure the settled shape after each")
+	f.BoolVar(&o.prefix, "prefix", false, "run the prefix-scan workload instead: --keys as user/<id>/<field> keys, --lookups prefix seeks of absent and of present users")
 	f.StringVar(&o.plot, "plot", "", "write a plot to `FILE` (.svg or .png)")
 	f.Uint64Var(&o.seed, "seed", 1, "seed of keys, values and lookup order")
 	return cmd
@@ -150,19 +153,27 @@ func (c benchConfig) open(dir string, o benchOptions) (store, error) {
 }
 
 // benchConfigs returns the configurations to run: bloomkv without filters,
-// with ours and with Pebble's bloom at the nearest whole bits per key, then
-// Pebble with both when asked. A new configuration is one more entry.
+// with ours, with ours sized per level for the same bits per key
+// (kv.Options.FilterBudget), and with Pebble's bloom at the nearest whole
+// bits per key, then Pebble with ours and Pebble's when asked. A new
+// configuration is one more entry.
 func benchConfigs(o benchOptions, ours *bloompolicy.Bloom) []benchConfig {
 	bits := ours.BitsPerKey()
 	whole := pebbleBits(bits)
 	theirs := bloom.FilterPolicy(whole)
 	oursName := fmt.Sprintf("bloompolicy %s", fmtPercent(o.fpr, 2))
 	theirsName := fmt.Sprintf("pebble bloom %d", whole)
+	budget := bloompolicy.Budget{BitsPerKey: bits}
 	cfgs := []benchConfig{
 		{id: "bloomkv-nofilter", name: "bloomkv, no filter", filter: filterNone, nominal: math.NaN(),
 			kv: func(k *kv.Options) { k.DisableFilters = true }},
 		{id: "bloomkv-bloompolicy", name: "bloomkv, " + oursName, filter: ours.Name(), nominal: bits,
 			kv: func(k *kv.Options) { k.FilterPolicy = ours }},
+		// The same encoding as ours, so a filter label of its own keeps it
+		// out of the pairing with Pebble's row of ours.
+		{id: "bloomkv-budget", name: fmt.Sprintf("bloomkv, per-level budget %.2f bits", bits),
+			filter: ours.Name() + " per level", nominal: bits,
+			kv: func(k *kv.Options) { k.FilterBudget = &budget }},
 		{id: "bloomkv-pebblebloom", name: "bloomkv, " + theirsName, filter: theirs.Name(), nominal: float64(whole),
 			kv: func(k *kv.Options) { k.FilterPolicy = pebbleadapter.FromPebble(theirs) }},
 	}
@@ -184,6 +195,9 @@ func (a *app) runBench(ctx context.Context, o benchOptions) error {
 	ours, err := bloompolicy.New(o.fpr)
 	if err != nil {
 		return usageError{err}
+	}
+	if o.prefix {
+		return a.runPrefixBench(ctx, o, ours)
 	}
 	root, cleanup, err := benchDir(o)
 	if err != nil {
