@@ -44,6 +44,24 @@ func BenchmarkMemTable_Add(b *testing.B) {
 	b.ReportMetric(float64(m.Size())/float64(max(1, m.Len())), "bytes/entry")
 }
 
+// BenchmarkMemTable_AddSequential adds keys in ascending order, as a
+// sequential load does.
+func BenchmarkMemTable_AddSequential(b *testing.B) {
+	value := make([]byte, 100)
+	key := make([]byte, 16)
+	m := New(nil)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if i%(1<<20) == 0 && i > 0 {
+			m = New(nil)
+		}
+		binary.BigEndian.PutUint64(key[8:], uint64(i))
+		m.Add(base.MakeInternalKey(key, base.SeqNum(i+1), base.KindSet), value)
+	}
+	b.ReportMetric(float64(m.Size())/float64(max(1, m.Len())), "bytes/entry")
+}
+
 func BenchmarkMemTable_Get(b *testing.B) {
 	keys := benchKeys(1 << 18)
 	m := filled(keys, make([]byte, 100))

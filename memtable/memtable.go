@@ -41,6 +41,16 @@ type MemTable struct {
 	size   atomic.Int64
 	count  atomic.Int64
 	arena  arena // the writer's alone
+	// hint is the splice of the last Add, kept by the writer alone: the
+	// next key of an ascending run lands right after it.
+	hint splice
+}
+
+// splice is where a key goes: at each level i, between prev[i] and
+// next[i] (nil: the end of the list).
+type splice struct {
+	prev, next [maxHeight]*node
+	height     int // levels filled in; 0: none
 }
 
 // New returns an empty MemTable ordered by cmp (nil: [DefaultComparer]).
@@ -65,9 +75,9 @@ var ErrDuplicateKey = errors.New("memtable: internal key added twice")
 // repeats itself (a WAL replayed twice, say). Add then leaves the table
 // unchanged and returns an error wrapping ErrDuplicateKey.
 func (m *MemTable) Add(key InternalKey, value []byte) error {
-	var prev, next [maxHeight]*node
-	m.findSplice(key, &prev, &next)
-	if next[0] != nil && base.InternalCompare(m.cmp.Compare, next[0].key, key) == 0 {
+	spl := &m.hint
+	m.findSplice(key, spl)
+	if next := spl.next[0]; next != nil && base.InternalCompare(m.cmp.Compare, next.key, key) == 0 {
 		return fmt.Errorf("%w: %s", ErrDuplicateKey, key)
 	}
 	h := randomHeight()
@@ -75,21 +85,23 @@ func (m *MemTable) Add(key InternalKey, value []byte) error {
 
 	if listHeight := int(m.height.Load()); h > listHeight {
 		for i := listHeight; i < h; i++ {
-			prev[i], next[i] = m.head, nil
+			spl.prev[i], spl.next[i] = m.head, nil
 		}
+		spl.height = h
 		m.height.Store(int32(h))
 	}
 	for i := range h {
-		x.tower[i].Store(next[i])
+		x.tower[i].Store(spl.next[i])
 	}
-	x.prev.Store(prev[0])
+	x.prev.Store(spl.prev[0])
 	// Publishing at level 0 first means a reader that finds x at any level
 	// can also walk to it, and on from it, at level 0.
 	for i := range h {
-		prev[i].tower[i].Store(x)
+		spl.prev[i].tower[i].Store(x)
+		spl.prev[i] = x
 	}
-	if next[0] != nil {
-		next[0].prev.Store(x)
+	if spl.next[0] != nil {
+		spl.next[0].prev.Store(x)
 	}
 	m.size.Add(nodeOverhead + int64(len(key.UserKey)+len(value)) + int64(h)*int64(unsafe.Sizeof(x.tower[0])))
 	m.count.Add(1)
@@ -120,17 +132,36 @@ func randomHeight() int {
 	return h
 }
 
-// findSplice fills prev[i] with the last node before key at each level in
-// use, and next[i] with the node after it.
-func (m *MemTable) findSplice(key base.InternalKey, prev, next *[maxHeight]*node) {
+// findSplice points spl at where key goes. spl holds the splice of the
+// last Add, with x, the node it inserted, as prev below x's height: x's
+// neighbours then, and still, as only the writer inserts. When key sorts
+// right after x (an ascending run) that splice still brackets key at level
+// 0, and so at every level above, whose gaps enclose level 0's: two
+// compares instead of a search from the top.
+func (m *MemTable) findSplice(key base.InternalKey, spl *splice) {
+	listHeight := int(m.height.Load())
+	if spl.height == listHeight && m.brackets(spl, key) {
+		return
+	}
 	p := m.head
-	for i := int(m.height.Load()) - 1; i >= 0; i-- {
+	for i := listHeight - 1; i >= 0; i-- {
 		n := p.next(i)
 		for n != nil && base.InternalCompare(m.cmp.Compare, n.key, key) < 0 {
 			p, n = n, n.next(i)
 		}
-		prev[i], next[i] = p, n
+		spl.prev[i], spl.next[i] = p, n
 	}
+	spl.height = listHeight
+}
+
+// brackets reports whether key sorts after spl.prev[0] and not after
+// spl.next[0].
+func (m *MemTable) brackets(spl *splice, key base.InternalKey) bool {
+	if p := spl.prev[0]; p != m.head && base.InternalCompare(m.cmp.Compare, p.key, key) >= 0 {
+		return false
+	}
+	n := spl.next[0]
+	return n == nil || base.InternalCompare(m.cmp.Compare, n.key, key) >= 0
 }
 
 // findLT returns the last node whose key sorts before key, or the head.

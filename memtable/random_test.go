@@ -2,6 +2,7 @@ package memtable
 
 import (
 	"bytes"
+	"errors"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -143,5 +144,44 @@ func checkIterOps(t *testing.T, rng *rand.Rand, it base.InternalIterator, want m
 	}
 	if err := it.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestMemTable_AscendingRunsAgainstModel adds keys in sorted runs of random
+// lengths, the shape Add's splice hint speeds up, mixed with single keys
+// out of order and repeats of a key just added (refused), and checks the
+// table against the model.
+func TestMemTable_AscendingRunsAgainstModel(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, seed))
+	m := New(nil)
+	var md model
+	cmp := func(a, b entry) int { return base.InternalCompare(bytes.Compare, a.key, b.key) }
+	seq := base.SeqNum(0)
+	for round := range 40 {
+		run := make([]entry, 1+rng.IntN(60))
+		for i := range run {
+			seq++
+			run[i] = entry{base.MakeInternalKey(randomKey(rng), seq, base.Kind(rng.IntN(2))), randomKey(rng)}
+		}
+		if rng.IntN(4) > 0 {
+			slices.SortFunc(run, cmp)
+		}
+		for _, e := range run {
+			if err := m.Add(e.key, e.value); err != nil {
+				t.Fatalf("Add(%s): %v", e.key, err)
+			}
+			md = append(md, e)
+			if rng.IntN(8) == 0 {
+				if err := m.Add(e.key, nil); !errors.Is(err, ErrDuplicateKey) {
+					t.Fatalf("second Add(%s) = %v, want ErrDuplicateKey", e.key, err)
+				}
+			}
+		}
+		if round%8 == 7 {
+			slices.SortFunc(md, cmp)
+			checkModel(t, rng, m, md, int(seq))
+		}
 	}
 }
