@@ -3,6 +3,7 @@ package kv
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/bloomkv/bloomkv/internal/base"
 )
@@ -55,7 +56,9 @@ func (b *Batch) add(kind base.Kind, key, value []byte) error {
 		return err
 	}
 	if len(b.data) == 0 {
-		b.data = make([]byte, batchHeaderLen, batchHeaderLen+len(key)+len(value)+16)
+		// A reset batch keeps its buffer: reused, it allocates nothing.
+		b.data = slices.Grow(b.data, batchHeaderLen+len(key)+len(value)+16)[:batchHeaderLen]
+		clear(b.data)
 	}
 	need := 1 + 2*binary.MaxVarintLen64 + len(key) + len(value)
 	if len(b.data)+need > MaxBatchSize {

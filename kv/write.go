@@ -49,24 +49,55 @@ type writer struct {
 	done  bool
 	err   error
 	cond  sync.Cond
+	// own is the batch of a single Set or Delete: pooled with the writer,
+	// its buffer serves write after write.
+	own Batch
+}
+
+// writerPool recycles writers, and the buffers of their own batches, so a
+// write allocates nothing once the pool is warm.
+var writerPool = sync.Pool{New: func() any { return new(writer) }}
+
+// maxPooledBatch bounds the buffer a pooled writer keeps: one big write
+// does not pin its memory for the writes after it.
+const maxPooledBatch = 64 << 10
+
+// getWriter returns a writer with an empty own batch.
+func getWriter() *writer {
+	w := writerPool.Get().(*writer)
+	w.own.Reset()
+	return w
+}
+
+// putWriter returns w to the pool once no goroutine refers to it: its
+// writer has returned from run.
+func putWriter(w *writer) {
+	w.batch, w.fn, w.done, w.err = nil, nil, false, nil
+	if cap(w.own.data) > maxPooledBatch {
+		w.own.data = nil
+	}
+	writerPool.Put(w)
 }
 
 // Set writes value under key. The DB keeps no reference to key or value.
 func (d *DB) Set(key, value []byte, opts *WriteOptions) error {
-	var b Batch
-	if err := b.Set(key, value); err != nil {
-		return err
-	}
-	return d.Apply(&b, opts)
+	return d.applyOne(base.KindSet, key, value, opts)
 }
 
 // Delete removes key. Deleting a missing key is not an error.
 func (d *DB) Delete(key []byte, opts *WriteOptions) error {
-	var b Batch
-	if err := b.Delete(key); err != nil {
+	return d.applyOne(base.KindDelete, key, nil, opts)
+}
+
+// applyOne commits a batch of one write, encoded into a pooled writer's own
+// batch.
+func (d *DB) applyOne(kind base.Kind, key, value []byte, opts *WriteOptions) error {
+	w := getWriter()
+	defer putWriter(w)
+	if err := w.own.add(kind, key, value); err != nil {
 		return err
 	}
-	return d.Apply(&b, opts)
+	return d.applyWriter(w, &w.own, opts)
 }
 
 // Apply commits the batch atomically: readers see all of its writes or none,
@@ -74,6 +105,13 @@ func (d *DB) Delete(key []byte, opts *WriteOptions) error {
 // Apply returns. A batch spoiled by a write over the limits is refused with
 // that write's error.
 func (d *DB) Apply(b *Batch, opts *WriteOptions) error {
+	w := getWriter()
+	defer putWriter(w)
+	return d.applyWriter(w, b, opts)
+}
+
+// applyWriter commits b through the pipeline as w.
+func (d *DB) applyWriter(w *writer, b *Batch, opts *WriteOptions) error {
 	if err := d.checkOpen(); err != nil {
 		return err
 	}
@@ -86,7 +124,8 @@ func (d *DB) Apply(b *Batch, opts *WriteOptions) error {
 	if b.Empty() {
 		return nil
 	}
-	return d.commit.run(d, &writer{batch: b, sync: opts.sync()})
+	w.batch, w.sync = b, opts.sync()
+	return d.commit.run(d, w)
 }
 
 // runExclusive runs fn as the leader, alone, once every write queued before
