@@ -1,9 +1,12 @@
 package memtable
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"sync/atomic"
 	"unsafe"
 
@@ -21,8 +24,12 @@ const nodeOverhead = int64(unsafe.Sizeof(node{}))
 // node is one entry of the skiplist. Everything but the links is set before
 // the node is published and never changes after.
 type node struct {
-	key   base.InternalKey
-	value []byte
+	// prefix is keyPrefix(key.UserKey) under a bytewise order, else 0:
+	// a search step decides most compares from it, without reading the
+	// key's bytes elsewhere in memory.
+	prefix uint64
+	key    base.InternalKey
+	value  []byte
 	// prev is the entry before this one at level 0 (the head for the
 	// first entry).
 	prev atomic.Pointer[node]
@@ -35,12 +42,15 @@ func (n *node) next(level int) *node { return n.tower[level].Load() }
 // MemTable is a sorted in-memory table of internal keys. See the package
 // documentation for what may run concurrently.
 type MemTable struct {
-	cmp    *base.Comparer
-	head   *node
-	height atomic.Int32 // levels in use, 1..maxHeight
-	size   atomic.Int64
-	count  atomic.Int64
-	arena  arena // the writer's alone
+	cmp  *base.Comparer
+	head *node
+	// bytewise is set when cmp orders keys as bytes.Compare does, and
+	// nodes carry their key prefixes.
+	bytewise bool
+	height   atomic.Int32 // levels in use, 1..maxHeight
+	size     atomic.Int64
+	count    atomic.Int64
+	arena    arena // the writer's alone
 	// hint is the splice of the last Add, kept by the writer alone: the
 	// next key of an ascending run lands right after it.
 	hint splice
@@ -58,7 +68,11 @@ func New(cmp *Comparer) *MemTable {
 	if cmp == nil {
 		cmp = base.DefaultComparer
 	}
-	m := &MemTable{cmp: cmp, head: &node{tower: make([]atomic.Pointer[node], maxHeight)}}
+	m := &MemTable{
+		cmp:      cmp,
+		head:     &node{tower: make([]atomic.Pointer[node], maxHeight)},
+		bytewise: reflect.ValueOf(cmp.Compare).Pointer() == reflect.ValueOf(bytes.Compare).Pointer(),
+	}
 	m.height.Store(1)
 	return m
 }
@@ -75,13 +89,14 @@ var ErrDuplicateKey = errors.New("memtable: internal key added twice")
 // repeats itself (a WAL replayed twice, say). Add then leaves the table
 // unchanged and returns an error wrapping ErrDuplicateKey.
 func (m *MemTable) Add(key InternalKey, value []byte) error {
-	spl := &m.hint
-	m.findSplice(key, spl)
-	if next := spl.next[0]; next != nil && base.InternalCompare(m.cmp.Compare, next.key, key) == 0 {
+	spl, kp := &m.hint, m.keyPrefix(key.UserKey)
+	m.findSplice(key, kp, spl)
+	if next := spl.next[0]; next != nil && m.compare(next, key, kp) == 0 {
 		return fmt.Errorf("%w: %s", ErrDuplicateKey, key)
 	}
 	h := randomHeight()
 	x := m.newNode(key, value, h)
+	x.prefix = kp
 
 	if listHeight := int(m.height.Load()); h > listHeight {
 		for i := listHeight; i < h; i++ {
@@ -138,15 +153,15 @@ func randomHeight() int {
 // right after x (an ascending run) that splice still brackets key at level
 // 0, and so at every level above, whose gaps enclose level 0's: two
 // compares instead of a search from the top.
-func (m *MemTable) findSplice(key base.InternalKey, spl *splice) {
+func (m *MemTable) findSplice(key base.InternalKey, kp uint64, spl *splice) {
 	listHeight := int(m.height.Load())
-	if spl.height == listHeight && m.brackets(spl, key) {
+	if spl.height == listHeight && m.brackets(spl, key, kp) {
 		return
 	}
 	p := m.head
 	for i := listHeight - 1; i >= 0; i-- {
 		n := p.next(i)
-		for n != nil && base.InternalCompare(m.cmp.Compare, n.key, key) < 0 {
+		for n != nil && m.compare(n, key, kp) < 0 {
 			p, n = n, n.next(i)
 		}
 		spl.prev[i], spl.next[i] = p, n
@@ -156,19 +171,48 @@ func (m *MemTable) findSplice(key base.InternalKey, spl *splice) {
 
 // brackets reports whether key sorts after spl.prev[0] and not after
 // spl.next[0].
-func (m *MemTable) brackets(spl *splice, key base.InternalKey) bool {
-	if p := spl.prev[0]; p != m.head && base.InternalCompare(m.cmp.Compare, p.key, key) >= 0 {
+func (m *MemTable) brackets(spl *splice, key base.InternalKey, kp uint64) bool {
+	if p := spl.prev[0]; p != m.head && m.compare(p, key, kp) >= 0 {
 		return false
 	}
 	n := spl.next[0]
-	return n == nil || base.InternalCompare(m.cmp.Compare, n.key, key) >= 0
+	return n == nil || m.compare(n, key, kp) >= 0
+}
+
+// keyPrefix returns the first 8 bytes of userKey as a big-endian number,
+// zero-padded, under a bytewise order; else 0. Bytewise, keys whose
+// prefixes differ order as their prefixes do: the first byte where the
+// padded prefixes differ is either a real byte of both keys, or past the
+// end of the lower one, which is then a prefix of the other.
+func (m *MemTable) keyPrefix(userKey []byte) uint64 {
+	if !m.bytewise {
+		return 0
+	}
+	if len(userKey) >= 8 {
+		return binary.BigEndian.Uint64(userKey)
+	}
+	var b [8]byte
+	copy(b[:], userKey)
+	return binary.BigEndian.Uint64(b[:])
+}
+
+// compare orders n's key against key, whose keyPrefix is kp; n is not the
+// head.
+func (m *MemTable) compare(n *node, key base.InternalKey, kp uint64) int {
+	switch {
+	case n.prefix < kp:
+		return -1
+	case n.prefix > kp:
+		return 1
+	}
+	return base.InternalCompare(m.cmp.Compare, n.key, key)
 }
 
 // findLT returns the last node whose key sorts before key, or the head.
 func (m *MemTable) findLT(key base.InternalKey) *node {
-	p := m.head
+	p, kp := m.head, m.keyPrefix(key.UserKey)
 	for i := int(m.height.Load()) - 1; i >= 0; i-- {
-		for n := p.next(i); n != nil && base.InternalCompare(m.cmp.Compare, n.key, key) < 0; n = n.next(i) {
+		for n := p.next(i); n != nil && m.compare(n, key, kp) < 0; n = n.next(i) {
 			p = n
 		}
 	}

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/itertest"
@@ -228,5 +230,35 @@ func TestMemTable_CustomComparer(t *testing.T) {
 	}
 	if strings.Join(got, "") != "cba" {
 		t.Fatalf("order %v under a reverse comparer", got)
+	}
+}
+
+// TestMemTable_KeyPrefix_Order checks what the search relies on: under
+// bytewise order, keys whose prefixes differ order as their prefixes do,
+// for keys around the prefix's 8 bytes, of bytes at both ends of the range
+// (so zero padding meets real zero bytes); and that a comparer other than
+// bytes.Compare gets no prefixes.
+func TestMemTable_KeyPrefix_Order(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, seed))
+	m := New(nil)
+	key := func() []byte {
+		k := make([]byte, rng.IntN(11))
+		for i := range k {
+			k[i] = []byte{0, 1, 0xfe, 0xff}[rng.IntN(4)]
+		}
+		return k
+	}
+	for range 20000 {
+		a, b := key(), key()
+		pa, pb := m.keyPrefix(a), m.keyPrefix(b)
+		if pa != pb && (pa < pb) != (bytes.Compare(a, b) < 0) {
+			t.Fatalf("keys %x and %x order against their prefixes %x and %x", a, b, pa, pb)
+		}
+	}
+	reverse := New(&base.Comparer{Compare: func(a, b []byte) int { return bytes.Compare(b, a) }, Name: "reverse"})
+	if p := reverse.keyPrefix([]byte("abcdefgh")); p != 0 {
+		t.Fatalf("reverse comparer: prefix %x, want none", p)
 	}
 }
