@@ -76,6 +76,7 @@ func verifyTable(entries []testEntry, data []byte, policy bloompolicy.FilterPoli
 	}
 	note(verifyIter(r, entries, true))
 	note(verifyIter(r, entries, false))
+	note(verifyRangeDels(r, entries))
 	for _, e := range entries {
 		for _, seq := range []base.SeqNum{base.SeqNumMax, e.key.SeqNum(), e.key.SeqNum() - 1} {
 			want, wantFound := modelGet(entries, e.key.UserKey, seq)
@@ -114,6 +115,9 @@ func verifyIter(r *Reader, entries []testEntry, forward bool) error {
 	}
 	var want []string
 	for _, e := range entries {
+		if e.isRangeDel() {
+			continue
+		}
 		want = append(want, fmt.Sprintf("%s=%q", e.key, e.value))
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
@@ -173,4 +177,22 @@ func policyName(p bloompolicy.FilterPolicy) string {
 		return "none"
 	}
 	return p.Name()
+}
+
+// verifyRangeDels compares the table's range tombstones with the RANGEDEL
+// entries.
+func verifyRangeDels(r *Reader, entries []testEntry) error {
+	var want, got []string
+	for _, e := range entries {
+		if e.isRangeDel() {
+			want = append(want, e.tombstone().String())
+		}
+	}
+	for _, t := range r.RangeDels() {
+		got = append(got, t.String())
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		return fmt.Errorf("wrong answer: range tombstones %v, want %v", got, want)
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/rangedel"
 )
 
 // Metaindex names.
@@ -13,7 +14,7 @@ const (
 )
 
 // Close finishes the table (last data block, filter block, properties,
-// metaindex, index, footer), syncs and closes the file. The file is closed
+// range-deletion block, metaindex, index, footer), syncs and closes the file. The file is closed
 // even when finishing fails. Metadata is available after a nil return.
 func (w *Writer) Close() error {
 	if w.closed {
@@ -71,6 +72,9 @@ func (w *Writer) finish() error {
 		return err
 	}
 	meta.add([]byte(metaProperties), appendHandle(nil, h))
+	if err := w.writeRangeDels(&meta); err != nil {
+		return err
+	}
 	var ft footer
 	if ft.metaindex, err = w.writeBlock(meta.finish()); err != nil {
 		return err
@@ -100,6 +104,16 @@ func (w *Writer) setMetadata() {
 		m.Smallest, _ = base.DecodeInternalKey(w.props.SmallestKey)
 		m.Smallest = m.Smallest.Clone()
 		m.Largest = w.prevKey.Clone()
+	}
+	if len(w.rangeDels) == 0 {
+		return
+	}
+	smallest, largest := rangedel.Bounds(w.rangeDels)
+	if w.props.NumEntries == 0 || base.InternalCompare(w.cmp.Compare, smallest, m.Smallest) < 0 {
+		m.Smallest = smallest.Clone()
+	}
+	if w.props.NumEntries == 0 || base.InternalCompare(w.cmp.Compare, largest, m.Largest) > 0 {
+		m.Largest = largest.Clone()
 	}
 }
 
