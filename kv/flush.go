@@ -133,7 +133,8 @@ func (d *DB) writeL0(mem *memTable, snaps []base.SeqNum, cancel func() bool) ([]
 	if cancel != nil {
 		input = &cancelIter{InternalIterator: input, canceled: cancel}
 	}
-	files, _, err := d.runOutputs(input, compaction.RunConfig{Snapshots: snaps}, 0)
+	cfg := compaction.RunConfig{Snapshots: snaps, RangeDels: mem.RangeDels()}
+	files, _, err := d.runOutputs(input, cfg, 0)
 	if err != nil {
 		return nil, fmt.Errorf("kv: flushing memtable of WAL %s: %w", mem.logNum, err)
 	}
