@@ -8,6 +8,7 @@
 //	bloomkv db get KEY... --dir D [--metrics]
 //	bloomkv db set KEY VALUE --dir D
 //	bloomkv db delete KEY --dir D
+//	bloomkv db delete-range START END --dir D
 //	bloomkv db scan --dir D [--start K] [--end K] [--limit N]
 //	bloomkv db metrics --dir D
 //	bloomkv sstable dump FILE
@@ -51,8 +52,9 @@
 //
 // # db
 //
-// db works on a store on disk: get, set (synced), delete (synced), scan a
-// key range, and metrics, the per-level table of tables, bytes, keys,
+// db works on a store on disk: get, set (synced), delete (synced),
+// delete-range (synced: every key k with START <= k < END, as one range
+// tombstone; START >= END deletes nothing), scan a key range, and metrics, the per-level table of tables, bytes, keys,
 // filter bytes and lookup counters.
 //
 // # sstable
