@@ -39,7 +39,8 @@ func (r *Reader) Get(userKey []byte, seq base.SeqNum, stats *LookupStats) (value
 }
 
 // getPoint looks userKey up among the table's point entries, as Get
-// describes; key is the version found.
+// describes; key carries the trailer (sequence number and kind) of the
+// version found, and no user key.
 func (r *Reader) getPoint(userKey []byte, seq base.SeqNum, stats *LookupStats) (value []byte, key base.InternalKey, found bool, err error) {
 	target := base.MakeInternalKey(userKey, seq, base.KindMax)
 	i, err := r.searchIndex(target)
@@ -175,7 +176,7 @@ func putBlockIter(it *blockIter) {
 // blockSearch is what searchBlock found in one data block.
 type blockSearch struct {
 	value     []byte
-	key       base.InternalKey // the version found; its user key aliases the block
+	key       base.InternalKey // the trailer of the version found; no user key
 	found     bool             // a version visible at the lookup's seq
 	held      bool             // the block holds some version of the user key
 	exhausted bool             // the block ended before a larger user key
@@ -197,7 +198,7 @@ func (r *Reader) searchBlock(it *blockIter, h BlockHandle, userKey []byte, seq b
 	for ; ok && r.cmp.Compare(it.ikey.UserKey, userKey) == 0; ok = it.Next() {
 		res.held = true
 		if it.ikey.Visible(seq) {
-			res.value, res.key, res.found = it.val, it.ikey, true
+			res.value, res.key, res.found = it.val, base.InternalKey{Trailer: it.ikey.Trailer}, true
 			return res, nil
 		}
 	}
