@@ -24,15 +24,17 @@ type Compaction struct {
 	// overlap [Smallest, Largest]. Pass them to RunConfig.Grandparents so
 	// Run cuts outputs before any of them overlaps too much of that level.
 	Grandparents []*manifest.FileMetadata
+	// MaxGrandparentOverlap is how many bytes of Grandparents one output
+	// table may overlap (Options.MaxGrandparentOverlap of the Picker's
+	// options). Pass it to RunConfig.MaxGrandparentOverlap; TrivialMove
+	// applies it to the single input too.
+	MaxGrandparentOverlap int64
 	// Score is the score of StartLevel when the compaction was picked (see
 	// Picker.Scores); 0 for manual compactions.
 	Score float64
-	// Manual is true for compactions made by PickManual.
+	// Manual is true for the compactions of a manual walk (PickManual,
+	// Manual.Next). They always rewrite their inputs.
 	Manual bool
-
-	// maxGrandparentOverlap is the Options' grandparent bound, for
-	// TrivialMove.
-	maxGrandparentOverlap int64
 }
 
 // InputBytes returns the total size of the input tables.
@@ -40,15 +42,15 @@ func (c *Compaction) InputBytes() uint64 {
 	return totalSize(c.Inputs[0]) + totalSize(c.Inputs[1])
 }
 
-// TrivialMove reports whether the compaction can be done by moving its
-// single input table to OutputLevel unchanged, without rewriting it: nothing
-// in OutputLevel overlaps it and it does not overlap too much of the level
-// below. A move keeps every entry, tombstones and shadowed versions
-// included; a caller that wants them dropped (a manual compaction at the
-// bottom, say) runs the compaction instead.
+// TrivialMove reports whether the compaction is to be done by moving its
+// single input table to OutputLevel unchanged, without rewriting it: it is
+// not manual, nothing in OutputLevel overlaps the table and the table does
+// not overlap too much of the level below. A move keeps every entry,
+// tombstones and shadowed versions included, which is why manual
+// compactions, made to drop them, never move.
 func (c *Compaction) TrivialMove() bool {
-	return c.StartLevel != c.OutputLevel && len(c.Inputs[0]) == 1 && len(c.Inputs[1]) == 0 &&
-		int64(totalSize(c.Grandparents)) <= c.maxGrandparentOverlap
+	return !c.Manual && c.StartLevel != c.OutputLevel && len(c.Inputs[0]) == 1 && len(c.Inputs[1]) == 0 &&
+		int64(totalSize(c.Grandparents)) <= c.MaxGrandparentOverlap
 }
 
 // Conflicts reports whether c may not run concurrently with any compaction

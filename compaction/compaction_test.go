@@ -25,6 +25,16 @@ func TestOptions_Defaults(t *testing.T) {
 	if got := nilOpts.MaxGrandparentOverlap(); got != 10*DefaultTargetFileSize {
 		t.Fatalf("grandparent overlap %d", got)
 	}
+	// Run's default bound is the Options' for the same table size.
+	opts := &Options{TargetFileSize: 3 << 20, GrandparentOverlapFactor: 5}
+	if got, want := (&RunConfig{TargetFileSize: 3 << 20}).grandparentLimit(), (&Options{TargetFileSize: 3 << 20}).MaxGrandparentOverlap(); got != want {
+		t.Fatalf("Run's default grandparent bound %d, want %d", got, want)
+	}
+	// A picked compaction carries its Picker's bound, for Run.
+	v := parseVersion(t, "L1\n1:a-b\nL2\n2:a-c")
+	if c := NewPicker(opts, nil).PickManual(v, 1, nil, nil); c.MaxGrandparentOverlap != 15<<20 {
+		t.Fatalf("compaction's grandparent bound %d, want %d", c.MaxGrandparentOverlap, 15<<20)
+	}
 	huge := &Options{LBaseMaxBytes: math.MaxInt64 / 4, LevelMultiplier: 1000}
 	if got := huge.LevelMaxBytes(6); got != math.MaxInt64 {
 		t.Fatalf("overflowing target %d, want saturation", got)

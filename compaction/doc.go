@@ -75,8 +75,10 @@
 // [Compaction.TrivialMove]: the table can change level without being
 // rewritten.
 //
-// [Picker.PickManual] serves DB.Compact: the tables of one level in a key
-// range, into the next level (L6 into itself).
+// A [Manual] walk, from [Picker.NewManual], serves DB.Compact: it pushes
+// the tables of a key range down one level at a time ([Picker.PickManual]),
+// from L0 to the deepest level holding keys of the range, and rewrites
+// them in place there when nothing was pushed into it.
 //
 // # What Run drops
 //

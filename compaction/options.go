@@ -3,6 +3,7 @@ package compaction
 import (
 	"math"
 
+	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
 )
 
@@ -49,20 +50,13 @@ func (o *Options) withDefaults() Options {
 	if o != nil {
 		r = *o
 	}
-	setDefault(&r.L0CompactionThreshold, DefaultL0CompactionThreshold)
-	setDefault(&r.LBaseMaxBytes, DefaultLBaseMaxBytes)
-	setDefault(&r.LevelMultiplier, DefaultLevelMultiplier)
-	setDefault(&r.TargetFileSize, DefaultTargetFileSize)
-	setDefault(&r.ExpandedCompactionFactor, DefaultExpandedCompactionFactor)
-	setDefault(&r.GrandparentOverlapFactor, DefaultGrandparentOverlapFactor)
+	base.SetDefault(&r.L0CompactionThreshold, DefaultL0CompactionThreshold)
+	base.SetDefault(&r.LBaseMaxBytes, DefaultLBaseMaxBytes)
+	base.SetDefault(&r.LevelMultiplier, DefaultLevelMultiplier)
+	base.SetDefault(&r.TargetFileSize, DefaultTargetFileSize)
+	base.SetDefault(&r.ExpandedCompactionFactor, DefaultExpandedCompactionFactor)
+	base.SetDefault(&r.GrandparentOverlapFactor, DefaultGrandparentOverlapFactor)
 	return r
-}
-
-// setDefault sets *p to def when it is not positive.
-func setDefault[T int | int64](p *T, def T) {
-	if *p <= 0 {
-		*p = def
-	}
 }
 
 // MaxGrandparentOverlap returns the number of bytes of grandparent tables one

@@ -142,23 +142,26 @@ func (p *Picker) pickLevel(v *manifest.Version, level int, busy map[*manifest.Fi
 }
 
 // PickManual returns a compaction of the tables of level overlapping
-// [start, end] (nil bounds are unbounded) into level+1, or into L6 itself
-// for L6; nil when level holds no such table or is out of range. It does
-// not look at compactions in progress: the caller keeps them from running
-// meanwhile, or checks Compaction.Conflicts.
+// [start, end] (nil bounds are unbounded) into level+1, or for L6 a rewrite
+// of them in place (see [Manual]); nil when level holds no such table or is
+// out of range. It is one step of a [Manual] walk, which serves DB.Compact.
+// It does not look at compactions in progress: the caller keeps them from
+// running meanwhile, or checks Compaction.Conflicts.
 //
 // From L0 it takes every overlapping table (transitively, as Pick does).
-// From deeper levels it takes overlapping tables in key order up to
+// From L1..L5 it takes overlapping tables in key order up to
 // ExpandedCompactionFactor × TargetFileSize bytes (at least one table);
 // calling PickManual again after each compaction is installed walks the
 // rest of the range.
 func (p *Picker) PickManual(v *manifest.Version, level int, start, end []byte) *Compaction {
-	if level < 0 || level >= manifest.NumLevels {
+	switch {
+	case level < 0 || level >= manifest.NumLevels:
 		return nil
+	case level == manifest.NumLevels-1:
+		return p.pickRewrite(v, level, start, end)
 	}
 	cmp := p.cmp.Compare
 	var inputs []*manifest.FileMetadata
-	output := min(level+1, manifest.NumLevels-1)
 	if level == 0 {
 		inputs = overlapsL0(v, cmp, start, end)
 	} else {
@@ -171,18 +174,40 @@ func (p *Picker) PickManual(v *manifest.Version, level int, start, end []byte) *
 				break
 			}
 		}
-		if lo < hi {
-			// Never split one user key's versions between this compaction
-			// and the next.
-			lo, hi = expandBoundaries(files, cmp, lo, hi)
-		}
-		inputs = files[lo:hi:hi]
+		inputs = p.boundedInputs(files, lo, hi)
 	}
+	return p.buildManual(v, level, level+1, inputs)
+}
+
+// pickRewrite returns a compaction of all the tables of level (L1..L6)
+// overlapping [start, end] into new tables of the same level, or nil when
+// there are none. It is one compaction, since its output replaces its
+// inputs in the same level: a second pick would take the output again.
+func (p *Picker) pickRewrite(v *manifest.Version, level int, start, end []byte) *Compaction {
+	files := v.Levels[level]
+	lo, hi := manifest.OverlapRange(files, p.cmp.Compare, start, end)
+	return p.buildManual(v, level, level, p.boundedInputs(files, lo, hi))
+}
+
+// boundedInputs returns files[lo:hi] of a sorted level, widened so that
+// no user key's versions are split between this compaction and the next.
+func (p *Picker) boundedInputs(files []*manifest.FileMetadata, lo, hi int) []*manifest.FileMetadata {
+	if lo < hi {
+		lo, hi = expandBoundaries(files, p.cmp.Compare, lo, hi)
+	}
+	return files[lo:hi:hi]
+}
+
+// buildManual completes a manual compaction of inputs (tables of start)
+// into output; nil when there are no inputs.
+func (p *Picker) buildManual(v *manifest.Version, start, output int, inputs []*manifest.FileMetadata) *Compaction {
 	if len(inputs) == 0 {
 		return nil
 	}
-	c := p.build(v, level, output, inputs, nil, false)
-	c.Manual = true
+	c := p.build(v, start, output, inputs, nil, false)
+	if c != nil {
+		c.Manual = true
+	}
 	return c
 }
 
@@ -195,7 +220,9 @@ func (p *Picker) expandLimit() uint64 {
 // build completes a compaction of inputs (tables of start) into output: it
 // adds the overlapping tables of output, grows the start inputs when that
 // costs no further output tables (only when expand is set), and finds the
-// grandparents. It returns nil when any table it needs is in busy.
+// grandparents. It returns nil when any table it needs is in busy, or when
+// L0 inputs would leave an older overlapping L0 table behind (see
+// leavesOlderL0).
 func (p *Picker) build(v *manifest.Version, start, output int, inputs []*manifest.FileMetadata,
 	busy map[*manifest.FileMetadata]bool, expand bool) *Compaction {
 	cmp := p.cmp.Compare
@@ -215,11 +242,14 @@ func (p *Picker) build(v *manifest.Version, start, output int, inputs []*manifes
 			}
 		}
 	}
+	if start == 0 && leavesOlderL0(v, cmp, c.Inputs[0]) {
+		return nil
+	}
 	c.Smallest, c.Largest = keyRange(cmp, c.Inputs[0], c.Inputs[1])
 	if output+1 < manifest.NumLevels {
 		c.Grandparents = overlapsSorted(v.Levels[output+1], cmp, c.Smallest, c.Largest)
 	}
-	c.maxGrandparentOverlap = p.opts.MaxGrandparentOverlap()
+	c.MaxGrandparentOverlap = p.opts.MaxGrandparentOverlap()
 	return c
 }
 
@@ -268,4 +298,28 @@ func expandBoundaries(files []*manifest.FileMetadata, cmp base.Compare, lo, hi i
 		hi++
 	}
 	return lo, hi
+}
+
+// leavesOlderL0 reports whether an L0 compaction of inputs would leave
+// behind an L0 table that overlaps their key range and holds versions older
+// than theirs: moved below it, the inputs' newer versions would be shadowed
+// by it. The transitive choice of overlapsL0 never does; build checks it
+// anyway, so that no compaction the picker returns can reorder versions.
+func leavesOlderL0(v *manifest.Version, cmp base.Compare, inputs []*manifest.FileMetadata) bool {
+	if len(inputs) == 0 {
+		return false
+	}
+	lo, hi := keyRange(cmp, inputs)
+	taken := make(map[*manifest.FileMetadata]bool, len(inputs))
+	var newest base.SeqNum
+	for _, f := range inputs {
+		taken[f] = true
+		newest = max(newest, f.LargestSeqNum)
+	}
+	for _, f := range v.Overlaps(0, cmp, lo, hi) {
+		if !taken[f] && f.SmallestSeqNum < newest {
+			return true
+		}
+	}
+	return false
 }

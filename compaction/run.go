@@ -52,8 +52,10 @@ type RunConfig struct {
 	// MaxGrandparentOverlap bytes of them.
 	Grandparents []*manifest.FileMetadata
 	// MaxGrandparentOverlap bounds the bytes of grandparents one table may
-	// overlap. 0 means 10 × TargetFileSize; with TargetFileSize 0 too,
-	// there is no bound.
+	// overlap (Compaction.MaxGrandparentOverlap). 0 means the default
+	// bound for TargetFileSize, as Options.MaxGrandparentOverlap computes
+	// it (DefaultGrandparentOverlapFactor × TargetFileSize); with
+	// TargetFileSize 0 too, there is no bound.
 	MaxGrandparentOverlap int64
 }
 
@@ -136,12 +138,14 @@ func (cfg *RunConfig) check() error {
 	return nil
 }
 
+// grandparentLimit returns the bound on one table's grandparent overlap; 0
+// for none.
 func (cfg *RunConfig) grandparentLimit() int64 {
 	switch {
 	case cfg.MaxGrandparentOverlap > 0:
 		return cfg.MaxGrandparentOverlap
 	case cfg.TargetFileSize > 0:
-		return DefaultGrandparentOverlapFactor * cfg.TargetFileSize
+		return (&Options{TargetFileSize: cfg.TargetFileSize}).MaxGrandparentOverlap()
 	}
 	return 0
 }

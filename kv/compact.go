@@ -49,16 +49,13 @@ func (d *DB) backgroundCompaction(c *compaction.Compaction) {
 // files are deleted once no Version holds them. d.mu is held on entry and
 // exit, released while tables are written.
 func (d *DB) compactLocked(c *compaction.Compaction) error {
-	if err := d.checkL0Inputs(c); err != nil {
-		return err
-	}
 	edit := &manifest.VersionEdit{DeletedFiles: make(map[manifest.DeletedFileEntry]bool)}
 	for i, level := range []int{c.StartLevel, c.OutputLevel} {
 		for _, f := range c.Inputs[i] {
 			edit.DeletedFiles[manifest.DeletedFileEntry{Level: level, FileNum: f.FileNum}] = true
 		}
 	}
-	if !c.Manual && c.TrivialMove() {
+	if c.TrivialMove() {
 		f := c.Inputs[0][0]
 		edit.NewFiles = []manifest.NewFileEntry{{Level: c.OutputLevel, Meta: f}}
 		if err := d.mu.versions.logAndApply(edit); err != nil {
@@ -94,44 +91,16 @@ func (d *DB) compactLocked(c *compaction.Compaction) error {
 	return nil
 }
 
-// checkL0Inputs verifies that an L0 compaction leaves behind no older L0
-// table overlapping the range of its L0 inputs: that table's versions would
-// then shadow the newer ones moved below it.
-func (d *DB) checkL0Inputs(c *compaction.Compaction) error {
-	if c.StartLevel != 0 || len(c.Inputs[0]) == 0 {
-		return nil
-	}
-	cmp := d.cmp.Compare
-	var newest base.SeqNum
-	lo, hi := c.Inputs[0][0].Smallest.UserKey, c.Inputs[0][0].Largest.UserKey
-	taken := make(map[base.FileNum]bool)
-	for _, f := range c.Inputs[0] {
-		taken[f.FileNum] = true
-		newest = max(newest, f.LargestSeqNum)
-		if cmp(f.Smallest.UserKey, lo) < 0 {
-			lo = f.Smallest.UserKey
-		}
-		if cmp(f.Largest.UserKey, hi) > 0 {
-			hi = f.Largest.UserKey
-		}
-	}
-	for _, f := range d.mu.versions.current.Overlaps(0, cmp, lo, hi) {
-		if !taken[f.FileNum] && f.SmallestSeqNum < newest {
-			return fmt.Errorf("kv: compaction %s leaves overlapping older L0 table %s behind", c, f)
-		}
-	}
-	return nil
-}
-
 // runCompaction merges c's inputs into new tables of c.OutputLevel and
 // returns them, not yet installed. d.mu is held on entry and exit.
 func (d *DB) runCompaction(c *compaction.Compaction) ([]*manifest.FileMetadata, error) {
 	cfg := compaction.RunConfig{
-		Snapshots:           d.mu.snaps.seqNums(),
-		ElideTombstone:      c.ElideTombstone(d.mu.versions.current, d.cmp.Compare),
-		ElideRangeTombstone: c.ElideRangeTombstone(d.mu.versions.current, d.cmp.Compare),
-		TargetFileSize:      d.opts.TargetFileSize,
-		Grandparents:        c.Grandparents,
+		Snapshots:             d.mu.snaps.seqNums(),
+		ElideTombstone:        c.ElideTombstone(d.mu.versions.current, d.cmp.Compare),
+		ElideRangeTombstone:   c.ElideRangeTombstone(d.mu.versions.current, d.cmp.Compare),
+		TargetFileSize:        d.opts.TargetFileSize,
+		Grandparents:          c.Grandparents,
+		MaxGrandparentOverlap: c.MaxGrandparentOverlap,
 	}
 	d.mu.Unlock()
 	defer d.mu.Lock()
@@ -158,7 +127,7 @@ func (d *DB) runCompaction(c *compaction.Compaction) ([]*manifest.FileMetadata, 
 		InternalIterator: iterator.NewMerging(d.cmp.Compare, iters...),
 		canceled:         d.cancelCheck(),
 	}
-	outputs, _, err := d.runOutputs(input, cfg, c.OutputLevel)
+	outputs, _, err := d.runOutputs(input, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kv: compaction %s: %w", c, err)
 	}
@@ -178,9 +147,10 @@ func (d *DB) appendRangeDels(ts []sstable.RangeTombstone, f *manifest.FileMetada
 }
 
 // Compact compacts the key range [start, end] (nil: unbounded) down the
-// tree: it flushes the memtable, then for each level from L0 down to the
-// deepest level holding keys of the range, merges that level's tables in
-// the range into the next level, and finally rewrites the range in that
+// tree: it flushes the memtable, then runs the compactions of the picker's
+// manual walk (compaction.Manual): for each level from L0 down to the
+// deepest level holding keys of the range, that level's tables in the
+// range merge into the next level, and the range is rewritten in that
 // deepest level if nothing was merged into it. Afterwards the range's keys
 // sit in one level, without the shadowed versions no snapshot needs, and
 // without tombstones where nothing older remains below. Background
@@ -202,57 +172,13 @@ func (d *DB) Compact(start, end []byte) error {
 	for len(d.mu.compacting) > 0 {
 		d.mu.cond.Wait()
 	}
-	bottom := 0
-	for level := 1; level < manifest.NumLevels; level++ {
-		if len(d.mu.versions.current.Overlaps(level, d.cmp.Compare, start, end)) > 0 {
-			bottom = level
-		}
-	}
-	pushed := false
-	for level := 0; level < bottom; level++ {
-		n, err := d.compactLevelLocked(level, start, end)
-		if err != nil {
+	m := d.picker.NewManual(d.mu.versions.current, start, end)
+	for c := m.Next(d.mu.versions.current); c != nil; c = m.Next(d.mu.versions.current) {
+		if err := d.runManualLocked(c); err != nil {
 			return err
 		}
-		pushed = pushed || (level == bottom-1 && n > 0)
-	}
-	if bottom == 0 {
-		// Only L0 holds the range: merge it into L1.
-		_, err := d.compactLevelLocked(0, start, end)
-		return err
-	}
-	if !pushed {
-		return d.rewriteLevelLocked(bottom, start, end)
 	}
 	return nil
-}
-
-// compactLevelLocked pushes the tables of level that overlap [start, end]
-// into the next level, and returns how many compactions that took.
-func (d *DB) compactLevelLocked(level int, start, end []byte) (int, error) {
-	for n := 0; ; n++ {
-		c := d.picker.PickManual(d.mu.versions.current, level, start, end)
-		if c == nil || c.OutputLevel == c.StartLevel {
-			return n, nil
-		}
-		if err := d.runManualLocked(c); err != nil {
-			return n, err
-		}
-	}
-}
-
-// rewriteLevelLocked merges the tables of level overlapping [start, end]
-// into new tables of the same level, dropping what no one can see.
-func (d *DB) rewriteLevelLocked(level int, start, end []byte) error {
-	files := d.mu.versions.current.Overlaps(level, d.cmp.Compare, start, end)
-	if len(files) == 0 {
-		return nil
-	}
-	c := &compaction.Compaction{StartLevel: level, OutputLevel: level, Manual: true}
-	c.Inputs[0] = files
-	c.Smallest = files[0].Smallest.UserKey
-	c.Largest = files[len(files)-1].Largest.UserKey
-	return d.runManualLocked(c)
 }
 
 // runManualLocked runs one compaction of Compact in the caller's goroutine.
@@ -274,15 +200,4 @@ func (d *DB) runManualLocked(c *compaction.Compaction) error {
 		d.mu.bgErr = err
 	}
 	return err
-}
-
-// waitCompactionsIdle waits until no flush or compaction runs or is due.
-// Tests use it to see the shape background work settles on.
-func (d *DB) waitCompactionsIdle() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for (len(d.mu.compacting) > 0 || d.mu.flushing || len(d.mu.imm) > 0) &&
-		d.mu.bgErr == nil && !d.closed.Load() {
-		d.mu.cond.Wait()
-	}
 }

@@ -27,6 +27,18 @@ func openMem(t testing.TB, o *Options) (*DB, vfs.FS) {
 	return d, fs
 }
 
+// waitCompactionsIdle waits until no flush or compaction runs or is due,
+// to see the shape background work settles on. It returns early once the
+// DB has a background error or is closed.
+func (d *DB) waitCompactionsIdle() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for (len(d.mu.compacting) > 0 || d.mu.flushing || len(d.mu.imm) > 0) &&
+		d.mu.bgErr == nil && !d.closed.Load() {
+		d.mu.cond.Wait()
+	}
+}
+
 func mustGet(t testing.TB, d *DB, key, want string) {
 	t.Helper()
 	v, err := d.Get([]byte(key))

@@ -134,21 +134,21 @@ func (d *DB) writeL0(mem *memTable, snaps []base.SeqNum, cancel func() bool) ([]
 		input = &cancelIter{InternalIterator: input, canceled: cancel}
 	}
 	cfg := compaction.RunConfig{Snapshots: snaps, RangeDels: mem.RangeDels()}
-	files, _, err := d.runOutputs(input, cfg, 0)
+	files, _, err := d.runOutputs(input, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kv: flushing memtable of WAL %s: %w", mem.logNum, err)
 	}
 	return files, nil
 }
 
-// runOutputs drives compaction.Run over input into new tables for level,
-// filling in what cfg leaves to the DB: comparer, table options, and file
-// creation. On failure the tables it created are deleted.
-func (d *DB) runOutputs(input base.InternalIterator, cfg compaction.RunConfig, level int) (
+// runOutputs drives compaction.Run over input into new tables, filling in
+// what cfg leaves to the DB: comparer, table options, and file creation.
+// On failure the tables it created are deleted.
+func (d *DB) runOutputs(input base.InternalIterator, cfg compaction.RunConfig) (
 	[]*manifest.FileMetadata, compaction.RunStats, error) {
 	var created []base.FileNum
 	cfg.Comparer = d.cmp
-	cfg.Writer = d.writerOptions(level)
+	cfg.Writer = d.writerOptions()
 	cfg.NewOutput = func() (base.FileNum, vfs.File, error) {
 		d.mu.Lock()
 		num := d.mu.versions.nextFileNum()
@@ -192,8 +192,8 @@ func emptyKeysNonNil(f *manifest.FileMetadata) {
 	}
 }
 
-// writerOptions returns the table options for new tables of level.
-func (d *DB) writerOptions(level int) sstable.WriterOptions {
+// writerOptions returns the table options for new tables.
+func (d *DB) writerOptions() sstable.WriterOptions {
 	o := sstable.WriterOptions{BlockSize: d.opts.BlockSize, Comparer: d.cmp}
 	if !d.opts.DisableFilters {
 		o.FilterPolicy = d.opts.FilterPolicy

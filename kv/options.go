@@ -4,22 +4,28 @@ import (
 	"fmt"
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
+	"github.com/bloomkv/bloomkv/compaction"
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/sstable"
 	"github.com/cockroachdb/pebble/vfs"
 )
 
-// Defaults applied to zero fields of [Options].
+// Defaults applied to zero fields of [Options]. A setting that a lower
+// package owns takes that package's default: the table format's block size
+// (sstable), the compaction scheme's level shape and table size
+// (compaction).
 const (
 	DefaultMemTableSize              = 4 << 20
 	DefaultMemTableStopWrites        = 2
-	DefaultBlockSize                 = 4 << 10
+	DefaultBlockSize                 = sstable.DefaultBlockSize
 	DefaultBlockCacheSize            = 8 << 20
 	DefaultMaxOpenFiles              = 500
-	DefaultL0CompactionThreshold     = 4
+	DefaultL0CompactionThreshold     = compaction.DefaultL0CompactionThreshold
 	DefaultL0SlowdownWritesThreshold = 8
 	DefaultL0StopWritesThreshold     = 12
-	DefaultLBaseMaxBytes             = 64 << 20
-	DefaultLevelMultiplier           = 10
-	DefaultTargetFileSize            = 2 << 20
+	DefaultLBaseMaxBytes             = compaction.DefaultLBaseMaxBytes
+	DefaultLevelMultiplier           = compaction.DefaultLevelMultiplier
+	DefaultTargetFileSize            = compaction.DefaultTargetFileSize
 	DefaultMaxManifestFileSize       = 4 << 20
 	// DefaultFilterFPR is the target false-positive rate of the filter
 	// policy used when Options.FilterPolicy is nil.
@@ -150,28 +156,24 @@ func (o *Options) checkSigns() error {
 	return nil
 }
 
+// fillDefaults applies the defaults, once for the store: the packages
+// below receive resolved values.
 func (o *Options) fillDefaults() {
 	if o.FS == nil {
 		o.FS = vfs.Default
 	}
-	setDefault(&o.MemTableSize, DefaultMemTableSize)
-	setDefault(&o.MemTableStopWritesThreshold, DefaultMemTableStopWrites)
-	setDefault(&o.BlockSize, DefaultBlockSize)
-	setDefault(&o.BlockCacheSize, DefaultBlockCacheSize)
-	setDefault(&o.MaxOpenFiles, DefaultMaxOpenFiles)
-	setDefault(&o.L0CompactionThreshold, DefaultL0CompactionThreshold)
-	setDefault(&o.L0StopWritesThreshold, max(DefaultL0StopWritesThreshold, o.L0CompactionThreshold))
-	setDefault(&o.L0SlowdownWritesThreshold, min(DefaultL0SlowdownWritesThreshold, o.L0StopWritesThreshold))
-	setDefault(&o.LBaseMaxBytes, DefaultLBaseMaxBytes)
-	setDefault(&o.LevelMultiplier, DefaultLevelMultiplier)
-	setDefault(&o.TargetFileSize, DefaultTargetFileSize)
-	setDefault(&o.MaxManifestFileSize, DefaultMaxManifestFileSize)
-}
-
-func setDefault[T int | int64](p *T, def T) {
-	if *p == 0 {
-		*p = def
-	}
+	base.SetDefault(&o.MemTableSize, DefaultMemTableSize)
+	base.SetDefault(&o.MemTableStopWritesThreshold, DefaultMemTableStopWrites)
+	base.SetDefault(&o.BlockSize, DefaultBlockSize)
+	base.SetDefault(&o.BlockCacheSize, DefaultBlockCacheSize)
+	base.SetDefault(&o.MaxOpenFiles, DefaultMaxOpenFiles)
+	base.SetDefault(&o.L0CompactionThreshold, DefaultL0CompactionThreshold)
+	base.SetDefault(&o.L0StopWritesThreshold, max(DefaultL0StopWritesThreshold, o.L0CompactionThreshold))
+	base.SetDefault(&o.L0SlowdownWritesThreshold, min(DefaultL0SlowdownWritesThreshold, o.L0StopWritesThreshold))
+	base.SetDefault(&o.LBaseMaxBytes, DefaultLBaseMaxBytes)
+	base.SetDefault(&o.LevelMultiplier, DefaultLevelMultiplier)
+	base.SetDefault(&o.TargetFileSize, DefaultTargetFileSize)
+	base.SetDefault(&o.MaxManifestFileSize, DefaultMaxManifestFileSize)
 }
 
 // checkBounds rejects values that are positive but unusable, and

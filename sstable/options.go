@@ -56,12 +56,8 @@ type WriterOptions struct {
 
 // withDefaults returns the options with zero fields filled in.
 func (o WriterOptions) withDefaults() WriterOptions {
-	if o.BlockSize <= 0 {
-		o.BlockSize = DefaultBlockSize
-	}
-	if o.BlockRestartInterval <= 0 {
-		o.BlockRestartInterval = DefaultBlockRestartInterval
-	}
+	base.SetDefault(&o.BlockSize, DefaultBlockSize)
+	base.SetDefault(&o.BlockRestartInterval, DefaultBlockRestartInterval)
 	if o.Comparer == nil {
 		o.Comparer = base.DefaultComparer
 	}

@@ -13,13 +13,10 @@ import (
 	"github.com/golang/snappy"
 )
 
-// fuzzSkipChecksums lets a fuzz test reach the block decoders with
-// arbitrary bytes. It is never set outside tests.
-var fuzzSkipChecksums = false
-
 // Reader reads a table. The index block, the filter block, the range
-// tombstones and the properties stay in memory from NewReader to Close; data blocks are read
-// on demand through the block cache. A Reader is safe for concurrent use.
+// tombstones and the properties stay in memory from NewReader to Close;
+// data blocks are read on demand through the block cache. A Reader is safe
+// for concurrent use.
 type Reader struct {
 	f       vfs.File
 	opts    ReaderOptions
@@ -142,7 +139,7 @@ func (r *Reader) readBlock(h BlockHandle) ([]byte, error) {
 	if err := r.readAt(buf, h.Offset); err != nil {
 		return nil, err
 	}
-	if got, want := checksum(buf[:n+1]), binary.LittleEndian.Uint32(buf[n+1:]); got != want && !fuzzSkipChecksums {
+	if got, want := checksum(buf[:n+1]), binary.LittleEndian.Uint32(buf[n+1:]); got != want {
 		return nil, r.corruptf(h.Offset, "block checksum %#08x, want %#08x", got, want)
 	}
 	switch blockType(buf[n]) {

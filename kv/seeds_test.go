@@ -1,0 +1,84 @@
+package kv_test
+
+// Seeds and step logs of the randomized tests (model, crash, error
+// injection): the -seed flag, one subtest per seed that says how to replay
+// it, and the last steps taken, for failure messages.
+
+import (
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The -seed flag replays one seed of the randomized tests (model, crash,
+// error injection). It is registered here unless another test file of the
+// binary registered a flag of that name first, in which case that one is
+// read.
+func init() {
+	if flag.Lookup("seed") == nil {
+		flag.Uint64("seed", 0, "replay one seed of the randomized kv tests (0: new seeds from the clock)")
+	}
+}
+
+// testSeeds returns the seeds a randomized test runs: the -seed flag's value
+// alone when set, otherwise n seeds derived from the clock.
+func testSeeds(n int) []uint64 {
+	if f := flag.Lookup("seed"); f != nil {
+		if s, err := strconv.ParseUint(f.Value.String(), 10, 64); err == nil && s != 0 {
+			return []uint64{s}
+		}
+	}
+	base := uint64(time.Now().UnixNano())
+	seeds := make([]uint64, n)
+	for i := range seeds {
+		seeds[i] = base + uint64(i)*0x9e3779b97f4a7c15
+		if seeds[i] == 0 {
+			seeds[i] = 1
+		}
+	}
+	return seeds
+}
+
+// newRand returns the generator of a seed.
+func newRand(seed uint64) *rand.Rand {
+	return rand.New(rand.NewPCG(seed, seed^0x5eed5eed5eed5eed))
+}
+
+// forEachSeed runs fn as one subtest per seed, logging the seed and how to
+// replay it.
+func forEachSeed(t *testing.T, n int, fn func(t *testing.T, seed uint64)) {
+	for _, seed := range testSeeds(n) {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			t.Logf("seed %d (replay with -run '%s' -seed %d)", seed, t.Name(), seed)
+			fn(t, seed)
+		})
+	}
+}
+
+// opLog keeps the most recent steps of a randomized test, for failure
+// messages.
+type opLog struct {
+	steps []string
+	n     int
+}
+
+const opLogKeep = 40
+
+func (l *opLog) add(format string, args ...any) {
+	l.n++
+	s := fmt.Sprintf("%5d: ", l.n) + fmt.Sprintf(format, args...)
+	if len(s) > 200 {
+		s = s[:200] + "..."
+	}
+	if len(l.steps) == opLogKeep {
+		copy(l.steps, l.steps[1:])
+		l.steps = l.steps[:opLogKeep-1]
+	}
+	l.steps = append(l.steps, s)
+}
+
+func (l *opLog) String() string { return strings.Join(l.steps, "\n") }
