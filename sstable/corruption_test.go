@@ -29,6 +29,15 @@ func smallTable(t *testing.T, policy bloompolicy.FilterPolicy) ([]testEntry, []b
 			entries = append(entries, testEntry{base.MakeInternalKey(k, base.SeqNum(10*v+i%3), kind), val})
 		}
 	}
+	// Range tombstones, fragmented, with seqnums among the entries'.
+	for _, rd := range []string{"key03.RANGEDEL.25:key05", "key03.RANGEDEL.15:key05", "key05.RANGEDEL.15:key09",
+		"key20.RANGEDEL.31:zz"} {
+		e, err := parseEntry(rd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, e)
+	}
 	data := buildBytes(t, entries, WriterOptions{BlockSize: 96, BlockRestartInterval: 3, FilterPolicy: policy})
 	if n := countSnappyBlocks(t, data); n == 0 {
 		t.Fatal("no Snappy block in the test table")

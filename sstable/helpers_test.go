@@ -118,6 +118,14 @@ func (e testEntry) tombstone() RangeTombstone {
 // isRangeDel reports whether the entry is a range tombstone.
 func (e testEntry) isRangeDel() bool { return e.key.Kind() == base.KindRangeDelete }
 
+// addTo adds the entry to w: a RANGEDEL entry to the range-deletion block.
+func (e testEntry) addTo(w *Writer) error {
+	if e.isRangeDel() {
+		return w.AddRangeDel(e.tombstone())
+	}
+	return w.Add(e.key, e.value)
+}
+
 // writeBytes writes entries as a table in memory and returns its bytes.
 // RANGEDEL entries go to the range-deletion block.
 func writeBytes(entries []testEntry, opts WriterOptions) ([]byte, error) {
@@ -128,11 +136,7 @@ func writeBytes(entries []testEntry, opts WriterOptions) ([]byte, error) {
 	}
 	w := NewWriter(f, opts)
 	for _, e := range entries {
-		add := func() error { return w.Add(e.key, e.value) }
-		if e.isRangeDel() {
-			add = func() error { return w.AddRangeDel(e.tombstone()) }
-		}
-		if err := add(); err != nil {
+		if err := e.addTo(w); err != nil {
 			w.Close()
 			return nil, err
 		}
