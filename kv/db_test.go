@@ -330,7 +330,7 @@ func TestRecovery_ObsoleteFilesDeleted(t *testing.T) {
 	mustGet(t, d, "a", "1")
 }
 
-func readFile(t *testing.T, fs vfs.FS, name string) []byte {
+func readFile(t testing.TB, fs vfs.FS, name string) []byte {
 	t.Helper()
 	f, err := fs.Open(name)
 	if err != nil {
@@ -344,7 +344,7 @@ func readFile(t *testing.T, fs vfs.FS, name string) []byte {
 	return data
 }
 
-func writeFile(t *testing.T, fs vfs.FS, name string, data []byte) {
+func writeFile(t testing.TB, fs vfs.FS, name string, data []byte) {
 	t.Helper()
 	f, err := fs.Create(name)
 	if err != nil {

@@ -8,7 +8,8 @@
 // read with Get, an Iterator or a Snapshot, and Close. DB and Snapshot methods are safe for
 // concurrent use; an Iterator or a Batch belongs to one goroutine at a time.
 // Writes take a [WriteOptions]: [Sync] waits for the WAL to reach stable
-// storage, [NoSync] does not (a clean Close still keeps it). Metrics reports
+// storage, [NoSync] does not (a clean Close still keeps it, in the synced
+// WAL; see Recovery). Metrics reports
 // how many tables, filters and blocks each lookup touched.
 //
 // # Failures
@@ -92,11 +93,30 @@
 //
 // # Recovery
 //
-// Open reads CURRENT and replays the MANIFEST's edits into a Version, then
-// replays every WAL numbered at or above the manifest's log number into
-// memtables, writes them out as L0 tables, starts a new WAL and a new
-// MANIFEST, and deletes every file the new state does not need. A WAL whose
-// last record is torn (a crash in mid-write) ends recovery at its last whole
-// record; damage followed by valid records is reported as corruption naming
-// the file.
+// Open reads CURRENT and replays the MANIFEST's edits into a Version; an
+// edit that contradicts the ones before it (a table added twice, a
+// deleted table that is absent, a file number at or above the next one,
+// seqnums above the last one, overlapping tables in L1+) is corruption
+// naming the MANIFEST and the edit's offset. It then replays every WAL
+// numbered at or above the MANIFEST's log number, in order, into one
+// memtable. Each batch must carry a sequence number above everything
+// recovered before it, the MANIFEST's last sequence number included, so a
+// WAL copied twice or two overlapping WALs are corruption naming the WAL
+// and the record's offset, not writes applied twice.
+//
+// Close does not flush: as in LevelDB and Pebble, it leaves the memtable's
+// writes in its WAL, synced, and the next Open replays them. When they fit
+// in a memtable, Open keeps them as the mutable memtable, backed by the
+// WALs they came from, and appends new writes to the last of those when
+// it ends cleanly (a new WAL otherwise): opening and closing a store over
+// and over, as the command-line tool does, neither adds an L0 table nor
+// piles up WALs, and reopening costs no table write. Those WALs are deleted
+// once the memtable is flushed and the MANIFEST's log number passes them.
+// Only writes that exceed Options.MemTableSize are written out as L0
+// tables at Open, which then starts a new WAL.
+//
+// A WAL whose last record is torn (a crash in mid-write) ends recovery at
+// its last whole record, and is not continued; damage followed by valid
+// records is reported as corruption naming the file and offset. A table
+// whose footer names a newer format version gives ErrNewerFormat.
 package kv

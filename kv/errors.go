@@ -18,6 +18,12 @@ var ErrClosed = errors.New("kv: closed")
 // kv.ErrCorruption) holds whichever layer found the damage.
 var ErrCorruption = base.ErrCorruption
 
+// ErrNewerFormat marks errors reading a file written in a format version
+// newer than this build knows (a table's footer version): the file is
+// sound, a newer bloomkv reads it. It is the same value as
+// sstable.ErrNewerFormat.
+var ErrNewerFormat = base.ErrNewerFormat
+
 // The limits on what one write may carry. Larger keys, values or batches are
 // refused with an error; nothing is written.
 const (

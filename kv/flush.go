@@ -91,8 +91,9 @@ func (d *DB) flushLoop() {
 }
 
 // flushOneLocked writes the oldest immutable memtable to L0, records it in
-// the MANIFEST with the log number of the next memtable, and deletes its
-// WAL. d.mu is released while writing.
+// the MANIFEST with the log number of the next memtable and the memtable's
+// last sequence number, and deletes its WALs. d.mu is released while
+// writing.
 func (d *DB) flushOneLocked() error {
 	mem := d.mu.imm[0]
 	snaps := d.mu.snaps.seqNums()
@@ -106,7 +107,7 @@ func (d *DB) flushOneLocked() error {
 	if len(d.mu.imm) > 1 {
 		nextLog = d.mu.imm[1].logNum
 	}
-	edit := &manifest.VersionEdit{LogNum: nextLog}
+	edit := &manifest.VersionEdit{LogNum: nextLog, LastSeqNum: mem.lastSeq}
 	var written int64
 	for _, f := range files {
 		edit.NewFiles = append(edit.NewFiles, manifest.NewFileEntry{Level: 0, Meta: f})
@@ -121,7 +122,9 @@ func (d *DB) flushOneLocked() error {
 	d.metrics.flushBytes.Add(written)
 	d.metrics.levels[0].bytesIn.Add(mem.batchBytes)
 	d.metrics.levels[0].bytesWritten.Add(written)
-	d.cleaner.deleteFile(d, base.FileTypeLog, mem.logNum)
+	for _, num := range mem.logs {
+		d.cleaner.deleteFile(d, base.FileTypeLog, num)
+	}
 	d.mu.cond.Broadcast()
 	return nil
 }

@@ -94,7 +94,7 @@ type Metrics struct {
 		InProgress   int
 	}
 	WAL struct {
-		Files   int   // WALs live: the current one and those of unflushed memtables
+		Files   int   // WALs live: those of the memtable and of the unflushed ones
 		BytesIn int64 // bytes of batches appended
 		Writes  int64 // group writes
 		Syncs   int64 // fsyncs
@@ -233,9 +233,9 @@ func (d *DB) shapeMetrics(m *Metrics) {
 		}
 	}
 	m.MemTable.Count = len(mems)
-	m.WAL.Files = len(mems)
 	for _, mem := range mems {
 		m.MemTable.Size += mem.Size()
+		m.WAL.Files += len(mem.logs)
 	}
 }
 

@@ -10,10 +10,20 @@ import (
 	"github.com/bloomkv/bloomkv/memtable"
 )
 
-// memTable is a memtable with the number of the WAL that holds its writes.
+// memTable is a memtable with the WALs that hold its writes.
 type memTable struct {
 	*memtable.MemTable
+	// logNum is the oldest WAL holding the memtable's writes; logs lists
+	// every such WAL, ascending (logs[0] == logNum). A memtable created by
+	// a rotation has one; the one recovered at Open has the WALs it was
+	// replayed from, and possibly a new one taking its new writes. They
+	// are deleted once the memtable is flushed.
 	logNum base.FileNum
+	logs   []base.FileNum
+	// lastSeq is the sequence number of the last write applied: a flush
+	// records it as the MANIFEST's last sequence number. Written and read
+	// like batchBytes.
+	lastSeq base.SeqNum
 	// batchBytes counts the bytes of the batches applied, as they went
 	// to the WAL: what a flush of this memtable brings into L0. Only the
 	// applying goroutine writes it, and only while the memtable is
@@ -22,8 +32,20 @@ type memTable struct {
 	batchBytes int64
 }
 
-func newMemTable(cmp *base.Comparer, logNum base.FileNum) *memTable {
-	return &memTable{MemTable: memtable.New(cmp), logNum: logNum}
+// newMemTable returns an empty memtable whose writes go to the WALs logs
+// (none yet while the WAL replay fills it at Open).
+func newMemTable(cmp *base.Comparer, logs ...base.FileNum) *memTable {
+	m := &memTable{MemTable: memtable.New(cmp)}
+	m.setLogs(logs)
+	return m
+}
+
+// setLogs names the WALs holding the memtable's writes, ascending.
+func (m *memTable) setLogs(logs []base.FileNum) {
+	m.logs = logs
+	if len(logs) > 0 {
+		m.logNum = logs[0]
+	}
 }
 
 func (m *memTable) empty() bool { return m.Len() == 0 }
@@ -36,12 +58,17 @@ func (m *memTable) apply(batch []byte) error {
 		return err
 	}
 	m.batchBytes += int64(len(batch))
+	if r.Count() > 0 {
+		m.lastSeq = r.SeqNum() + base.SeqNum(r.Count()) - 1
+	}
 	for {
 		rec, seq, ok, err := r.Next()
 		if err != nil || !ok {
 			return err
 		}
-		m.Add(base.MakeInternalKey(rec.Key, seq, rec.Kind), rec.Value)
+		if err := m.Add(base.MakeInternalKey(rec.Key, seq, rec.Kind), rec.Value); err != nil {
+			return err
+		}
 	}
 }
 

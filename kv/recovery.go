@@ -9,11 +9,46 @@ import (
 	"github.com/bloomkv/bloomkv/internal/manifest"
 )
 
+// Recovery at Open. The MANIFEST gives the Version, the log number (the
+// oldest WAL still needed) and the last sequence number its tables may
+// hold. Every WAL numbered at or above the log number is replayed, in
+// order, into one memtable. Its batches must carry sequence numbers above
+// everything recovered before them, the MANIFEST's last sequence number
+// included: a WAL copied twice, two WALs that overlap, or a batch the
+// tables already hold is corruption, not something to apply twice.
+//
+// When the replayed writes fit in a memtable (the common case: a Close
+// leaves the memtable in its synced WAL) they stay in memory as the
+// mutable memtable, still backed by the WALs they came from, so reopening
+// writes no table. New writes are appended to the last of those WALs when
+// its records end cleanly (LevelDB's reuse_logs), or else go to a new WAL;
+// the old WALs are deleted when that memtable is flushed and the
+// MANIFEST's log number passes them. A store reopened again and again thus
+// keeps one WAL and adds no L0 table. Only when the replayed writes exceed
+// Options.MemTableSize are they written out as L0 tables at Open, and
+// every replayed WAL then becomes obsolete.
+
+// recovered is what the WAL replay found.
+type recovered struct {
+	// mem holds the replayed writes not written to tables; its logs are
+	// the WALs replayed.
+	mem *memTable
+	// edit adds the tables written at Open, if any.
+	edit *manifest.VersionEdit
+	// lastSeq is the last sequence number recovered, MANIFEST and WALs.
+	lastSeq base.SeqNum
+	// flushed is set once replayed writes went to tables: the rest must
+	// follow, since the replayed WALs become obsolete.
+	flushed bool
+	// tailEnd is the offset just past the last whole record of the last
+	// WAL replayed, and tailClean whether that WAL ends there.
+	tailEnd   int64
+	tailClean bool
+}
+
 // recover rebuilds the store's state at Open: the Version from the
-// MANIFEST, then the writes of every WAL at or above its log number, which
-// are written out as L0 tables. It then starts a fresh WAL and memtable and
-// a fresh MANIFEST recording it all, so the old WALs and MANIFEST become
-// obsolete.
+// MANIFEST, then the writes of the WALs (see above). It then opens the WAL
+// for new writes and records the state in a new MANIFEST.
 func (d *DB) recover() error {
 	vs := &d.mu.versions
 	_, err := d.fs.Stat(d.path(base.MakeFilename(base.FileTypeCurrent, 0)))
@@ -37,12 +72,11 @@ func (d *DB) recover() error {
 			vs.markFileNumUsed(n)
 		}
 	}
-	edit := &manifest.VersionEdit{ComparerName: d.cmp.Name}
-	lastSeq, err := d.replayWALs(walNums(names, vs.logNum), edit)
+	rec, err := d.replayWALs(walNums(names, vs.logNum))
 	if err != nil {
 		return err
 	}
-	return d.startFresh(edit, lastSeq)
+	return d.startFresh(rec)
 }
 
 // checkTablesPresent reports a table of the current Version whose file is
@@ -62,66 +96,105 @@ func (d *DB) checkTablesPresent(names []string) error {
 	return nil
 }
 
-// replayWALs applies the batches of the given WALs, in order, to memtables,
-// and writes each memtable out as an L0 table added to edit. It returns the
-// last sequence number seen.
-func (d *DB) replayWALs(nums []base.FileNum, edit *manifest.VersionEdit) (base.SeqNum, error) {
-	lastSeq := d.mu.versions.lastSeq
-	mem := newMemTable(d.cmp, 0)
-	flush := func() error {
-		if mem.empty() {
-			return nil
+// replayWALs applies the batches of the given WALs, in order, to one
+// memtable, writing it out as L0 tables whenever it fills up.
+func (d *DB) replayWALs(nums []base.FileNum) (*recovered, error) {
+	rec := &recovered{
+		mem:     newMemTable(d.cmp),
+		edit:    &manifest.VersionEdit{ComparerName: d.cmp.Name},
+		lastSeq: d.mu.versions.lastSeq,
+	}
+	for _, num := range nums {
+		end, clean, err := d.replayWAL(num, func(batch []byte, where string) error {
+			return d.replayBatch(rec, batch, where)
+		})
+		if err != nil {
+			return nil, err
 		}
-		files, err := d.writeL0(mem, nil, nil)
+		rec.mem.setLogs(append(rec.mem.logs, num))
+		rec.tailEnd, rec.tailClean = end, clean
+	}
+	if rec.flushed {
+		if err := d.flushRecovered(rec); err != nil {
+			return nil, err
+		}
+	}
+	return rec, nil
+}
+
+// replayBatch applies one batch read from a WAL at where (file and offset)
+// to rec.mem, after checking it comes after everything recovered so far.
+func (d *DB) replayBatch(rec *recovered, batch []byte, where string) error {
+	r, err := newBatchReader(batch)
+	if err != nil {
+		return base.CorruptionErrorf("kv: %s: %w", where, err)
+	}
+	if r.Count() > 0 && r.SeqNum() <= rec.lastSeq {
+		return base.CorruptionErrorf("kv: %s: batch seqnum %d is not above %d, the last already recovered (a repeated or overlapping WAL)",
+			where, r.SeqNum(), rec.lastSeq)
+	}
+	if err := rec.mem.apply(batch); err != nil {
+		return base.CorruptionErrorf("kv: %s: %w", where, err)
+	}
+	if r.Count() > 0 {
+		rec.lastSeq = rec.mem.lastSeq
+	}
+	if rec.mem.Size() >= d.opts.MemTableSize {
+		rec.flushed = true
+		return d.flushRecovered(rec)
+	}
+	return nil
+}
+
+// flushRecovered writes rec.mem out as L0 tables added to rec.edit and
+// starts an empty memtable.
+func (d *DB) flushRecovered(rec *recovered) error {
+	if !rec.mem.empty() {
+		files, err := d.writeL0(rec.mem, nil, nil)
 		if err != nil {
 			return err
 		}
 		for _, f := range files {
-			edit.NewFiles = append(edit.NewFiles, manifest.NewFileEntry{Level: 0, Meta: f})
-		}
-		mem = newMemTable(d.cmp, 0)
-		return nil
-	}
-	apply := func(batch []byte) error {
-		r, err := newBatchReader(batch)
-		if err != nil {
-			return base.CorruptionErrorf("%v", err)
-		}
-		if err := mem.apply(batch); err != nil {
-			return base.CorruptionErrorf("%v", err)
-		}
-		if r.Count() > 0 {
-			lastSeq = max(lastSeq, r.SeqNum()+base.SeqNum(r.Count())-1)
-		}
-		if mem.Size() >= d.opts.MemTableSize {
-			return flush()
-		}
-		return nil
-	}
-	for _, num := range nums {
-		if err := d.replayWAL(num, apply); err != nil {
-			return 0, err
+			rec.edit.NewFiles = append(rec.edit.NewFiles, manifest.NewFileEntry{Level: 0, Meta: f})
 		}
 	}
-	return lastSeq, flush()
+	rec.mem = newMemTable(d.cmp)
+	rec.edit.LastSeqNum = rec.lastSeq
+	return nil
 }
 
-// startFresh opens the DB's first WAL and memtable and records the
-// recovered state (edit: the tables written from replayed WALs) in a new
-// MANIFEST, which CURRENT then names.
-func (d *DB) startFresh(edit *manifest.VersionEdit, lastSeq base.SeqNum) error {
-	vs := &d.mu.versions
-	logNum := vs.nextFileNum()
-	log, err := d.createWAL(logNum)
+// startFresh opens the WAL for new writes, installs the recovered memtable
+// as the mutable one, and records the recovered state in a new MANIFEST,
+// which CURRENT then names. The MANIFEST's log number is the oldest WAL
+// the memtable still needs.
+func (d *DB) startFresh(rec *recovered) error {
+	mem := rec.mem
+	log, err := d.openLogForRecovered(rec)
 	if err != nil {
 		return err
 	}
+	if len(mem.logs) == 0 || mem.logs[len(mem.logs)-1] != log.num {
+		mem.setLogs(append(mem.logs, log.num))
+	}
 	d.commit.log = log
-	d.commit.logSeq = lastSeq
-	d.visibleSeq.Store(uint64(lastSeq))
-	edit.LogNum = logNum
+	d.commit.logSeq = rec.lastSeq
+	d.visibleSeq.Store(uint64(rec.lastSeq))
+	rec.edit.LogNum = mem.logNum
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.mu.mem = newMemTable(d.cmp, logNum)
-	return vs.logAndApply(edit)
+	d.mu.mem = mem
+	return d.mu.versions.logAndApply(rec.edit)
+}
+
+// openLogForRecovered returns the WAL new writes go to: the last replayed
+// one, continued, when the recovered memtable keeps it and it ends
+// cleanly; a new one otherwise.
+func (d *DB) openLogForRecovered(rec *recovered) (*walWriter, error) {
+	if logs := rec.mem.logs; len(logs) > 0 && rec.tailClean {
+		return d.reopenWAL(logs[len(logs)-1], rec.tailEnd)
+	}
+	d.mu.Lock()
+	num := d.mu.versions.nextFileNum()
+	d.mu.Unlock()
+	return d.createWAL(num)
 }

@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"bytes"
 	"container/list"
 	"fmt"
 	"sync"
@@ -59,7 +60,7 @@ func (c *tableCache) get(f *manifest.FileMetadata) (*tableEntry, error) {
 	c.mu.Unlock()
 	c.closeAll(victims)
 
-	e.reader, e.err = c.open(f.FileNum)
+	e.reader, e.err = c.open(f)
 	close(e.ready)
 	if e.err != nil {
 		c.evict(f.FileNum) // let a later get try again
@@ -69,21 +70,47 @@ func (c *tableCache) get(f *manifest.FileMetadata) (*tableEntry, error) {
 	return e, nil
 }
 
-// open opens table num's file and reader.
-func (c *tableCache) open(num base.FileNum) (*sstable.Reader, error) {
+// open opens f's file and reader, and checks the table is the one the
+// MANIFEST describes.
+func (c *tableCache) open(f *manifest.FileMetadata) (*sstable.Reader, error) {
 	d := c.d
-	name := base.MakeFilename(base.FileTypeTable, num)
+	name := base.MakeFilename(base.FileTypeTable, f.FileNum)
 	file, err := d.fs.Open(d.path(name))
 	if err != nil {
 		return nil, fmt.Errorf("kv: opening table %s: %w", name, err)
 	}
-	return sstable.NewReader(file, sstable.ReaderOptions{
+	r, err := sstable.NewReader(file, sstable.ReaderOptions{
 		Cache:    d.blockCache,
-		FileNum:  num,
+		FileNum:  f.FileNum,
 		Comparer: d.cmp,
 		Filters:  d.filters,
 		FileName: name,
 	})
+	if err != nil {
+		return nil, err
+	}
+	if err := checkTableMatches(name, f, r); err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// checkTableMatches reports a table whose contents contradict the
+// MANIFEST's description of it: reads rely on that description (a level's
+// tables are searched by their key ranges, range tombstones included), so
+// a mismatch is corruption, whichever of the two files is wrong.
+func checkTableMatches(name string, f *manifest.FileMetadata, r *sstable.Reader) error {
+	p := r.Properties()
+	smallest, largest := r.Bounds()
+	lo, hi := smallest.AppendEncoded(nil), largest.AppendEncoded(nil)
+	if bytes.Equal(lo, f.Smallest.AppendEncoded(nil)) && bytes.Equal(hi, f.Largest.AppendEncoded(nil)) &&
+		p.SmallestSeqNum == f.SmallestSeqNum && p.LargestSeqNum == f.LargestSeqNum && p.NumEntries == f.NumEntries {
+		return nil
+	}
+	return base.CorruptionErrorf("kv: table %s holds keys %x-%x, seqnums %d-%d and %d entries; the MANIFEST says %s, seqnums %d-%d and %d entries",
+		name, lo, hi, p.SmallestSeqNum, p.LargestSeqNum, p.NumEntries,
+		f, f.SmallestSeqNum, f.LargestSeqNum, f.NumEntries)
 }
 
 // trimLocked drops least recently used entries over capacity from the

@@ -24,7 +24,9 @@ type versionSet struct {
 	d       *DB
 	current *manifest.Version
 	// logNum is the oldest WAL still needed; nextFile the next unused file
-	// number; lastSeq the last sequence number recorded in the MANIFEST.
+	// number; lastSeq the last sequence number recorded in the MANIFEST:
+	// the tables hold no write above it, the WALs from logNum on none at
+	// or below it.
 	logNum   base.FileNum
 	nextFile base.FileNum
 	lastSeq  base.SeqNum
@@ -58,7 +60,11 @@ func (vs *versionSet) markFileNumUsed(n base.FileNum) {
 }
 
 // logAndApply records edit in the MANIFEST and makes current + edit the
-// current Version. It fills in NextFileNum and LastSeqNum. d.mu must be
+// current Version. It fills in NextFileNum, and raises LastSeqNum to the
+// MANIFEST's: the caller sets it to the last sequence number of the writes
+// the edit's new tables take from WALs (a flush), leaving it 0 when they
+// take none (a compaction). Every WAL at or above the log number then
+// holds only writes above it, which recovery checks. d.mu must be
 // held; it is released while the MANIFEST is written. The caller publishes
 // a new read state afterwards. On failure the Version is unchanged and the
 // error should stop the DB: whether the edit reached the disk is unknown.
@@ -76,7 +82,7 @@ func (vs *versionSet) logAndApply(edit *manifest.VersionEdit) error {
 		return fmt.Errorf("kv: version edit moves the log number back from %s to %s", vs.logNum, edit.LogNum)
 	}
 	edit.NextFileNum = vs.nextFile
-	edit.LastSeqNum = max(vs.lastSeq, base.SeqNum(d.visibleSeq.Load()))
+	edit.LastSeqNum = max(vs.lastSeq, edit.LastSeqNum)
 	next, err := vs.current.Apply(d.cmp.Compare, edit)
 	if err != nil {
 		return fmt.Errorf("kv: applying version edit: %w", err)
@@ -205,7 +211,10 @@ func (vs *versionSet) setCurrent(num base.FileNum) error {
 }
 
 // load reads CURRENT and replays the MANIFEST it names into current,
-// logNum, nextFile and lastSeq.
+// logNum, nextFile and lastSeq. An edit that does not decode, or that
+// contradicts the edits before it (see manifest.Builder), is corruption
+// naming the MANIFEST and the edit's offset. A torn last record (a crash
+// while appending) ends the log.
 func (vs *versionSet) load() error {
 	d := vs.d
 	num, err := vs.readCurrent()
@@ -213,13 +222,32 @@ func (vs *versionSet) load() error {
 		return err
 	}
 	name := base.MakeFilename(base.FileTypeManifest, num)
-	edits, err := vs.readEdits(name)
+	f, err := d.fs.Open(d.path(name))
 	if err != nil {
-		return err
+		return fmt.Errorf("kv: opening %s named by CURRENT: %w", name, err)
 	}
-	v, err := vs.current.Apply(d.cmp.Compare, edits...)
+	defer f.Close()
+	b := manifest.NewBuilder(vs.current, d.cmp.Compare)
+	r := record.NewReader(f, name)
+	n := 0
+	for ; ; n++ {
+		rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("kv: reading %s: %w", name, err)
+		}
+		if err := vs.replayEdit(b, rec, fmt.Sprintf("%s: offset %d", name, r.Offset())); err != nil {
+			return err
+		}
+	}
+	if n == 0 {
+		return base.CorruptionErrorf("kv: %s holds no version edit", name)
+	}
+	v, err := b.Build()
 	if err != nil {
-		return base.CorruptionErrorf("kv: replaying %s: %v", name, err)
+		return base.CorruptionErrorf("kv: %s: the version its %d edits build (the last at offset %d): %w", name, n, r.Offset(), err)
 	}
 	for _, files := range v.Levels {
 		for _, f := range files {
@@ -231,44 +259,18 @@ func (vs *versionSet) load() error {
 	return nil
 }
 
-// readEdits decodes every edit of MANIFEST name, taking their counters. A
-// torn last record (a crash while appending) ends the log.
-func (vs *versionSet) readEdits(name string) ([]*manifest.VersionEdit, error) {
-	d := vs.d
-	f, err := d.fs.Open(d.path(name))
-	if err != nil {
-		return nil, fmt.Errorf("kv: opening %s named by CURRENT: %w", name, err)
+// replayEdit decodes one MANIFEST record, found at where (file and offset),
+// checks it against the edits before it, and takes its counters.
+func (vs *versionSet) replayEdit(b *manifest.Builder, rec []byte, where string) error {
+	e := &manifest.VersionEdit{}
+	if err := e.Decode(rec); err != nil {
+		return fmt.Errorf("kv: %s: %w", where, err)
 	}
-	defer f.Close()
-	var edits []*manifest.VersionEdit
-	r := record.NewReader(f, name)
-	for {
-		rec, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("kv: reading %s: %w", name, err)
-		}
-		e := &manifest.VersionEdit{}
-		if err := e.Decode(rec); err != nil {
-			return nil, fmt.Errorf("kv: reading %s, edit %d: %w", name, len(edits), err)
-		}
-		if err := vs.noteEdit(name, e); err != nil {
-			return nil, err
-		}
-		edits = append(edits, e)
-	}
-	if len(edits) == 0 {
-		return nil, base.CorruptionErrorf("kv: %s holds no version edit", name)
-	}
-	return edits, nil
-}
-
-// noteEdit checks an edit read from the MANIFEST and takes its counters.
-func (vs *versionSet) noteEdit(name string, e *manifest.VersionEdit) error {
 	if e.ComparerName != "" && e.ComparerName != vs.d.cmp.Name {
-		return fmt.Errorf("kv: %s was written with comparer %q, not %q", name, e.ComparerName, vs.d.cmp.Name)
+		return fmt.Errorf("kv: %s: the store was written with comparer %q, not %q", where, e.ComparerName, vs.d.cmp.Name)
+	}
+	if err := b.Accumulate(e); err != nil {
+		return base.CorruptionErrorf("kv: %s: %w", where, err)
 	}
 	vs.logNum = max(vs.logNum, e.LogNum)
 	vs.markFileNumUsed(max(e.NextFileNum, 1) - 1)

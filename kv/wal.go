@@ -13,8 +13,10 @@ import (
 
 // A WAL is a file of records (internal/record framing), one per committed
 // batch, each holding the batch's encoding with its sequence number set.
-// Every memtable has its own WAL, named by the file number it was created
-// with; once the memtable is flushed the WAL is deleted.
+// Every memtable created by a rotation has its own WAL, named by the file
+// number it was created with; the memtable recovered at Open keeps the WALs
+// it was replayed from (see recovery.go). Once a memtable is flushed its
+// WALs are deleted.
 
 // walWriter appends to one WAL.
 type walWriter struct {
@@ -85,30 +87,50 @@ func (l *walWriter) close() error {
 	return nil
 }
 
-// replayWAL reads WAL num and calls apply for each batch, in order. A torn
+// replayWAL reads WAL num and calls apply for each batch, in order, with
+// where naming the file and the record's byte offset for errors. A torn
 // last record ends the replay quietly (it was never acknowledged); other
-// damage is an error that wraps ErrCorruption and names the file. Errors
-// from apply come back naming the file and record.
-func (d *DB) replayWAL(num base.FileNum, apply func(batch []byte) error) error {
+// damage is an error that wraps ErrCorruption and names the file and
+// offset. It returns the offset just past the last whole record, and
+// whether the file ends there (no torn tail), so it may be continued.
+func (d *DB) replayWAL(num base.FileNum, apply func(batch []byte, where string) error) (end int64, clean bool, err error) {
 	name := base.MakeFilename(base.FileTypeLog, num)
 	f, err := d.fs.Open(d.path(name))
 	if err != nil {
-		return fmt.Errorf("kv: opening WAL %s: %w", name, err)
+		return 0, false, fmt.Errorf("kv: opening WAL %s: %w", name, err)
 	}
 	defer f.Close()
 	r := record.NewReader(f, name)
-	for i := 0; ; i++ {
+	for {
 		rec, err := r.Next()
 		if errors.Is(err, io.EOF) {
-			return nil
+			break
 		}
 		if err != nil {
-			return fmt.Errorf("kv: recovering WAL %s: %w", name, err)
+			return 0, false, fmt.Errorf("kv: recovering WAL %s: %w", name, err)
 		}
-		if err := apply(rec); err != nil {
-			return fmt.Errorf("kv: recovering WAL %s, record %d: %w", name, i, err)
+		if err := apply(rec, fmt.Sprintf("WAL %s: offset %d", name, r.Offset())); err != nil {
+			return 0, false, err
 		}
 	}
+	st, err := f.Stat()
+	if err != nil {
+		return 0, false, fmt.Errorf("kv: recovering WAL %s: %w", name, err)
+	}
+	return r.End(), st.Size() == r.End(), nil
+}
+
+// reopenWAL opens WAL num, whose records end cleanly at size, to append to
+// it. The file already survives a crash; what is appended survives once
+// synced.
+func (d *DB) reopenWAL(num base.FileNum, size int64) (*walWriter, error) {
+	name := base.MakeFilename(base.FileTypeLog, num)
+	f, err := d.fs.OpenReadWrite(d.path(name))
+	if err != nil {
+		return nil, fmt.Errorf("kv: reopening WAL %s: %w", name, err)
+	}
+	w := record.NewWriterAt(io.NewOffsetWriter(f, size), size)
+	return &walWriter{num: num, name: name, file: f, w: w}, nil
 }
 
 // walNums returns the numbers of the WALs in names numbered at least min,

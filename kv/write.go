@@ -200,6 +200,9 @@ func (d *DB) commitGroup(group []*writer) error {
 		return err
 	}
 	seq := p.logSeq
+	if uint64(seq)+uint64(groupCount(group)) > uint64(base.SeqNumMax) {
+		return fmt.Errorf("%w: %d is the last sequence number", errSeqNumsExhausted, seq)
+	}
 	for _, w := range group {
 		w.batch.setSeqNum(seq + 1)
 		seq += base.SeqNum(w.batch.Count())
@@ -216,6 +219,20 @@ func (d *DB) commitGroup(group []*writer) error {
 	p.logSeq = seq
 	d.visibleSeq.Store(uint64(seq))
 	return nil
+}
+
+// errSeqNumsExhausted refuses writes once every sequence number up to
+// base.SeqNumMax is used: a store recovered from a WAL that claims such
+// numbers can be read, not written.
+var errSeqNumsExhausted = errors.New("kv: sequence numbers exhausted")
+
+// groupCount returns the number of writes of a group.
+func groupCount(group []*writer) int {
+	n := 0
+	for _, w := range group {
+		n += w.batch.Count()
+	}
+	return n
 }
 
 // makeRoomForWrite returns the memtable to write n bytes into. When the

@@ -1,6 +1,7 @@
 package memtable
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync/atomic"
@@ -82,6 +83,10 @@ func New(cmp *base.Comparer) *MemTable {
 	return m
 }
 
+// ErrDuplicateKey is returned (wrapped) by Add for an internal key the
+// table already holds.
+var ErrDuplicateKey = errors.New("memtable: internal key added twice")
+
 // Add inserts a copy of key and value. Only one goroutine may Add at a time;
 // readers may run concurrently. A key of kind base.KindRangeDelete is a
 // range tombstone deleting [key.UserKey, value); it goes to the range
@@ -89,28 +94,34 @@ func New(cmp *base.Comparer) *MemTable {
 // deletes nothing, as in Pebble.
 //
 // Each internal key may be added once: bloomkv gives every write its own
-// sequence number, so adding an existing (user key, seqnum, kind) is a
-// programming error and panics.
-func (m *MemTable) Add(key base.InternalKey, value []byte) {
+// sequence number, so an existing (user key, seqnum, kind) means the input
+// repeats itself (a WAL replayed twice, say). Add then leaves the table
+// unchanged and returns an error wrapping ErrDuplicateKey.
+func (m *MemTable) Add(key base.InternalKey, value []byte) error {
 	list := &m.points
 	if key.Kind() == base.KindRangeDelete {
 		list = &m.rangeDels
 	}
-	h := list.insert(key, value, &m.arena)
+	h, err := list.insert(key, value, &m.arena)
+	if err != nil {
+		return err
+	}
 	m.size.Add(nodeOverhead + int64(len(key.UserKey)+len(value)) + int64(h)*int64(unsafe.Sizeof(atomic.Pointer[node]{})))
 	m.count.Add(1)
 	if list == &m.rangeDels {
 		m.numDels.Add(1)
 	}
+	return nil
 }
 
 // insert links a new node holding copies of key and value into the list
-// and returns its height.
-func (l *skiplist) insert(key base.InternalKey, value []byte, a *arena) int {
+// and returns its height; a key the list holds already is refused with an
+// error wrapping ErrDuplicateKey.
+func (l *skiplist) insert(key base.InternalKey, value []byte, a *arena) (int, error) {
 	var prev, next [maxHeight]*node
 	l.findSplice(key, &prev, &next)
 	if next[0] != nil && base.InternalCompare(l.cmp.Compare, next[0].key, key) == 0 {
-		panic(fmt.Sprintf("memtable: key %s added twice", key))
+		return 0, fmt.Errorf("%w: %s", ErrDuplicateKey, key)
 	}
 	h := randomHeight()
 	x := newNode(a, key, value, h)
@@ -133,7 +144,7 @@ func (l *skiplist) insert(key base.InternalKey, value []byte, a *arena) int {
 	if next[0] != nil {
 		next[0].prev.Store(x)
 	}
-	return h
+	return h, nil
 }
 
 // newNode builds an unpublished node holding copies of key and value.

@@ -2,6 +2,7 @@ package memtable
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -106,15 +107,28 @@ func TestMemTable_Add_CopiesKeyAndValue(t *testing.T) {
 	}
 }
 
-func TestMemTable_Add_DuplicatePanics(t *testing.T) {
+func TestMemTable_Add_DuplicateErrors(t *testing.T) {
 	m := New(nil)
-	m.Add(base.MakeInternalKey([]byte("a"), 1, base.KindSet), nil)
-	defer func() {
-		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "memtable: key a#1,SET added twice") {
-			t.Fatalf("recovered %v", r)
+	for i, k := range []base.InternalKey{
+		base.MakeInternalKey([]byte("a"), 1, base.KindSet),
+		base.MakeInternalKey([]byte("a"), 1, base.KindDelete),
+		base.MakeInternalKey([]byte("a"), 2, base.KindSet),
+	} {
+		if err := m.Add(k, []byte{byte('0' + i)}); err != nil {
+			t.Fatalf("Add(%s): %v", k, err)
 		}
-	}()
-	m.Add(base.MakeInternalKey([]byte("a"), 1, base.KindSet), []byte("x"))
+	}
+	size := m.Size()
+	err := m.Add(base.MakeInternalKey([]byte("a"), 1, base.KindSet), []byte("x"))
+	if !errors.Is(err, ErrDuplicateKey) || !strings.Contains(err.Error(), "a#1,SET") {
+		t.Fatalf("second Add of a#1,SET = %v, want ErrDuplicateKey naming the key", err)
+	}
+	if m.Len() != 3 || m.Size() != size {
+		t.Fatalf("a refused Add changed the table: %d entries, %d bytes (was 3, %d)", m.Len(), m.Size(), size)
+	}
+	if v, kind, found := m.Get([]byte("a"), 1); !found || kind != base.KindSet || string(v) != "0" {
+		t.Fatalf("Get(a, 1) = %q, %v, %v after a refused duplicate", v, kind, found)
+	}
 }
 
 func TestMemTable_Get(t *testing.T) {

@@ -2,6 +2,7 @@ package sstable
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
@@ -204,4 +205,30 @@ func verifyRangeDels(r *Reader, entries []testEntry) error {
 		return fmt.Errorf("wrong answer: range tombstones %v, want %v", got, want)
 	}
 	return nil
+}
+
+// TestCorruption_NewerFormatVersion opens a sound table whose footer names
+// a format version above FormatVersion (checksum fixed up): that is a table
+// of a newer bloomkv, reported as ErrNewerFormat, not as corruption. A
+// version below the first one is corruption.
+func TestCorruption_NewerFormatVersion(t *testing.T) {
+	_, data := smallTable(t, nil)
+	footerAt := len(data) - FooterLen
+	tests := []struct {
+		version uint32
+		newer   bool
+	}{{FormatVersion + 1, true}, {1 << 31, true}, {0, false}}
+	for _, tt := range tests {
+		bad := bytes.Clone(data)
+		f := bad[footerAt:]
+		binary.LittleEndian.PutUint32(f[footerHandlesLen:], tt.version)
+		binary.LittleEndian.PutUint32(f[footerHandlesLen+4:], checksum(f[:footerHandlesLen+4]))
+		_, err := openBytes(bad, ReaderOptions{})
+		if got := errors.Is(err, ErrNewerFormat); got != tt.newer || errors.Is(err, base.ErrCorruption) == tt.newer {
+			t.Errorf("version %d: got %v, want newer format %v (and corruption %v)", tt.version, err, tt.newer, !tt.newer)
+		}
+		if !strings.Contains(err.Error(), "t.sst") || !strings.Contains(err.Error(), fmt.Sprintf("offset %d", footerAt)) {
+			t.Errorf("version %d: error names no file and offset: %v", tt.version, err)
+		}
+	}
 }

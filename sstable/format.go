@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/cespare/xxhash/v2"
 )
 
@@ -94,8 +95,15 @@ func (f footer) encode() []byte {
 	return buf
 }
 
-// decodeFooter parses the last FooterLen bytes of a table. The error does
-// not wrap ErrCorruption; the caller adds the file and offset.
+// ErrNewerFormat is returned (wrapped) by NewReader for a table whose footer
+// is intact but names a format version above FormatVersion: the table was
+// written by a newer bloomkv and is not corrupt. It is the same value kv
+// returns, so errors.Is works whichever package reports it.
+var ErrNewerFormat = base.ErrNewerFormat
+
+// decodeFooter parses the last FooterLen bytes of a table. An error wraps
+// ErrNewerFormat when only the version is unknown; otherwise it does not
+// wrap ErrCorruption, and the caller adds the file and offset.
 func decodeFooter(buf []byte) (footer, error) {
 	if len(buf) != FooterLen {
 		return footer{}, fmt.Errorf("footer is %d bytes, want %d", len(buf), FooterLen)
@@ -109,7 +117,10 @@ func decodeFooter(buf []byte) (footer, error) {
 	}
 	var f footer
 	f.version = binary.LittleEndian.Uint32(buf[footerHandlesLen:])
-	if f.version < MinFormatVersion || f.version > FormatVersion {
+	switch {
+	case f.version > FormatVersion:
+		return footer{}, base.NewerFormatErrorf("format version %d, this bloomkv reads up to %d", f.version, FormatVersion)
+	case f.version < MinFormatVersion:
 		return footer{}, fmt.Errorf("unsupported format version %d", f.version)
 	}
 	n1, n2 := 0, 0

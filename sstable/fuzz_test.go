@@ -192,8 +192,8 @@ func fuzzReader(t *testing.T, data []byte) {
 
 func requireCorruption(t *testing.T, err error) {
 	t.Helper()
-	if !errors.Is(err, base.ErrCorruption) && !isComparerMismatch(err) {
-		t.Fatalf("error does not wrap ErrCorruption: %v", err)
+	if !errors.Is(err, base.ErrCorruption) && !errors.Is(err, ErrNewerFormat) && !isComparerMismatch(err) {
+		t.Fatalf("error wraps neither ErrCorruption nor ErrNewerFormat: %v", err)
 	}
 }
 

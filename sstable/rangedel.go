@@ -152,6 +152,36 @@ func decodeRangeDelBlock(data []byte, cmp base.Compare, file string, off uint64)
 // must not modify them.
 func (r *Reader) RangeDels() []RangeTombstone { return r.rangeDels }
 
+// Bounds returns the smallest and largest keys of the table, range
+// tombstones included, as the Writer's Metadata reported them: the smaller
+// of the first entry and the first tombstone's key, and the larger of the
+// last entry and the sentinel of the last tombstone's end. Both are zero
+// for a table with neither. They alias the Reader's memory: do not modify
+// them.
+func (r *Reader) Bounds() (smallest, largest base.InternalKey) {
+	return tableBounds(r.cmp.Compare, &r.props, r.rangeDels)
+}
+
+// tableBounds computes a table's bounds (see Reader.Bounds) from its
+// properties' entry keys and its range tombstones.
+func tableBounds(cmp base.Compare, p *Properties, rangeDels []RangeTombstone) (smallest, largest base.InternalKey) {
+	if p.NumEntries > 0 {
+		smallest, _ = base.DecodeInternalKey(p.SmallestKey)
+		largest, _ = base.DecodeInternalKey(p.LargestKey)
+	}
+	if len(rangeDels) == 0 {
+		return smallest, largest
+	}
+	s, l := rangedel.Bounds(rangeDels)
+	if p.NumEntries == 0 || base.InternalCompare(cmp, s, smallest) < 0 {
+		smallest = s
+	}
+	if p.NumEntries == 0 || base.InternalCompare(cmp, l, largest) > 0 {
+		largest = l
+	}
+	return smallest, largest
+}
+
 // rangeDeleted reports whether a range tombstone of the table deletes the
 // version of userKey a lookup at seq found (found, with sequence number
 // pointSeq) or, when it found none, any version: the newest tombstone

@@ -111,6 +111,9 @@ func (r *Reader) readFooter() error {
 		return err
 	}
 	if r.footer, err = decodeFooter(buf[:]); err != nil {
+		if errors.Is(err, ErrNewerFormat) {
+			return fmt.Errorf("sstable: %s: offset %d: footer: %w", r.name, r.dataEnd, err)
+		}
 		return r.corruptf(r.dataEnd, "footer: %v", err)
 	}
 	return nil

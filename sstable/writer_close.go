@@ -1,11 +1,6 @@
 package sstable
 
-import (
-	"fmt"
-
-	"github.com/bloomkv/bloomkv/internal/base"
-	"github.com/bloomkv/bloomkv/internal/rangedel"
-)
+import "fmt"
 
 // Metaindex names.
 const (
@@ -100,20 +95,9 @@ func (w *Writer) setMetadata() {
 	m.Size = w.offset
 	m.Properties = w.props
 	m.SmallestSeqNum, m.LargestSeqNum = w.props.SmallestSeqNum, w.props.LargestSeqNum
-	if w.props.NumEntries > 0 {
-		m.Smallest, _ = base.DecodeInternalKey(w.props.SmallestKey)
-		m.Smallest = m.Smallest.Clone()
-		m.Largest = w.prevKey.Clone()
-	}
-	if len(w.rangeDels) == 0 {
-		return
-	}
-	smallest, largest := rangedel.Bounds(w.rangeDels)
-	if w.props.NumEntries == 0 || base.InternalCompare(w.cmp.Compare, smallest, m.Smallest) < 0 {
-		m.Smallest = smallest.Clone()
-	}
-	if w.props.NumEntries == 0 || base.InternalCompare(w.cmp.Compare, largest, m.Largest) > 0 {
-		m.Largest = largest.Clone()
+	if w.props.NumEntries > 0 || len(w.rangeDels) > 0 {
+		smallest, largest := tableBounds(w.cmp.Compare, &w.props, w.rangeDels)
+		m.Smallest, m.Largest = smallest.Clone(), largest.Clone()
 	}
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math"
@@ -15,6 +14,8 @@ import (
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
 	"github.com/bloomkv/bloomkv/bloompolicy/pebbleadapter"
+	"github.com/bloomkv/bloomkv/kv"
+	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/bloom"
 	"github.com/cockroachdb/pebble/vfs"
 	"github.com/spf13/cobra"
@@ -25,8 +26,10 @@ type benchOptions struct {
 	keys, valueSize, lookups int
 	fpr                      float64
 	cache                    byteSize
+	memtable, tableSize      byteSize
+	l1Size                   byteSize
 	dir                      string
-	keep, pebble             bool
+	keep, pebble, growth     bool
 	plot                     string
 	seed                     uint64
 }
@@ -34,28 +37,50 @@ type benchOptions struct {
 // loadBatch is the number of writes per NoSync batch while loading.
 const loadBatch = 1000
 
+// The sizes of the bench's stores, in both engines. They are smaller than
+// kv's defaults so that the default key count (about 60 MiB of tables)
+// settles into L0 and three levels below it, as a store of gigabytes does
+// with the defaults, and the default run stays within about two minutes.
+const (
+	benchMemTableSize   = 1 << 20
+	benchTableSize      = 1 << 20
+	benchL1Size         = 4 << 20
+	benchCacheSize      = 8 << 20
+	benchDefaultKeys    = 500_000
+	benchDefaultLookups = 50_000
+)
+
 func (a *app) benchCommand() *cobra.Command {
-	o := benchOptions{cache: 8 << 20}
+	o := benchOptions{cache: benchCacheSize, memtable: benchMemTableSize,
+		tableSize: benchTableSize, l1Size: benchL1Size}
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure point lookups with and without filters (and against Pebble)",
 		Long: "bench loads the same keys into bloomkv stores without filters, with " +
-			"bloompolicy.New(--fpr) and with Pebble's bloom at the same bits per key, " +
-			"compacts them, and measures absent and present point lookups: time, tables " +
-			"considered, block reads, reads saved and observed false-positive rate. " +
-			"--pebble adds Pebble itself with both filters.",
+			"bloompolicy.New(--fpr) and with Pebble's bloom at the same bits per key, and " +
+			"measures absent and present point lookups in three shapes of the LSM: settled " +
+			"(as the load and background compactions leave it), write-heavy (lookups " +
+			"between the batches of a continuing load) and compacted. It reports time, " +
+			"tables considered, filter negatives, false positives, block reads and reads " +
+			"saved per lookup, in total and per level. --pebble adds Pebble itself with " +
+			"both filters; --growth measures the settled shape after each doubling of the " +
+			"store too.",
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.runBench(cmd.Context(), o) },
 	}
 	f := cmd.Flags()
-	f.IntVar(&o.keys, "keys", 1_000_000, "keys loaded into each store")
+	f.IntVar(&o.keys, "keys", benchDefaultKeys, "keys loaded into each store before the write-heavy shape adds a quarter more")
 	f.IntVar(&o.valueSize, "value-size", 100, "bytes per value")
-	f.IntVar(&o.lookups, "lookups", 1_000_000, "absent lookups, and as many present lookups, per store")
+	f.IntVar(&o.lookups, "lookups", benchDefaultLookups, "absent lookups, and as many present lookups, per shape and store")
 	f.Float64Var(&o.fpr, "fpr", 0.01, "target false-positive rate of bloompolicy.New")
 	f.Var(&o.cache, "cache", "block cache size (e.g. 8MiB, 512KiB, 1048576)")
+	f.Var(&o.memtable, "memtable", "memtable size of every store")
+	f.Var(&o.tableSize, "table-size", "size at which compactions cut tables")
+	f.Var(&o.l1Size, "l1-size", "target size of L1 (bloomkv) or the base level (Pebble); each level below is 10 times larger")
 	f.StringVar(&o.dir, "dir", "", "directory for the stores (default: a new temporary directory)")
 	f.BoolVar(&o.keep, "keep", false, "keep the stores after the run")
 	f.BoolVar(&o.pebble, "pebble", false, "also run Pebble v1.1.5 with both filters")
+	f.BoolVar(&o.growth, "growth", false, "load in doubling steps up to --keys and measure the settled shape after each")
 	f.StringVar(&o.plot, "plot", "", "write a plot to `FILE` (.svg or .png)")
 	f.Uint64Var(&o.seed, "seed", 1, "seed of keys, values and lookup order")
 	return cmd
@@ -71,6 +96,13 @@ func (o *benchOptions) check() error {
 		return usagef("--lookups %d: want at least 1", o.lookups)
 	case o.cache <= 0:
 		return usagef("--cache %d: want a positive size", o.cache)
+	case o.memtable < kv.MinMemTableSize || o.memtable > kv.MaxMemTableSize:
+		return usagef("--memtable %s: want a size in [%s, %s]", fmtBytes(int64(o.memtable)),
+			fmtBytes(kv.MinMemTableSize), fmtBytes(kv.MaxMemTableSize))
+	case o.tableSize <= 0:
+		return usagef("--table-size %d: want a positive size", o.tableSize)
+	case o.l1Size <= 0:
+		return usagef("--l1-size %d: want a positive size", o.l1Size)
 	}
 	if err := checkFPR(o.fpr); err != nil {
 		return err
@@ -81,19 +113,45 @@ func (o *benchOptions) check() error {
 	return nil
 }
 
-// benchConfig is one engine and filter under test.
+// The engines bench runs, and the filter name of a store without filters.
+const (
+	engineKV     = "bloomkv"
+	enginePebble = "pebble"
+	filterNone   = "none"
+)
+
+// benchConfig is one engine and filter under test: a row of the results.
+// A bloomkv configuration changes the bench's kv.Options through kv, a
+// Pebble one the bench's pebble.Options through pebble; everything else
+// (sizes, cache, the workload) is the same for all.
 type benchConfig struct {
 	id      string  // directory name
 	name    string  // shown in the table
-	engine  string  // "bloomkv" or "pebble"
-	filter  string  // the policy, or "none"
+	filter  string  // the policy's name, or filterNone; rows of both engines with the same filter are compared
 	nominal float64 // bits per key the policy builds with; NaN without one
-	open    func(dir string) (store, error)
+	kv      func(*kv.Options)
+	pebble  func(*pebble.Options)
+}
+
+// engine names the engine the configuration runs.
+func (c benchConfig) engine() string {
+	if c.pebble != nil {
+		return enginePebble
+	}
+	return engineKV
+}
+
+// open opens the configuration's store in dir.
+func (c benchConfig) open(dir string, o benchOptions) (store, error) {
+	if c.pebble != nil {
+		return openPebble(dir, o, c.pebble)
+	}
+	return openKV(dir, o, c.kv)
 }
 
 // benchConfigs returns the configurations to run: bloomkv without filters,
 // with ours and with Pebble's bloom at the nearest whole bits per key, then
-// Pebble with both when asked.
+// Pebble with both when asked. A new configuration is one more entry.
 func benchConfigs(o benchOptions, ours *bloompolicy.Bloom) []benchConfig {
 	bits := ours.BitsPerKey()
 	whole := pebbleBits(bits)
@@ -101,19 +159,19 @@ func benchConfigs(o benchOptions, ours *bloompolicy.Bloom) []benchConfig {
 	oursName := fmt.Sprintf("bloompolicy %s", fmtPercent(o.fpr, 2))
 	theirsName := fmt.Sprintf("pebble bloom %d", whole)
 	cfgs := []benchConfig{
-		{"bloomkv-nofilter", "bloomkv, no filter", "bloomkv", "none", math.NaN(),
-			func(dir string) (store, error) { return openKV(dir, o, nil) }},
-		{"bloomkv-bloompolicy", "bloomkv, " + oursName, "bloomkv", ours.Name(), bits,
-			func(dir string) (store, error) { return openKV(dir, o, ours) }},
-		{"bloomkv-pebblebloom", "bloomkv, " + theirsName, "bloomkv", theirs.Name(), float64(whole),
-			func(dir string) (store, error) { return openKV(dir, o, pebbleadapter.FromPebble(theirs)) }},
+		{id: "bloomkv-nofilter", name: "bloomkv, no filter", filter: filterNone, nominal: math.NaN(),
+			kv: func(k *kv.Options) { k.DisableFilters = true }},
+		{id: "bloomkv-bloompolicy", name: "bloomkv, " + oursName, filter: ours.Name(), nominal: bits,
+			kv: func(k *kv.Options) { k.FilterPolicy = ours }},
+		{id: "bloomkv-pebblebloom", name: "bloomkv, " + theirsName, filter: theirs.Name(), nominal: float64(whole),
+			kv: func(k *kv.Options) { k.FilterPolicy = pebbleadapter.FromPebble(theirs) }},
 	}
 	if o.pebble {
 		cfgs = append(cfgs,
-			benchConfig{"pebble-bloompolicy", "pebble, " + oursName, "pebble", ours.Name(), bits,
-				func(dir string) (store, error) { return openPebble(dir, o, pebbleadapter.ToPebble(ours)) }},
-			benchConfig{"pebble-pebblebloom", "pebble, " + theirsName, "pebble", theirs.Name(), float64(whole),
-				func(dir string) (store, error) { return openPebble(dir, o, theirs) }},
+			benchConfig{id: "pebble-bloompolicy", name: "pebble, " + oursName, filter: ours.Name(), nominal: bits,
+				pebble: withPebbleFilter(pebbleadapter.ToPebble(ours))},
+			benchConfig{id: "pebble-pebblebloom", name: "pebble, " + theirsName, filter: theirs.Name(), nominal: float64(whole),
+				pebble: withPebbleFilter(theirs)},
 		)
 	}
 	return cfgs
@@ -136,7 +194,7 @@ func (a *app) runBench(ctx context.Context, o benchOptions) error {
 	w := newWorkload(o.seed, o.keys, o.valueSize, o.lookups)
 	rep := &benchReport{Params: o.params(ours)}
 	for _, cfg := range benchConfigs(o, ours) {
-		row, err := a.benchOne(ctx, cfg, w, filepath.Join(root, cfg.id), o.fpr)
+		row, err := a.benchOne(ctx, cfg, w, filepath.Join(root, cfg.id), o)
 		if err != nil {
 			return fmt.Errorf("bench %s: %w", cfg.name, err)
 		}
@@ -156,13 +214,19 @@ func (a *app) runBench(ctx context.Context, o benchOptions) error {
 
 // params records the run's parameters for the report.
 func (o benchOptions) params(ours *bloompolicy.Bloom) benchParams {
+	extra := writeHeavyKeys(o.keys)
 	return benchParams{
-		Keys: o.keys, KeySize: keySize, ValueSize: o.valueSize, Lookups: o.lookups,
-		TargetFPR: o.fpr, CacheBytes: int64(o.cache), Seed: o.seed,
+		Keys: o.keys, WriteHeavyKeys: extra, KeySize: keySize, ValueSize: o.valueSize, Lookups: o.lookups,
+		TargetFPR: o.fpr, CacheBytes: int64(o.cache), MemTableBytes: int64(o.memtable),
+		TableBytes: int64(o.tableSize), L1Bytes: int64(o.l1Size), Seed: o.seed,
 		OursBitsPerKey: ours.BitsPerKey(), PebbleBitsPerKey: pebbleBits(ours.BitsPerKey()),
-		Procedure: fmt.Sprintf("keys written in random order in NoSync batches of %d; Flush, Compact "+
-			"over the whole key range, and wait for the background compactions that follow; then "+
-			"the absent lookups and the present lookups, each in random order", loadBatch),
+		Shapes: map[string]string{
+			shapeSettled: fmt.Sprintf("the %d keys written in random order in NoSync batches of %d, "+
+				"then Flush and a wait until no compaction is running or due; no manual compaction", o.keys, loadBatch),
+			shapeWriteHeavy: fmt.Sprintf("%d more keys written in NoSync batches of %d, each batch followed by "+
+				"an equal share of the lookups (present keys among the first %d); background work goes on", extra, loadBatch, o.keys),
+			shapeCompacted: "Flush, Compact over the whole key range, and a wait until no compaction is running or due",
+		},
 		Machine: machine(),
 	}
 }
@@ -216,132 +280,4 @@ func benchDir(o benchOptions) (dir string, cleanup func(), err error) {
 		}
 	}
 	return dir, cleanup, nil
-}
-
-// benchOne loads, settles and queries one configuration.
-func (a *app) benchOne(ctx context.Context, cfg benchConfig, w *workload, dir string, target float64) (row benchRow, err error) {
-	row = benchRow{Config: cfg.name, Engine: cfg.engine, Filter: cfg.filter,
-		NominalBitsPerKey: jsonFloat(cfg.nominal)}
-	s, err := cfg.open(dir)
-	if err != nil {
-		return row, err
-	}
-	defer func() {
-		if cerr := s.close(); err == nil && cerr != nil {
-			err = cerr
-		}
-	}()
-	t := time.Now()
-	prog := a.startProgress(cfg.name+": load", int64(w.keys))
-	err = load(ctx, s, w, prog)
-	prog.done()
-	if err != nil {
-		return row, err
-	}
-	row.LoadSeconds = jsonFloat(time.Since(t).Seconds())
-	t = time.Now()
-	prog = a.startProgress(cfg.name+": flush + compact + settle", -1)
-	err = s.settle()
-	prog.done()
-	if err != nil {
-		return row, err
-	}
-	row.SettleSeconds = jsonFloat(time.Since(t).Seconds())
-	if row.Absent, err = a.lookupPhase(ctx, cfg.name+": absent lookups", s, w, false); err != nil {
-		return row, err
-	}
-	if row.Present, err = a.lookupPhase(ctx, cfg.name+": present lookups", s, w, true); err != nil {
-		return row, err
-	}
-	if err := w.verifySample(s); err != nil {
-		return row, err
-	}
-	fp, err := s.footprint()
-	if err != nil {
-		return row, err
-	}
-	row.fill(fp, target)
-	return row, nil
-}
-
-// lookupPhase times w.lookups point lookups of absent or present keys and
-// returns the store's lookup counters over just that phase (the difference
-// of two snapshots). Every answer is checked: a present key must be found
-// with a value of the right size, an absent one must not be.
-func (a *app) lookupPhase(ctx context.Context, desc string, s store, w *workload, present bool) (phase, error) {
-	prog := a.startProgress(desc, int64(w.lookups))
-	defer prog.done()
-	var buf [keySize]byte
-	before := s.counters()
-	start := time.Now()
-	for i := range w.lookups {
-		if i%progressEvery == 0 && ctx.Err() != nil {
-			return phase{}, ctx.Err()
-		}
-		key := w.lookupKey(buf[:0], i, present)
-		v, found, err := s.get(key)
-		switch {
-		case err != nil:
-			return phase{}, fmt.Errorf("get %q: %w", key, err)
-		case found != present:
-			return phase{}, fmt.Errorf("get %q: found=%t, want %t", key, found, present)
-		case found && len(v) != w.valueSize:
-			return phase{}, fmt.Errorf("get %q: value of %d bytes, want %d", key, len(v), w.valueSize)
-		}
-		prog.add(1)
-	}
-	elapsed := time.Since(start)
-	c := s.counters().minus(before)
-	c.Gets = int64(w.lookups)
-	return phase{
-		Lookups: c,
-		NsPerOp: jsonFloat(float64(elapsed.Nanoseconds()) / float64(w.lookups)),
-	}, nil
-}
-
-// verifySample checks the values of up to 1000 keys byte for byte. The
-// timed phases check only their sizes, so as not to time the generator.
-func (w *workload) verifySample(s store) error {
-	var key [keySize]byte
-	var want []byte
-	step := max(1, w.keys/1000)
-	for i := 0; i < w.keys; i += step {
-		k := w.kg.present(key[:0], i)
-		v, found, err := s.get(k)
-		if err != nil {
-			return fmt.Errorf("get %q: %w", k, err)
-		}
-		want = w.kg.value(want[:0], i, w.valueSize)
-		if !found || !bytes.Equal(v, want) {
-			return fmt.Errorf("get %q: found=%t, value differs from the one written", k, found)
-		}
-	}
-	return nil
-}
-
-// benchPlot measures the standalone filter curves (up to 100,000 keys per
-// filter, bits per key 4 to 20) and writes the plot of a bench run.
-func (a *app) benchPlot(rep *benchReport, kg keyGen, o benchOptions) error {
-	n := min(o.keys, 100_000)
-	q := min(max(20*n, 100_000), 2_000_000)
-	prog := a.startProgress("plot: standalone filters", -1)
-	ours, pebble, err := fprCurve(kg, 4, 20, n, q)
-	prog.done()
-	if err != nil {
-		return err
-	}
-	d := plotData{Ours: ours, Pebble: pebble, Keys: n}
-	for _, r := range rep.Rows {
-		if r.Filter != "none" {
-			d.Bench = append(d.Bench, fprPoint{Label: r.Config, BitsPerKey: r.FilterBitsPerKey, FPR: r.ObservedFPR})
-		}
-		d.Saved = append(d.Saved, savedBar{Config: r.Config,
-			Absent: float64(r.Absent.ReadsSavedPerLookup), Present: float64(r.Present.ReadsSavedPerLookup)})
-	}
-	if err := writePlot(vfs.Default, o.plot, d); err != nil {
-		return err
-	}
-	rep.Curves = &fprCurves{Keys: n, Queries: q, Ours: ours, Pebble: pebble}
-	rep.Plot = o.plot
-	return nil
 }

@@ -3,78 +3,179 @@ package main
 import (
 	"errors"
 	"math"
+	"slices"
 	"testing"
+	"time"
 )
 
-func TestBenchRow_Fill(t *testing.T) {
-	r := benchRow{Filter: "bloomkv.bloom.v1",
-		Absent: phase{Lookups: lookupCounts{Gets: 1000, TablesConsidered: 2000, FilterNegatives: 1980,
-			FilterFalsePositives: 20, BlockReads: 20}},
-		Present: phase{Lookups: lookupCounts{Gets: 1000, TablesConsidered: 1500, FilterNegatives: 495,
-			FilterTruePositives: 1000, FilterFalsePositives: 5, BlockReads: 1005}},
+func TestNewPhase(t *testing.T) {
+	c := lookupSnapshot{
+		Total: lookupCounts{Gets: 99, TablesConsidered: 3000, FilterNegatives: 1980,
+			FilterTruePositives: 1000, FilterFalsePositives: 20, BlockReads: 1020},
+		Levels: []lookupCounts{
+			{TablesConsidered: 2000, FilterNegatives: 1980, FilterFalsePositives: 20, BlockReads: 20},
+			{}, // a level no lookup reached: left out
+			{TablesConsidered: 1000, FilterTruePositives: 1000, BlockReads: 1000},
+		},
 	}
-	r.fill(footprint{FilterBytes: 1250, Keys: 1000}, 0.01)
-	for _, c := range []struct {
+	p := newPhase(c, 1000, 2*time.Millisecond)
+	if p.Lookups.Gets != 1000 {
+		t.Errorf("gets = %d, want the 1000 passed in", p.Lookups.Gets)
+	}
+	for _, tc := range []struct {
 		name      string
 		got, want float64
 	}{
-		{"observed FPR", float64(r.ObservedFPR), 0.01},
-		{"target", float64(r.TargetFPR), 0.01},
-		{"bits/key", float64(r.FilterBitsPerKey), 10},
-		{"absent tables/lookup", float64(r.Absent.TablesPerLookup), 2},
-		{"absent reads saved", float64(r.Absent.ReadsSavedPerLookup), 1.98},
-		{"present block reads", float64(r.Present.BlockReadsPerLookup), 1.005},
+		{"ns/op", float64(p.NsPerOp), 2000},
+		{"tables/lookup", float64(p.TablesPerLookup), 3},
+		{"reads saved", float64(p.ReadsSavedPerLookup), 1.98},
+		{"false positives", float64(p.FalsePositivesPerLookup), 0.02},
+		{"block reads", float64(p.BlockReadsPerLookup), 1.02},
+		{"FPR", float64(p.FPR), 0.01},
 	} {
-		if math.Abs(c.got-c.want) > 1e-9 {
-			t.Errorf("%s = %g, want %g", c.name, c.got, c.want)
+		if math.Abs(tc.got-tc.want) > 1e-9 {
+			t.Errorf("%s = %g, want %g", tc.name, tc.got, tc.want)
 		}
 	}
-
-	none := benchRow{Filter: "none", Absent: phase{Lookups: lookupCounts{Gets: 10, BlockReads: 10}}}
-	none.fill(footprint{Keys: 100}, 0.01)
-	if !math.IsNaN(float64(none.ObservedFPR)) || !math.IsNaN(float64(none.TargetFPR)) ||
-		!math.IsNaN(float64(none.FilterBitsPerKey)) {
-		t.Errorf("a store without filters got FPR %v, target %v, bits/key %v; want none",
-			none.ObservedFPR, none.TargetFPR, none.FilterBitsPerKey)
+	if len(p.Levels) != 2 || p.Levels[0].Level != 0 || p.Levels[1].Level != 2 {
+		t.Fatalf("levels %+v, want L0 and L2", p.Levels)
 	}
+	if got := float64(p.Levels[0].ReadsSavedPerLookup); got != 1.98 {
+		t.Errorf("L0 reads saved = %g, want 1.98", got)
+	}
+	if got := p.Levels[1].FPR; !math.IsNaN(float64(got)) {
+		t.Errorf("L2 FPR = %g, want none (no negative, no false positive)", got)
+	}
+}
+
+func TestLookupSnapshot_Plus(t *testing.T) {
+	a := lookupSnapshot{Total: lookupCounts{Gets: 5, BlockReads: 3}, Levels: []lookupCounts{{BlockReads: 1}, {BlockReads: 2}}}
+	b := lookupSnapshot{Total: lookupCounts{Gets: 2, BlockReads: 1}, Levels: []lookupCounts{{BlockReads: 1}}}
+	got := a.plus(b, -1)
+	want := lookupSnapshot{Total: lookupCounts{Gets: 3, BlockReads: 2}, Levels: []lookupCounts{{}, {BlockReads: 2}}}
+	if got.Total != want.Total || !slices.Equal(got.Levels, want.Levels) {
+		t.Errorf("a - b = %+v, want %+v", got, want)
+	}
+	if sum := (lookupSnapshot{}).plus(a, 1); !slices.Equal(sum.Levels, a.Levels) {
+		t.Errorf("0 + a = %+v, want %+v", sum, a)
+	}
+	if none := (lookupSnapshot{Total: a.Total}).plus(lookupSnapshot{}, -1); none.Levels != nil {
+		t.Errorf("snapshots without levels gave levels %v", none.Levels)
+	}
+}
+
+func TestBenchRow_Fill(t *testing.T) {
+	r := benchRow{Filter: "bloomkv.bloom.v1"}
+	r.fill(footprint{FilterBytes: 1250, Keys: 1000}, 0.01)
+	if r.FilterBitsPerKey != 10 || r.TargetFPR != 0.01 || r.Keys != 1000 || r.FilterBytes != 1250 {
+		t.Errorf("got bits/key %v, target %v, keys %d, bytes %d; want 10, 0.01, 1000, 1250",
+			r.FilterBitsPerKey, r.TargetFPR, r.Keys, r.FilterBytes)
+	}
+	none := benchRow{Filter: filterNone}
+	none.fill(footprint{Keys: 100}, 0.01)
+	if !math.IsNaN(float64(none.TargetFPR)) || !math.IsNaN(float64(none.FilterBitsPerKey)) {
+		t.Errorf("a store without filters got target %v, bits/key %v; want none",
+			none.TargetFPR, none.FilterBitsPerKey)
+	}
+}
+
+// shapes returns one result per shape with the given ns/op, absent then
+// present, in order.
+func shapes(ns ...jsonFloat) []shapeResult {
+	names := []string{shapeSettled, shapeWriteHeavy, shapeCompacted}
+	var out []shapeResult
+	for i := 0; i+1 < len(ns); i += 2 {
+		out = append(out, shapeResult{Shape: names[i/2], Absent: phase{NsPerOp: ns[i]}, Present: phase{NsPerOp: ns[i+1]}})
+	}
+	return out
 }
 
 func TestCompareWithPebble(t *testing.T) {
 	rows := []benchRow{
-		{Config: "bloomkv, no filter", Engine: "bloomkv", Filter: "none", Absent: phase{NsPerOp: 9000}},
-		{Config: "bloomkv, ours", Engine: "bloomkv", Filter: "A", Absent: phase{NsPerOp: 500}, Present: phase{NsPerOp: 900}},
-		{Config: "bloomkv, theirs", Engine: "bloomkv", Filter: "B", Absent: phase{NsPerOp: 400}, Present: phase{NsPerOp: 800}},
-		{Config: "pebble, ours", Engine: "pebble", Filter: "A", Absent: phase{NsPerOp: 1000}, Present: phase{NsPerOp: 1800}},
-		{Config: "pebble, theirs", Engine: "pebble", Filter: "B", Absent: phase{NsPerOp: 2000}, Present: phase{NsPerOp: 400}},
+		{Config: "bloomkv, no filter", Engine: engineKV, Filter: filterNone, Shapes: shapes(9000, 9000)},
+		{Config: "bloomkv, ours", Engine: engineKV, Filter: "A", Shapes: shapes(500, 900, 100, 100)},
+		{Config: "bloomkv, theirs", Engine: engineKV, Filter: "B", Shapes: shapes(400, 800)},
+		{Config: "pebble, ours", Engine: enginePebble, Filter: "A", Shapes: shapes(1000, 1800, 400, 50)},
+		{Config: "pebble, theirs", Engine: enginePebble, Filter: "B", Shapes: shapes(2000, 400, 1, 1)},
 	}
 	got := compareWithPebble(rows)
-	want := []vsPebble{{"ours", 0.5, 0.5}, {"theirs", 0.2, 2}}
-	if len(got) != len(want) {
-		t.Fatalf("got %+v, want %+v", got, want)
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("row %d: got %+v, want %+v", i, got[i], want[i])
-		}
+	// The write-heavy shape of "theirs" has no bloomkv counterpart.
+	want := []vsPebble{{"ours", shapeSettled, 0.5, 0.5}, {"ours", shapeWriteHeavy, 0.25, 2},
+		{"theirs", shapeSettled, 0.2, 2}}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %+v, want %+v", got, want)
 	}
 	if got := compareWithPebble(rows[:3]); got != nil {
 		t.Errorf("without Pebble rows: got %+v, want nothing", got)
 	}
 }
 
-func TestBenchOptions_CheckPlot(t *testing.T) {
-	o := benchOptions{keys: 1, lookups: 1, fpr: 0.01, cache: 1}
+func TestGrowthSteps(t *testing.T) {
+	for _, tc := range []struct {
+		keys   int
+		growth bool
+		want   []int
+	}{
+		{1_000_000, false, []int{1_000_000}},
+		{1_000_000, true, []int{15625, 31250, 62500, 125000, 250000, 500000, 1_000_000}},
+		{8000, true, []int{1000, 2000, 4000, 8000}},
+		{1500, true, []int{1500}},
+		{1, true, []int{1}},
+	} {
+		if got := growthSteps(tc.keys, tc.growth); !slices.Equal(got, tc.want) {
+			t.Errorf("growthSteps(%d, %t) = %v, want %v", tc.keys, tc.growth, got, tc.want)
+		}
+	}
+}
+
+func TestL0Sampler(t *testing.T) {
+	var s l0Sampler
+	if s.summary() != nil {
+		t.Error("no sample: got a summary")
+	}
+	s.add([]levelShape{{Level: 0, Tables: 3}, {Level: 2, Tables: 9}})
+	s.add([]levelShape{{Level: 1, Tables: 4}}) // no L0 table
+	s.add([]levelShape{{Level: 0, Tables: 6}})
+	if got, want := *s.summary(), (tableRange{Min: 0, Mean: 3, Max: 6}); got != want {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+}
+
+func TestBenchOptions_Check(t *testing.T) {
+	ok := benchOptions{keys: 1, lookups: 1, fpr: 0.01, cache: 1, memtable: benchMemTableSize,
+		tableSize: 1, l1Size: 1}
 	for _, plot := range []string{"", "p.svg", "p.png", "P.SVG"} {
+		o := ok
 		o.plot = plot
 		if err := o.check(); err != nil {
 			t.Errorf("--plot %q: %v", plot, err)
 		}
 	}
-	for _, plot := range []string{"p.pdf", "p"} {
-		o.plot = plot
+	for _, tc := range []struct {
+		name string
+		edit func(*benchOptions)
+	}{
+		{"--plot p.pdf", func(o *benchOptions) { o.plot = "p.pdf" }},
+		{"--plot p", func(o *benchOptions) { o.plot = "p" }},
+		{"--memtable 512", func(o *benchOptions) { o.memtable = 512 }},
+		{"--table-size 0", func(o *benchOptions) { o.tableSize = 0 }},
+		{"--l1-size -1", func(o *benchOptions) { o.l1Size = -1 }},
+	} {
+		o := ok
+		tc.edit(&o)
 		var u usageError
 		if err := o.check(); !errors.As(err, &u) {
-			t.Errorf("--plot %q: got %v, want a usage error", plot, err)
+			t.Errorf("%s: got %v, want a usage error", tc.name, err)
+		}
+	}
+}
+
+func TestFlushesToSettledL0(t *testing.T) {
+	// settledL0Tables is 3 and the trigger 4: from 0 L0 tables three
+	// flushes; from 3, a round through a compaction and three more.
+	for l0, want := range []int{3, 2, 1, 4, 3, 2} {
+		if got := flushesToSettledL0(l0); got != want {
+			t.Errorf("flushesToSettledL0(%d) = %d, want %d", l0, got, want)
 		}
 	}
 }

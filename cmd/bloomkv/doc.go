@@ -4,6 +4,7 @@
 // Usage:
 //
 //	bloomkv bench [--keys N] [--value-size B] [--lookups N] [--fpr P] [--cache SIZE]
+//	              [--memtable SIZE] [--table-size SIZE] [--l1-size SIZE] [--growth]
 //	              [--dir D] [--keep] [--pebble] [--plot FILE.svg|FILE.png] [--seed S] [--json]
 //	bloomkv db get KEY... --dir D [--metrics]
 //	bloomkv db set KEY VALUE --dir D
@@ -20,13 +21,27 @@
 // # bench
 //
 // bench loads the same data into several stores and measures point lookups
-// in each. By default: 1,000,000 keys of 16 bytes (hex digits) with 100-byte
-// values, written in random order in NoSync batches of 1000; then Flush,
-// Compact over the whole key range, and a wait for the background
-// compactions that follow (the LSM the lookups meet is printed); then
-// 1,000,000 lookups of absent keys and 1,000,000 of present keys, each in
-// random order, with an 8 MiB block cache (smaller than the data, so block
-// reads are real). The stores are:
+// in each, in three shapes of the LSM, one after the other on the same
+// store. By default: 500,000 keys of 16 bytes (hex digits) with 100-byte
+// values, written in random order in NoSync batches of 1000, into stores
+// with a 1 MiB memtable, 1 MiB tables and a 4 MiB L1 (10 times more per
+// level below), so that the data (about 60 MiB) fills L1 to L3; an 8 MiB
+// block cache, smaller than the data, so block reads are real. The shapes:
+//
+//   - settled: the load and its background compactions, no manual
+//     compaction. The last keys are flushed in chunks after a wait, so that
+//     L0 holds three tables (one short of the L0 compaction trigger), as a
+//     store taking writes does between its L0 compactions;
+//   - write-heavy: a quarter more keys written in batches of 1000, each
+//     followed by a share of the lookups, while flushes and compactions go
+//     on; how many tables L0 held meanwhile is printed;
+//   - compacted: Flush, Compact over the whole key range and a wait: one
+//     level, one table per lookup.
+//
+// In each, 50,000 lookups of absent keys and 50,000 of present keys (keys
+// loaded before the shape), each in random order; every answer is checked.
+// The stores are a table of configurations (benchConfigs), each a change
+// to the bench's kv.Options or pebble.Options:
 //
 //   - bloomkv without filters (kv.Options.DisableFilters);
 //   - bloomkv with bloompolicy.New(--fpr);
@@ -35,20 +50,33 @@
 //   - with --pebble, Pebble v1.1.5 itself with the same two filters
 //     (pebbleadapter.ToPebble for ours), on every level including L6:
 //     Pebble's DB.Get never reads L6 filters, so its lookups go through an
-//     iterator opened with UseL6Filters, by SeekPrefixGE. Pebble charges its
-//     memtables to the block cache, so its cache gets room for them on top.
+//     iterator opened with UseL6Filters, by SeekPrefixGE, reopened between
+//     the write-heavy batches. Pebble gets the same sizes, an
+//     L0CompactionThreshold that compacts L0 at the same four tables (it
+//     scores 2 × sublevels), no read-triggered compactions, and room in its
+//     block cache for the memtables it charges to it.
 //
-// For each it prints ns per lookup (absent, present), tables considered,
-// data-block reads and reads saved per lookup, the observed false-positive
-// rate against the target, and the filters' bits per key and bytes. The
-// counters come from kv's DB.Metrics (Pebble's Metrics for Pebble rows),
-// differenced around each phase. The stores live in a new temporary
-// directory, or in --dir, and are removed afterwards unless --keep.
+// For each store and shape it prints ns per lookup, tables considered,
+// block reads and reads saved (filter negatives) per lookup, absent and
+// present, and the observed false-positive rate; the LSM the lookups met;
+// and, for bloomkv, the same per level from DB.Metrics' per-level
+// LookupMetrics. Pebble counts lookups per DB, not per level: its rows
+// count filter checks as tables, filter hits as negatives, misses less the
+// keys found as false positives, and every block-cache access as a block
+// read. The counters are differenced around each run of lookups. The stores
+// live in a new temporary directory, or in --dir, and are removed
+// afterwards unless --keep.
 //
-// --plot FILE draws two panels: the false-positive rate against bits per key
-// of standalone filters (ours, Pebble's, the textbook e^(-ln²2·b) and the
+// --growth loads in doubling steps up to --keys (from --keys/64, or the
+// smallest step of at least 1000 keys) and measures the settled shape after
+// each, the last being the settled shape above.
+//
+// --plot FILE draws the false-positive rate against bits per key of
+// standalone filters (ours, Pebble's, the textbook e^(-ln²2·b) and the
 // limit 2^(-b)) with the rates observed in the stores, and the reads saved
-// per lookup of each store.
+// per lookup of each filtered store in each shape; with --growth, also the
+// tables considered and the reads saved per lookup against the number of
+// keys in the store.
 //
 // # db
 //

@@ -29,11 +29,24 @@ type fprPoint struct {
 	FPR        jsonFloat `json:"fpr"`
 }
 
-// savedBar is the reads saved per lookup by one benchmark configuration.
+// savedBar is the reads saved per lookup by one configuration in one shape.
 type savedBar struct {
-	Config  string
+	Label   string
 	Absent  float64
 	Present float64
+}
+
+// growthPoint is the settled shape of one store at one size.
+type growthPoint struct {
+	Keys                      int
+	TablesAbsent, TablesPres  float64 // tables considered per lookup
+	SavedAbsent, SavedPresent float64 // reads saved per lookup
+}
+
+// growthSeries is one configuration's growth measurements.
+type growthSeries struct {
+	Config string
+	Points []growthPoint
 }
 
 // plotData is everything the plot shows.
@@ -41,7 +54,8 @@ type plotData struct {
 	Ours, Pebble []fprPoint // standalone filters measured over a range of bits per key
 	Bench        []fprPoint // the filtered configurations of the bench run
 	Saved        []savedBar
-	Keys         int // keys per standalone filter
+	Growth       []growthSeries // none without --growth
+	Keys         int            // keys per standalone filter
 }
 
 // Plot colors, chosen to stay distinct in print and for color-blind readers.
@@ -63,34 +77,68 @@ func checkPlotPath(path string) error {
 	return nil
 }
 
-// writePlot draws the two panels side by side into path on fs, as SVG or
-// PNG according to its extension.
+// writePlot draws the panels into path on fs, as SVG or PNG according to
+// its extension: the false-positive rates and the reads saved per shape
+// side by side, and below them, when d has growth series, tables considered
+// and reads saved against the size of the store.
 func writePlot(fs vfs.FS, path string, d plotData) error {
 	if err := checkPlotPath(path); err != nil {
 		return err
 	}
-	left, err := fprPlot(d)
+	panels, err := plotPanels(d)
 	if err != nil {
 		return err
 	}
-	right, err := savedPlot(d.Saved)
-	if err != nil {
-		return err
-	}
-	const w, h = 28 * vg.Centimeter, 11 * vg.Centimeter
+	w, h := 28*vg.Centimeter, 11*vg.Centimeter*vg.Length(len(panels))
 	var canvas vg.CanvasWriterTo
 	if strings.EqualFold(filepath.Ext(path), ".svg") {
 		canvas = vgsvg.New(w, h)
 	} else {
 		canvas = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(110))}
 	}
+	// Each row is aligned on its own: the bar chart's long names would
+	// otherwise narrow the panel below it too.
 	dc := draw.New(canvas)
-	tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Centimeter, PadTop: vg.Millimeter * 3,
-		PadBottom: vg.Millimeter * 3, PadLeft: vg.Millimeter * 3, PadRight: vg.Millimeter * 3}
-	panels := plot.Align([][]*plot.Plot{{left, right}}, tiles, dc)
-	left.Draw(panels[0][0])
-	right.Draw(panels[0][1])
+	rowHeight := (dc.Max.Y - dc.Min.Y) / vg.Length(len(panels))
+	for i, row := range panels {
+		// Crop's bottom moves up from the bottom edge, its top (negative)
+		// down from the top edge.
+		above, below := rowHeight*vg.Length(i), rowHeight*vg.Length(len(panels)-1-i)
+		cell := draw.Crop(dc, 0, 0, below, -above)
+		tiles := draw.Tiles{Rows: 1, Cols: len(row), PadX: vg.Centimeter, PadTop: vg.Millimeter * 3,
+			PadBottom: vg.Millimeter * 3, PadLeft: vg.Millimeter * 3, PadRight: vg.Millimeter * 3}
+		for j, c := range plot.Align([][]*plot.Plot{row}, tiles, cell)[0] {
+			row[j].Draw(c)
+		}
+	}
 	return writeFile(fs, path, canvas)
+}
+
+// plotPanels builds the panels, a row of two at a time.
+func plotPanels(d plotData) ([][]*plot.Plot, error) {
+	left, err := fprPlot(d)
+	if err != nil {
+		return nil, err
+	}
+	right, err := savedPlot(d.Saved)
+	if err != nil {
+		return nil, err
+	}
+	panels := [][]*plot.Plot{{left, right}}
+	if len(d.Growth) == 0 {
+		return panels, nil
+	}
+	tables, err := growthPlot(d.Growth, "Tables considered per lookup, settled LSM",
+		"tables considered / lookups", func(p growthPoint) (float64, float64) { return p.TablesAbsent, p.TablesPres })
+	if err != nil {
+		return nil, err
+	}
+	saved, err := growthPlot(d.Growth, "Block reads saved per lookup, settled LSM",
+		"filter negatives / lookups", func(p growthPoint) (float64, float64) { return p.SavedAbsent, p.SavedPresent })
+	if err != nil {
+		return nil, err
+	}
+	return append(panels, []*plot.Plot{tables, saved}), nil
 }
 
 // writeFile creates path on fs and writes what w produces into it.
@@ -224,11 +272,12 @@ func bitsRange(d plotData) (lo, hi float64) {
 	return math.Max(1, math.Floor(lo)-1), math.Ceil(hi) + 1
 }
 
-// savedPlot draws, per configuration, the data-block reads the filters saved
-// per lookup, for absent and present keys.
+// savedPlot draws, per configuration with filters and shape, the
+// data-block reads the filters saved per lookup, for absent and present
+// keys. A kind of key whose bars would all be zero gets no legend entry.
 func savedPlot(bars []savedBar) (*plot.Plot, error) {
 	p := plot.New()
-	p.Title.Text = "Block reads saved per lookup"
+	p.Title.Text = "Block reads saved per lookup, by shape"
 	p.X.Label.Text = "filter negatives / lookups"
 	p.Legend.Top = true
 	names := make([]string, len(bars))
@@ -238,9 +287,10 @@ func savedPlot(bars []savedBar) (*plot.Plot, error) {
 	// top-down in the order of the table.
 	for i, b := range bars {
 		j := len(bars) - 1 - i
-		names[j], absent[j], present[j] = b.Config, b.Absent, b.Present
+		names[j], absent[j], present[j] = b.Label, b.Absent, b.Present
 	}
-	width := vg.Points(10)
+	width := vg.Points(7)
+	xmax := 0.0
 	for i, s := range []struct {
 		name   string
 		values plotter.Values
@@ -255,9 +305,21 @@ func savedPlot(bars []savedBar) (*plot.Plot, error) {
 		bc.LineStyle.Width = 0
 		bc.Offset = vg.Length(2*i-1) * width / 2
 		p.Add(bc)
-		p.Legend.Add(s.name, bc)
+		if m := maxValue(s.values); m > 0 {
+			p.Legend.Add(s.name, bc)
+			xmax = max(xmax, m)
+		}
 	}
 	p.NominalY(names...)
-	p.X.Min = 0
+	// Room on the right for the legend, above the longest bars.
+	p.X.Min, p.X.Max = 0, max(xmax*1.35, 0.1)
 	return p, nil
+}
+
+func maxValue(v plotter.Values) float64 {
+	m := 0.0
+	for _, x := range v {
+		m = max(m, x)
+	}
+	return m
 }

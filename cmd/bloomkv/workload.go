@@ -1,7 +1,5 @@
 package main
 
-import "math/rand/v2"
-
 // keySize is the length of every generated key: 16 hexadecimal digits.
 const keySize = 16
 
@@ -62,29 +60,35 @@ func appendHex(dst []byte, x uint64) []byte {
 }
 
 // workload is what bench does to every store: load keys present keys with
-// their values, then look up lookups absent keys and lookups present keys,
-// each set in random order.
+// their values (and extra more during the write-heavy shape), and look up
+// lookups absent keys and lookups present keys per measurement.
 type workload struct {
 	kg                       keyGen
 	keys, valueSize, lookups int
-	order                    []int32 // present lookup i reads key order[i % keys]
+	extra                    int // keys loaded during the write-heavy shape
 }
 
 func newWorkload(seed uint64, keys, valueSize, lookups int) *workload {
-	rng := rand.New(rand.NewPCG(seed, mix64(seed)))
-	order := make([]int32, keys)
-	for i := range order {
-		order[i] = int32(i)
-	}
-	rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 	return &workload{kg: newKeyGen(seed), keys: keys, valueSize: valueSize,
-		lookups: lookups, order: order}
+		lookups: lookups, extra: writeHeavyKeys(keys)}
 }
 
-// lookupKey appends the key of lookup i of the absent or present phase.
-func (w *workload) lookupKey(dst []byte, i int, present bool) []byte {
+// writeHeavyKeys is how many keys the write-heavy shape loads on top of
+// keys: a quarter more, at least one batch.
+func writeHeavyKeys(keys int) int { return max(keys/4, loadBatch) }
+
+// presentIndex returns the index of the key that present lookup i reads
+// among the first n keys loaded: uniform over them, in an order unrelated to
+// the load order, the same in every store.
+func (w *workload) presentIndex(i, n int) int {
+	return int(mix64(w.kg.base^0x5851f42d4c957f2d+uint64(i)) % uint64(n))
+}
+
+// lookupKey appends the key of lookup i: absent key i, or a present key
+// among the first n loaded.
+func (w *workload) lookupKey(dst []byte, i, n int, present bool) []byte {
 	if present {
-		return w.kg.present(dst, int(w.order[i%w.keys]))
+		return w.kg.present(dst, w.presentIndex(i, n))
 	}
 	return w.kg.absent(dst, i)
 }

@@ -47,16 +47,30 @@ func TestKeyGen_Value(t *testing.T) {
 	}
 }
 
-func TestWorkload_Order(t *testing.T) {
+// TestWorkload_PresentIndex checks that present lookups read keys among
+// the first n loaded, spread over all of them, and that absent lookups do
+// not depend on n.
+func TestWorkload_PresentIndex(t *testing.T) {
 	w := newWorkload(3, 1000, 10, 2500)
-	seen := make([]bool, w.keys)
-	for _, i := range w.order {
-		if seen[i] {
-			t.Fatalf("index %d twice in the lookup order", i)
+	for _, n := range []int{1, 7, 1000} {
+		seen := make([]int, n)
+		for i := range 20 * n {
+			j := w.presentIndex(i, n)
+			if j < 0 || j >= n {
+				t.Fatalf("n=%d: lookup %d reads key %d", n, i, j)
+			}
+			seen[j]++
 		}
-		seen[i] = true
+		for j, c := range seen {
+			if c == 0 {
+				t.Errorf("n=%d: key %d never read in %d lookups", n, j, 20*n)
+			}
+		}
 	}
-	if string(w.lookupKey(nil, 1000, true)) != string(w.lookupKey(nil, 0, true)) {
-		t.Error("present lookups beyond the key count do not wrap around")
+	if string(w.lookupKey(nil, 5, 10, false)) != string(w.lookupKey(nil, 5, 1000, false)) {
+		t.Error("absent lookup 5 depends on the keys loaded")
+	}
+	if string(w.lookupKey(nil, 5, 1000, true)) != string(w.kg.present(nil, w.presentIndex(5, 1000))) {
+		t.Error("present lookup 5 is not the present key presentIndex names")
 	}
 }

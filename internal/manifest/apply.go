@@ -7,45 +7,129 @@ import (
 	"github.com/bloomkv/bloomkv/internal/base"
 )
 
-// Apply returns a new Version: v with the edits applied in order. Within one
-// edit the deletions come before the additions, so an edit may move a table
-// from one level to another. v itself is left untouched.
+// Apply returns a new Version: v with the edits applied in order, as a
+// Builder applies them. v itself is left untouched.
 //
 // Every table of the new version is Ref'd once on its behalf (release them
 // with Release); the new version's own reference count starts at zero. L0
 // comes out oldest first (by LargestSeqNum, then FileNum) and deeper levels
 // sorted by smallest key.
 //
-// Apply fails, and Refs nothing, if an edit deletes a table that is not at
-// the named level, adds a table whose number is already present, or if the
-// result breaks CheckOrdering.
+// Apply fails, and Refs nothing, if an edit contradicts the tables before
+// it or itself (see Builder.Accumulate), or if the result breaks
+// CheckOrdering.
 func (v *Version) Apply(cmp base.Compare, edits ...*VersionEdit) (*Version, error) {
-	files := make(map[base.FileNum]NewFileEntry)
-	for level, fs := range v.Levels {
-		for _, f := range fs {
-			files[f.FileNum] = NewFileEntry{Level: level, Meta: f}
-		}
-	}
-	var touched [NumLevels]bool
+	b := NewBuilder(v, cmp)
 	for _, e := range edits {
-		if err := applyEdit(files, &touched, e); err != nil {
+		if err := b.Accumulate(e); err != nil {
 			return nil, err
 		}
 	}
+	return b.Build()
+}
 
-	nv := &Version{}
-	for level := range nv.Levels {
-		if !touched[level] {
-			nv.Levels[level] = slices.Clone(v.Levels[level])
+// Builder applies edits to a Version one at a time, checking each against
+// what came before it, so that a reader of a MANIFEST can name the edit
+// that contradicts the others. It leaves its base Version untouched.
+type Builder struct {
+	base    *Version
+	cmp     base.Compare
+	files   map[base.FileNum]NewFileEntry
+	touched [NumLevels]bool
+	// nextFileNum and lastSeqNum are the largest NextFileNum and
+	// LastSeqNum the accumulated edits carry (0: none yet).
+	nextFileNum base.FileNum
+	lastSeqNum  base.SeqNum
+}
+
+// NewBuilder returns a Builder that starts from v.
+func NewBuilder(v *Version, cmp base.Compare) *Builder {
+	b := &Builder{base: v, cmp: cmp, files: make(map[base.FileNum]NewFileEntry)}
+	for level, fs := range v.Levels {
+		for _, f := range fs {
+			b.files[f.FileNum] = NewFileEntry{Level: level, Meta: f}
 		}
 	}
-	for _, nf := range files {
-		if touched[nf.Level] {
+	return b
+}
+
+// Accumulate applies one edit: its deletions, then its additions, so an
+// edit may move a table from one level to another. It fails, leaving the
+// Builder unusable, when the edit
+//
+//   - deletes a table that is not at the named level, or adds one whose
+//     number is already present;
+//   - adds a table without metadata, outside the levels, whose smallest key
+//     sorts after its largest, or whose smallest seqnum exceeds its largest;
+//   - adds a table numbered at or above the next file number, or names a
+//     log number at or above it (once an edit has set one);
+//   - adds a table holding seqnums above the last sequence number (once an
+//     edit has set one).
+//
+// The edit's own NextFileNum and LastSeqNum count: they describe the state
+// after the edit, its tables included.
+func (b *Builder) Accumulate(e *VersionEdit) error {
+	b.nextFileNum = max(b.nextFileNum, e.NextFileNum)
+	b.lastSeqNum = max(b.lastSeqNum, e.LastSeqNum)
+	if b.nextFileNum != 0 && e.LogNum >= b.nextFileNum {
+		return fmt.Errorf("manifest: edit sets log number %s, not below the next file number %s", e.LogNum, b.nextFileNum)
+	}
+	for d := range e.DeletedFiles {
+		if f, ok := b.files[d.FileNum]; !ok || f.Level != d.Level {
+			return fmt.Errorf("manifest: edit deletes table %s from L%d, which does not hold it", d.FileNum, d.Level)
+		}
+		delete(b.files, d.FileNum)
+		b.touched[d.Level] = true
+	}
+	for _, nf := range e.NewFiles {
+		if err := b.checkNewFile(nf); err != nil {
+			return err
+		}
+		b.files[nf.Meta.FileNum] = nf
+		b.touched[nf.Level] = true
+	}
+	return nil
+}
+
+// checkNewFile reports why the table nf may not be added, if it may not.
+func (b *Builder) checkNewFile(nf NewFileEntry) error {
+	if nf.Meta == nil || nf.Level < 0 || nf.Level >= NumLevels {
+		return fmt.Errorf("manifest: edit adds a table at L%d without metadata or outside the levels", nf.Level)
+	}
+	m := nf.Meta
+	if f, ok := b.files[m.FileNum]; ok {
+		return fmt.Errorf("manifest: edit adds table %s at L%d, already present at L%d", m.FileNum, nf.Level, f.Level)
+	}
+	switch {
+	case base.InternalCompare(b.cmp, m.Smallest, m.Largest) > 0:
+		return fmt.Errorf("manifest: edit adds table %s at L%d whose smallest key sorts after its largest", m, nf.Level)
+	case m.SmallestSeqNum > m.LargestSeqNum:
+		return fmt.Errorf("manifest: edit adds table %s with seqnums %d-%d, smallest above largest", m, m.SmallestSeqNum, m.LargestSeqNum)
+	case b.nextFileNum != 0 && m.FileNum >= b.nextFileNum:
+		return fmt.Errorf("manifest: edit adds table %s, not below the next file number %s", m, b.nextFileNum)
+	case b.lastSeqNum != 0 && m.LargestSeqNum > b.lastSeqNum:
+		return fmt.Errorf("manifest: edit adds table %s holding seqnum %d, above the last seqnum %d", m, m.LargestSeqNum, b.lastSeqNum)
+	}
+	return nil
+}
+
+// Build returns the Version the accumulated edits describe, with its tables
+// Ref'd as Apply says. It fails, and Refs nothing, if the result breaks
+// CheckOrdering.
+func (b *Builder) Build() (*Version, error) {
+	nv := &Version{}
+	for level := range nv.Levels {
+		if !b.touched[level] {
+			nv.Levels[level] = slices.Clone(b.base.Levels[level])
+		}
+	}
+	for _, nf := range b.files {
+		if b.touched[nf.Level] {
 			nv.Levels[nf.Level] = append(nv.Levels[nf.Level], nf.Meta)
 		}
 	}
-	nv.sortLevels(cmp, touched)
-	if err := nv.CheckOrdering(cmp); err != nil {
+	nv.sortLevels(b.cmp, b.touched)
+	if err := nv.CheckOrdering(b.cmp); err != nil {
 		return nil, err
 	}
 	for _, fs := range nv.Levels {
@@ -54,29 +138,6 @@ func (v *Version) Apply(cmp base.Compare, edits ...*VersionEdit) (*Version, erro
 		}
 	}
 	return nv, nil
-}
-
-// applyEdit applies one edit's deletions, then its additions, to files (the
-// tables by number) and marks the levels it changes.
-func applyEdit(files map[base.FileNum]NewFileEntry, touched *[NumLevels]bool, e *VersionEdit) error {
-	for d := range e.DeletedFiles {
-		if f, ok := files[d.FileNum]; !ok || f.Level != d.Level {
-			return fmt.Errorf("manifest: edit deletes table %s from L%d, which does not hold it", d.FileNum, d.Level)
-		}
-		delete(files, d.FileNum)
-		touched[d.Level] = true
-	}
-	for _, nf := range e.NewFiles {
-		if nf.Meta == nil || nf.Level < 0 || nf.Level >= NumLevels {
-			return fmt.Errorf("manifest: edit adds a table at L%d without metadata or outside the levels", nf.Level)
-		}
-		if f, ok := files[nf.Meta.FileNum]; ok {
-			return fmt.Errorf("manifest: edit adds table %s at L%d, already present at L%d", nf.Meta.FileNum, nf.Level, f.Level)
-		}
-		files[nf.Meta.FileNum] = nf
-		touched[nf.Level] = true
-	}
-	return nil
 }
 
 // sortLevels restores the order of the touched levels: L0 oldest first,

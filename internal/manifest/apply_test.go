@@ -159,7 +159,7 @@ func TestVersion_Apply_ThroughEncoding(t *testing.T) {
 	// Replaying encoded edits gives the same version as applying the edits.
 	cmp := base.DefaultComparer.Compare
 	edits := []*VersionEdit{
-		{ComparerName: "leveldb.BytewiseComparator", NextFileNum: 2},
+		{ComparerName: "leveldb.BytewiseComparator", NextFileNum: 7},
 		{NewFiles: []NewFileEntry{{Level: 0, Meta: meta(3, "b#5,SET", "f#4,DEL")}}, LastSeqNum: 5},
 		{NewFiles: []NewFileEntry{{Level: 0, Meta: meta(4, "a#6,SET", "z#7,SET")}}, LastSeqNum: 7},
 		{DeletedFiles: map[DeletedFileEntry]bool{{Level: 0, FileNum: 3}: true, {Level: 0, FileNum: 4}: true},
@@ -183,5 +183,66 @@ func TestVersion_Apply_ThroughEncoding(t *testing.T) {
 	}
 	if a, b := describe(direct), describe(again); a != b || !bytes.Contains([]byte(a), []byte("000006")) {
 		t.Fatalf("direct:\n%s\nreplayed:\n%s", a, b)
+	}
+}
+
+// TestBuilder_Accumulate_Contradictions feeds edits whose fields contradict
+// each other or the tables before them; each must be refused with an
+// error saying what is wrong.
+func TestBuilder_Accumulate_Contradictions(t *testing.T) {
+	cmp := base.DefaultComparer.Compare
+	seqs := func(m *FileMetadata, lo, hi base.SeqNum) *FileMetadata {
+		m.SmallestSeqNum, m.LargestSeqNum = lo, hi
+		return m
+	}
+	start := &VersionEdit{NextFileNum: 10, LastSeqNum: 20, NewFiles: []NewFileEntry{{Level: 1, Meta: meta(3, "c#5,SET", "f#6,SET")}}}
+	tests := []struct {
+		name string
+		edit *VersionEdit
+		want string
+	}{
+		{"added twice", &VersionEdit{NewFiles: []NewFileEntry{{Level: 0, Meta: meta(3, "a#7,SET", "b#7,SET")}}},
+			"table 000003 at L0, already present at L1"},
+		{"deleted absent", &VersionEdit{DeletedFiles: map[DeletedFileEntry]bool{{Level: 1, FileNum: 4}: true}},
+			"deletes table 000004 from L1, which does not hold it"},
+		{"inverted keys", &VersionEdit{NewFiles: []NewFileEntry{{Level: 0, Meta: meta(4, "z#7,SET", "a#7,SET")}}},
+			"smallest key sorts after its largest"},
+		{"inverted seqnums", &VersionEdit{NewFiles: []NewFileEntry{{Level: 0, Meta: seqs(meta(4, "a#7,SET", "b#7,SET"), 9, 7)}}},
+			"seqnums 9-7, smallest above largest"},
+		{"file at next", &VersionEdit{NewFiles: []NewFileEntry{{Level: 0, Meta: meta(10, "a#7,SET", "b#7,SET")}}},
+			"not below the next file number 000010"},
+		{"log at next", &VersionEdit{LogNum: 12, NextFileNum: 11}, "log number 000012, not below the next file number 000011"},
+		{"seqnum above last", &VersionEdit{NewFiles: []NewFileEntry{{Level: 0, Meta: meta(4, "a#21,SET", "b#7,SET")}}},
+			"holding seqnum 21, above the last seqnum 20"},
+		{"no metadata", &VersionEdit{NewFiles: []NewFileEntry{{Level: 2}}}, "without metadata"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := NewBuilder(&Version{}, cmp)
+			if err := b.Accumulate(start); err != nil {
+				t.Fatal(err)
+			}
+			err := b.Accumulate(tt.edit)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Accumulate = %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestBuilder_Build_Overlap builds L1 tables that share a user key: the
+// edits are each sound, the version they make is not.
+func TestBuilder_Build_Overlap(t *testing.T) {
+	b := NewBuilder(&Version{}, base.DefaultComparer.Compare)
+	for _, e := range []*VersionEdit{
+		{NextFileNum: 9, LastSeqNum: 9, NewFiles: []NewFileEntry{{Level: 1, Meta: meta(3, "c#5,SET", "f#6,SET")}}},
+		{NewFiles: []NewFileEntry{{Level: 1, Meta: meta(4, "f#2,SET", "k#1,SET")}}},
+	} {
+		if err := b.Accumulate(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v, err := b.Build(); err == nil || !strings.Contains(err.Error(), "overlap") {
+		t.Fatalf("Build = %v, %v; want an overlap error", v, err)
 	}
 }

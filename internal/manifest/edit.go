@@ -34,8 +34,9 @@ type VersionEdit struct {
 	LogNum base.FileNum
 	// NextFileNum is the next unused file number.
 	NextFileNum base.FileNum
-	// LastSeqNum is the sequence number of the last write the edit's tables
-	// hold, or higher.
+	// LastSeqNum is the last sequence number the store's tables may hold:
+	// no table holds a write above it, and the WALs from LogNum on hold
+	// only writes above it (recovery refuses a WAL batch at or below it).
 	LastSeqNum base.SeqNum
 	// DeletedFiles holds the tables the edit removes.
 	DeletedFiles map[DeletedFileEntry]bool

@@ -3,11 +3,14 @@ package manifest
 import (
 	"encoding/binary"
 	"errors"
+	"io"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/record"
+	"github.com/cockroachdb/pebble/vfs"
 )
 
 func meta(num base.FileNum, smallest, largest string) *FileMetadata {
@@ -181,7 +184,35 @@ add L1 000012:[a#5,SET-k#3,DEL] size=1200 seqs=3-5 entries=36 filter=84
 	}
 }
 
+// goldenManifest is the golden MANIFEST shared by the module's packages
+// (see testdata/golden/README.md).
+const goldenManifest = "../../testdata/golden/manifest/MANIFEST-000002"
+
+// goldenEdits returns the encoded edits of the golden MANIFEST.
+func goldenEdits(f *testing.F) [][]byte {
+	file, err := vfs.Default.Open(goldenManifest)
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer file.Close()
+	var edits [][]byte
+	r := record.NewReader(file, goldenManifest)
+	for {
+		rec, err := r.Next()
+		if err == io.EOF {
+			return edits
+		}
+		if err != nil {
+			f.Fatal(err)
+		}
+		edits = append(edits, rec)
+	}
+}
+
 func FuzzVersionEditDecode(f *testing.F) {
+	for _, e := range goldenEdits(f) {
+		f.Add(e)
+	}
 	f.Add([]byte{})
 	f.Add([]byte{tagLogNum, 5, tagNextFileNum, 9, 0x80})
 	f.Add((&VersionEdit{

@@ -21,8 +21,9 @@ type Reader struct {
 	blockStart int64
 	// last is set once r is exhausted: block is the final block.
 	last bool
-	// recordStart is the stream offset of the record Next returned last.
-	recordStart int64
+	// recordStart and recordEnd bound the record Next returned last: the
+	// stream offsets of its first byte and just past its last chunk.
+	recordStart, recordEnd int64
 	// err is io.EOF, a corruption or an I/O error; once set, Next returns it.
 	err error
 }
@@ -71,7 +72,7 @@ func (r *Reader) Next() ([]byte, error) {
 		rec = append(rec, payload...)
 		inRecord = typ == chunkFirst || typ == chunkMiddle
 		if !inRecord {
-			r.recordStart = start
+			r.recordStart, r.recordEnd = start, r.offset()
 			if rec == nil {
 				rec = []byte{}
 			}
@@ -82,6 +83,12 @@ func (r *Reader) Next() ([]byte, error) {
 
 // Offset returns the stream offset of the record Next returned last.
 func (r *Reader) Offset() int64 { return r.recordStart }
+
+// End returns the stream offset just past the record Next returned last (0
+// before the first). Once Next has returned io.EOF, a stream whose length
+// equals End ends cleanly; a longer one has a torn tail, and a Writer must
+// not continue it (NewWriterAt).
+func (r *Reader) End() int64 { return r.recordEnd }
 
 func (r *Reader) offset() int64 { return r.blockStart + int64(r.pos) }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/cockroachdb/pebble/vfs"
 )
 
 // payload returns n bytes that differ from record to record.
@@ -392,7 +393,37 @@ func TestReader_ErrorIsSticky(t *testing.T) {
 	}
 }
 
+// goldenLogs are the golden WALs and MANIFEST shared by the module's
+// packages (see testdata/golden/README.md): whole logs as the engine
+// writes them, the fuzz targets' seeds.
+var goldenLogs = []string{
+	"../../testdata/golden/wal/000001.log",
+	"../../testdata/golden/wal/000002.log",
+	"../../testdata/golden/manifest/MANIFEST-000002",
+}
+
+// readGoldenLogs returns the bytes of each golden log.
+func readGoldenLogs(f *testing.F) [][]byte {
+	var logs [][]byte
+	for _, path := range goldenLogs {
+		file, err := vfs.Default.Open(path)
+		if err != nil {
+			f.Fatal(err)
+		}
+		data, err := io.ReadAll(file)
+		file.Close()
+		if err != nil {
+			f.Fatal(err)
+		}
+		logs = append(logs, data)
+	}
+	return logs
+}
+
 func FuzzReader(f *testing.F) {
+	for _, log := range readGoldenLogs(f) {
+		f.Add(log)
+	}
 	_, log, _ := tornLog(f)
 	f.Add(log[:300])
 	f.Add(log)
@@ -420,4 +451,56 @@ func FuzzReader(f *testing.F) {
 func mustLog(t testing.TB, recs [][]byte) []byte {
 	log, _, _ := writeLog(t, recs)
 	return log
+}
+
+// TestWriterAt_ContinuesStream stops a stream after each record, continues
+// it with NewWriterAt, and checks the bytes are those of one Writer; the
+// Reader's End says where each record stopped.
+func TestWriterAt_ContinuesStream(t *testing.T) {
+	records := sizes(3, 70_000, 0, blockSize-2*headerSize+1, 3, 40_000, 1, blockSize-2*headerSize, 32_761, 9)
+	want, _, ends := writeLog(t, records)
+	for cut := range records {
+		var buf bytes.Buffer
+		buf.Write(want[:ends[cut]])
+		w := NewWriterAt(&buf, ends[cut])
+		for _, rec := range records[cut+1:] {
+			if _, err := w.WriteRecord(rec); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(buf.Bytes(), want) || w.Size() != int64(len(want)) {
+			t.Fatalf("continuing after record %d: %d bytes (Size %d), want the %d of one stream", cut, buf.Len(), w.Size(), len(want))
+		}
+	}
+	r := NewReader(bytes.NewReader(want), "000007.log")
+	for i := 0; ; i++ {
+		if _, err := r.Next(); err != nil {
+			if err != io.EOF || r.End() != int64(len(want)) {
+				t.Fatalf("at the end: %v, End %d, want io.EOF and %d", err, r.End(), len(want))
+			}
+			break
+		}
+		if r.End() != ends[i] {
+			t.Fatalf("record %d: End %d, want %d", i, r.End(), ends[i])
+		}
+	}
+}
+
+// TestReader_End_TornTail: a torn tail leaves End at the last whole
+// record, short of the stream's length.
+func TestReader_End_TornTail(t *testing.T) {
+	log, _, ends := writeLog(t, sizes(10, 50_000, 20))
+	torn := log[:len(log)-5]
+	r := NewReader(bytes.NewReader(torn), "000007.log")
+	for {
+		if _, err := r.Next(); err != nil {
+			break
+		}
+	}
+	if r.End() != ends[1] {
+		t.Fatalf("End = %d, want %d (after the second record)", r.End(), ends[1])
+	}
 }

@@ -50,6 +50,16 @@ func NewWriter(w io.Writer) *Writer {
 	return &Writer{w: w}
 }
 
+// NewWriterAt returns a Writer that continues a stream of size bytes: w
+// must take the bytes that follow them (an io.OffsetWriter at size, say).
+// The stream must end cleanly there, just after a whole record (see
+// Reader.End), or appended records would follow damage and read as
+// corruption.
+func NewWriterAt(w io.Writer, size int64) *Writer {
+	n := int(size % blockSize)
+	return &Writer{w: w, n: n, flushed: n, blockStart: size - int64(n)}
+}
+
 // WriteRecord appends p as one record and returns the stream offset of its
 // first chunk. The record is buffered, not yet durable: call Flush, then
 // sync the file. p is not retained.

@@ -1,0 +1,155 @@
+package kv
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/pebble/vfs"
+)
+
+// FuzzOpenWALs replays two WALs, whole files of several batches, through
+// Open on a fresh MemFS. It is seeded from the golden WALs (and from them
+// copied twice, truncated, and swapped).
+func FuzzOpenWALs(f *testing.F) {
+	var wals [][]byte
+	for _, name := range goldenWALNames {
+		data, err := readFS(vfs.Default, vfs.Default.PathJoin(goldenWALDir, name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		wals = append(wals, data)
+	}
+	f.Add(wals[0], wals[1])
+	f.Add(wals[0], wals[0])
+	f.Add(wals[1], wals[0])
+	f.Add(wals[0][:len(wals[0])-9], wals[1])
+	f.Add([]byte{}, wals[1])
+	f.Fuzz(func(t *testing.T, wal1, wal2 []byte) {
+		fs := vfs.NewMem()
+		fs.MkdirAll("db", 0o755)
+		writeFile(t, fs, "db/"+goldenWALNames[0], wal1)
+		writeFile(t, fs, "db/"+goldenWALNames[1], wal2)
+		checkOpenAnyBytes(t, fs, MinMemTableSize<<(len(wal1)%8))
+	})
+}
+
+// FuzzOpenManifest opens a store whose MANIFEST is the fuzzer's, over the
+// golden MANIFEST's tables. It is seeded from the golden MANIFEST.
+func FuzzOpenManifest(f *testing.F) {
+	manifestName, tables := goldenManifestFiles(f)
+	data, err := readFS(vfs.Default, vfs.Default.PathJoin(goldenManifestDir, manifestName))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(data)
+	f.Add(data[:len(data)-3])
+	f.Add(append(bytes.Clone(data), data...))
+	f.Fuzz(func(t *testing.T, manifest []byte) {
+		fs := goldenManifestFS(t, manifestName, tables)
+		writeFile(t, fs, "db/"+manifestName, manifest)
+		checkOpenAnyBytes(t, fs, MinMemTableSize)
+	})
+}
+
+// checkOpenAnyBytes opens the store in fs, whose files hold any bytes.
+// Open must succeed or fail with an error wrapping ErrCorruption or
+// ErrNewerFormat (or refuse another comparer's store), never panic. An
+// opened store must read consistently: iteration ordered both ways, Get
+// agreeing with it, errors wrapping the same sentinels; and it must take a
+// write (unless the WAL used up the sequence numbers) and reopen with it. The memtable size decides whether Open keeps
+// replayed WALs in memory or writes them to tables.
+func checkOpenAnyBytes(t *testing.T, fs vfs.FS, memTableSize int64) {
+	o := &Options{FS: fs, MemTableSize: memTableSize}
+	d, err := Open("db", o)
+	if err != nil {
+		requireBadBytesError(t, err, "Open")
+		return
+	}
+	got, err := checkReads(t, d)
+	if err != nil {
+		requireBadBytesError(t, err, "reading")
+		d.Close()
+		return
+	}
+	if err := d.Set([]byte("\xff-fuzz"), []byte("after"), Sync); err != nil {
+		d.Close()
+		if errors.Is(err, errSeqNumsExhausted) {
+			return
+		}
+		t.Fatalf("Set after a successful Open: %v", err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	d, err = Open("db", o)
+	if err != nil {
+		t.Fatalf("reopening a store that opened: %v", err)
+	}
+	defer d.Close()
+	again, err := checkReads(t, d)
+	if err != nil {
+		t.Fatalf("reading after reopening: %v", err)
+	}
+	got["\xff-fuzz"] = "after"
+	if formatModel(again) != formatModel(got) {
+		t.Fatalf("contents changed over a reopen:\n%s\nwant\n%s", formatModel(again), formatModel(got))
+	}
+}
+
+// checkReads reads the whole store forward, backward and by Get, checking
+// they agree and the order is strict, and returns its contents.
+func checkReads(t *testing.T, d *DB) (map[string]string, error) {
+	it, err := d.NewIter(nil)
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var keys, vals []string
+	for it.First(); it.Valid(); it.Next() {
+		if n := len(keys); n > 0 && keys[n-1] >= string(it.Key()) {
+			t.Fatalf("iteration out of order: %q then %q", keys[n-1], it.Key())
+		}
+		keys, vals = append(keys, string(it.Key())), append(vals, string(it.Value()))
+	}
+	if err := it.Error(); err != nil {
+		return nil, err
+	}
+	i := len(keys)
+	for it.Last(); it.Valid(); it.Prev() {
+		i--
+		if i < 0 || keys[i] != string(it.Key()) || vals[i] != string(it.Value()) {
+			t.Fatalf("backward iteration disagrees with forward at %q", it.Key())
+		}
+	}
+	if err := it.Error(); err != nil {
+		return nil, err
+	}
+	if i != 0 {
+		t.Fatalf("backward iteration saw %d keys, forward %d", len(keys)-i, len(keys))
+	}
+	m := make(map[string]string, len(keys))
+	for i, k := range keys {
+		v, err := d.Get([]byte(k))
+		if err != nil {
+			return nil, err
+		}
+		if string(v) != vals[i] {
+			t.Fatalf("Get(%q) = %q, iteration shows %q", k, v, vals[i])
+		}
+		m[k] = vals[i]
+	}
+	return m, nil
+}
+
+// requireBadBytesError fails the test unless err is one bad bytes may
+// cause.
+func requireBadBytesError(t *testing.T, err error, what string) {
+	t.Helper()
+	if errors.Is(err, ErrCorruption) || errors.Is(err, ErrNewerFormat) ||
+		strings.Contains(err.Error(), "the store was written with comparer") {
+		return
+	}
+	t.Fatalf("%s: error wraps neither ErrCorruption nor ErrNewerFormat: %v", what, err)
+}

@@ -1,0 +1,286 @@
+package kv
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/internal/record"
+	"github.com/bloomkv/bloomkv/sstable"
+	"github.com/cespare/xxhash/v2"
+	"github.com/cockroachdb/pebble/vfs"
+)
+
+// appendRecords continues the log file name, which must end cleanly, with
+// recs, and returns the offset of each.
+func appendRecords(t *testing.T, fs vfs.FS, name string, recs ...[]byte) []int64 {
+	t.Helper()
+	size := int64(len(readFile(t, fs, name)))
+	f, err := fs.OpenReadWrite(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := record.NewWriterAt(io.NewOffsetWriter(f, size), size)
+	var offs []int64
+	for _, rec := range recs {
+		off, err := w.WriteRecord(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		offs = append(offs, off)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return offs
+}
+
+// encodedBatch returns the WAL record of a batch setting keys from seq on.
+func encodedBatch(seq base.SeqNum, keys ...string) []byte {
+	var b Batch
+	for _, k := range keys {
+		b.Set([]byte(k), []byte("v-"+k))
+	}
+	b.setSeqNum(seq)
+	return b.data
+}
+
+// liveWAL returns the name of the one WAL of a closed store in fs.
+func liveWAL(t *testing.T, fs vfs.FS) string {
+	t.Helper()
+	names, err := fs.List("db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs []string
+	for _, n := range names {
+		if typ, _, ok := base.ParseFilename(n); ok && typ == base.FileTypeLog {
+			logs = append(logs, n)
+		}
+	}
+	if len(logs) != 1 {
+		t.Fatalf("want one WAL, found %v", logs)
+	}
+	return logs[0]
+}
+
+// requireCorruptionAt checks that err wraps ErrCorruption and names the
+// file and the byte offset.
+func requireCorruptionAt(t *testing.T, err error, file string, off int64, what string) {
+	t.Helper()
+	if !errors.Is(err, ErrCorruption) {
+		t.Fatalf("%s: got %v, want corruption", what, err)
+	}
+	if want := fmt.Sprintf("%s: offset %d", file, off); !strings.Contains(err.Error(), want) {
+		t.Fatalf("%s: error %q does not name %q", what, err, want)
+	}
+}
+
+// TestRecovery_WALSeqNumsMustAscend replays WALs whose checksums are fine
+// but whose batches repeat or go back in sequence number: each is
+// corruption naming the WAL and the record's offset, and Open never
+// panics.
+func TestRecovery_WALSeqNumsMustAscend(t *testing.T) {
+	tests := []struct {
+		name string
+		// damage changes the closed store (whose WAL holds seqnums 1-3, and
+		// whose tables hold 1-2 when flushed) and returns the file and
+		// offset the error must name.
+		flush  bool
+		damage func(t *testing.T, fs vfs.FS, wal string) (string, int64)
+	}{
+		{"batch repeated in one WAL", false, func(t *testing.T, fs vfs.FS, wal string) (string, int64) {
+			return wal, appendRecords(t, fs, "db/"+wal, encodedBatch(3, "c"))[0]
+		}},
+		{"batch going back in one WAL", false, func(t *testing.T, fs vfs.FS, wal string) (string, int64) {
+			return wal, appendRecords(t, fs, "db/"+wal, encodedBatch(4, "d"), encodedBatch(2, "x", "y", "z"))[1]
+		}},
+		{"WAL copied twice", false, func(t *testing.T, fs vfs.FS, wal string) (string, int64) {
+			writeFile(t, fs, "db/000900.log", readFile(t, fs, "db/"+wal))
+			return "000900.log", 0
+		}},
+		{"WALs overlapping", false, func(t *testing.T, fs vfs.FS, wal string) (string, int64) {
+			writeFile(t, fs, "db/000900.log", nil)
+			return "000900.log", appendRecords(t, fs, "db/000900.log", encodedBatch(4, "d"), encodedBatch(3, "e", "f"))[1]
+		}},
+		{"batch the tables hold", true, func(t *testing.T, fs vfs.FS, wal string) (string, int64) {
+			return wal, appendRecords(t, fs, "db/"+wal, encodedBatch(2, "b"))[0]
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := &Options{}
+			d, fs := openMem(t, o)
+			d.Set([]byte("a"), []byte("1"), Sync)
+			d.Set([]byte("b"), []byte("2"), Sync)
+			if tt.flush {
+				d.Flush()
+			}
+			d.Set([]byte("c"), []byte("3"), Sync)
+			d.Close()
+			file, off := tt.damage(t, fs, liveWAL(t, fs))
+			_, err := Open("db", o)
+			requireCorruptionAt(t, err, file, off, "Open")
+			if !strings.Contains(err.Error(), "is not above") {
+				t.Fatalf("error %q does not say the seqnum repeats", err)
+			}
+		})
+	}
+}
+
+// TestRecovery_ManifestContradictions appends edits whose checksums are
+// fine but which contradict the MANIFEST before them: each is corruption
+// naming the MANIFEST and the edit's offset.
+func TestRecovery_ManifestContradictions(t *testing.T) {
+	table := func(num base.FileNum, smallest, largest string, seq base.SeqNum) *manifest.FileMetadata {
+		return &manifest.FileMetadata{FileNum: num, Size: 100,
+			Smallest: base.MakeInternalKey([]byte(smallest), seq, base.KindSet),
+			Largest:  base.MakeInternalKey([]byte(largest), seq, base.KindSet), SmallestSeqNum: seq, LargestSeqNum: seq}
+	}
+	tests := []struct {
+		name string
+		edit func(v *manifest.Version, next base.FileNum) *manifest.VersionEdit
+		want string
+	}{
+		{"table added twice", func(v *manifest.Version, _ base.FileNum) *manifest.VersionEdit {
+			return &manifest.VersionEdit{NewFiles: []manifest.NewFileEntry{{Level: 3, Meta: v.Levels[1][0]}}}
+		}, "already present at L1"},
+		{"deleting an absent table", func(v *manifest.Version, _ base.FileNum) *manifest.VersionEdit {
+			return &manifest.VersionEdit{DeletedFiles: map[manifest.DeletedFileEntry]bool{{Level: 2, FileNum: v.Levels[1][0].FileNum}: true}}
+		}, "which does not hold it"},
+		{"file number at next", func(_ *manifest.Version, next base.FileNum) *manifest.VersionEdit {
+			return &manifest.VersionEdit{NewFiles: []manifest.NewFileEntry{{Level: 0, Meta: table(next, "x", "y", 1)}}}
+		}, "not below the next file number"},
+		{"log number at next", func(_ *manifest.Version, next base.FileNum) *manifest.VersionEdit {
+			return &manifest.VersionEdit{LogNum: next + 5}
+		}, "not below the next file number"},
+		{"seqnum above last", func(_ *manifest.Version, next base.FileNum) *manifest.VersionEdit {
+			return &manifest.VersionEdit{NewFiles: []manifest.NewFileEntry{{Level: 0, Meta: table(next-2, "x", "y", 1000)}}}
+		}, "above the last seqnum"},
+		{"overlap in L1", func(v *manifest.Version, next base.FileNum) *manifest.VersionEdit {
+			f := v.Levels[1][0]
+			return &manifest.VersionEdit{NewFiles: []manifest.NewFileEntry{{Level: 1, Meta: table(next-2, string(f.Largest.UserKey), "zz", 1)}}}
+		}, "overlap"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := &Options{DisableAutomaticCompactions: true}
+			d, fs := openMem(t, o)
+			for i := range 5 {
+				d.Set(fmt.Appendf(nil, "k%d", i), []byte("v"), Sync)
+			}
+			if err := d.Compact(nil, nil); err != nil {
+				t.Fatal(err)
+			}
+			v, next := d.mu.versions.current, d.mu.versions.nextFile
+			if len(v.Levels[1]) != 1 || v.Levels[1][0].FileNum != next-1 {
+				// The edits name next-2 as a number no table uses.
+				t.Fatalf("want one L1 table numbered %s:\n%s", next-1, d.Metrics())
+			}
+			manifestName := base.MakeFilename(base.FileTypeManifest, d.mu.versions.manifestNum)
+			edit := tt.edit(v, next)
+			d.Close()
+			off := appendRecords(t, fs, "db/"+manifestName, edit.Encode())[0]
+			_, err := Open("db", o)
+			if tt.name == "overlap in L1" {
+				// The edit is sound on its own; the version it makes is not.
+				if !errors.Is(err, ErrCorruption) || !strings.Contains(err.Error(), fmt.Sprintf("the last at offset %d", off)) {
+					t.Fatalf("Open: %v", err)
+				}
+			} else {
+				requireCorruptionAt(t, err, manifestName, off, "Open")
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %q does not say %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestRecovery_NewerTableFormat reads a table whose footer names a format
+// version this build does not know: the error wraps ErrNewerFormat, not
+// ErrCorruption.
+func TestRecovery_NewerTableFormat(t *testing.T) {
+	o := &Options{}
+	d, fs := openMem(t, o)
+	d.Set([]byte("a"), []byte("1"), Sync)
+	d.Flush()
+	name := "db/" + base.MakeFilename(base.FileTypeTable, d.mu.versions.current.Levels[0][0].FileNum)
+	d.Close()
+	data := readFile(t, fs, name)
+	footer := data[len(data)-56:]
+	binary.LittleEndian.PutUint32(footer[40:], sstable.FormatVersion+1)
+	binary.LittleEndian.PutUint32(footer[44:], uint32(xxhash.Sum64(footer[:44])))
+	writeFile(t, fs, name, data)
+	d, err := Open("db", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	_, err = d.Get([]byte("a"))
+	if !errors.Is(err, ErrNewerFormat) || errors.Is(err, ErrCorruption) {
+		t.Fatalf("Get from a table of a newer format: %v", err)
+	}
+}
+
+// TestRecovery_TableContradictsManifest moves a table to a key range it
+// does not hold, by a MANIFEST edit that is sound on its own: reads of the
+// table report corruption instead of trusting the wrong range.
+func TestRecovery_TableContradictsManifest(t *testing.T) {
+	o := &Options{DisableAutomaticCompactions: true}
+	d, fs := openMem(t, o)
+	for i := range 5 {
+		d.Set(fmt.Appendf(nil, "k%d", i), []byte("v"), Sync)
+	}
+	if err := d.Compact(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	f := d.mu.versions.current.Levels[1][0]
+	moved := &manifest.FileMetadata{FileNum: f.FileNum, Size: f.Size, Smallest: f.Smallest,
+		Largest:        base.MakeInternalKey([]byte("k2"), f.Largest.SeqNum(), f.Largest.Kind()),
+		SmallestSeqNum: f.SmallestSeqNum, LargestSeqNum: f.LargestSeqNum, NumEntries: f.NumEntries, FilterBytes: f.FilterBytes}
+	manifestName := base.MakeFilename(base.FileTypeManifest, d.mu.versions.manifestNum)
+	d.Close()
+	appendRecords(t, fs, "db/"+manifestName, (&manifest.VersionEdit{
+		DeletedFiles: map[manifest.DeletedFileEntry]bool{{Level: 1, FileNum: f.FileNum}: true},
+		NewFiles:     []manifest.NewFileEntry{{Level: 1, Meta: moved}},
+	}).Encode())
+	d, err := Open("db", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	name := base.MakeFilename(base.FileTypeTable, f.FileNum)
+	if _, err := d.Get([]byte("k1")); !errors.Is(err, ErrCorruption) || !strings.Contains(err.Error(), name) {
+		t.Fatalf("Get from a table the MANIFEST misdescribes: %v", err)
+	}
+	if _, err := iterAll(d); !errors.Is(err, ErrCorruption) {
+		t.Fatalf("iterating a table the MANIFEST misdescribes: %v", err)
+	}
+}
+
+// TestRecovery_SeqNumsExhausted replays a WAL whose batch claims the last
+// sequence numbers: the store reads, and refuses writes it could not
+// number, instead of wrapping around.
+func TestRecovery_SeqNumsExhausted(t *testing.T) {
+	o := &Options{}
+	d, fs := openMem(t, o)
+	d.Close()
+	appendRecords(t, fs, "db/"+liveWAL(t, fs), encodedBatch(base.SeqNumMax-1, "a", "b"))
+	d, err := Open("db", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	mustGet(t, d, "b", "v-b")
+	if err := d.Set([]byte("c"), []byte("1"), Sync); !errors.Is(err, errSeqNumsExhausted) {
+		t.Fatalf("Set past the last sequence number: %v", err)
+	}
+	mustNotFind(t, d, "c")
+}
