@@ -77,14 +77,32 @@ var benchEngines = []struct {
 
 // --- bloomkv ---
 
-type bloomkvEngine struct{ db *kv.DB }
+type bloomkvEngine struct {
+	db *kv.DB
+	it *kv.Iterator // for prefix seeks, opened by the first
+}
 
 func openBloomkv(b *testing.B, dir string, autoCompact bool) benchEngine {
+	return openBloomkvWith(b, dir, bloomkvBenchOptions(b, autoCompact))
+}
+
+// openBloomkvWith opens a bloomkv store in dir with opts.
+func openBloomkvWith(b *testing.B, dir string, opts *kv.Options) *bloomkvEngine {
+	db, err := kv.Open(dir, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &bloomkvEngine{db: db}
+}
+
+// bloomkvBenchOptions returns the options of the benchmarks' bloomkv
+// stores (see the top of this file).
+func bloomkvBenchOptions(b *testing.B, autoCompact bool) *kv.Options {
 	policy, err := bloompolicy.NewBitsPerKey(benchBitsPerKey)
 	if err != nil {
 		b.Fatal(err)
 	}
-	db, err := kv.Open(dir, &kv.Options{
+	return &kv.Options{
 		FS:                          vfs.Default,
 		FilterPolicy:                policy,
 		MemTableSize:                benchMemTable,
@@ -94,11 +112,7 @@ func openBloomkv(b *testing.B, dir string, autoCompact bool) benchEngine {
 		LBaseMaxBytes:               kv.DefaultLBaseMaxBytes,
 		L0CompactionThreshold:       kv.DefaultL0CompactionThreshold,
 		DisableAutomaticCompactions: !autoCompact,
-	})
-	if err != nil {
-		b.Fatal(err)
 	}
-	return &bloomkvEngine{db: db}
 }
 
 func (e *bloomkvEngine) set(key, value []byte, sync bool) error {
@@ -149,7 +163,14 @@ func (e *bloomkvEngine) counters() map[string]float64 {
 
 func (e *bloomkvEngine) levels() []int { return levelFiles(e.db.Metrics()) }
 
-func (e *bloomkvEngine) close() error { return e.db.Close() }
+func (e *bloomkvEngine) close() error {
+	if e.it != nil {
+		if err := e.it.Close(); err != nil {
+			return err
+		}
+	}
+	return e.db.Close()
+}
 
 // --- Pebble ---
 
@@ -157,6 +178,7 @@ type pebbleEngine struct {
 	db    *pebble.DB
 	cache *pebble.Cache
 	buf   []byte
+	it    *pebble.Iterator // for prefix seeks, opened by the first
 }
 
 // quietLogger keeps Pebble's informational messages out of benchmark
@@ -167,6 +189,23 @@ func (quietLogger) Infof(string, ...any)           {}
 func (quietLogger) Fatalf(format string, a ...any) { panic(fmt.Sprintf(format, a...)) }
 
 func openPebble(b *testing.B, dir string, autoCompact bool) benchEngine {
+	return openPebbleWith(b, dir, pebbleBenchOptions(autoCompact))
+}
+
+// openPebbleWith opens a Pebble store in dir with opts, whose Cache it
+// takes over.
+func openPebbleWith(b *testing.B, dir string, opts *pebble.Options) *pebbleEngine {
+	db, err := pebble.Open(dir, opts)
+	if err != nil {
+		opts.Cache.Unref()
+		b.Fatal(err)
+	}
+	return &pebbleEngine{db: db, cache: opts.Cache}
+}
+
+// pebbleBenchOptions returns the options of the benchmarks' Pebble stores
+// (see the top of this file), with a cache of their own.
+func pebbleBenchOptions(autoCompact bool) *pebble.Options {
 	cache := pebble.NewCache(benchCacheSize + 2*benchMemTable)
 	opts := &pebble.Options{
 		FS:                          vfs.Default,
@@ -189,12 +228,7 @@ func openPebble(b *testing.B, dir string, autoCompact bool) benchEngine {
 			Compression:    pebble.SnappyCompression,
 		}
 	}
-	db, err := pebble.Open(dir, opts)
-	if err != nil {
-		cache.Unref()
-		b.Fatal(err)
-	}
-	return &pebbleEngine{db: db, cache: cache}
+	return opts
 }
 
 func (e *pebbleEngine) set(key, value []byte, sync bool) error {
@@ -221,8 +255,8 @@ func (e *pebbleEngine) scan() (int, error) { return countKeys(e.db.NewIter(nil))
 
 func (e *pebbleEngine) flush() error { return e.db.Flush() }
 
-// compactAll compacts every key: keys all start with 'k'.
-func (e *pebbleEngine) compactAll() error { return e.db.Compact([]byte("k"), []byte("l"), true) }
+// compactAll compacts every key: keys are printable ASCII.
+func (e *pebbleEngine) compactAll() error { return e.db.Compact([]byte{0}, []byte{0xff}, true) }
 
 // idle does not wait for Compact.EstimatedDebt to reach zero: Pebble's
 // estimate stays above zero on a store whose every level scores under 1,
@@ -262,6 +296,11 @@ func (e *pebbleEngine) levels() []int {
 }
 
 func (e *pebbleEngine) close() error {
+	if e.it != nil {
+		if err := e.it.Close(); err != nil {
+			return err
+		}
+	}
 	err := e.db.Close()
 	e.cache.Unref()
 	return err

@@ -8,7 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bloomkv/bloomkv/internal/itertest"
 	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/sstable"
 	"github.com/cockroachdb/datadriven"
 	"github.com/cockroachdb/pebble/vfs"
 )
@@ -17,18 +19,19 @@ import (
 // in-memory filesystem; commands:
 //
 //	open [memtable-size=N] [filters=off] [auto-compactions=off] [target-file-size=N]
-//	     [block-size=N] [l0-compaction-threshold=N]
+//	     [block-size=N] [l0-compaction-threshold=N] [split=slash|none]
 //	batch                 input: "set k v" / "del k" / "del-range start end"
 //	                      lines, applied atomically
 //	get [snapshot=name]   input: one key per line
 //	iter [lower=k] [upper=k] [snapshot=name]
-//	                      input: first, last, next, prev, seek-ge k, seek-lt k, scan
+//	                      input: first, last, next, prev, seek-ge k, seek-lt k,
+//	                      seek-prefix-ge k, scan
 //	snapshot name / close-snapshot name
 //	flush / compact [start end] / wait-compactions   print the LSM shape
 //	lsm                   print the tables of each level
 //	ls                    list the store's files
 //	metrics               print lookup counters per level
-//	reopen / close
+//	reopen [split=slash|none] / close
 func TestDataDriven(t *testing.T) {
 	datadriven.Walk(t, "testdata/script", func(t *testing.T, path string) {
 		h := &scriptHarness{fs: vfs.NewMem(), snaps: map[string]*Snapshot{}}
@@ -68,6 +71,9 @@ func (h *scriptHarness) run(t *testing.T, td *datadriven.TestData) (string, erro
 	case "reopen":
 		if err := h.db.Close(); err != nil {
 			return "", err
+		}
+		if td.HasArg("split") {
+			h.opts.Comparer = scriptComparer(t, td)
 		}
 		h.snaps = map[string]*Snapshot{}
 		var err error
@@ -131,11 +137,29 @@ func scriptOptions(t *testing.T, td *datadriven.TestData, fs vfs.FS) *Options {
 			o.BlockSize = atoi(t, arg.Vals[0])
 		case "l0-compaction-threshold":
 			o.L0CompactionThreshold = atoi(t, arg.Vals[0])
+		case "split":
+			o.Comparer = scriptComparer(t, td)
 		default:
 			t.Fatalf("open: unknown argument %q", arg.Key)
 		}
 	}
 	return o
+}
+
+// scriptComparer returns the comparer the split argument names: "slash"
+// for itertest.SlashComparer (prefixes end at the first '/'), "none" for
+// the bytewise default.
+func scriptComparer(t *testing.T, td *datadriven.TestData) *sstable.Comparer {
+	var v string
+	td.ScanArgs(t, "split", &v)
+	switch v {
+	case "slash":
+		return itertest.SlashComparer()
+	case "none":
+		return sstable.DefaultComparer
+	}
+	t.Fatalf("unknown split %q", v)
+	return nil
 }
 
 func atoi(t *testing.T, s string) int {
@@ -236,6 +260,8 @@ func (h *scriptHarness) iter(td *datadriven.TestData) (string, error) {
 			it.SeekGE([]byte(f[1]))
 		case "seek-lt":
 			it.SeekLT([]byte(f[1]))
+		case "seek-prefix-ge":
+			it.SeekPrefixGE([]byte(f[1]))
 		case "scan":
 			// All keys forward, on one line.
 			var keys []string
@@ -275,8 +301,8 @@ func formatLSM(d *DB) string {
 func formatLookups(m Metrics) string {
 	var b strings.Builder
 	row := func(name string, l LookupMetrics) {
-		fmt.Fprintf(&b, "%s: gets=%d considered=%d negatives=%d true-pos=%d false-pos=%d block-reads=%d",
-			name, l.Gets, l.TablesConsidered, l.FilterNegatives, l.FilterTruePositives,
+		fmt.Fprintf(&b, "%s: gets=%d prefix-seeks=%d considered=%d negatives=%d true-pos=%d false-pos=%d block-reads=%d",
+			name, l.Gets, l.PrefixSeeks, l.TablesConsidered, l.FilterNegatives, l.FilterTruePositives,
 			l.FilterFalsePositives, l.BlockReads)
 		if l.RangeDelChecks > 0 {
 			fmt.Fprintf(&b, " range-del-checks=%d", l.RangeDelChecks)

@@ -12,6 +12,15 @@
 // WAL; see Recovery). Metrics reports
 // how many tables, filters and blocks each lookup touched.
 //
+// # Prefixes
+//
+// A Comparer with a Split (Options.Comparer) cuts each key into a prefix
+// and a suffix, as Pebble's does (for example "user/42/" of
+// "user/42/name"). Filters then hold the prefixes of their blocks' keys;
+// Get asks them about its key's prefix, and [Iterator.SeekPrefixGE] seeks
+// within one prefix, skipping every table and block whose filter rules it
+// out, then walks it with Next (prefix mode).
+//
 // # Failures
 //
 // Keys, values and batches over [MaxKeySize], [MaxValueSize] and

@@ -42,3 +42,14 @@ var (
 	ErrValueTooLarge = errors.New("kv: value larger than MaxValueSize")
 	ErrBatchTooLarge = errors.New("kv: batch larger than MaxBatchSize")
 )
+
+// ErrReversePrefixIteration is the error of Iterator.Prev in prefix mode
+// (after SeekPrefixGE), as in Pebble. The iterator is then exhausted until
+// the next absolute positioning call, which clears the error.
+var ErrReversePrefixIteration = errors.New("kv: unsupported reverse prefix iteration")
+
+// ErrInvalidPrefixSeek is wrapped by the error of an Iterator.SeekPrefixGE
+// that cannot be served: the DB's Comparer has no Split, or the key lies
+// outside the iterator's bounds with another prefix than theirs. The next
+// absolute positioning call clears the error.
+var ErrInvalidPrefixSeek = errors.New("kv: invalid prefix seek")

@@ -105,7 +105,6 @@ func findTable(cmp base.Compare, files []*manifest.FileMetadata, key []byte) *ma
 func (d *DB) getFromTable(level int, f *manifest.FileMetadata, key []byte, seq base.SeqNum) (
 	value []byte, kind base.Kind, found bool, err error) {
 	counters := &d.metrics.levels[level].lookups
-	counters.tablesConsidered.Add(1)
 	e, err := d.tableCache.get(f)
 	if err != nil {
 		return nil, 0, false, err

@@ -3,6 +3,7 @@ package kv
 import (
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/iterator"
+	"github.com/bloomkv/bloomkv/internal/manifest"
 	"github.com/bloomkv/bloomkv/internal/rangedel"
 	"github.com/bloomkv/bloomkv/sstable"
 )
@@ -47,6 +48,14 @@ type Iterator struct {
 	valBuf []byte
 	err    error
 	closed bool
+
+	// prefix is SeekPrefixGE's prefix while the iterator is in prefix
+	// mode, in prefixBuf; nil outside it.
+	prefix    []byte
+	prefixBuf []byte
+	// stats gathers, per level, what the tables' prefix seeks cost; each
+	// move in prefix mode adds it to the DB's lookup counters.
+	stats [manifest.NumLevels]sstable.LookupStats
 }
 
 // NewIter returns an iterator over the DB's current state, restricted to
@@ -79,11 +88,11 @@ func (d *DB) newIter(opts *IterOptions, snap *Snapshot) *Iterator {
 		if !iterator.OverlapsBounds(d.cmp.Compare, l0[i].Smallest.UserKey, l0[i].Largest.UserKey, it.lower, it.upper) {
 			continue
 		}
-		iters = append(iters, iterator.NewLevel(d.cmp.Compare, l0[i:i+1], it.lower, it.upper, d.tableCache.newIter))
+		iters = append(iters, iterator.NewLevel(d.cmp.Compare, l0[i:i+1], it.lower, it.upper, it.tableOpener(0)))
 	}
 	for level := 1; level < len(rs.current.Levels); level++ {
 		if files := rs.current.Levels[level]; len(files) > 0 {
-			iters = append(iters, iterator.NewLevel(d.cmp.Compare, files, it.lower, it.upper, d.tableCache.newIter))
+			iters = append(iters, iterator.NewLevel(d.cmp.Compare, files, it.lower, it.upper, it.tableOpener(level)))
 		}
 	}
 	it.iter = iterator.NewMerging(d.cmp.Compare, iters...)
@@ -139,12 +148,21 @@ func cloneBytes(b []byte) []byte {
 	return append([]byte{}, b...)
 }
 
+// tableOpener opens the tables of one level for the iterator, their prefix
+// seeks counted in the level's stats.
+func (i *Iterator) tableOpener(level int) iterator.TableOpener {
+	stats := &i.stats[level]
+	return func(f *manifest.FileMetadata, lower, upper []byte) (base.InternalIterator, error) {
+		return i.db.tableCache.newIterWithStats(f, lower, upper, stats)
+	}
+}
+
 // First moves to the first key.
 func (i *Iterator) First() bool {
 	if i.lower != nil {
 		return i.SeekGE(i.lower)
 	}
-	if !i.usable() {
+	if !i.reposition() {
 		return false
 	}
 	i.iter.First()
@@ -156,7 +174,7 @@ func (i *Iterator) Last() bool {
 	if i.upper != nil {
 		return i.SeekLT(i.upper)
 	}
-	if !i.usable() {
+	if !i.reposition() {
 		return false
 	}
 	i.iter.Last()
@@ -165,7 +183,7 @@ func (i *Iterator) Last() bool {
 
 // SeekGE moves to the first key >= key (and within the bounds).
 func (i *Iterator) SeekGE(key []byte) bool {
-	if !i.usable() {
+	if !i.reposition() {
 		return false
 	}
 	if i.lower != nil && i.cmp(key, i.lower) < 0 {
@@ -177,7 +195,7 @@ func (i *Iterator) SeekGE(key []byte) bool {
 
 // SeekLT moves to the last key < key (and within the bounds).
 func (i *Iterator) SeekLT(key []byte) bool {
-	if !i.usable() {
+	if !i.reposition() {
 		return false
 	}
 	if i.upper != nil && i.cmp(key, i.upper) > 0 {
@@ -188,7 +206,7 @@ func (i *Iterator) SeekLT(key []byte) bool {
 }
 
 // Next moves to the following key. On an iterator that is not Valid it
-// returns false.
+// returns false. In prefix mode it stops at the end of the prefix.
 func (i *Iterator) Next() bool {
 	if !i.usable() || !i.valid {
 		return false
@@ -198,13 +216,22 @@ func (i *Iterator) Next() bool {
 		i.iter.SeekGE(i.key)
 	}
 	i.skipCurrentKey()
-	return i.findNext()
+	ok := i.findNext()
+	if i.prefix != nil {
+		i.flushStats()
+	}
+	return ok
 }
 
 // Prev moves to the preceding key. On an iterator that is not Valid it
-// returns false.
+// returns false. In prefix mode it is not supported: it fails with
+// ErrReversePrefixIteration, as Pebble's does.
 func (i *Iterator) Prev() bool {
 	if !i.usable() || !i.valid {
+		return false
+	}
+	if i.prefix != nil {
+		i.valid, i.err = false, ErrReversePrefixIteration
 		return false
 	}
 	if i.dir > 0 {
@@ -286,7 +313,7 @@ func (i *Iterator) findNext() bool {
 	i.dir = +1
 	for i.iter.Valid() {
 		k := i.iter.Key()
-		if i.upper != nil && i.cmp(k.UserKey, i.upper) >= 0 {
+		if i.upper != nil && i.cmp(k.UserKey, i.upper) >= 0 || i.prefix != nil && !i.hasPrefix(k.UserKey) {
 			break
 		}
 		if !k.Visible(i.seq) {

@@ -9,15 +9,28 @@ import (
 	"github.com/bloomkv/bloomkv/sstable"
 )
 
-// LookupMetrics counts what point lookups touched. In Metrics.Lookups they
-// cover the whole DB; in LevelMetrics.Lookups one level's share.
+// LookupMetrics counts what point lookups and prefix seeks touched. In
+// Metrics.Lookups they cover the whole DB; in LevelMetrics.Lookups one
+// level's share.
+//
+// The counters after Gets and PrefixSeeks sum over both kinds of lookup. A
+// Get considers each table whose key range covers the key, and asks the
+// filter about the key (its prefix, under a Comparer with a Split). A
+// prefix seek (Iterator.SeekPrefixGE, and the Next calls that follow it in
+// prefix mode) considers each table whose key range may hold the prefix
+// at or after the seek key, asks the filter of each data block it would
+// enter about the prefix, and counts the data blocks it reads; a "maybe"
+// is a true positive when the block held a key of the prefix at or after
+// the seek key. Scans outside prefix mode are not counted. Measure one
+// kind alone by taking the difference of two Metrics around it.
 //
 // Observed false-positive rate = FilterFalsePositives / (FilterFalsePositives
 // + FilterNegatives); data-block reads saved per lookup = FilterNegatives /
-// Gets.
+// (Gets + PrefixSeeks).
 type LookupMetrics struct {
 	Gets                 int64 // point lookups served (total only; 0 per level)
-	TablesConsidered     int64 // tables whose key range covered the key
+	PrefixSeeks          int64 // Iterator.SeekPrefixGE calls (total only; 0 per level)
+	TablesConsidered     int64 // tables whose key range covered the key (or may hold the prefix)
 	FilterNegatives      int64 // filter said absent: a data-block read saved
 	FilterTruePositives  int64 // filter said maybe; the block held the user key
 	FilterFalsePositives int64 // filter said maybe; the block did not
@@ -35,6 +48,7 @@ type LookupMetrics struct {
 // and callers may write LookupMetrics literals with them.
 func (m *LookupMetrics) add(o LookupMetrics) {
 	m.Gets += o.Gets
+	m.PrefixSeeks += o.PrefixSeeks
 	m.TablesConsidered += o.TablesConsidered
 	m.FilterNegatives += o.FilterNegatives
 	m.FilterTruePositives += o.FilterTruePositives
@@ -129,6 +143,7 @@ type lookupCounters struct {
 // zero (an absent key usually stops at the filter), and an atomic add of
 // zero costs as much as any other, so only the others are added.
 func (c *lookupCounters) addStats(s *sstable.LookupStats) {
+	addNonZero(&c.tablesConsidered, s.TablesConsidered)
 	addNonZero(&c.filterNegatives, s.FilterNegatives)
 	addNonZero(&c.filterTP, s.FilterTruePositives)
 	addNonZero(&c.filterFP, s.FilterFalsePositives)
@@ -166,6 +181,7 @@ type levelCounters struct {
 // dbMetrics holds the DB's counters.
 type dbMetrics struct {
 	gets                  atomic.Int64 // point lookups; the rest of LookupMetrics is per level
+	prefixSeeks           atomic.Int64
 	levels                [manifest.NumLevels]levelCounters
 	flushes, flushBytes   atomic.Int64
 	compactions           atomic.Int64
@@ -179,6 +195,7 @@ type dbMetrics struct {
 func (d *DB) Metrics() Metrics {
 	var m Metrics
 	m.Lookups.Gets = d.metrics.gets.Load()
+	m.Lookups.PrefixSeeks = d.metrics.prefixSeeks.Load()
 	m.Levels = make([]LevelMetrics, manifest.NumLevels)
 	for i := range m.Levels {
 		c := &d.metrics.levels[i]
@@ -255,8 +272,8 @@ func (m Metrics) String() string {
 			l.Compactions, l.Moves, l.BytesIn, l.BytesRead, l.BytesWritten, l.WriteAmp())
 	}
 	t := m.Lookups
-	fmt.Fprintf(&b, "total gets %d: considered %d, negatives %d, true-pos %d, false-pos %d, block-reads %d, misses %d\n",
-		t.Gets, t.TablesConsidered, t.FilterNegatives, t.FilterTruePositives,
+	fmt.Fprintf(&b, "total gets %d, prefix seeks %d: considered %d, negatives %d, true-pos %d, false-pos %d, block-reads %d, misses %d\n",
+		t.Gets, t.PrefixSeeks, t.TablesConsidered, t.FilterNegatives, t.FilterTruePositives,
 		t.FilterFalsePositives, t.BlockReads, t.BlockCacheMisses)
 	fmt.Fprintf(&b, "flushes %d (%d B), compactions %d (read %d B, wrote %d B), write-amp %.2f\n",
 		m.Flush.Count, m.Flush.BytesWritten, m.Compact.Count, m.Compact.BytesRead,

@@ -37,7 +37,7 @@ func TestMetrics_String(t *testing.T) {
 		t.Fatalf("no compaction into L1 to show:\n%s", s)
 	}
 	want := fmt.Sprintf("write-amp %.2f\n", m.WriteAmp)
-	if !strings.Contains(s, want) || !strings.Contains(s, fmt.Sprintf("total gets %d:", m.Lookups.Gets)) {
+	if !strings.Contains(s, want) || !strings.Contains(s, fmt.Sprintf("total gets %d, prefix seeks %d:", m.Lookups.Gets, m.Lookups.PrefixSeeks)) {
 		t.Fatalf("totals missing (%q) in\n%s", want, s)
 	}
 }

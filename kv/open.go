@@ -83,7 +83,7 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 		dirname: dirname,
 		opts:    o,
 		fs:      o.FS,
-		cmp:     base.DefaultComparer,
+		cmp:     o.Comparer,
 		filters: o.filters(),
 	}
 	d.mu.cond.L = &d.mu.Mutex

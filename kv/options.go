@@ -47,6 +47,15 @@ type Options struct {
 	// operating system's filesystem); vfs.NewMem gives an in-memory store.
 	FS vfs.FS
 
+	// Comparer orders the keys. nil means sstable.DefaultComparer
+	// (bytewise). Its Name is stored in the MANIFEST and in every table: a
+	// store must always be opened with the comparer it was created with.
+	// With a Split (and its SplitName), filters hold key prefixes, Get asks
+	// them about Split(key), and Iterator.SeekPrefixGE skips every table
+	// whose filter rules the prefix out. Tables whose filters were built
+	// under another Split, or none, stay readable without their filters.
+	Comparer *sstable.Comparer
+
 	// FilterPolicy builds the per-block filters of new tables. nil means a
 	// Bloom filter with a 1% target false-positive rate
 	// (bloompolicy.New(DefaultFilterFPR)).
@@ -116,6 +125,9 @@ func (o *Options) resolve() (*Options, error) {
 		return nil, err
 	}
 	r.fillDefaults()
+	if err := checkComparer(r.Comparer); err != nil {
+		return nil, err
+	}
 	if r.FilterPolicy == nil {
 		p, err := defaultFilterPolicy()
 		if err != nil {
@@ -162,6 +174,9 @@ func (o *Options) fillDefaults() {
 	if o.FS == nil {
 		o.FS = vfs.Default
 	}
+	if o.Comparer == nil {
+		o.Comparer = sstable.DefaultComparer
+	}
 	base.SetDefault(&o.MemTableSize, DefaultMemTableSize)
 	base.SetDefault(&o.MemTableStopWritesThreshold, DefaultMemTableStopWrites)
 	base.SetDefault(&o.BlockSize, DefaultBlockSize)
@@ -174,6 +189,18 @@ func (o *Options) fillDefaults() {
 	base.SetDefault(&o.LevelMultiplier, DefaultLevelMultiplier)
 	base.SetDefault(&o.TargetFileSize, DefaultTargetFileSize)
 	base.SetDefault(&o.MaxManifestFileSize, DefaultMaxManifestFileSize)
+}
+
+// checkComparer rejects a comparer that lacks a function or a name the
+// store needs.
+func checkComparer(c *sstable.Comparer) error {
+	if c.Compare == nil || c.Separator == nil || c.Successor == nil || c.Name == "" {
+		return fmt.Errorf("kv: invalid options: Comparer %q needs Compare, Separator, Successor and a Name", c.Name)
+	}
+	if err := c.CheckSplit(); err != nil {
+		return fmt.Errorf("kv: invalid options: %w", err)
+	}
+	return nil
 }
 
 // checkBounds rejects values that are positive but unusable, and
@@ -237,6 +264,11 @@ var (
 func (o *WriteOptions) sync() bool { return o != nil && o.Sync }
 
 // IterOptions restrict an iterator. A nil *IterOptions means no bounds.
+//
+// An iterator also has a prefix-only mode, as Pebble's has: SeekPrefixGE
+// enters it, and the next absolute positioning call (First, Last, SeekGE,
+// SeekLT) leaves it. In it, Next stops at the end of the seek key's prefix
+// and Prev is not supported (see Iterator.SeekPrefixGE).
 type IterOptions struct {
 	// LowerBound, when not nil, is the smallest key the iterator shows
 	// (inclusive).

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
+	"github.com/bloomkv/bloomkv/internal/itertest"
+	"github.com/bloomkv/bloomkv/sstable"
 	"github.com/cockroachdb/pebble/vfs"
 )
 
@@ -43,6 +45,13 @@ func TestOptions_DefaultsFollowThresholds(t *testing.T) {
 	}
 }
 
+// splitWithoutName is a splitting comparer that forgot to name its Split.
+func splitWithoutName() *sstable.Comparer {
+	c := itertest.SlashComparer()
+	c.SplitName = ""
+	return c
+}
+
 // TestOptions_Invalid rejects each kind of bad value with a message naming
 // the field.
 func TestOptions_Invalid(t *testing.T) {
@@ -64,6 +73,8 @@ func TestOptions_Invalid(t *testing.T) {
 		{Options{LBaseMaxBytes: -1}, "LBaseMaxBytes is negative"},
 		{Options{MemTableStopWritesThreshold: -1}, "MemTableStopWritesThreshold is negative"},
 		{Options{ExtraFilterPolicies: []bloompolicy.FilterPolicy{nil}}, "ExtraFilterPolicies[0]"},
+		{Options{Comparer: &sstable.Comparer{Name: "c"}}, `Comparer "c" needs Compare`},
+		{Options{Comparer: splitWithoutName()}, "Split and SplitName must be set together"},
 	}
 	for _, tc := range tests {
 		_, err := tc.opts.resolve()

@@ -184,11 +184,17 @@ func (c *tableCache) close() {
 // newIter returns an iterator over f's entries with user keys in
 // [lower, upper) that holds the table open until closed.
 func (c *tableCache) newIter(f *manifest.FileMetadata, lower, upper []byte) (base.InternalIterator, error) {
+	return c.newIterWithStats(f, lower, upper, nil)
+}
+
+// newIterWithStats is newIter, with the cost of its prefix seeks added to
+// stats (see sstable.Reader.NewIterWithStats).
+func (c *tableCache) newIterWithStats(f *manifest.FileMetadata, lower, upper []byte, stats *sstable.LookupStats) (base.InternalIterator, error) {
 	e, err := c.get(f)
 	if err != nil {
 		return nil, err
 	}
-	it, err := e.reader.NewIter(lower, upper)
+	it, err := e.reader.NewIterWithStats(lower, upper, stats)
 	if err != nil {
 		c.release(e)
 		return nil, err
@@ -201,6 +207,11 @@ type tableIter struct {
 	base.InternalIterator
 	cache *tableCache
 	entry *tableEntry
+}
+
+// SeekPrefixGE implements base.PrefixIterator with the table's filters.
+func (t *tableIter) SeekPrefixGE(prefix, key []byte) bool {
+	return base.SeekPrefixGE(t.InternalIterator, prefix, key)
 }
 
 func (t *tableIter) Close() error {

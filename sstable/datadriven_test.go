@@ -16,6 +16,7 @@ import (
 type ddTable struct {
 	data   []byte
 	policy bloompolicy.FilterPolicy
+	cmp    *base.Comparer
 	r      *Reader
 }
 
@@ -28,7 +29,9 @@ func (s *ddTable) close() {
 
 // TestDataDriven runs the scripts in testdata/: build (entries as
 // parseEntry reads them, range tombstones included), get, iter, layout,
-// properties, reopen and check.
+// properties, reopen and check. build and reopen take split=slash|none for
+// the comparer (itertest.SlashComparer, or bytewise); iter takes stats to
+// print what its prefix seeks cost.
 func TestDataDriven(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		var s ddTable
@@ -53,6 +56,9 @@ func (s *ddTable) run(t *testing.T, d *datadriven.TestData) (string, error) {
 			var v string
 			d.ScanArgs(t, "filters", &v)
 			policy = ddPolicy(t, v)
+		}
+		if d.HasArg("split") {
+			s.cmp = ddComparer(t, d)
 		}
 		s.close()
 		return "", s.open(policy)
@@ -88,17 +94,34 @@ func ddPolicy(t *testing.T, name string) bloompolicy.FilterPolicy {
 	return nil
 }
 
+// ddComparer returns the comparer the split argument names: "slash" for
+// itertest.SlashComparer, "none" for the bytewise comparer.
+func ddComparer(t *testing.T, d *datadriven.TestData) *base.Comparer {
+	var v string
+	d.ScanArgs(t, "split", &v)
+	switch v {
+	case "slash":
+		return itertest.SlashComparer()
+	case "none":
+		return base.DefaultComparer
+	}
+	t.Fatalf("unknown split %q", v)
+	return nil
+}
+
 func (s *ddTable) open(policy bloompolicy.FilterPolicy) error {
-	r, err := openBytes(s.data, ReaderOptions{Cache: NewCache(1 << 20), FileNum: 1, Filters: filters(policy)})
+	r, err := openBytes(s.data, ReaderOptions{Cache: NewCache(1 << 20), FileNum: 1, Filters: filters(policy), Comparer: s.cmp})
 	s.r = r
 	return err
 }
 
 func (s *ddTable) build(t *testing.T, d *datadriven.TestData) (string, error) {
 	opts := WriterOptions{Compression: NoCompression}
-	s.policy = hashSetPolicy{}
+	s.policy, s.cmp = hashSetPolicy{}, base.DefaultComparer
 	for _, a := range d.CmdArgs {
 		switch a.Key {
+		case "split":
+			s.cmp = ddComparer(t, d)
 		case "block-size":
 			d.ScanArgs(t, a.Key, &opts.BlockSize)
 		case "restart-interval":
@@ -109,7 +132,7 @@ func (s *ddTable) build(t *testing.T, d *datadriven.TestData) (string, error) {
 			opts.Compression = map[string]Compression{"none": NoCompression, "snappy": SnappyCompression}[a.Vals[0]]
 		}
 	}
-	opts.FilterPolicy = s.policy
+	opts.FilterPolicy, opts.Comparer = s.policy, s.cmp
 	var entries []testEntry
 	var err error
 	for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
@@ -205,7 +228,8 @@ func (s *ddTable) iter(t *testing.T, d *datadriven.TestData) (string, error) {
 		d.ScanArgs(t, "upper", &v)
 		upper = []byte(v)
 	}
-	it, err := s.r.NewIter(lower, upper)
+	var st LookupStats
+	it, err := s.r.NewIterWithStats(lower, upper, &st)
 	if err != nil {
 		return "", err
 	}
@@ -215,6 +239,9 @@ func (s *ddTable) iter(t *testing.T, d *datadriven.TestData) (string, error) {
 	if err != nil {
 		it.Close()
 		return "", err
+	}
+	if d.HasArg("stats") {
+		out += fmt.Sprintf("tables=%d %s\n", st.TablesConsidered, statsString(st))
 	}
 	return out, it.Close()
 }

@@ -5,12 +5,13 @@
 // from an ordered stream of entries; a [Reader] serves point lookups
 // ([Reader.Get]) and iterators ([Reader.NewIter]) over it. Every data
 // block has its own filter, built through a bloompolicy.FilterPolicy over
-// the block's distinct user keys, so a lookup that the filter rules out
-// costs no data-block read. Range tombstones ([Writer.AddRangeDel]) are
-// kept apart from the entries, in a block of their own that a Reader loads
-// once and keeps; a filter speaks only of the entries, never of them.
-// Blocks read from the file are kept in a [Cache] shared by all the
-// readers of a store.
+// the block's distinct user keys (or, under a comparer with a Split, their
+// distinct prefixes), so a lookup that the filter rules out costs no
+// data-block read. Range tombstones ([Writer.AddRangeDel]) are kept apart
+// from the entries, in a block of their own that a Reader loads once and
+// keeps; a filter speaks only of the entries, never of them. Blocks read
+// from the file are kept in a [Cache] shared by all the readers of a
+// store.
 //
 // # File
 //
@@ -60,10 +61,15 @@
 // describes data block i. Index keys are encoded internal keys k with
 // last(block i) <= k < first(block i+1): the comparer's shortened
 // separator with the largest trailer when that fits, else block i's last
-// key itself. Keys in data and index blocks are encoded internal keys:
-// the user key followed by an 8-byte trailer, seqnum<<8 | kind, where
-// kind is 0 (DEL) or 1 (SET); a shortened separator carries seqnum
-// 2^56-1 and kind 2 (base.KindMax), which version 1 tables wrote as 1.
+// key itself. Under a comparer with a Split, when the last key of block i
+// and the first of block i+1 have different prefixes, the separator also
+// sorts below the prefix of block i+1's first key: a seek for a key of
+// prefix p then lands on a block after which no block holds p unless this
+// one does, so that block's filter can rule p out for the whole table.
+// Keys in data and index blocks are encoded internal keys: the user key
+// followed by an 8-byte trailer, seqnum<<8 | kind, where kind is 0 (DEL)
+// or 1 (SET); a shortened separator carries seqnum 2^56-1 and kind 2
+// (base.KindMax), which version 1 tables wrote as 1.
 //
 // # Versions
 //
@@ -96,7 +102,10 @@
 //	+----------+-----+------------+--------------------+-----+------------------------+------------------+
 //
 // The lengths sum to the lengths offset and there is exactly one per data
-// block. The encoding of each filter belongs to the policy (filters are
+// block. Filter i holds each distinct user key of data block i once, or,
+// when the table's properties name a Split (filter.split), each distinct
+// prefix of them under it; a reader whose comparer splits otherwise (or
+// not at all) reads the table without its filter. The encoding of each filter belongs to the policy (filters are
 // self-describing); the table records the policy's name in the metaindex
 // key and in the properties. A reader that does not know the name reads
 // the table without its filter.
@@ -132,8 +141,11 @@
 // A block whose entries map property names, in byte order, to values:
 // uvarint numbers (entries, deletions, range-deletions, data.blocks,
 // data.size, index.size, filter.size, raw.key.size, raw.value.size,
-// seqnum.smallest, seqnum.largest), encoded internal keys (key.smallest, key.largest) and
-// strings (comparer, filter.policy). Readers skip names they do not know.
+// seqnum.smallest, seqnum.largest), encoded internal keys (key.smallest,
+// key.largest) and strings (comparer, filter.policy, and filter.split,
+// stored only when the filters hold prefixes: the comparer's SplitName).
+// Readers skip names they do not know, and a table without filter.split
+// holds whole keys.
 //
 // # Footer
 //

@@ -18,7 +18,8 @@ import (
 //
 // The index is searched for the internal key (userKey, seq), so the lookup
 // lands on the one data block that can hold the visible version, and that
-// block's filter is asked first: "absent" costs no data-block read. Should
+// block's filter is asked first (about userKey's prefix, under a comparer
+// with a Split): "absent" costs no data-block read. Should
 // the block end inside userKey's versions, the lookup goes on to the next
 // block, asking its filter too. The range tombstones, in memory, are
 // searched whatever the filter says: a filter speaks only of point keys.
@@ -47,6 +48,8 @@ func (r *Reader) getPoint(userKey []byte, seq base.SeqNum, stats *LookupStats) (
 	if err != nil {
 		return nil, key, false, err
 	}
+	stats.TablesConsidered++
+	filterKey := r.cmp.Prefix(userKey)
 	var it *blockIter // taken from the pool only when a block must be read
 	defer func() {
 		if it != nil {
@@ -54,7 +57,7 @@ func (r *Reader) getPoint(userKey []byte, seq base.SeqNum, stats *LookupStats) (
 		}
 	}()
 	for ; i < len(r.blockHandles); i++ {
-		if r.filter != nil && !r.filterPolicy.MayContain(r.filter.filter(i), userKey) {
+		if r.filter != nil && !r.filterPolicy.MayContain(r.filter.filter(i), filterKey) {
 			stats.FilterNegatives++
 			return nil, key, false, nil
 		}

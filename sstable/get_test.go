@@ -70,7 +70,7 @@ func TestReader_Get_ContinuesIntoNextBlock(t *testing.T) {
 		if err != nil || !found || string(v) != "k5" {
 			t.Fatalf("%s: Get(k, 7) = %q %v %v, want k5", policy, v, found, err)
 		}
-		want := LookupStats{BlockReads: 2, BlockCacheMisses: 2}
+		want := LookupStats{TablesConsidered: 1, BlockReads: 2, BlockCacheMisses: 2}
 		if p != nil {
 			want.FilterTruePositives = 2 // both blocks hold k
 		}
@@ -101,7 +101,7 @@ func TestReader_Get_ContinuationFilterNegative(t *testing.T) {
 	if _, _, found, err := r.Get([]byte("k"), 7, &st); found || err != nil {
 		t.Fatalf("Get(k, 7) found=%v err=%v", found, err)
 	}
-	if want := (LookupStats{FilterTruePositives: 1, FilterNegatives: 1, BlockReads: 1, BlockCacheMisses: 1}); st != want {
+	if want := (LookupStats{TablesConsidered: 1, FilterTruePositives: 1, FilterNegatives: 1, BlockReads: 1, BlockCacheMisses: 1}); st != want {
 		t.Fatalf("stats %+v, want %+v", st, want)
 	}
 }

@@ -1,7 +1,9 @@
 package sstable
 
 import (
+	"bytes"
 	"errors"
+	"sort"
 
 	"github.com/bloomkv/bloomkv/internal/base"
 )
@@ -10,6 +12,10 @@ import (
 // each data block the index leads to, the data block's entries. It keeps
 // to the user-key bounds [lower, upper). Errors are sticky: after one, the
 // iterator stays invalid and Error reports it.
+//
+// After SeekPrefixGE the iterator is in prefix mode until the next absolute
+// positioning call: it asks each data block's filter about the prefix
+// before reading the block, and ends the iteration at the first "absent".
 type tableIter struct {
 	r            *Reader
 	cmp          base.Compare
@@ -18,14 +24,41 @@ type tableIter struct {
 	valid        bool
 	err          error
 	closed       bool
+
+	prefix   []byte       // prefix mode's prefix; nil outside prefix mode
+	pending  bool         // a filter said "maybe" for the block loaded last: the verdict awaits its keys
+	asked    int          // the block whose filter the seek already asked (it said "maybe"); -1: none
+	stats    *LookupStats // what prefix seeks cost; &ownStats when the caller wants none
+	ownStats LookupStats
 }
 
 // NewIter returns an iterator over the table's internal keys whose user
 // keys lie in [lower, upper); a nil bound is open. Blocks are read through
 // the block cache. Key and Value are valid until the next move; the value
 // bytes themselves are immutable.
+//
+// The iterator also has a method SeekPrefixGE(prefix, key []byte) bool,
+// which seeks as SeekGE(key) does but lets the data blocks' filters rule
+// out prefix, the comparer's Prefix of key: it then reports no entry
+// without reading a data block. Next then stops at the first block whose
+// filter rules the prefix out; Prev must not be called before another
+// absolute positioning call. It may land on entries of another prefix:
+// the caller checks.
 func (r *Reader) NewIter(lower, upper []byte) (base.InternalIterator, error) {
-	it := &tableIter{r: r, cmp: r.cmp.Compare, lower: lower, upper: upper}
+	return r.NewIterWithStats(lower, upper, nil)
+}
+
+// NewIterWithStats is NewIter, with what its prefix seeks cost added to
+// stats (nil: not counted): one table considered per SeekPrefixGE, the
+// filters' verdicts, and the data blocks read in prefix mode. A filter's
+// "maybe" counts as a true positive when the block held a key of the
+// prefix at or after the seek key. Reads outside prefix mode are not
+// counted. stats must not be shared between goroutines.
+func (r *Reader) NewIterWithStats(lower, upper []byte, stats *LookupStats) (base.InternalIterator, error) {
+	it := &tableIter{r: r, cmp: r.cmp.Compare, lower: lower, upper: upper, stats: stats, asked: -1}
+	if it.stats == nil {
+		it.stats = &it.ownStats
+	}
 	if err := r.initIndexIter(&it.index); err != nil {
 		return nil, err
 	}
@@ -41,10 +74,23 @@ func (it *tableIter) fail(err error) bool {
 	return false
 }
 
-// loadBlock points the data iterator at the block the index is on.
-func (it *tableIter) loadBlock() bool {
+// loadBlock points the data iterator at the block the index is on. In
+// prefix mode, moving forward, it asks the block's filter first: on
+// "absent" it ends the iteration and returns false, without an error.
+func (it *tableIter) loadBlock(forward bool) bool {
 	h, _ := decodeHandle(it.index.val) // checked by NewReader
-	data, err := it.r.dataBlock(h, nil)
+	var stats *LookupStats
+	if it.prefix != nil && forward {
+		if !it.blockMayContainPrefix(h) {
+			it.stats.FilterNegatives++
+			it.valid = false
+			return false
+		}
+		it.pending = it.r.filter != nil
+		stats = it.stats
+		stats.BlockReads++
+	}
+	data, err := it.r.dataBlock(h, stats)
 	if err == nil {
 		err = it.data.init(data, it.cmp, it.r.name, h.Offset)
 	}
@@ -54,10 +100,41 @@ func (it *tableIter) loadBlock() bool {
 	return true
 }
 
+// blockMayContainPrefix asks the filter of the data block at h about the
+// iterator's prefix; true when the table has no usable filter.
+func (it *tableIter) blockMayContainPrefix(h BlockHandle) bool {
+	r := it.r
+	if r.filter == nil {
+		return true
+	}
+	i := sort.Search(len(r.blockHandles), func(i int) bool { return r.blockHandles[i].Offset >= h.Offset })
+	if i == it.asked {
+		it.asked = -1
+		return true
+	}
+	return i == len(r.blockHandles) || r.filterPolicy.MayContain(r.filter.filter(i), it.prefix)
+}
+
+// countVerdict settles a pending filter verdict: the block just loaded
+// held a key of the prefix where the iterator landed (ok), or did not.
+func (it *tableIter) countVerdict(ok bool) {
+	if !it.pending {
+		return
+	}
+	it.pending = false
+	k := it.data.ikey.UserKey
+	if ok && bytes.HasPrefix(k, it.prefix) && len(it.r.cmp.Prefix(k)) == len(it.prefix) {
+		it.stats.FilterTruePositives++
+	} else {
+		it.stats.FilterFalsePositives++
+	}
+}
+
 // settle checks the data iterator's last move: on an error it fails, past
 // the block it moves to the neighbouring block (forward or back), and it
 // applies the bound on that side.
 func (it *tableIter) settle(ok, forward bool) bool {
+	it.countVerdict(ok)
 	for !ok {
 		if it.data.err != nil {
 			return it.fail(it.data.err)
@@ -75,7 +152,7 @@ func (it *tableIter) settle(ok, forward bool) bool {
 			it.valid = false
 			return false
 		}
-		if !it.loadBlock() {
+		if !it.loadBlock(forward) {
 			return false
 		}
 		if forward {
@@ -83,6 +160,7 @@ func (it *tableIter) settle(ok, forward bool) bool {
 		} else {
 			ok = it.data.Last()
 		}
+		it.countVerdict(ok)
 	}
 	k := it.data.ikey.UserKey
 	if forward && it.upper != nil && it.cmp(k, it.upper) >= 0 ||
@@ -94,12 +172,13 @@ func (it *tableIter) settle(ok, forward bool) bool {
 	return true
 }
 
-// usable reports whether the iterator may move; it fails after Close.
+// usable reports whether the iterator may move, leaving prefix mode; it
+// fails after Close.
 func (it *tableIter) usable() bool {
 	if it.closed {
 		return it.fail(errors.New("sstable: iterator used after Close"))
 	}
-	it.valid = false
+	it.valid, it.prefix, it.pending, it.asked = false, nil, false, -1
 	return it.err == nil
 }
 
@@ -108,17 +187,66 @@ func (it *tableIter) SeekGE(key []byte) bool {
 	if !it.usable() {
 		return false
 	}
+	return it.seekGE(key)
+}
+
+// seekGE is SeekGE once the iterator is usable; in prefix mode it asks the
+// landing block's filter first.
+func (it *tableIter) seekGE(key []byte) bool {
 	if it.lower != nil && it.cmp(key, it.lower) < 0 {
 		key = it.lower
 	}
 	target := base.MakeSearchKey(key)
+	if it.prefix != nil && it.r.filter != nil {
+		return it.seekPrefixBlock(target)
+	}
 	if !it.index.SeekGE(target) {
 		return it.settleIndex()
 	}
-	if !it.loadBlock() {
+	if !it.loadBlock(true) {
 		return false
 	}
 	return it.settle(it.data.SeekGE(target), true)
+}
+
+// seekPrefixBlock is seekGE in prefix mode on a table with filters: the
+// in-memory index search finds the block, whose filter is asked before
+// the index iterator is positioned, so a ruled-out prefix costs no index
+// entry decoding either.
+func (it *tableIter) seekPrefixBlock(target base.InternalKey) bool {
+	r := it.r
+	i, err := r.searchIndex(target)
+	switch {
+	case err != nil:
+		return it.fail(err)
+	case i == len(r.blockHandles):
+		return false
+	case !r.filterPolicy.MayContain(r.filter.filter(i), it.prefix):
+		it.stats.FilterNegatives++
+		return false
+	}
+	if !it.index.seekRestart(i) {
+		return it.settleIndex()
+	}
+	it.asked = i
+	if !it.loadBlock(true) {
+		return false
+	}
+	return it.settle(it.data.SeekGE(target), true)
+}
+
+// SeekPrefixGE moves to the first entry whose user key is >= key (and >=
+// lower), unless the filter of the block that would hold it rules prefix
+// out: then the table holds no key of prefix at or after key, since the
+// writer cuts separators below a new prefix (see Writer.addIndexEntry),
+// and the iterator reports no entry. See NewIter for prefix mode.
+func (it *tableIter) SeekPrefixGE(prefix, key []byte) bool {
+	if !it.usable() {
+		return false
+	}
+	it.prefix = prefix
+	it.stats.TablesConsidered++
+	return it.seekGE(key)
 }
 
 // SeekLT moves to the last entry whose user key is < key (and < upper).
@@ -137,7 +265,7 @@ func (it *tableIter) SeekLT(key []byte) bool {
 		}
 		return it.lastEntry()
 	}
-	if !it.loadBlock() {
+	if !it.loadBlock(false) {
 		return false
 	}
 	return it.settle(it.data.SeekLT(target), false)
@@ -162,7 +290,7 @@ func (it *tableIter) First() bool {
 	if !it.index.First() {
 		return it.settleIndex()
 	}
-	if !it.loadBlock() {
+	if !it.loadBlock(true) {
 		return false
 	}
 	return it.settle(it.data.First(), true)
@@ -184,7 +312,7 @@ func (it *tableIter) lastEntry() bool {
 	if !it.index.Last() {
 		return it.settleIndex()
 	}
-	if !it.loadBlock() {
+	if !it.loadBlock(false) {
 		return false
 	}
 	return it.settle(it.data.Last(), false)

@@ -45,7 +45,9 @@ type WriterOptions struct {
 	// BlockRestartInterval is the number of entries between restart
 	// points in data blocks. 0 means DefaultBlockRestartInterval.
 	BlockRestartInterval int
-	// Comparer orders the user keys; nil means base.DefaultComparer.
+	// Comparer orders the user keys; nil means base.DefaultComparer. With
+	// a Split, the filters hold the distinct key prefixes of each block,
+	// and the table records the Split's name.
 	Comparer *base.Comparer
 	// FilterPolicy builds one filter per data block; nil writes no filter
 	// block.
@@ -73,7 +75,9 @@ type ReaderOptions struct {
 	// FileNum identifies the table in Cache and must be unique per cache.
 	FileNum base.FileNum
 	// Comparer orders the user keys; nil means base.DefaultComparer. Its
-	// name must match the one the table was written with.
+	// name must match the one the table was written with. A table whose
+	// filters hold prefixes under another Split (or whole keys, when this
+	// comparer has a Split, or the reverse) is read without its filter.
 	Comparer *base.Comparer
 	// Filters are the filter policies the reader may use, by Name. A table
 	// whose policy is not here is read without its filter: correct, only
@@ -83,9 +87,13 @@ type ReaderOptions struct {
 	FileName string
 }
 
-// LookupStats accumulates what point lookups cost. Reader.Get adds to it;
-// the caller owns it and sums it across tables.
+// LookupStats accumulates what point lookups and prefix seeks cost.
+// Reader.Get and the prefix seeks of an iterator from Reader.NewIterWithStats
+// add to it; the caller owns it and sums it across tables.
 type LookupStats struct {
+	// TablesConsidered counts the tables a lookup asked: one per Get, one
+	// per table a prefix seek reached.
+	TablesConsidered int64
 	// FilterNegatives counts filters that answered "absent": data-block
 	// reads saved.
 	FilterNegatives int64
@@ -109,6 +117,7 @@ type LookupStats struct {
 
 // Add adds o's counters to s.
 func (s *LookupStats) Add(o LookupStats) {
+	s.TablesConsidered += o.TablesConsidered
 	s.FilterNegatives += o.FilterNegatives
 	s.FilterTruePositives += o.FilterTruePositives
 	s.FilterFalsePositives += o.FilterFalsePositives

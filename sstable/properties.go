@@ -38,36 +38,45 @@ type Properties struct {
 	// FilterPolicyName names the policy the filters were built with; empty
 	// when the table has no filter.
 	FilterPolicyName string
+	// FilterSplitName names the comparer's Split whose prefixes the
+	// filters hold (Comparer.SplitName); empty when they hold whole user
+	// keys. Stored only when set, so tables of whole keys, and tables
+	// written before prefixes existed, lack it.
+	FilterSplitName string
 	// ComparerName names the ordering of the user keys.
 	ComparerName string
 }
 
 // propertyFields lists the stored properties, sorted by name as the block
 // requires. Each field points into a Properties.
-func propertyFields(p *Properties) []struct {
-	name string
-	ptr  any
-} {
-	return []struct {
-		name string
-		ptr  any
-	}{
-		{"comparer", &p.ComparerName},
-		{"data.blocks", &p.NumDataBlocks},
-		{"data.size", &p.DataSize},
-		{"deletions", &p.NumDeletions},
-		{"entries", &p.NumEntries},
-		{"filter.policy", &p.FilterPolicyName},
-		{"filter.size", &p.FilterSize},
-		{"index.size", &p.IndexSize},
-		{"key.largest", &p.LargestKey},
-		{"key.smallest", &p.SmallestKey},
-		{"range-deletions", &p.NumRangeDeletions},
-		{"raw.key.size", &p.RawKeySize},
-		{"raw.value.size", &p.RawValueSize},
-		{"seqnum.largest", &p.LargestSeqNum},
-		{"seqnum.smallest", &p.SmallestSeqNum},
+// Fields marked omitEmpty are not stored when empty.
+func propertyFields(p *Properties) []propertyField {
+	return []propertyField{
+		{"comparer", &p.ComparerName, false},
+		{"data.blocks", &p.NumDataBlocks, false},
+		{"data.size", &p.DataSize, false},
+		{"deletions", &p.NumDeletions, false},
+		{"entries", &p.NumEntries, false},
+		{"filter.policy", &p.FilterPolicyName, false},
+		{"filter.size", &p.FilterSize, false},
+		{"filter.split", &p.FilterSplitName, true},
+		{"index.size", &p.IndexSize, false},
+		{"key.largest", &p.LargestKey, false},
+		{"key.smallest", &p.SmallestKey, false},
+		{"range-deletions", &p.NumRangeDeletions, false},
+		{"raw.key.size", &p.RawKeySize, false},
+		{"raw.value.size", &p.RawValueSize, false},
+		{"seqnum.largest", &p.LargestSeqNum, false},
+		{"seqnum.smallest", &p.SmallestSeqNum, false},
 	}
+}
+
+// propertyField is one stored property: its name and the Properties field
+// it fills.
+type propertyField struct {
+	name      string
+	ptr       any
+	omitEmpty bool
 }
 
 // encode writes the properties into w as one block's entries.
@@ -83,6 +92,9 @@ func (p *Properties) encode(w *blockWriter) {
 		case *[]byte:
 			v = append(v, *x...)
 		case *string:
+			if f.omitEmpty && *x == "" {
+				continue
+			}
 			v = append(v, *x...)
 		}
 		w.add([]byte(f.name), v)
@@ -152,6 +164,9 @@ func (p *Properties) String() string {
 				fmt.Fprintf(&b, "%s: %q\n", f.name, *x)
 			}
 		case *string:
+			if f.omitEmpty && *x == "" {
+				continue
+			}
 			fmt.Fprintf(&b, "%s: %s\n", f.name, *x)
 		}
 	}

@@ -63,6 +63,10 @@ func NewReader(f vfs.File, opts ReaderOptions) (*Reader, error) {
 	if r.name == "" {
 		r.name = "table " + opts.FileNum.String()
 	}
+	if err := r.cmp.CheckSplit(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("sstable: %w", err)
+	}
 	if err := r.open(); err != nil {
 		f.Close()
 		return nil, err
@@ -252,7 +256,8 @@ func (r *Reader) readIndex() error {
 }
 
 // readFilter finds the filter block in the metaindex and loads it if the
-// reader knows its policy.
+// reader knows its policy and its filters hold what the reader's comparer
+// asks them about: prefixes under the same Split, or whole keys.
 func (r *Reader) readFilter() error {
 	for _, e := range r.metaindex {
 		name, ok := strings.CutPrefix(e.Name, metaFilterPrefix)
@@ -261,8 +266,8 @@ func (r *Reader) readFilter() error {
 		}
 		r.filterHandle = e.Handle
 		policy := r.opts.Filters[name]
-		if policy == nil {
-			return nil // an unknown policy: read without the filter
+		if policy == nil || r.props.FilterSplitName != r.cmp.SplitName {
+			return nil // an unknown policy or another Split: read without the filter
 		}
 		data, err := r.readBlock(e.Handle)
 		if err != nil {

@@ -83,9 +83,13 @@ func NewWriter(f vfs.File, opts WriterOptions) *Writer {
 		digest: xxhash.New(),
 	}
 	w.props.ComparerName = opts.Comparer.Name
+	if err := opts.Comparer.CheckSplit(); err != nil {
+		w.err = fmt.Errorf("sstable: %w", err)
+	}
 	if opts.FilterPolicy != nil {
 		w.filter = newFilterBlockWriter(opts.FilterPolicy)
 		w.props.FilterPolicyName = opts.FilterPolicy.Name()
+		w.props.FilterSplitName = opts.Comparer.SplitName
 	}
 	return w
 }
@@ -112,8 +116,8 @@ func (w *Writer) Add(key base.InternalKey, value []byte) error {
 	if w.pending {
 		w.addIndexEntry(&key)
 	}
-	if w.filter != nil && (w.data.empty() || !bytes.Equal(w.prevKey.UserKey, key.UserKey)) {
-		w.filter.addKey(key.UserKey)
+	if w.filter != nil {
+		w.addFilterKey(key.UserKey)
 	}
 	w.scratch = key.AppendEncoded(w.scratch[:0])
 	w.data.add(w.scratch, value)
@@ -122,6 +126,16 @@ func (w *Writer) Add(key base.InternalKey, value []byte) error {
 		return w.flushDataBlock()
 	}
 	return nil
+}
+
+// addFilterKey adds userKey's prefix (the whole key without a Split) to
+// the current block's filter, once per block: the keys of one prefix are
+// contiguous, so comparing with the previous key's prefix suffices.
+func (w *Writer) addFilterKey(userKey []byte) {
+	k := w.cmp.Prefix(userKey)
+	if w.data.empty() || !bytes.Equal(w.cmp.Prefix(w.prevKey.UserKey), k) {
+		w.filter.addKey(k)
+	}
 }
 
 // record updates the properties for an added entry and keeps its key.
@@ -181,11 +195,16 @@ func (w *Writer) flushDataBlock() error {
 // last <= k < next (next nil: k >= last), as short as the comparer can
 // make it. Shortened user keys get the largest trailer, so k still sorts
 // below every version of next's user key.
+//
+// Under a Split, when last and next have different prefixes, k also sorts
+// below next's prefix. Then a seek for a key of prefix p lands on a block
+// that holds a key >= it, or on one followed by no key of prefix p, so that
+// block's filter alone can rule p out (see tableIter.SeekPrefixGE).
 func (w *Writer) addIndexEntry(next *base.InternalKey) {
 	last := w.prevKey
 	var sep []byte
 	if next != nil {
-		sep = w.cmp.Separator(w.sepBuf[:0], last.UserKey, next.UserKey)
+		sep = w.cmp.Separator(w.sepBuf[:0], last.UserKey, w.separatorLimit(last.UserKey, next.UserKey))
 	} else {
 		sep = w.cmp.Successor(w.sepBuf[:0], last.UserKey)
 	}
@@ -198,6 +217,20 @@ func (w *Writer) addIndexEntry(next *base.InternalKey) {
 	var hb [maxHandleLen]byte
 	w.index.add(w.scratch, appendHandle(hb[:0], w.pendingHandle))
 	w.pending = false
+}
+
+// separatorLimit returns the key a block separator must sort below: next,
+// or under a Split next's prefix when last's differs (last sorts below it
+// by the Split's invariants; should it not, next).
+func (w *Writer) separatorLimit(last, next []byte) []byte {
+	if w.cmp.Split == nil {
+		return next
+	}
+	p := w.cmp.Prefix(next)
+	if bytes.Equal(w.cmp.Prefix(last), p) || w.cmp.Compare(last, p) >= 0 {
+		return next
+	}
+	return p
 }
 
 // compress returns the form in which contents are stored, appended to

@@ -74,8 +74,14 @@ func pebbleOptions(fs vfs.FS, policy pebble.FilterPolicy) *pebble.Options {
 // wholeKeyPrefix returns Pebble's default comparer with a Split, which
 // Iterator.SeekPrefixGE needs, that makes the whole key the prefix.
 func wholeKeyPrefix() *pebble.Comparer {
+	return splitComparer(func(a []byte) int { return len(a) })
+}
+
+// splitComparer returns Pebble's default comparer with split as its
+// Split: Pebble's filters then hold split's prefixes.
+func splitComparer(split pebble.Split) *pebble.Comparer {
 	cmp := *pebble.DefaultComparer
-	cmp.Split = func(a []byte) int { return len(a) }
+	cmp.Split = split
 	return &cmp
 }
 

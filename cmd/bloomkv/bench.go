@@ -30,6 +30,7 @@ type benchOptions struct {
 	l1Size                   byteSize
 	dir                      string
 	keep, pebble, growth     bool
+	prefix                   bool
 	plot                     string
 	seed                     uint64
 }
@@ -81,6 +82,7 @@ func (a *app) benchCommand() *cobra.Command {
 	f.BoolVar(&o.keep, "keep", false, "keep the stores after the run")
 	f.BoolVar(&o.pebble, "pebble", false, "also run Pebble v1.1.5 with both filters")
 	f.BoolVar(&o.growth, "growth", false, "load in doubling steps up to --keys and measure the settled shape after each")
+	f.BoolVar(&o.prefix, "prefix", false, "run the prefix-scan workload instead: --keys as user/<id>/<field> keys, --lookups prefix seeks of absent and of present users")
 	f.StringVar(&o.plot, "plot", "", "write a plot to `FILE` (.svg or .png)")
 	f.Uint64Var(&o.seed, "seed", 1, "seed of keys, values and lookup order")
 	return cmd
@@ -184,6 +186,9 @@ func (a *app) runBench(ctx context.Context, o benchOptions) error {
 	ours, err := bloompolicy.New(o.fpr)
 	if err != nil {
 		return usageError{err}
+	}
+	if o.prefix {
+		return a.runPrefixBench(ctx, o, ours)
 	}
 	root, cleanup, err := benchDir(o)
 	if err != nil {

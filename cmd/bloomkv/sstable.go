@@ -258,10 +258,11 @@ func newTableDump(path string, size int64, p *sstable.Properties, l *sstable.Lay
 	return d
 }
 
-// propertyMap lists the properties by the names the table stores them under.
+// propertyMap lists the properties by the names the table stores them under
+// (filter.split only when the filters hold prefixes, as it is stored).
 func propertyMap(p *sstable.Properties) map[string]string {
 	u := func(x uint64) string { return fmt.Sprint(x) }
-	return map[string]string{
+	m := map[string]string{
 		"comparer":        p.ComparerName,
 		"data.blocks":     u(p.NumDataBlocks),
 		"data.size":       u(p.DataSize),
@@ -278,6 +279,10 @@ func propertyMap(p *sstable.Properties) map[string]string {
 		"seqnum.largest":  u(uint64(p.LargestSeqNum)),
 		"seqnum.smallest": u(uint64(p.SmallestSeqNum)),
 	}
+	if p.FilterSplitName != "" {
+		m["filter.split"] = p.FilterSplitName
+	}
+	return m
 }
 
 func (a *app) writeTableDump(d *tableDump) error {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
+	"github.com/bloomkv/bloomkv/sstable"
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/bloom"
 )
@@ -87,4 +88,15 @@ func FuzzInspectFilter(f *testing.F) {
 			t.Fatalf("inconsistent %+v for %d bytes", st, len(filter))
 		}
 	})
+}
+
+// TestPropertyMap_FilterSplit shows filter.split only for tables whose
+// filters hold prefixes, as the table stores it.
+func TestPropertyMap_FilterSplit(t *testing.T) {
+	if _, ok := propertyMap(&sstable.Properties{})["filter.split"]; ok {
+		t.Error("filter.split shown for a table of whole-key filters")
+	}
+	if got := propertyMap(&sstable.Properties{FilterSplitName: "app.split"})["filter.split"]; got != "app.split" {
+		t.Errorf("filter.split = %q, want app.split", got)
+	}
 }

@@ -1,9 +1,36 @@
 package base
 
-import "bytes"
+import (
+	"bytes"
+	"fmt"
+)
 
 // Compare returns -1, 0 or +1 as a sorts before, equal to or after b.
 type Compare func(a, b []byte) int
+
+// Split returns the length of the prefix of a user key: the part that a
+// filter holds when a comparer splits keys, as Pebble's Comparer.Split does
+// for an MVCC key's version suffix. Keys that share a prefix share a filter
+// entry, so a filter can rule out a whole prefix (Get and SeekPrefixGE ask
+// it about key[:Split(key)]).
+//
+// Split must return 0 <= n <= len(key) for every key the store may hold,
+// and keep these invariants with prefix(k) = k[:Split(k)], for all keys a
+// and b:
+//
+//  1. A prefix is a byte prefix of its key (it is a slice of it).
+//  2. A prefix is its own prefix: Split(prefix(a)) == len(prefix(a)), and
+//     it sorts before or at every key that bears it:
+//     Compare(prefix(a), a) <= 0.
+//  3. Prefixes order as their keys do: Compare(a, b) <= 0 implies
+//     Compare(prefix(a), prefix(b)) <= 0. So the keys of one prefix are
+//     contiguous in key order.
+//  4. Split is deterministic and depends on the key alone.
+//
+// A Split that breaks them makes filters answer "absent" for present keys.
+// Tables record the name of the Split their filters were built under
+// (Comparer.SplitName), so changing how keys split needs a new name.
+type Split func(key []byte) int
 
 // Comparer orders user keys. Its name is stored in every table and in the
 // manifest: a store written under one ordering must never be read under
@@ -18,8 +45,36 @@ type Comparer struct {
 	// Successor appends to dst a key k >= a, preferably short, and returns
 	// the extended slice. The index entry of a table's last block uses it.
 	Successor func(dst, a []byte) []byte
+	// Split, when not nil, makes filters hold key prefixes rather than
+	// whole keys; see [Split] for the invariants it must keep. nil means
+	// whole keys: every key is its own prefix.
+	Split Split
+	// SplitName names Split and must be set with it. Tables store it with
+	// their filters: a reader whose comparer splits differently (or not at
+	// all) reads such a table without its filter, correct but slower.
+	// Change it whenever Split changes.
+	SplitName string
 	// Name identifies the ordering.
 	Name string
+}
+
+// Prefix returns key[:Split(key)], or key itself when c has no Split: what
+// a filter holds for key.
+func (c *Comparer) Prefix(key []byte) []byte {
+	if c.Split == nil {
+		return key
+	}
+	return key[:c.Split(key)]
+}
+
+// CheckSplit reports an error when c has a Split but no SplitName, or a
+// SplitName without a Split: filters built under it could not be told
+// apart from whole-key filters.
+func (c *Comparer) CheckSplit() error {
+	if (c.Split == nil) != (c.SplitName == "") {
+		return fmt.Errorf("comparer %q: Split and SplitName must be set together", c.Name)
+	}
+	return nil
 }
 
 // DefaultComparer orders keys bytewise, as bytes.Compare does.

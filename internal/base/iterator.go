@@ -34,3 +34,28 @@ type InternalIterator interface {
 	// Close releases the iterator's resources and returns Error.
 	Close() error
 }
+
+// PrefixIterator is an InternalIterator that can seek within one key
+// prefix (see Split) and use filters to skip what cannot hold it. Iterators
+// without filters need not implement it: SeekPrefixGE falls back to SeekGE.
+type PrefixIterator interface {
+	InternalIterator
+	// SeekPrefixGE moves to the first entry whose user key is >= key, as
+	// SeekGE does, where prefix is key's prefix under the comparer's Split
+	// (the whole key without one). It may instead report no entry when it
+	// knows that no entry >= key bears prefix (a filter said so), and it
+	// may land on an entry of another prefix: callers check. Until the next
+	// absolute positioning call, Next may likewise stop at the end of the
+	// prefix, and Prev must not be called. prefix must stay unchanged until
+	// then.
+	SeekPrefixGE(prefix, key []byte) bool
+}
+
+// SeekPrefixGE calls it.SeekPrefixGE when it is a PrefixIterator, and
+// it.SeekGE(key) otherwise.
+func SeekPrefixGE(it InternalIterator, prefix, key []byte) bool {
+	if p, ok := it.(PrefixIterator); ok {
+		return p.SeekPrefixGE(prefix, key)
+	}
+	return it.SeekGE(key)
+}

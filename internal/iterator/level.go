@@ -1,6 +1,7 @@
 package iterator
 
 import (
+	"bytes"
 	"sort"
 
 	"github.com/bloomkv/bloomkv/internal/base"
@@ -20,12 +21,18 @@ type TableOpener func(file *manifest.FileMetadata, lower, upper []byte) (base.In
 //
 // An error opening or reading a table makes the iterator invalid; Error
 // reports it until the next absolute positioning call (First, Last, SeekGE,
-// SeekLT), which starts afresh.
+// SeekLT, SeekPrefixGE), which starts afresh.
+//
+// After SeekPrefixGE the iterator is in prefix mode until the next absolute
+// positioning call: it seeks each table it opens with base.SeekPrefixGE, so
+// the table's filters may end its part, and it opens no table whose
+// smallest key cannot bear the prefix.
 type Level struct {
 	cmp          base.Compare
 	files        []*manifest.FileMetadata
 	lower, upper []byte
 	openTable    TableOpener
+	prefix       []byte // prefix mode's prefix; nil outside prefix mode
 
 	index int                   // the table iter reads; -1 or len(files) when off either end
 	iter  base.InternalIterator // nil when no table is open
@@ -83,19 +90,50 @@ func (l *Level) closeTable() {
 
 // SeekGE implements base.InternalIterator.
 func (l *Level) SeekGE(key []byte) bool {
-	l.err = nil
-	i := sort.Search(len(l.files), func(i int) bool {
-		return l.cmp(l.files[i].Largest.UserKey, key) >= 0
-	})
-	if !l.open(i) {
+	l.err, l.prefix = nil, nil
+	if !l.open(l.searchGE(key)) {
 		return false
 	}
 	return l.forward(l.iter.SeekGE(key))
 }
 
+// searchGE returns the index of the first table whose largest key is >= key.
+func (l *Level) searchGE(key []byte) int {
+	return sort.Search(len(l.files), func(i int) bool {
+		return l.cmp(l.files[i].Largest.UserKey, key) >= 0
+	})
+}
+
+// SeekPrefixGE implements base.PrefixIterator. It seeks as SeekGE does,
+// except that a table whose smallest key sorts after key without bearing
+// prefix holds no key of it at or after key (a Split's prefix is a byte
+// prefix of its key, and prefixes order as their keys), so it is skipped
+// unopened; the table it opens it seeks with base.SeekPrefixGE.
+func (l *Level) SeekPrefixGE(prefix, key []byte) bool {
+	l.err, l.prefix = nil, prefix
+	i := l.searchGE(key)
+	if !l.mayHoldPrefix(i, key) || !l.open(i) {
+		l.closeTable()
+		l.index = i
+		return false
+	}
+	return l.forward(base.SeekPrefixGE(l.iter, prefix, key))
+}
+
+// mayHoldPrefix reports whether table i may hold keys of the prefix at or
+// after key: false when its smallest key sorts after key but does not start
+// with the prefix.
+func (l *Level) mayHoldPrefix(i int, key []byte) bool {
+	if i < 0 || i >= len(l.files) {
+		return true // open reports the end
+	}
+	smallest := l.files[i].Smallest.UserKey
+	return l.cmp(smallest, key) <= 0 || bytes.HasPrefix(smallest, l.prefix)
+}
+
 // SeekLT implements base.InternalIterator.
 func (l *Level) SeekLT(key []byte) bool {
-	l.err = nil
+	l.err, l.prefix = nil, nil
 	i := sort.Search(len(l.files), func(i int) bool {
 		return l.cmp(l.files[i].Smallest.UserKey, key) >= 0
 	}) - 1
@@ -110,7 +148,7 @@ func (l *Level) First() bool {
 	if l.lower != nil {
 		return l.SeekGE(l.lower)
 	}
-	l.err = nil
+	l.err, l.prefix = nil, nil
 	if !l.open(0) {
 		return false
 	}
@@ -122,7 +160,7 @@ func (l *Level) Last() bool {
 	if l.upper != nil {
 		return l.SeekLT(l.upper)
 	}
-	l.err = nil
+	l.err, l.prefix = nil, nil
 	if !l.open(len(l.files) - 1) {
 		return false
 	}
@@ -146,16 +184,26 @@ func (l *Level) Prev() bool {
 }
 
 // forward moves on to the first entry of the following tables while the
-// current one is exhausted.
+// current one is exhausted. In prefix mode it stops before a table whose
+// smallest key does not start with the prefix, and seeks the tables it
+// opens to the prefix, so that their filters are asked.
 func (l *Level) forward(ok bool) bool {
 	for !ok {
 		if l.iter == nil || l.iter.Error() != nil {
 			return l.fail()
 		}
-		if !l.open(l.index + 1) {
+		next := l.index + 1
+		if l.prefix != nil && next < len(l.files) && !bytes.HasPrefix(l.files[next].Smallest.UserKey, l.prefix) {
+			return false // the prefix ends here; the table stays open for the next seek
+		}
+		if !l.open(next) {
 			return l.fail()
 		}
-		ok = l.iter.First()
+		if l.prefix != nil {
+			ok = base.SeekPrefixGE(l.iter, l.prefix, l.prefix)
+		} else {
+			ok = l.iter.First()
+		}
 	}
 	return true
 }

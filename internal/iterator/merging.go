@@ -55,6 +55,13 @@ func (m *Merging) SeekGE(key []byte) bool {
 	return m.positionAll(true, func(it base.InternalIterator) bool { return it.SeekGE(key) })
 }
 
+// SeekPrefixGE implements base.PrefixIterator: it seeks every child with
+// base.SeekPrefixGE, so children with filters may skip what cannot hold
+// prefix. Prev must not follow before the next absolute positioning call.
+func (m *Merging) SeekPrefixGE(prefix, key []byte) bool {
+	return m.positionAll(true, func(it base.InternalIterator) bool { return base.SeekPrefixGE(it, prefix, key) })
+}
+
 // SeekLT implements base.InternalIterator.
 func (m *Merging) SeekLT(key []byte) bool {
 	return m.positionAll(false, func(it base.InternalIterator) bool { return it.SeekLT(key) })

@@ -15,7 +15,10 @@ import (
 // RunOps applies script to it, one operation a line:
 //
 //	first | last | next | prev | seek-ge KEY | seek-lt KEY
+//	seek-prefix-ge KEY [PREFIX]
 //
+// seek-prefix-ge seeks with base.SeekPrefixGE, PREFIX being KEY's prefix
+// (KEY itself when left out).
 // Blank lines are skipped. For each operation RunOps writes one line: the
 // entry the iterator lands on, as format prints it; "err=<error>" when it
 // stopped on an error; "." when it is exhausted. An unknown operation, a
@@ -58,6 +61,12 @@ func step(it base.InternalIterator, f []string) (bool, error) {
 		return it.Next(), nil
 	case "prev":
 		return it.Prev(), nil
+	case "seek-prefix-ge":
+		if len(f) != 2 && len(f) != 3 {
+			return false, fmt.Errorf("%s takes a key and an optional prefix", op)
+		}
+		prefix := f[len(f)-1]
+		return base.SeekPrefixGE(it, []byte(prefix), []byte(f[1])), nil
 	case "seek-ge", "seek-lt":
 		if len(f) != 2 {
 			return false, fmt.Errorf("%s takes one key", op)

@@ -1,0 +1,105 @@
+package sstable
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/itertest"
+)
+
+// greedySlashComparer splits as itertest.SlashComparer does, but its
+// Separator returns the largest separator it can find, just below b: the
+// kind that, without the writer's care, lands a seek for b's prefix on a
+// block that holds none of it while the next block does.
+func greedySlashComparer() *base.Comparer {
+	c := itertest.SlashComparer()
+	c.Name = "test.greedy"
+	c.Separator = func(dst, a, b []byte) []byte {
+		if n := len(b); n > 0 && b[n-1] > 0 {
+			k := append(append(dst, b[:n-1]...), b[n-1]-1)
+			if bytes.Compare(a, k[len(dst):]) < 0 {
+				return k
+			}
+		}
+		return append(dst, a...)
+	}
+	return c
+}
+
+// TestTableIter_SeekPrefixGE_Model checks SeekPrefixGE against the sorted
+// keys it was built from: when a key of the prefix lies at or after the
+// seek key, the seek lands on the first key at or after it, as SeekGE
+// does; otherwise it lands nowhere or on a key of another prefix. Tiny
+// blocks and a greedy separator put prefixes across block boundaries.
+func TestTableIter_SeekPrefixGE_Model(t *testing.T) {
+	rng := seedRNG(t)
+	for _, cmp := range []*base.Comparer{itertest.SlashComparer(), greedySlashComparer()} {
+		var keys []string
+		for i := 0; i < 400; i++ {
+			keys = append(keys, fmt.Sprintf("%c%c/%d", 'a'+rng.IntN(6), 'a'+rng.IntN(6), rng.IntN(20)))
+		}
+		slices.Sort(keys)
+		keys = slices.Compact(keys)
+		var entries []testEntry
+		for _, k := range keys {
+			entries = append(entries, testEntry{base.MakeInternalKey([]byte(k), 1, base.KindSet), []byte(k)})
+		}
+		policy := hashSetPolicy{}
+		data := buildBytes(t, entries, WriterOptions{BlockSize: 48, Comparer: cmp, FilterPolicy: policy})
+		r := openTable(t, data, ReaderOptions{Comparer: cmp, Filters: filters(policy)})
+		var st LookupStats
+		it, err := r.NewIterWithStats(nil, nil, &st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 2000; i++ {
+			seek := fmt.Sprintf("%c%c/%d", 'a'+rng.IntN(7), 'a'+rng.IntN(7), rng.IntN(25))
+			checkPrefixSeek(t, cmp, it.(base.PrefixIterator), keys, seek)
+		}
+		if st.FilterNegatives == 0 || st.FilterTruePositives == 0 {
+			t.Errorf("%s: stats %+v: the seeks should meet both verdicts", cmp.Name, st)
+		}
+		if err := it.Close(); err != nil {
+			t.Fatal(err)
+		}
+		r.Close()
+	}
+}
+
+// checkPrefixSeek seeks it to seek within seek's prefix and checks where it
+// lands against the sorted keys.
+func checkPrefixSeek(t *testing.T, cmp *base.Comparer, it base.PrefixIterator, keys []string, seek string) {
+	t.Helper()
+	prefix := cmp.Prefix([]byte(seek))
+	ok := it.SeekPrefixGE(prefix, []byte(seek))
+	i, _ := slices.BinarySearch(keys, seek)
+	wantKey := i < len(keys) && bytes.Equal(cmp.Prefix([]byte(keys[i])), prefix)
+	switch {
+	case it.Error() != nil:
+		t.Fatalf("%s: SeekPrefixGE(%s): %v", cmp.Name, seek, it.Error())
+	case wantKey && (!ok || string(it.Key().UserKey) != keys[i]):
+		t.Fatalf("%s: SeekPrefixGE(%s) = %v %s, want %s", cmp.Name, seek, ok, it.Key().UserKey, keys[i])
+	case !wantKey && ok && bytes.Equal(cmp.Prefix(it.Key().UserKey), prefix):
+		t.Fatalf("%s: SeekPrefixGE(%s) landed on %s, of a prefix that has no key >= %s", cmp.Name, seek, it.Key().UserKey, seek)
+	case ok && string(it.Key().UserKey) != keys[i]:
+		t.Fatalf("%s: SeekPrefixGE(%s) landed on %s, want %s or nothing", cmp.Name, seek, it.Key().UserKey, keys[i])
+	}
+}
+
+// TestWriter_SplitWithoutName checks that a comparer with a Split but no
+// SplitName is refused: its filters could not be told from whole-key ones.
+func TestWriter_SplitWithoutName(t *testing.T) {
+	cmp := itertest.SlashComparer()
+	cmp.SplitName = ""
+	_, err := writeBytes([]testEntry{{base.MakeInternalKey([]byte("a/1"), 1, base.KindSet), nil}}, WriterOptions{Comparer: cmp})
+	if err == nil {
+		t.Fatal("writing under a Split without a name succeeded")
+	}
+	data := buildBytes(t, []testEntry{{base.MakeInternalKey([]byte("a/1"), 1, base.KindSet), nil}}, WriterOptions{})
+	if _, err := openBytes(data, ReaderOptions{Comparer: cmp}); err == nil {
+		t.Fatal("reading under a Split without a name succeeded")
+	}
+}
