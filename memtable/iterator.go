@@ -24,7 +24,7 @@ func (it *iterator) SeekGE(key []byte) bool {
 	if it.lower != nil && it.m.cmp.Compare(key, it.lower) < 0 {
 		key = it.lower
 	}
-	it.n = it.m.points.findLT(base.MakeSearchKey(key)).next(0)
+	it.n = it.m.points.findGE(base.MakeSearchKey(key))
 	return it.checkUpper()
 }
 

@@ -184,6 +184,19 @@ func (l *skiplist) findSplice(key base.InternalKey, prev, next *[maxHeight]*node
 	}
 }
 
+// findGE returns the first node whose key sorts at or after key, or nil.
+// It walks on from findLT's node rather than take that node's successor
+// again: between findLT's last look and the next load, the writer may
+// have linked a node that sorts before key right after it, and that node
+// must be stepped over, not returned.
+func (l *skiplist) findGE(key base.InternalKey) *node {
+	n := l.findLT(key).next(0)
+	for n != nil && base.InternalCompare(l.cmp.Compare, n.key, key) < 0 {
+		n = n.next(0)
+	}
+	return n
+}
+
 // findLT returns the last node whose key sorts before key, or the head.
 func (l *skiplist) findLT(key base.InternalKey) *node {
 	p := l.head
@@ -216,7 +229,7 @@ func (l *skiplist) findLast() *node {
 // must not be modified.
 func (m *MemTable) Get(userKey []byte, seq base.SeqNum) (value []byte, kind base.Kind, found bool) {
 	seq = min(seq, base.SeqNumMax)
-	n := m.points.findLT(base.MakeInternalKey(userKey, seq, base.KindMax)).next(0)
+	n := m.points.findGE(base.MakeInternalKey(userKey, seq, base.KindMax))
 	found = n != nil && m.cmp.Compare(n.key.UserKey, userKey) == 0
 	if m.numDels.Load() > 0 {
 		tseq, covered := rangedel.Covering(m.cmp.Compare, m.RangeDels(), userKey, seq)
