@@ -84,7 +84,7 @@ func New(targetFPR float64) (*Bloom, error) {
 		return nil, fmt.Errorf("bloompolicy: target false-positive rate %v needs more than %d bits per key", targetFPR, maxBitsPerKey)
 	}
 	b := &Bloom{target: targetFPR, bitsPerKey: bs.bitsPerKey, probes: bs.probes, expectedFPR: bs.fpr}
-	b.plainMaxKeys = int(plainMaxBytes * 8 / textbookBitsPerKey(targetFPR))
+	b.plainMaxKeys = int(plainMaxBytes * 8 / TextbookBitsPerKey(targetFPR))
 	return b, nil
 }
 
@@ -167,7 +167,7 @@ func plainSizeForTarget(n int, target float64) plainSize {
 		k, fpr := bestPlainProbes(float64(8*bytes), n)
 		return k, fpr <= target
 	}
-	bytes := max(1, int(math.Ceil(textbookBitsPerKey(target)*float64(n)/8)))
+	bytes := max(1, int(math.Ceil(TextbookBitsPerKey(target)*float64(n)/8)))
 	k, ok := fits(bytes)
 	for !ok {
 		bytes++

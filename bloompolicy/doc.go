@@ -121,4 +121,17 @@
 //
 // A writer rounds up to whole bytes or lines, and the trailer adds one byte,
 // so small filters spend slightly more than the nominal bits per key.
+//
+// # Budgets per level
+//
+// An LSM tree asks the filter of every sorted run a lookup reaches, so an
+// absent key meets as many chances of a false positive as there are runs.
+// [Allocate] divides a memory budget (average bits per key) or a budget of
+// expected false positives per absent lookup among runs by Monkey's rule
+// (Dayan, Athanassoulis and Idreos, SIGMOD 2017): each run's rate in
+// proportion to its keys, so small runs get more bits per key and the
+// largest, the bottom level, fewer. The bits each rate costs come from the
+// blocked layout's model above. For four L0 tables of 1e5 keys and levels
+// of 2e6, 2e7 and 2e8 keys, 10 bits per key on average give 0.014 expected
+// false positives per absent lookup, against 0.068 at 10 bits everywhere.
 package bloompolicy

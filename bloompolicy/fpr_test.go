@@ -2,7 +2,6 @@ package bloompolicy_test
 
 import (
 	"fmt"
-	"math"
 	"testing"
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
@@ -79,8 +78,6 @@ func measure(t testing.TB, p *bloompolicy.Bloom, shape keyShape, n, filters, que
 	}
 }
 
-func textbookBitsPerKey(p float64) float64 { return -math.Log(p) / (math.Ln2 * math.Ln2) }
-
 // checkFPR runs measure for every target and key shape and checks the rate
 // against [fprLow, fprHigh] × target and the space against spaceLimit ×
 // the textbook bits per key.
@@ -95,13 +92,13 @@ func checkFPR(t *testing.T, n, filters int, spaceLimit float64) {
 			t.Run(name, func(t *testing.T) {
 				m := measure(t, p, shape, n, filters, int(expectedFPs/target))
 				ratio := m.fpr / target
-				space := m.bitsPerKey / textbookBitsPerKey(target)
+				space := m.bitsPerKey / bloompolicy.TextbookBitsPerKey(target)
 				t.Logf("fpr %.4g%% (%.3f× target), %.2f bits/key (%.3f× textbook)", 100*m.fpr, ratio, m.bitsPerKey, space)
 				if ratio < fprLow || ratio > fprHigh {
 					t.Errorf("fpr %.4g%% is %.3f× the target %g%%; want within [%v, %v]", 100*m.fpr, ratio, 100*target, fprLow, fprHigh)
 				}
 				if space > spaceLimit {
-					t.Errorf("%.3f bits/key is %.3f× textbook %.3f; want at most %v×", m.bitsPerKey, space, textbookBitsPerKey(target), spaceLimit)
+					t.Errorf("%.3f bits/key is %.3f× textbook %.3f; want at most %v×", m.bitsPerKey, space, bloompolicy.TextbookBitsPerKey(target), spaceLimit)
 				}
 			})
 		}

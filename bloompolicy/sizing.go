@@ -208,8 +208,11 @@ func blockedBitsFor(target float64) (bitsPerKey float64, k int, fpr float64, ok 
 	return bitsPerKey, k, (&lineModel{k: k}).fpr(bitsPerKey), true
 }
 
-// textbookBitsPerKey is the asymptotic optimum -ln(p) / (ln 2)^2 of a
-// standard Bloom filter with real-valued probe count.
-func textbookBitsPerKey(p float64) float64 {
+// TextbookBitsPerKey returns -ln(p) / (ln 2)^2, the bits per key of the
+// textbook Bloom filter with false-positive rate p: the asymptote of an
+// infinite bit array with the real-valued optimal probe count. Real
+// layouts need more (see the package documentation): [Bloom.BitsPerKey]
+// tells what a [New] policy spends on large filters.
+func TextbookBitsPerKey(p float64) float64 {
 	return -math.Log(p) / (math.Ln2 * math.Ln2)
 }

@@ -16,8 +16,8 @@ func TestWriter_LayoutBoundary(t *testing.T) {
 		new        func() (*Bloom, error)
 		bitsPerKey float64 // the bits per key plainMaxBytes is measured at
 	}{
-		{"fpr=0.01", func() (*Bloom, error) { return New(0.01) }, textbookBitsPerKey(0.01)},
-		{"fpr=0.0001", func() (*Bloom, error) { return New(0.0001) }, textbookBitsPerKey(0.0001)},
+		{"fpr=0.01", func() (*Bloom, error) { return New(0.01) }, TextbookBitsPerKey(0.01)},
+		{"fpr=0.0001", func() (*Bloom, error) { return New(0.0001) }, TextbookBitsPerKey(0.0001)},
 		{"bits=8", func() (*Bloom, error) { return NewBitsPerKey(8) }, 8},
 		{"bits=10", func() (*Bloom, error) { return NewBitsPerKey(10) }, 10},
 	} {

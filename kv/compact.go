@@ -102,6 +102,11 @@ func (d *DB) runCompaction(c *compaction.Compaction) ([]*manifest.FileMetadata, 
 		Grandparents:          c.Grandparents,
 		MaxGrandparentOverlap: c.MaxGrandparentOverlap,
 	}
+	var moving []*manifest.FileMetadata
+	if c.StartLevel != c.OutputLevel {
+		moving = c.Inputs[0]
+	}
+	filter := d.tableFilterLocked(c.OutputLevel, moving, 0)
 	d.mu.Unlock()
 	defer d.mu.Lock()
 	var iters []base.InternalIterator
@@ -127,7 +132,7 @@ func (d *DB) runCompaction(c *compaction.Compaction) ([]*manifest.FileMetadata, 
 		InternalIterator: iterator.NewMerging(d.cmp.Compare, iters...),
 		canceled:         d.cancelCheck(),
 	}
-	outputs, _, err := d.runOutputs(input, cfg)
+	outputs, _, err := d.runOutputs(input, cfg, filter)
 	if err != nil {
 		return nil, fmt.Errorf("kv: compaction %s: %w", c, err)
 	}

@@ -53,6 +53,17 @@
 // key range covers the key, stopping at the newest version visible at the
 // read's sequence number.
 //
+// # Filters
+//
+// Each new table gets the filter policy of the level it is written to:
+// Options.Levels[level].FilterPolicy if set, else the sizing of
+// Options.FilterBudget for that level if a budget is set (Monkey's rule,
+// computed from the tree as it stands when the flush or compaction writes
+// the table), else Options.FilterPolicy. A table records its policy's
+// name; readers use the filter of every table whose policy some option
+// names, and read the others without. Options.DisableFilters writes no
+// filters and reads none, so the same files can be measured both ways.
+//
 // # Range deletions
 //
 // DeleteRange writes one range tombstone [start, end)#seq, whatever the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log"
 
+	"github.com/bloomkv/bloomkv/bloompolicy"
 	"github.com/bloomkv/bloomkv/kv"
 	"github.com/cockroachdb/pebble/vfs"
 )
@@ -115,4 +116,39 @@ func ExampleDB_Metrics() {
 	// Output:
 	// L0 tables: 3, gets: 1
 	// tables considered: 3, filter negatives: 3, block reads: 0
+}
+
+func ExampleOptions_filterBudget() {
+	// Ten bits per key on average, spent where they save the most: the
+	// small runs (each L0 table, the upper levels) get more bits per key,
+	// the bottom level fewer. Each table is sized for the tree as it
+	// stands when the table is written.
+	db, err := kv.Open("demo", &kv.Options{
+		FS:                          vfs.NewMem(),
+		FilterBudget:                &bloompolicy.Budget{BitsPerKey: 10},
+		DisableAutomaticCompactions: true, // a fixed shape for the example
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	write := func(from, to int) {
+		for i := from; i < to; i++ {
+			db.Set(fmt.Appendf(nil, "key%06d", i), []byte("v"), kv.NoSync)
+		}
+	}
+	write(0, 20000)
+	db.Compact(nil, nil) // L1: 20,000 keys, the only run: it gets the budget
+	for _, from := range []int{20000, 21000} {
+		write(from, from+1000)
+		db.Flush() // an L0 table of 1,000 keys, sized against L1
+	}
+	for i, l := range db.Metrics().Levels {
+		if l.NumFiles > 0 {
+			fmt.Printf("L%d: %d keys, %.1f filter bits per key\n", i, l.Keys, 8*float64(l.FilterBytes)/float64(l.Keys))
+		}
+	}
+	// Output:
+	// L0: 2000 keys, 17.1 filter bits per key
+	// L1: 20000 keys, 10.1 filter bits per key
 }

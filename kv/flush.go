@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/bloomkv/bloomkv/bloompolicy"
 	"github.com/bloomkv/bloomkv/compaction"
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
@@ -136,22 +137,25 @@ func (d *DB) writeL0(mem *memTable, snaps []base.SeqNum, cancel func() bool) ([]
 	if cancel != nil {
 		input = &cancelIter{InternalIterator: input, canceled: cancel}
 	}
+	d.mu.Lock()
+	filter := d.tableFilterLocked(0, nil, int64(mem.Len()))
+	d.mu.Unlock()
 	cfg := compaction.RunConfig{Snapshots: snaps, RangeDels: mem.RangeDels()}
-	files, _, err := d.runOutputs(input, cfg)
+	files, _, err := d.runOutputs(input, cfg, filter)
 	if err != nil {
 		return nil, fmt.Errorf("kv: flushing memtable of WAL %s: %w", mem.logNum, err)
 	}
 	return files, nil
 }
 
-// runOutputs drives compaction.Run over input into new tables, filling in
-// what cfg leaves to the DB: comparer, table options, and file creation.
-// On failure the tables it created are deleted.
-func (d *DB) runOutputs(input base.InternalIterator, cfg compaction.RunConfig) (
+// runOutputs drives compaction.Run over input into new tables with filter
+// (nil: none), filling in what cfg leaves to the DB: comparer, table
+// options, and file creation. On failure the tables it created are deleted.
+func (d *DB) runOutputs(input base.InternalIterator, cfg compaction.RunConfig, filter bloompolicy.FilterPolicy) (
 	[]*manifest.FileMetadata, compaction.RunStats, error) {
 	var created []base.FileNum
 	cfg.Comparer = d.cmp
-	cfg.Writer = d.writerOptions()
+	cfg.Writer = sstable.WriterOptions{BlockSize: d.opts.BlockSize, Comparer: d.cmp, FilterPolicy: filter}
 	cfg.NewOutput = func() (base.FileNum, vfs.File, error) {
 		d.mu.Lock()
 		num := d.mu.versions.nextFileNum()
@@ -193,15 +197,6 @@ func emptyKeysNonNil(f *manifest.FileMetadata) {
 	if f.Largest.UserKey == nil {
 		f.Largest.UserKey = []byte{}
 	}
-}
-
-// writerOptions returns the table options for new tables.
-func (d *DB) writerOptions() sstable.WriterOptions {
-	o := sstable.WriterOptions{BlockSize: d.opts.BlockSize, Comparer: d.cmp}
-	if !d.opts.DisableFilters {
-		o.FilterPolicy = d.opts.FilterPolicy
-	}
-	return o
 }
 
 // cancelCheck returns the function background work polls to stop early.

@@ -56,15 +56,44 @@ type Options struct {
 	// under another Split, or none, stay readable without their filters.
 	Comparer *sstable.Comparer
 
-	// FilterPolicy builds the per-block filters of new tables. nil means a
-	// Bloom filter with a 1% target false-positive rate
+	// FilterPolicy builds the per-block filters of new tables, on every
+	// level that Levels and FilterBudget leave to it. nil means a Bloom
+	// filter with a 1% target false-positive rate
 	// (bloompolicy.New(DefaultFilterFPR)).
 	FilterPolicy bloompolicy.FilterPolicy
-	// DisableFilters writes new tables without filters.
+	// Levels holds per-level options, index = level (L0 first), at most
+	// seven. A level past the end of the slice, or whose FilterPolicy is
+	// nil, takes its filters from FilterBudget if set, else FilterPolicy.
+	// A table keeps the filter it was written with when a compaction moves
+	// it down unchanged.
+	Levels []LevelOptions
+	// FilterBudget, when not nil, sizes the Bloom filters of each new table
+	// for the level it is written to, by Monkey's rule (see
+	// bloompolicy.Allocate): the smallest expected number of false
+	// positives per absent lookup for the budget's bits per key, or the
+	// fewest bits for its false positives. The runs are the tree's L0
+	// tables, one each, and its levels L1 and deeper, one each, as they
+	// stand when the table is written (a flush or a compaction) — except
+	// that a level above the deepest holding keys counts at no less than
+	// its target (LBaseMaxBytes × LevelMultiplier^(level-1) bytes at the
+	// store's average bytes per entry): the size it settles at as the
+	// store grows. Small runs (L0 tables, upper levels) get more bits per
+	// key, the bottom level fewer. A table keeps its sizing until a
+	// compaction rewrites it, so a growing store spends somewhat more than
+	// a budget of bits per key (its bottom level was a smaller share of
+	// the keys when its tables were written: 8% more in
+	// BenchmarkFilterBudget's load of 2M keys). Levels[i].FilterPolicy,
+	// where set, takes precedence for level i.
+	FilterBudget *bloompolicy.Budget
+	// DisableFilters writes new tables without filters and reads every
+	// table without its filter, as if no policy knew it: each table a
+	// lookup considers costs a data-block read. FilterPolicy, Levels,
+	// FilterBudget and ExtraFilterPolicies are then ignored, so the same
+	// files can be measured with and without their filters.
 	DisableFilters bool
-	// ExtraFilterPolicies are policies, beyond FilterPolicy, that readers may
-	// use. A table written under a policy that is neither FilterPolicy nor
-	// listed here stays readable, only without its filter. Policies are
+	// ExtraFilterPolicies are policies, beyond those of FilterPolicy and
+	// Levels, that readers may use. A table written under a policy that none
+	// of them names stays readable, only without its filter. Policies are
 	// matched by Name.
 	ExtraFilterPolicies []bloompolicy.FilterPolicy
 
@@ -121,6 +150,11 @@ func (o *Options) resolve() (*Options, error) {
 		r = *o
 	}
 	r.ExtraFilterPolicies = append([]bloompolicy.FilterPolicy(nil), r.ExtraFilterPolicies...)
+	r.Levels = append([]LevelOptions(nil), r.Levels...)
+	if r.FilterBudget != nil {
+		budget := *r.FilterBudget
+		r.FilterBudget = &budget
+	}
 	if err := r.checkSigns(); err != nil {
 		return nil, err
 	}
@@ -223,26 +257,7 @@ func (o *Options) checkBounds() error {
 	case o.LevelMultiplier < 2:
 		return fmt.Errorf("kv: invalid options: LevelMultiplier %d under 2", o.LevelMultiplier)
 	}
-	if o.FilterPolicy.Name() == "" {
-		return fmt.Errorf("kv: invalid options: FilterPolicy has an empty name")
-	}
-	for i, p := range o.ExtraFilterPolicies {
-		if p == nil || p.Name() == "" {
-			return fmt.Errorf("kv: invalid options: ExtraFilterPolicies[%d] is nil or unnamed", i)
-		}
-	}
-	return nil
-}
-
-// filters returns the policies readers may use, by name.
-func (o *Options) filters() map[string]bloompolicy.FilterPolicy {
-	m := map[string]bloompolicy.FilterPolicy{o.FilterPolicy.Name(): o.FilterPolicy}
-	for _, p := range o.ExtraFilterPolicies {
-		if _, ok := m[p.Name()]; !ok {
-			m[p.Name()] = p
-		}
-	}
-	return m
+	return o.checkFilters()
 }
 
 // WriteOptions control one write. Use the predefined [Sync] and [NoSync]; a

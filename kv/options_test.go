@@ -75,6 +75,10 @@ func TestOptions_Invalid(t *testing.T) {
 		{Options{ExtraFilterPolicies: []bloompolicy.FilterPolicy{nil}}, "ExtraFilterPolicies[0]"},
 		{Options{Comparer: &sstable.Comparer{Name: "c"}}, `Comparer "c" needs Compare`},
 		{Options{Comparer: splitWithoutName()}, "Split and SplitName must be set together"},
+		{Options{Levels: make([]LevelOptions, 8)}, "Levels has 8 entries for 7 levels"},
+		{Options{Levels: []LevelOptions{{}, {FilterPolicy: &unnamedPolicy{}}}}, "Levels[1].FilterPolicy has an empty name"},
+		{Options{FilterBudget: &bloompolicy.Budget{BitsPerKey: 10, FalsePositives: 0.1}}, "FilterBudget: bloompolicy: budget sets both"},
+		{Options{FilterBudget: &bloompolicy.Budget{}}, "FilterBudget: bloompolicy: budget sets neither"},
 	}
 	for _, tc := range tests {
 		_, err := tc.opts.resolve()
@@ -83,3 +87,8 @@ func TestOptions_Invalid(t *testing.T) {
 		}
 	}
 }
+
+// unnamedPolicy is a policy with an empty name, which Open rejects.
+type unnamedPolicy struct{ exactPolicy }
+
+func (*unnamedPolicy) Name() string { return "" }

@@ -73,6 +73,12 @@
 // such iterators). A store whose data sits in L6 therefore gains nothing
 // from filters on DB.Get.
 //
+// Budgets per level. [SetLevelFilters] fills Options.Levels[i].FilterPolicy
+// with Bloom policies that divide a filter budget among the levels of
+// Pebble's target shape by Monkey's rule (bloompolicy.Allocate): more bits
+// per key for L0 and the upper levels, fewer for L6 — or, with
+// LevelBudget.NoL6Filter, none for L6, whose filters DB.Get never reads.
+//
 // Accounting. DB.Metrics().Filter counts each filter query: Hits when the
 // filter said absent (a data block read avoided) and Misses when it said
 // maybe. When every looked-up key is absent, the observed false-positive

@@ -58,7 +58,8 @@ func (a *app) benchCommand() *cobra.Command {
 		Use:   "bench",
 		Short: "Measure point lookups with and without filters (and against Pebble)",
 		Long: "bench loads the same keys into bloomkv stores without filters, with " +
-			"bloompolicy.New(--fpr) and with Pebble's bloom at the same bits per key, and " +
+			"bloompolicy.New(--fpr), with the same bits per key divided among the levels " +
+			"(kv.Options.FilterBudget) and with Pebble's bloom at the same bits per key, and " +
 			"measures absent and present point lookups in three shapes of the LSM: settled " +
 			"(as the load and background compactions leave it), write-heavy (lookups " +
 			"between the batches of a continuing load) and compacted. It reports time, " +
@@ -152,19 +153,27 @@ func (c benchConfig) open(dir string, o benchOptions) (store, error) {
 }
 
 // benchConfigs returns the configurations to run: bloomkv without filters,
-// with ours and with Pebble's bloom at the nearest whole bits per key, then
-// Pebble with both when asked. A new configuration is one more entry.
+// with ours, with ours sized per level for the same bits per key
+// (kv.Options.FilterBudget), and with Pebble's bloom at the nearest whole
+// bits per key, then Pebble with ours and Pebble's when asked. A new
+// configuration is one more entry.
 func benchConfigs(o benchOptions, ours *bloompolicy.Bloom) []benchConfig {
 	bits := ours.BitsPerKey()
 	whole := pebbleBits(bits)
 	theirs := bloom.FilterPolicy(whole)
 	oursName := fmt.Sprintf("bloompolicy %s", fmtPercent(o.fpr, 2))
 	theirsName := fmt.Sprintf("pebble bloom %d", whole)
+	budget := bloompolicy.Budget{BitsPerKey: bits}
 	cfgs := []benchConfig{
 		{id: "bloomkv-nofilter", name: "bloomkv, no filter", filter: filterNone, nominal: math.NaN(),
 			kv: func(k *kv.Options) { k.DisableFilters = true }},
 		{id: "bloomkv-bloompolicy", name: "bloomkv, " + oursName, filter: ours.Name(), nominal: bits,
 			kv: func(k *kv.Options) { k.FilterPolicy = ours }},
+		// The same encoding as ours, so a filter label of its own keeps it
+		// out of the pairing with Pebble's row of ours.
+		{id: "bloomkv-budget", name: fmt.Sprintf("bloomkv, per-level budget %.2f bits", bits),
+			filter: ours.Name() + " per level", nominal: bits,
+			kv: func(k *kv.Options) { k.FilterBudget = &budget }},
 		{id: "bloomkv-pebblebloom", name: "bloomkv, " + theirsName, filter: theirs.Name(), nominal: float64(whole),
 			kv: func(k *kv.Options) { k.FilterPolicy = pebbleadapter.FromPebble(theirs) }},
 	}

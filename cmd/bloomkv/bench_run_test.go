@@ -46,8 +46,8 @@ func TestBenchOne_Shapes(t *testing.T) {
 	o := smallBenchOptions(t, true)
 	o.growth = true
 	rows := runBenchRows(t, o)
-	if len(rows) != 5 {
-		t.Fatalf("%d rows, want 3 bloomkv and 2 Pebble", len(rows))
+	if len(rows) != 6 {
+		t.Fatalf("%d rows, want 4 bloomkv and 2 Pebble", len(rows))
 	}
 	for _, r := range rows {
 		t.Run(r.Config, func(t *testing.T) {

@@ -46,6 +46,9 @@
 //
 //   - bloomkv without filters (kv.Options.DisableFilters);
 //   - bloomkv with bloompolicy.New(--fpr);
+//   - bloomkv with the same bits per key divided among the runs of the LSM
+//     by Monkey's rule (kv.Options.FilterBudget): more bits for L0 tables
+//     and upper levels, fewer for the bottom one;
 //   - bloomkv with Pebble's bloom.FilterPolicy at the nearest whole number of
 //     the bits per key bloompolicy chose, through pebbleadapter.FromPebble;
 //   - with --pebble, Pebble v1.1.5 itself with the same two filters
