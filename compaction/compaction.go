@@ -17,13 +17,13 @@ type Compaction struct {
 	// Inputs[0] are the tables taken from StartLevel, Inputs[1] those of
 	// OutputLevel that overlap them (empty when OutputLevel == StartLevel).
 	// Both are in their level's order.
-	Inputs [2][]*manifest.FileMetadata
+	Inputs [2][]*FileMetadata
 	// Smallest and Largest are the user keys bounding all inputs.
 	Smallest, Largest []byte
 	// Grandparents are the tables of the level below OutputLevel that
 	// overlap [Smallest, Largest]. Pass them to RunConfig.Grandparents so
 	// Run cuts outputs before any of them overlaps too much of that level.
-	Grandparents []*manifest.FileMetadata
+	Grandparents []*FileMetadata
 	// MaxGrandparentOverlap is how many bytes of Grandparents one output
 	// table may overlap (Options.MaxGrandparentOverlap of the Picker's
 	// options). Pass it to RunConfig.MaxGrandparentOverlap; TrivialMove
@@ -57,7 +57,7 @@ func (c *Compaction) TrivialMove() bool {
 // in inProgress: they share an input table, both start at L0 (L0
 // compactions run one at a time), or both write into the same level over
 // overlapping key ranges.
-func (c *Compaction) Conflicts(cmp base.Compare, inProgress []*Compaction) bool {
+func (c *Compaction) Conflicts(cmp Compare, inProgress []*Compaction) bool {
 	for _, ip := range inProgress {
 		if c.StartLevel == 0 && ip.StartLevel == 0 {
 			return true
@@ -80,7 +80,7 @@ func (c *Compaction) Conflicts(cmp base.Compare, inProgress []*Compaction) bool 
 // v is the version the compaction was picked from or a later one: only the
 // levels below OutputLevel are read, and no other compaction writes into
 // the compaction's key range there while it runs.
-func (c *Compaction) ElideTombstone(v *manifest.Version, cmp base.Compare) func(userKey []byte) bool {
+func (c *Compaction) ElideTombstone(v *Version, cmp Compare) func(userKey []byte) bool {
 	below := c.below(v, cmp)
 	return func(userKey []byte) bool { return !below(userKey, userKey) }
 }
@@ -88,7 +88,7 @@ func (c *Compaction) ElideTombstone(v *manifest.Version, cmp base.Compare) func(
 // ElideRangeTombstone is ElideTombstone for range tombstones: the function
 // reports whether no level below OutputLevel in v holds a table meeting
 // [start, end) (RunConfig.ElideRangeTombstone).
-func (c *Compaction) ElideRangeTombstone(v *manifest.Version, cmp base.Compare) func(start, end []byte) bool {
+func (c *Compaction) ElideRangeTombstone(v *Version, cmp Compare) func(start, end []byte) bool {
 	below := c.below(v, cmp)
 	return func(start, end []byte) bool { return !below(start, end) }
 }
@@ -96,7 +96,7 @@ func (c *Compaction) ElideRangeTombstone(v *manifest.Version, cmp base.Compare) 
 // below returns a function reporting whether a level below OutputLevel in
 // v holds a table meeting [start, end] (end inclusive: for a range
 // tombstone's exclusive end that errs toward keeping it).
-func (c *Compaction) below(v *manifest.Version, cmp base.Compare) func(start, end []byte) bool {
+func (c *Compaction) below(v *Version, cmp Compare) func(start, end []byte) bool {
 	var levels [][]*manifest.FileMetadata
 	for level := c.OutputLevel + 1; level < manifest.NumLevels; level++ {
 		if files := overlapsSorted(v.Levels[level], cmp, c.Smallest, c.Largest); len(files) > 0 {

@@ -2,10 +2,11 @@ package compaction_test
 
 import (
 	"fmt"
+	"log"
 
 	"github.com/bloomkv/bloomkv/compaction"
-	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/memtable"
+	"github.com/bloomkv/bloomkv/sstable"
 	"github.com/cockroachdb/pebble/vfs"
 )
 
@@ -14,27 +15,32 @@ import (
 // snapshot sees, and nothing lies below, so both go.
 func ExampleRun() {
 	older, newer := memtable.New(nil), memtable.New(nil)
-	older.Add(base.MakeInternalKey([]byte("apple"), 1, base.KindSet), []byte("red"))
-	older.Add(base.MakeInternalKey([]byte("pear"), 2, base.KindSet), []byte("green"))
-	newer.Add(base.MakeInternalKey([]byte("apple"), 3, base.KindSet), []byte("yellow"))
-	newer.Add(base.MakeInternalKey([]byte("pear"), 4, base.KindDelete), nil)
+	for _, err := range []error{
+		older.Add(memtable.MakeInternalKey([]byte("apple"), 1, memtable.KindSet), []byte("red")),
+		older.Add(memtable.MakeInternalKey([]byte("pear"), 2, memtable.KindSet), []byte("green")),
+		newer.Add(memtable.MakeInternalKey([]byte("apple"), 3, memtable.KindSet), []byte("yellow")),
+		newer.Add(memtable.MakeInternalKey([]byte("pear"), 4, memtable.KindDelete), nil),
+	} {
+		if err != nil {
+			log.Fatal(err)
+		}
+	}
 
-	input := compaction.NewMergingIter(base.DefaultComparer.Compare, newer.NewIter(nil, nil), older.NewIter(nil, nil))
+	input := compaction.NewMergingIter(sstable.DefaultComparer.Compare, newer.NewIter(nil, nil), older.NewIter(nil, nil))
 	defer input.Close()
 	fs := vfs.NewMem()
-	var next base.FileNum
+	var next compaction.FileNum
 	tables, stats, err := compaction.Run(input, compaction.RunConfig{
-		Snapshots:      []base.SeqNum{1},
+		Snapshots:      []compaction.SeqNum{1},
 		ElideTombstone: func([]byte) bool { return true }, // nothing below
-		NewOutput: func() (base.FileNum, vfs.File, error) {
+		NewOutput: func() (compaction.FileNum, vfs.File, error) {
 			next++
-			f, err := fs.Create(base.MakeFilename(base.FileTypeTable, next))
+			f, err := fs.Create(next.String() + ".sst")
 			return next, f, err
 		},
 	})
 	if err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
 	for _, t := range tables {
 		fmt.Printf("%s: %d entries\n", t, t.NumEntries)
@@ -44,4 +50,33 @@ func ExampleRun() {
 	// Output:
 	// 000001:[apple#3,SET-apple#1,SET]: 2 entries
 	// read 4, wrote 2, shadowed 1, tombstones elided 1
+}
+
+// A Picker asked about a Version whose L0 holds as many tables as its
+// threshold: all three overlapping L0 tables go down, with the L1 table
+// under them.
+func ExamplePicker_Pick() {
+	table := func(n compaction.FileNum, smallest, largest string, seq compaction.SeqNum) *compaction.FileMetadata {
+		return &compaction.FileMetadata{
+			FileNum:        n,
+			Size:           1 << 20,
+			Smallest:       sstable.MakeInternalKey([]byte(smallest), seq, sstable.KindSet),
+			Largest:        sstable.MakeInternalKey([]byte(largest), seq, sstable.KindSet),
+			SmallestSeqNum: seq,
+			LargestSeqNum:  seq,
+		}
+	}
+	var levels [compaction.NumLevels][]*compaction.FileMetadata
+	levels[0] = []*compaction.FileMetadata{table(7, "c", "f", 30), table(5, "a", "d", 10), table(6, "b", "e", 20)}
+	levels[1] = []*compaction.FileMetadata{table(2, "a", "c", 1), table(3, "x", "z", 2)}
+	v, err := compaction.NewVersion(nil, levels)
+	if err != nil {
+		log.Fatal(err)
+	}
+	p := compaction.NewPicker(&compaction.Options{L0CompactionThreshold: 3}, nil)
+	fmt.Printf("L0 score %.1f\n", p.Scores(v)[0])
+	fmt.Println(p.Pick(v, nil))
+	// Output:
+	// L0 score 1.0
+	// L0->L1 [000005 000006 000007] + [000002] range [a, f]
 }

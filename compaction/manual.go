@@ -27,7 +27,7 @@ type Manual struct {
 // NewManual plans a manual compaction of the tables of v overlapping
 // [start, end] (nil bounds are unbounded). The Picker's options size its
 // steps.
-func (p *Picker) NewManual(v *manifest.Version, start, end []byte) *Manual {
+func (p *Picker) NewManual(v *Version, start, end []byte) *Manual {
 	m := &Manual{p: p, start: start, end: end}
 	for level := 1; level < manifest.NumLevels; level++ {
 		if len(v.Overlaps(level, p.cmp.Compare, start, end)) > 0 {
@@ -41,7 +41,7 @@ func (p *Picker) NewManual(v *manifest.Version, start, end []byte) *Manual {
 // the walk is done. v must be the current version, with every compaction
 // Next returned before installed, and no other compaction may run in the
 // meantime.
-func (m *Manual) Next(v *manifest.Version) *Compaction {
+func (m *Manual) Next(v *Version) *Compaction {
 	if m.done {
 		return nil
 	}

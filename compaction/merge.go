@@ -1,9 +1,6 @@
 package compaction
 
-import (
-	"github.com/bloomkv/bloomkv/internal/base"
-	"github.com/bloomkv/bloomkv/internal/iterator"
-)
+import "github.com/bloomkv/bloomkv/internal/iterator"
 
 // NewMergingIter returns an iterator over the union of the entries of iters,
 // in internal-key order: the input Run expects when a compaction reads
@@ -14,6 +11,6 @@ import (
 //
 // It is the read path's merging iterator (internal/iterator), offered here
 // so that users of Run in other modules can build its input.
-func NewMergingIter(cmp base.Compare, iters ...base.InternalIterator) base.InternalIterator {
+func NewMergingIter(cmp Compare, iters ...InternalIterator) InternalIterator {
 	return iterator.NewMerging(cmp, iters...)
 }

@@ -67,7 +67,7 @@ func (o *Options) MaxGrandparentOverlap() int64 {
 }
 
 // LevelMaxBytes returns the target size of level (1 ≤ level <
-// manifest.NumLevels): LBaseMaxBytes for L1, multiplied by LevelMultiplier
+// [NumLevels]): LBaseMaxBytes for L1, multiplied by LevelMultiplier
 // for each level below. L0 is governed by its table count instead and
 // returns 0.
 func (o *Options) LevelMaxBytes(level int) int64 {

@@ -16,8 +16,8 @@ type Picker struct {
 }
 
 // NewPicker returns a Picker. A nil opts means the defaults; a nil cmp
-// means base.DefaultComparer.
-func NewPicker(opts *Options, cmp *base.Comparer) *Picker {
+// means sstable.DefaultComparer.
+func NewPicker(opts *Options, cmp *Comparer) *Picker {
 	if cmp == nil {
 		cmp = base.DefaultComparer
 	}
@@ -29,7 +29,7 @@ func NewPicker(opts *Options, cmp *base.Comparer) *Picker {
 // their target size (Options.LevelMaxBytes). A level scoring 1 or more is
 // due for compaction. L6's score is reported but never acted on, since L6
 // has nowhere to compact to.
-func (p *Picker) Scores(v *manifest.Version) [manifest.NumLevels]float64 {
+func (p *Picker) Scores(v *Version) [NumLevels]float64 {
 	return p.scores(v, nil)
 }
 
@@ -59,7 +59,7 @@ func (p *Picker) scores(v *manifest.Version, busy map[*manifest.FileMetadata]boo
 // with any of inProgress (see Compaction.Conflicts), or nil when no level is
 // due or every due level is blocked. The levels L0..L5 scoring 1 or more
 // are tried highest score first, the shallower level first on a tie.
-func (p *Picker) Pick(v *manifest.Version, inProgress []*Compaction) *Compaction {
+func (p *Picker) Pick(v *Version, inProgress []*Compaction) *Compaction {
 	busy := make(map[*manifest.FileMetadata]bool)
 	for _, c := range inProgress {
 		for _, files := range c.Inputs {
@@ -153,7 +153,7 @@ func (p *Picker) pickLevel(v *manifest.Version, level int, busy map[*manifest.Fi
 // ExpandedCompactionFactor × TargetFileSize bytes (at least one table);
 // calling PickManual again after each compaction is installed walks the
 // rest of the range.
-func (p *Picker) PickManual(v *manifest.Version, level int, start, end []byte) *Compaction {
+func (p *Picker) PickManual(v *Version, level int, start, end []byte) *Compaction {
 	switch {
 	case level < 0 || level >= manifest.NumLevels:
 		return nil

@@ -132,9 +132,9 @@ func parseSize(t testing.TB, s string) int64 {
 }
 
 // parseVersion parses the level descriptions of a define command into a
-// Version, ordered and checked as Version.Apply does.
+// Version, built by NewVersion.
 func parseVersion(t *testing.T, input string) *manifest.Version {
-	var edit manifest.VersionEdit
+	var levels [NumLevels][]*FileMetadata
 	level := -1
 	for _, line := range strings.Split(input, "\n") {
 		line = strings.TrimSpace(line)
@@ -148,10 +148,10 @@ func parseVersion(t *testing.T, input string) *manifest.Version {
 		case level < 0:
 			t.Fatalf("table %q before any level", line)
 		default:
-			edit.NewFiles = append(edit.NewFiles, manifest.NewFileEntry{Level: level, Meta: parseFile(t, line)})
+			levels[level] = append(levels[level], parseFile(t, line))
 		}
 	}
-	v, err := (&manifest.Version{}).Apply(base.DefaultComparer.Compare, &edit)
+	v, err := NewVersion(nil, levels)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,12 +15,12 @@ import (
 // RunConfig says how Run writes its output.
 type RunConfig struct {
 	// Comparer orders the input's user keys. nil means
-	// base.DefaultComparer. It is also the tables' comparer unless
+	// sstable.DefaultComparer. It is also the tables' comparer unless
 	// Writer.Comparer is set.
-	Comparer *base.Comparer
+	Comparer *Comparer
 	// Snapshots are the sequence numbers of the open snapshots, ascending.
 	// Run keeps, for each of them, the version of each key it sees.
-	Snapshots []base.SeqNum
+	Snapshots []SeqNum
 	// ElideTombstone reports whether nothing below the output holds
 	// userKey, so that a tombstone no snapshot needs may be dropped (see
 	// Compaction.ElideTombstone). nil means never: tombstones are kept.
@@ -40,7 +40,7 @@ type RunConfig struct {
 	// NewOutput creates the file of the next table and names its number.
 	// Run calls it only when it has an entry or a range tombstone to
 	// write.
-	NewOutput func() (base.FileNum, vfs.File, error)
+	NewOutput func() (FileNum, vfs.File, error)
 	// Writer are the options of the tables written.
 	Writer sstable.WriterOptions
 	// TargetFileSize is the size at which Run closes a table and starts the
@@ -50,7 +50,7 @@ type RunConfig struct {
 	// (Compaction.Grandparents), in key order. Run also closes a table,
 	// at a user-key boundary, once it overlaps more than
 	// MaxGrandparentOverlap bytes of them.
-	Grandparents []*manifest.FileMetadata
+	Grandparents []*FileMetadata
 	// MaxGrandparentOverlap bounds the bytes of grandparents one table may
 	// overlap (Compaction.MaxGrandparentOverlap). 0 means the default
 	// bound for TargetFileSize, as Options.MaxGrandparentOverlap computes
@@ -101,7 +101,7 @@ type RunStats struct {
 // Run does not close input. On error it returns the tables finished so far
 // with the error; the caller deletes every file it handed out through
 // cfg.NewOutput.
-func Run(input base.InternalIterator, cfg RunConfig) ([]*manifest.FileMetadata, RunStats, error) {
+func Run(input InternalIterator, cfg RunConfig) ([]*FileMetadata, RunStats, error) {
 	var stats RunStats
 	if err := cfg.check(); err != nil {
 		return nil, stats, err
@@ -266,16 +266,7 @@ func (r *runner) finishTable(next, last []byte) error {
 		return fmt.Errorf("compaction: finishing table %s: %w", r.fileNum, err)
 	}
 	m := w.Metadata()
-	r.tables = append(r.tables, &manifest.FileMetadata{
-		FileNum:        r.fileNum,
-		Size:           m.Size,
-		Smallest:       m.Smallest,
-		Largest:        m.Largest,
-		SmallestSeqNum: m.SmallestSeqNum,
-		LargestSeqNum:  m.LargestSeqNum,
-		NumEntries:     m.Properties.NumEntries,
-		FilterBytes:    m.Properties.FilterSize,
-	})
+	r.tables = append(r.tables, NewFileMetadata(r.fileNum, m))
 	r.stats.BytesWritten += int64(m.Size)
 	r.stats.Tables++
 	return nil

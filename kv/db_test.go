@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"sort"
 	"strings"
 	"testing"
 
@@ -393,4 +395,109 @@ func TestRecovery_ManifestTornTail(t *testing.T) {
 	}
 	defer d.Close()
 	mustGet(t, d, "a", "1")
+}
+
+// TestOpen_ErrorIfExists runs Open with ErrorIfExists or ErrorIfNotExists
+// against a missing directory, an empty one, a store and a file, and checks
+// the outcome, the sentinel, and that a refused Open leaves the directory
+// as it was.
+func TestOpen_ErrorIfExists(t *testing.T) {
+	setups := map[string]func(t *testing.T, fs vfs.FS){
+		"missing": func(t *testing.T, fs vfs.FS) {},
+		"empty": func(t *testing.T, fs vfs.FS) {
+			if err := fs.MkdirAll("db", 0o755); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"store": func(t *testing.T, fs vfs.FS) {
+			d, err := Open("db", &Options{FS: fs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Set([]byte("k"), []byte("v"), Sync); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Close(); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"file": func(t *testing.T, fs vfs.FS) {
+			f, err := fs.Create("db")
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+		},
+	}
+	tests := []struct {
+		setup     string
+		opts      Options
+		wantErr   error  // sentinel, nil for success or wantMsg
+		wantMsg   string // a substring of the error
+		wantValue bool   // the store opened holds k=v
+	}{
+		{setup: "missing", opts: Options{ErrorIfNotExists: true}, wantErr: ErrDBDoesNotExist},
+		{setup: "empty", opts: Options{ErrorIfNotExists: true}, wantErr: ErrDBDoesNotExist},
+		{setup: "store", opts: Options{ErrorIfNotExists: true}, wantValue: true},
+		{setup: "file", opts: Options{ErrorIfNotExists: true}, wantMsg: "db"},
+		{setup: "missing", opts: Options{ErrorIfExists: true}},
+		{setup: "empty", opts: Options{ErrorIfExists: true}},
+		{setup: "store", opts: Options{ErrorIfExists: true}, wantErr: ErrDBAlreadyExists},
+		{setup: "file", opts: Options{ErrorIfExists: true}, wantMsg: "db is not a directory"},
+		{setup: "file", opts: Options{}, wantMsg: "db is not a directory"},
+	}
+	for _, tc := range tests {
+		name := fmt.Sprintf("%s/ErrorIfExists=%v/ErrorIfNotExists=%v", tc.setup, tc.opts.ErrorIfExists, tc.opts.ErrorIfNotExists)
+		t.Run(name, func(t *testing.T) {
+			fs := vfs.NewMem()
+			setups[tc.setup](t, fs)
+			before := listTree(t, fs, "db")
+			o := tc.opts
+			o.FS = fs
+			d, err := Open("db", &o)
+			if tc.wantErr == nil && tc.wantMsg == "" {
+				if err != nil {
+					t.Fatalf("Open: %v", err)
+				}
+				defer d.Close()
+				if tc.wantValue {
+					mustGet(t, d, "k", "v")
+				}
+				return
+			}
+			if err == nil {
+				d.Close()
+				t.Fatalf("Open succeeded, want an error")
+			}
+			if tc.wantErr != nil && !errors.Is(err, tc.wantErr) {
+				t.Errorf("Open: %v, want an error wrapping %v", err, tc.wantErr)
+			}
+			if !strings.HasPrefix(err.Error(), "kv: ") || !strings.Contains(err.Error(), "db") || !strings.Contains(err.Error(), tc.wantMsg) {
+				t.Errorf("Open: %q, want a kv: error naming the directory and saying %q", err, tc.wantMsg)
+			}
+			if after := listTree(t, fs, "db"); after != before {
+				t.Errorf("a refused Open changed the directory from %q to %q", before, after)
+			}
+		})
+	}
+}
+
+// listTree names the files in dir, or says that dir is missing or a file.
+func listTree(t *testing.T, fs vfs.FS, dir string) string {
+	t.Helper()
+	fi, err := fs.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return "(missing)"
+	case err != nil:
+		t.Fatal(err)
+	case !fi.IsDir():
+		return "(file)"
+	}
+	names, err := fs.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(names)
+	return strings.Join(names, " ")
 }

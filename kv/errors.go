@@ -13,6 +13,15 @@ var ErrNotFound = errors.New("kv: not found")
 // application after the DB has been closed.
 var ErrClosed = errors.New("kv: closed")
 
+// ErrDBAlreadyExists is wrapped by the error of an Open with
+// Options.ErrorIfExists of a directory that already holds a store.
+var ErrDBAlreadyExists = errors.New("kv: store already exists")
+
+// ErrDBDoesNotExist is wrapped by the error of an Open with
+// Options.ErrorIfNotExists of a directory that holds no store (or does not
+// exist).
+var ErrDBDoesNotExist = errors.New("kv: store does not exist")
+
 // ErrCorruption marks errors caused by damaged or truncated files. It is the
 // same value as the one every bloomkv package wraps, so errors.Is(err,
 // kv.ErrCorruption) holds whichever layer found the damage.

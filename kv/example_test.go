@@ -118,6 +118,28 @@ func ExampleDB_Metrics() {
 	// tables considered: 3, filter negatives: 3, block reads: 0
 }
 
+// ErrorIfNotExists keeps a program that means to read a store from creating
+// an empty one where it expected data; ErrorIfExists keeps one that means to
+// create a store from reusing an old one.
+func ExampleOptions_errorIfNotExists() {
+	fs := vfs.NewMem()
+	_, err := kv.Open("demo", &kv.Options{FS: fs, ErrorIfNotExists: true})
+	fmt.Println(errors.Is(err, kv.ErrDBDoesNotExist), err)
+
+	db, err := kv.Open("demo", &kv.Options{FS: fs, ErrorIfExists: true}) // creates it
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		log.Fatal(err)
+	}
+	_, err = kv.Open("demo", &kv.Options{FS: fs, ErrorIfExists: true})
+	fmt.Println(errors.Is(err, kv.ErrDBAlreadyExists), err)
+	// Output:
+	// true kv: store does not exist: no CURRENT file in demo (Options.ErrorIfNotExists)
+	// true kv: store already exists in demo (Options.ErrorIfExists)
+}
+
 func ExampleOptions_filterBudget() {
 	// Ten bits per key on average, spent where they save the most: the
 	// small runs (each L0 table, the upper levels) get more bits per key,

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"sync/atomic"
 
@@ -72,8 +73,10 @@ type DB struct {
 // nil opts means all defaults.
 //
 // Open fails with a clear error when opts are invalid, when another DB (in
-// this process or another) holds the directory, or when the files are
-// damaged (errors.Is(err, ErrCorruption)).
+// this process or another) holds the directory, when the files are damaged
+// (errors.Is(err, ErrCorruption)), and, as opts ask, when a store already
+// exists (Options.ErrorIfExists, ErrDBAlreadyExists) or does not
+// (Options.ErrorIfNotExists, ErrDBDoesNotExist).
 func Open(dirname string, opts *Options) (db *DB, err error) {
 	o, err := opts.resolve()
 	if err != nil {
@@ -87,6 +90,13 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 		filters: o.filters(),
 	}
 	d.mu.cond.L = &d.mu.Mutex
+	// A store never loses its CURRENT, so one seen before locking is there
+	// after; checking first leaves a directory without a store untouched.
+	if o.ErrorIfNotExists {
+		if err := d.checkExists(true); err != nil {
+			return nil, err
+		}
+	}
 	if err := d.lockDir(); err != nil {
 		return nil, err
 	}
@@ -95,6 +105,12 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 			d.releaseFiles()
 		}
 	}()
+	// Another process may be creating a store here until we hold the lock.
+	if o.ErrorIfExists {
+		if err := d.checkExists(false); err != nil {
+			return nil, err
+		}
+	}
 	d.blockCache = sstable.NewCache(o.BlockCacheSize)
 	d.tableCache = newTableCache(d, o.MaxOpenFiles)
 	d.picker = compaction.NewPicker(d.compactionOptions(), d.cmp)
@@ -133,10 +149,40 @@ func (d *DB) lockDir() error {
 	return nil
 }
 
+// storeExists reports whether the directory holds a store: a CURRENT
+// file, which a store writes in its first Open and never removes.
+func (d *DB) storeExists() (bool, error) {
+	_, err := d.fs.Stat(d.path(base.MakeFilename(base.FileTypeCurrent, 0)))
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, os.ErrNotExist):
+		return false, nil
+	}
+	return false, fmt.Errorf("kv: checking CURRENT in %s: %w", d.dirname, err)
+}
+
+// checkExists fails unless whether the directory holds a store is want.
+func (d *DB) checkExists(want bool) error {
+	exists, err := d.storeExists()
+	switch {
+	case err != nil:
+		return err
+	case exists && !want:
+		return fmt.Errorf("%w in %s (Options.ErrorIfExists)", ErrDBAlreadyExists, d.dirname)
+	case !exists && want:
+		return fmt.Errorf("%w: no CURRENT file in %s (Options.ErrorIfNotExists)", ErrDBDoesNotExist, d.dirname)
+	}
+	return nil
+}
+
 // makeDir creates dir and its missing parents, syncing each parent after
 // adding an entry to it, so the new directories survive a crash.
 func (d *DB) makeDir(dir string) error {
-	if _, err := d.fs.Stat(dir); err == nil {
+	if fi, err := d.fs.Stat(dir); err == nil {
+		if !fi.IsDir() {
+			return fmt.Errorf("%s is not a directory", dir)
+		}
 		return nil
 	}
 	parent := d.fs.PathDir(dir)

@@ -46,6 +46,16 @@ type Options struct {
 	// FS carries every file operation of the DB. nil means vfs.Default (the
 	// operating system's filesystem); vfs.NewMem gives an in-memory store.
 	FS vfs.FS
+	// ErrorIfExists makes Open fail, with an error wrapping
+	// ErrDBAlreadyExists, when the directory already holds a store: for a
+	// caller that means to create a new one.
+	ErrorIfExists bool
+	// ErrorIfNotExists makes Open fail, with an error wrapping
+	// ErrDBDoesNotExist, when the directory holds no store; Open then
+	// creates nothing, not even the directory. For a caller that only means
+	// to read or change an existing store. It and ErrorIfExists exclude each
+	// other.
+	ErrorIfNotExists bool
 
 	// Comparer orders the keys. nil means sstable.DefaultComparer
 	// (bytewise). Its Name is stored in the MANIFEST and in every table: a
@@ -241,6 +251,8 @@ func checkComparer(c *sstable.Comparer) error {
 // thresholds that contradict one another.
 func (o *Options) checkBounds() error {
 	switch {
+	case o.ErrorIfExists && o.ErrorIfNotExists:
+		return fmt.Errorf("kv: invalid options: ErrorIfExists and ErrorIfNotExists are both set, so Open could never succeed")
 	case o.MemTableSize < MinMemTableSize || o.MemTableSize > MaxMemTableSize:
 		return fmt.Errorf("kv: invalid options: MemTableSize %d outside [%d, %d]",
 			o.MemTableSize, MinMemTableSize, int64(MaxMemTableSize))

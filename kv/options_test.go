@@ -73,6 +73,7 @@ func TestOptions_Invalid(t *testing.T) {
 		{Options{LBaseMaxBytes: -1}, "LBaseMaxBytes is negative"},
 		{Options{MemTableStopWritesThreshold: -1}, "MemTableStopWritesThreshold is negative"},
 		{Options{ExtraFilterPolicies: []bloompolicy.FilterPolicy{nil}}, "ExtraFilterPolicies[0]"},
+		{Options{ErrorIfExists: true, ErrorIfNotExists: true}, "ErrorIfExists and ErrorIfNotExists are both set"},
 		{Options{Comparer: &sstable.Comparer{Name: "c"}}, `Comparer "c" needs Compare`},
 		{Options{Comparer: splitWithoutName()}, "Split and SplitName must be set together"},
 		{Options{Levels: make([]LevelOptions, 8)}, "Levels has 8 entries for 7 levels"},

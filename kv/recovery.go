@@ -1,9 +1,7 @@
 package kv
 
 import (
-	"errors"
 	"fmt"
-	"os"
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
@@ -51,14 +49,14 @@ type recovered struct {
 // for new writes and records the state in a new MANIFEST.
 func (d *DB) recover() error {
 	vs := &d.mu.versions
-	_, err := d.fs.Stat(d.path(base.MakeFilename(base.FileTypeCurrent, 0)))
-	switch {
-	case err == nil:
+	exists, err := d.storeExists()
+	if err != nil {
+		return err
+	}
+	if exists {
 		if err := vs.load(); err != nil {
 			return err
 		}
-	case !errors.Is(err, os.ErrNotExist):
-		return fmt.Errorf("kv: checking CURRENT in %s: %w", d.dirname, err)
 	}
 	names, err := d.fs.List(d.dirname)
 	if err != nil {

@@ -7,10 +7,10 @@ import "github.com/bloomkv/bloomkv/internal/base"
 // [lower, upper) (nil: unbounded). It may be used while the writer adds
 // entries; it sees each entry either not at all or whole. Keys and values it
 // returns stay valid, unmodified, for as long as the caller holds them,
-// longer than base.InternalIterator requires.
+// longer than [InternalIterator] requires.
 //
 // Next and Prev on an unpositioned or exhausted iterator return false.
-func (m *MemTable) NewIter(lower, upper []byte) base.InternalIterator {
+func (m *MemTable) NewIter(lower, upper []byte) InternalIterator {
 	return &iterator{m: m, lower: lower, upper: upper}
 }
 

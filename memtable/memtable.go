@@ -41,7 +41,7 @@ type skiplist struct {
 	height atomic.Int32 // levels in use, 1..maxHeight
 }
 
-func (l *skiplist) init(cmp *base.Comparer) {
+func (l *skiplist) init(cmp *Comparer) {
 	l.cmp, l.head = cmp, &node{tower: make([]atomic.Pointer[node], maxHeight)}
 	l.height.Store(1)
 }
@@ -49,7 +49,7 @@ func (l *skiplist) init(cmp *base.Comparer) {
 // MemTable is a sorted in-memory table of internal keys. See the package
 // documentation for what may run concurrently.
 type MemTable struct {
-	cmp       *base.Comparer
+	cmp       *Comparer
 	points    skiplist
 	rangeDels skiplist // keyed by start#seq,RANGEDEL; the value is the end
 	size      atomic.Int64
@@ -68,12 +68,8 @@ type fragments struct {
 	frags []RangeTombstone
 }
 
-// RangeTombstone deletes the user keys in [Start, End) at sequence number
-// Seq: every version below Seq of every key in the span.
-type RangeTombstone = rangedel.Tombstone
-
-// New returns an empty MemTable ordered by cmp (nil: base.DefaultComparer).
-func New(cmp *base.Comparer) *MemTable {
+// New returns an empty MemTable ordered by cmp (nil: [DefaultComparer]).
+func New(cmp *Comparer) *MemTable {
 	if cmp == nil {
 		cmp = base.DefaultComparer
 	}
@@ -97,7 +93,7 @@ var ErrDuplicateKey = errors.New("memtable: internal key added twice")
 // sequence number, so an existing (user key, seqnum, kind) means the input
 // repeats itself (a WAL replayed twice, say). Add then leaves the table
 // unchanged and returns an error wrapping ErrDuplicateKey.
-func (m *MemTable) Add(key base.InternalKey, value []byte) error {
+func (m *MemTable) Add(key InternalKey, value []byte) error {
 	list := &m.points
 	if key.Kind() == base.KindRangeDelete {
 		list = &m.rangeDels
@@ -117,7 +113,7 @@ func (m *MemTable) Add(key base.InternalKey, value []byte) error {
 // insert links a new node holding copies of key and value into the list
 // and returns its height; a key the list holds already is refused with an
 // error wrapping ErrDuplicateKey.
-func (l *skiplist) insert(key base.InternalKey, value []byte, a *arena) (int, error) {
+func (l *skiplist) insert(key InternalKey, value []byte, a *arena) (int, error) {
 	var prev, next [maxHeight]*node
 	l.findSplice(key, &prev, &next)
 	if next[0] != nil && base.InternalCompare(l.cmp.Compare, next[0].key, key) == 0 {
@@ -227,7 +223,7 @@ func (l *skiplist) findLast() *node {
 // KindRangeDelete and no value: the key is deleted as of seq. value
 // belongs to the MemTable: it stays valid while the caller holds it and
 // must not be modified.
-func (m *MemTable) Get(userKey []byte, seq base.SeqNum) (value []byte, kind base.Kind, found bool) {
+func (m *MemTable) Get(userKey []byte, seq SeqNum) (value []byte, kind Kind, found bool) {
 	seq = min(seq, base.SeqNumMax)
 	n := m.points.findGE(base.MakeInternalKey(userKey, seq, base.KindMax))
 	found = n != nil && m.cmp.Compare(n.key.UserKey, userKey) == 0

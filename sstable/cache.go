@@ -124,7 +124,7 @@ func (c *Cache) set(file base.FileNum, off uint64, data []byte) {
 
 // EvictFile drops every cached block of file n, as when the table is
 // deleted. Blocks already handed out stay valid.
-func (c *Cache) EvictFile(n base.FileNum) {
+func (c *Cache) EvictFile(n FileNum) {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()

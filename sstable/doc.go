@@ -159,9 +159,9 @@
 //
 // Every block and the footer are checksummed, and every decoder checks
 // bounds, so a damaged or truncated table yields an error wrapping
-// base.ErrCorruption that names the file and offset — never a panic, a
+// [ErrCorruption] that names the file and offset — never a panic, a
 // wrong value, or a present key reported absent. A footer that is intact
 // but names a format version above FormatVersion is no damage: the table
 // was written by a newer bloomkv, and NewReader's error wraps
-// ErrNewerFormat instead.
+// [ErrNewerFormat] instead.
 package sstable

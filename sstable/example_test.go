@@ -5,7 +5,6 @@ import (
 	"log"
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
-	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/sstable"
 	"github.com/cockroachdb/pebble/vfs"
 )
@@ -28,16 +27,16 @@ func Example() {
 	w := sstable.NewWriter(f, sstable.WriterOptions{FilterPolicy: policy})
 	for _, kv := range []struct {
 		key   string
-		seq   base.SeqNum
-		kind  base.Kind
+		seq   sstable.SeqNum
+		kind  sstable.Kind
 		value string
 	}{
-		{"apple", 3, base.KindSet, "red"},
-		{"banana", 5, base.KindDelete, ""},
-		{"banana", 2, base.KindSet, "yellow"},
-		{"cherry", 4, base.KindSet, "dark"},
+		{"apple", 3, sstable.KindSet, "red"},
+		{"banana", 5, sstable.KindDelete, ""},
+		{"banana", 2, sstable.KindSet, "yellow"},
+		{"cherry", 4, sstable.KindSet, "dark"},
 	} {
-		if err := w.Add(base.MakeInternalKey([]byte(kv.key), kv.seq, kv.kind), []byte(kv.value)); err != nil {
+		if err := w.Add(sstable.MakeInternalKey([]byte(kv.key), kv.seq, kv.kind), []byte(kv.value)); err != nil {
 			log.Fatal(err)
 		}
 	}
@@ -64,7 +63,7 @@ func Example() {
 	var stats sstable.LookupStats
 	for _, q := range []struct {
 		key string
-		seq base.SeqNum
+		seq sstable.SeqNum
 	}{{"apple", 10}, {"banana", 10}, {"banana", 4}, {"blueberry", 10}, {"durian", 10}} {
 		v, kind, found, err := r.Get([]byte(q.key), q.seq, &stats)
 		switch {
@@ -72,7 +71,7 @@ func Example() {
 			log.Fatal(err)
 		case !found:
 			fmt.Printf("%s@%d: not in this table\n", q.key, q.seq)
-		case kind == base.KindDelete:
+		case kind == sstable.KindDelete:
 			fmt.Printf("%s@%d: deleted\n", q.key, q.seq)
 		default:
 			fmt.Printf("%s@%d: %s\n", q.key, q.seq, v)
@@ -95,7 +94,7 @@ func ExampleReader_NewIter() {
 	f, _ := fs.Create("t.sst")
 	w := sstable.NewWriter(f, sstable.WriterOptions{})
 	for i, k := range []string{"a", "b", "c", "d"} {
-		w.Add(base.MakeInternalKey([]byte(k), base.SeqNum(i+1), base.KindSet), []byte("v"+k))
+		w.Add(sstable.MakeInternalKey([]byte(k), sstable.SeqNum(i+1), sstable.KindSet), []byte("v"+k))
 	}
 	if err := w.Close(); err != nil {
 		log.Fatal(err)

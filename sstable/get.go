@@ -25,7 +25,7 @@ import (
 // searched whatever the filter says: a filter speaks only of point keys.
 // stats (which may be nil) accumulates the filter verdicts, block reads
 // and range-tombstone searches.
-func (r *Reader) Get(userKey []byte, seq base.SeqNum, stats *LookupStats) (value []byte, kind base.Kind, found bool, err error) {
+func (r *Reader) Get(userKey []byte, seq SeqNum, stats *LookupStats) (value []byte, kind Kind, found bool, err error) {
 	if stats == nil {
 		stats = new(LookupStats)
 	}

@@ -44,7 +44,7 @@ type tableIter struct {
 // filter rules the prefix out; Prev must not be called before another
 // absolute positioning call. It may land on entries of another prefix:
 // the caller checks.
-func (r *Reader) NewIter(lower, upper []byte) (base.InternalIterator, error) {
+func (r *Reader) NewIter(lower, upper []byte) (InternalIterator, error) {
 	return r.NewIterWithStats(lower, upper, nil)
 }
 
@@ -54,7 +54,7 @@ func (r *Reader) NewIter(lower, upper []byte) (base.InternalIterator, error) {
 // "maybe" counts as a true positive when the block held a key of the
 // prefix at or after the seek key. Reads outside prefix mode are not
 // counted. stats must not be shared between goroutines.
-func (r *Reader) NewIterWithStats(lower, upper []byte, stats *LookupStats) (base.InternalIterator, error) {
+func (r *Reader) NewIterWithStats(lower, upper []byte, stats *LookupStats) (InternalIterator, error) {
 	it := &tableIter{r: r, cmp: r.cmp.Compare, lower: lower, upper: upper, stats: stats, asked: -1}
 	if it.stats == nil {
 		it.stats = &it.ownStats

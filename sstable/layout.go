@@ -35,7 +35,7 @@ type DataBlockInfo struct {
 	Handle BlockHandle
 	// Separator is the block's index key: >= every key of the block and
 	// < every key of the next.
-	Separator base.InternalKey
+	Separator InternalKey
 	// Filter is the block's filter, nil when the table has none.
 	Filter []byte
 }

@@ -45,10 +45,10 @@ type WriterOptions struct {
 	// BlockRestartInterval is the number of entries between restart
 	// points in data blocks. 0 means DefaultBlockRestartInterval.
 	BlockRestartInterval int
-	// Comparer orders the user keys; nil means base.DefaultComparer. With
+	// Comparer orders the user keys; nil means [DefaultComparer]. With
 	// a Split, the filters hold the distinct key prefixes of each block,
 	// and the table records the Split's name.
-	Comparer *base.Comparer
+	Comparer *Comparer
 	// FilterPolicy builds one filter per data block; nil writes no filter
 	// block.
 	FilterPolicy bloompolicy.FilterPolicy
@@ -73,12 +73,12 @@ type ReaderOptions struct {
 	// nil reads every block from the file.
 	Cache *Cache
 	// FileNum identifies the table in Cache and must be unique per cache.
-	FileNum base.FileNum
-	// Comparer orders the user keys; nil means base.DefaultComparer. Its
+	FileNum FileNum
+	// Comparer orders the user keys; nil means [DefaultComparer]. Its
 	// name must match the one the table was written with. A table whose
 	// filters hold prefixes under another Split (or whole keys, when this
 	// comparer has a Split, or the reverse) is read without its filter.
-	Comparer *base.Comparer
+	Comparer *Comparer
 	// Filters are the filter policies the reader may use, by Name. A table
 	// whose policy is not here is read without its filter: correct, only
 	// slower.

@@ -30,7 +30,7 @@ type Properties struct {
 	DataSize, IndexSize, FilterSize uint64
 	// SmallestSeqNum and LargestSeqNum bound the sequence numbers of the
 	// entries and the range tombstones.
-	SmallestSeqNum, LargestSeqNum base.SeqNum
+	SmallestSeqNum, LargestSeqNum SeqNum
 	// SmallestKey and LargestKey are the first and last encoded internal
 	// keys of the entries (range tombstones not included; the Writer's
 	// Metadata bounds both).

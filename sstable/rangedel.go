@@ -7,10 +7,6 @@ import (
 	"github.com/bloomkv/bloomkv/internal/rangedel"
 )
 
-// RangeTombstone deletes the user keys in [Start, End) at sequence number
-// Seq: every version below Seq of every key in the span.
-type RangeTombstone = rangedel.Tombstone
-
 // metaRangeDel names the range-deletion block in the metaindex.
 const metaRangeDel = "rangedel"
 
@@ -158,7 +154,7 @@ func (r *Reader) RangeDels() []RangeTombstone { return r.rangeDels }
 // last entry and the sentinel of the last tombstone's end. Both are zero
 // for a table with neither. They alias the Reader's memory: do not modify
 // them.
-func (r *Reader) Bounds() (smallest, largest base.InternalKey) {
+func (r *Reader) Bounds() (smallest, largest InternalKey) {
 	return tableBounds(r.cmp.Compare, &r.props, r.rangeDels)
 }
 

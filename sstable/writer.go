@@ -61,10 +61,10 @@ type WriterMetadata struct {
 	// key and the sentinel of the last tombstone's end
 	// (base.MakeRangeDeleteSentinel), which excludes that end. The caller
 	// owns them.
-	Smallest, Largest base.InternalKey
+	Smallest, Largest InternalKey
 	// SmallestSeqNum and LargestSeqNum bound the sequence numbers, range
 	// tombstones included.
-	SmallestSeqNum, LargestSeqNum base.SeqNum
+	SmallestSeqNum, LargestSeqNum SeqNum
 	// Properties are the table's properties as written.
 	Properties Properties
 }
@@ -98,7 +98,7 @@ func NewWriter(f vfs.File, opts WriterOptions) *Writer {
 // (user key ascending, then sequence number descending); a key that does
 // not is rejected with an error and the Writer stays usable. The Writer
 // copies key and value.
-func (w *Writer) Add(key base.InternalKey, value []byte) error {
+func (w *Writer) Add(key InternalKey, value []byte) error {
 	switch {
 	case w.closed:
 		return errWriterClosed

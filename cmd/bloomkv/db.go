@@ -4,9 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/kv"
-	"github.com/cockroachdb/pebble/vfs"
 	"github.com/spf13/cobra"
 )
 
@@ -14,28 +12,28 @@ func (a *app) dbCommand() *cobra.Command {
 	var dir string
 	cmd := commandGroup("db", "Read and write a bloomkv store on disk",
 		"db works on the store in --dir: get, set and delete keys, scan a range, "+
-			"and print the per-level metrics with the lookup accounting. Writes are synced.")
+			"and print the per-level metrics with the lookup accounting. Writes are synced. "+
+			"set creates the store (and the directory) when --dir holds none; the other "+
+			"commands need an existing store and create nothing.")
 	cmd.PersistentFlags().StringVar(&dir, "dir", "", "store directory (required)")
 	cmd.AddCommand(a.dbGetCommand(&dir), a.dbSetCommand(&dir), a.dbDeleteCommand(&dir),
 		a.dbDeleteRangeCommand(&dir), a.dbScanCommand(&dir), a.dbMetricsCommand(&dir))
 	return cmd
 }
 
-// openDB opens the store in dir. Commands that only read refuse to create
-// one (create false), so a mistyped --dir is an error, not an empty store.
-// Tables built with Pebble's bloom (bench's third store) are read with
-// their filters too.
+// openDB opens the store in dir. Commands other than set refuse to create
+// one (create false: kv.Options.ErrorIfNotExists), so a mistyped --dir is an
+// error, not an empty store. Tables built with Pebble's bloom (bench's third
+// store) are read with their filters too.
 func openDB(dir string, create bool) (*kv.DB, error) {
 	if dir == "" {
 		return nil, usagef("--dir is required")
 	}
-	if !create {
-		current := vfs.Default.PathJoin(dir, base.MakeFilename(base.FileTypeCurrent, 0))
-		if _, err := vfs.Default.Stat(current); err != nil {
-			return nil, fmt.Errorf("no bloomkv store in %s", dir)
-		}
+	db, err := kv.Open(dir, &kv.Options{ErrorIfNotExists: !create, ExtraFilterPolicies: readableFilters()})
+	if errors.Is(err, kv.ErrDBDoesNotExist) {
+		return nil, fmt.Errorf("no bloomkv store in %s (db set creates one)", dir)
 	}
-	return kv.Open(dir, &kv.Options{ExtraFilterPolicies: readableFilters()})
+	return db, err
 }
 
 // withDB runs fn on the store in dir and closes it, reporting the first
@@ -62,7 +60,10 @@ func (a *app) dbGetCommand(dir *string) *cobra.Command {
 	var metrics bool
 	cmd := &cobra.Command{
 		Use:   "get KEY...",
-		Short: "Print the values of keys (and, with --metrics, how the lookups went)",
+		Short: "Print each key found with its value (and, with --metrics, how the lookups went)",
+		Long: "get looks each KEY up and prints the ones found as scan does, \"KEY<tab>VALUE\" " +
+			"(with --json, a list of {key, value}), in the order given. Each key not found is " +
+			"reported on stderr, and the exit status is then 1.",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usagef("%s: want at least one KEY", cmd.CommandPath())
@@ -70,21 +71,37 @@ func (a *app) dbGetCommand(dir *string) *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withDB(*dir, false, func(db *kv.DB) error {
-				var out []keyValue
-				for _, k := range args {
-					v, err := db.Get([]byte(k))
-					if err != nil {
-						return fmt.Errorf("get %s: %w", fmtKey([]byte(k)), err)
-					}
-					out = append(out, keyValue{k, string(v)})
-				}
-				return a.printGets(db, out, metrics)
-			})
+			return withDB(*dir, false, func(db *kv.DB) error { return a.get(db, args, metrics) })
 		},
 	}
 	cmd.Flags().BoolVar(&metrics, "metrics", false, "print the per-level lookup accounting of these gets")
 	return cmd
+}
+
+// get prints the keys found, reports each one missing on stderr and then
+// fails with errReported.
+func (a *app) get(db *kv.DB, keys []string, metrics bool) error {
+	found := []keyValue{}
+	missing := false
+	for _, k := range keys {
+		v, err := db.Get([]byte(k))
+		switch {
+		case errNotFound(err):
+			missing = true
+			fmt.Fprintf(a.stderr, "bloomkv: get %s: not found\n", fmtKey([]byte(k)))
+		case err != nil:
+			return fmt.Errorf("get %s: %w", fmtKey([]byte(k)), err)
+		default:
+			found = append(found, keyValue{k, string(v)})
+		}
+	}
+	if err := a.printGets(db, found, metrics); err != nil {
+		return err
+	}
+	if missing {
+		return errReported
+	}
+	return nil
 }
 
 func (a *app) printGets(db *kv.DB, kvs []keyValue, metrics bool) error {
@@ -98,7 +115,7 @@ func (a *app) printGets(db *kv.DB, kvs []keyValue, metrics bool) error {
 		return writeJSON(a.stdout, kvs)
 	}
 	for _, e := range kvs {
-		fmt.Fprintln(a.stdout, fmtKey([]byte(e.Value)))
+		a.printEntry([]byte(e.Key), []byte(e.Value))
 	}
 	if metrics {
 		fmt.Fprintln(a.stdout)
@@ -110,7 +127,7 @@ func (a *app) printGets(db *kv.DB, kvs []keyValue, metrics bool) error {
 func (a *app) dbSetCommand(dir *string) *cobra.Command {
 	return &cobra.Command{
 		Use:   "set KEY VALUE",
-		Short: "Set a key to a value (synced)",
+		Short: "Set a key to a value (synced; creates the store if --dir holds none)",
 		Args:  exactArgs("KEY", "VALUE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withDB(*dir, true, func(db *kv.DB) error {
@@ -191,7 +208,7 @@ func (a *app) scan(db *kv.DB, opts *kv.IterOptions, limit int) (err error) {
 			out = append(out, keyValue{string(it.Key()), string(it.Value())})
 			continue
 		}
-		fmt.Fprintf(a.stdout, "%s\t%s\n", fmtKey(it.Key()), fmtKey(it.Value()))
+		a.printEntry(it.Key(), it.Value())
 	}
 	if err := it.Error(); err != nil {
 		return err
@@ -203,6 +220,12 @@ func (a *app) scan(db *kv.DB, opts *kv.IterOptions, limit int) (err error) {
 		return writeJSON(a.stdout, out)
 	}
 	return nil
+}
+
+// printEntry prints one entry as get and scan do: "KEY<tab>VALUE", each
+// quoted when not plain printable text.
+func (a *app) printEntry(key, value []byte) {
+	fmt.Fprintf(a.stdout, "%s\t%s\n", fmtKey(key), fmtKey(value))
 }
 
 func (a *app) dbMetricsCommand(dir *string) *cobra.Command {

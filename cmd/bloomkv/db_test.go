@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"math"
 	"testing"
+
+	"github.com/cockroachdb/pebble/vfs"
 )
 
 func TestDBLevel_Derive(t *testing.T) {
@@ -18,4 +22,43 @@ func TestDBLevel_Derive(t *testing.T) {
 	if !math.IsNaN(float64(empty.BitsPerKey)) || !math.IsNaN(float64(empty.FPR)) {
 		t.Errorf("an empty level got %v bits/key and FPR %v, want neither", empty.BitsPerKey, empty.FPR)
 	}
+}
+
+// TestDBGet_ReportsEachKey runs db get over keys present and absent: the
+// ones found go to stdout as KEY<tab>VALUE in the order given, each missing
+// one gets its own line on stderr, and the status is 1 if any is missing.
+func TestDBGet_ReportsEachKey(t *testing.T) {
+	dir := vfs.Default.PathJoin(t.TempDir(), "store")
+	for _, kv := range [][2]string{{"a", "1"}, {"b", "two words"}, {"c", "tab\there"}} {
+		runCLI(t, 0, "db", "set", kv[0], kv[1], "--dir", dir)
+	}
+	tests := []struct {
+		keys           []string
+		code           int
+		stdout, stderr string
+	}{
+		{[]string{"a"}, 0, "a\t1\n", ""},
+		{[]string{"c", "a", "b"}, 0, "c\t\"tab\\there\"\na\t1\nb\ttwo words\n", ""},
+		{[]string{"a", "b", "missing"}, 1, "a\t1\nb\ttwo words\n", "bloomkv: get missing: not found\n"},
+		{[]string{"x", "a", "y"}, 1, "a\t1\n", "bloomkv: get x: not found\nbloomkv: get y: not found\n"},
+		{[]string{"x"}, 1, "", "bloomkv: get x: not found\n"},
+	}
+	for _, tc := range tests {
+		args := append([]string{"db", "get", "--dir", dir}, tc.keys...)
+		stdout, stderr := runCLI(t, tc.code, args...)
+		if stdout != tc.stdout || stderr != tc.stderr {
+			t.Errorf("get %q: stdout %q, stderr %q; want %q and %q", tc.keys, stdout, stderr, tc.stdout, tc.stderr)
+		}
+	}
+}
+
+// runCLI runs the command line args, checks its exit status and returns
+// what it printed.
+func runCLI(t *testing.T, wantCode int, args ...string) (stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), args, &out, &errOut); code != wantCode {
+		t.Fatalf("bloomkv %q exited %d, want %d; stderr: %s", args, code, wantCode, errOut.String())
+	}
+	return out.String(), errOut.String()
 }

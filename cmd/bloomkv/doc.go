@@ -96,8 +96,15 @@
 //
 // db works on a store on disk: get, set (synced), delete (synced),
 // delete-range (synced: every key k with START <= k < END, as one range
-// tombstone; START >= END deletes nothing), scan a key range, and metrics, the per-level table of tables, bytes, keys,
-// filter bytes and lookup counters.
+// tombstone; START >= END deletes nothing), scan a key range, and metrics,
+// the per-level table of tables, bytes, keys, filter bytes and lookup
+// counters. set creates the store when --dir holds none; the other
+// commands fail on such a directory and create nothing.
+//
+// get and scan print one entry per line, "KEY<tab>VALUE", each quoted when
+// it is not printable text. get prints the keys found in the order given
+// and reports each key not found on its own line on stderr ("bloomkv: get
+// KEY: not found"); the exit status is then 1.
 //
 // # sstable
 //

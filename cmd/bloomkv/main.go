@@ -48,6 +48,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
+	if errors.Is(err, errReported) {
+		return exitFailure
+	}
 	if errors.Is(err, context.Canceled) {
 		err = errors.New("interrupted")
 	}
@@ -78,6 +81,11 @@ func (a *app) rootCommand() *cobra.Command {
 	)
 	return root
 }
+
+// errReported is returned by a command that has already reported its
+// failures on stderr, one line each: run exits with status 1 without
+// adding a line of its own.
+var errReported = errors.New("failure reported on stderr")
 
 // usageError marks a mistake in the command line, as opposed to a failure
 // of the work the command was asked to do.

@@ -5,7 +5,6 @@ import (
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
 	"github.com/bloomkv/bloomkv/bloompolicy/pebbleadapter"
-	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/sstable"
 	"github.com/cockroachdb/pebble/bloom"
 	"github.com/cockroachdb/pebble/vfs"
@@ -130,12 +129,12 @@ func countBlockKeys(r *sstable.Reader, l *sstable.Layout) (entries, keys []int, 
 		return nil, nil, err
 	}
 	entries, keys = make([]int, len(l.Data)), make([]int, len(l.Data))
-	cmp := base.DefaultComparer.Compare
+	cmp := sstable.DefaultComparer.Compare
 	var prev []byte // the last user key counted in block b
 	b, counted := 0, false
 	for ok := it.First(); ok; ok = it.Next() {
 		k := it.Key()
-		for b < len(l.Data)-1 && base.InternalCompare(cmp, k, l.Data[b].Separator) > 0 {
+		for b < len(l.Data)-1 && sstable.InternalCompare(cmp, k, l.Data[b].Separator) > 0 {
 			b, counted = b+1, false
 		}
 		entries[b]++
@@ -150,8 +149,8 @@ func countBlockKeys(r *sstable.Reader, l *sstable.Layout) (entries, keys []int, 
 // fmtInternalKey formats an internal key as "userkey#seq,KIND" ("#max"
 // for the largest sequence number), the user key quoted when it is not
 // printable.
-func fmtInternalKey(k base.InternalKey) string {
-	if k.SeqNum() == base.SeqNumMax {
+func fmtInternalKey(k sstable.InternalKey) string {
+	if k.SeqNum() == sstable.SeqNumMax {
 		// Index separators shortened by the writer carry the largest
 		// sequence number.
 		return fmt.Sprintf("%s#max,%s", fmtKey(k.UserKey), k.Kind())
@@ -161,7 +160,7 @@ func fmtInternalKey(k base.InternalKey) string {
 
 // fmtEncodedKey formats an encoded internal key from the properties.
 func fmtEncodedKey(b []byte) string {
-	k, ok := base.DecodeInternalKey(b)
+	k, ok := sstable.DecodeInternalKey(b)
 	if !ok {
 		return fmt.Sprintf("%q (undecodable)", b)
 	}
