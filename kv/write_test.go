@@ -5,9 +5,9 @@ import (
 	"testing"
 )
 
-// TestDB_Write_NoAllocs checks that Set, Delete and Apply allocate nothing
-// per write once warm (the memtable's arena allocates a chunk now and then,
-// which the average over the runs rounds away).
+// TestDB_Write_NoAllocs checks that Set, Delete, DeleteRange and Apply
+// allocate nothing per write once warm (the memtable's arena allocates a
+// chunk now and then, which the average over the runs rounds away).
 func TestDB_Write_NoAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates, and drops pooled writers")
@@ -21,6 +21,7 @@ func TestDB_Write_NoAllocs(t *testing.T) {
 		return key
 	}
 	var b Batch
+	rangeStart := make([]byte, 16)
 	writes := []struct {
 		name  string
 		write func() error
@@ -28,6 +29,10 @@ func TestDB_Write_NoAllocs(t *testing.T) {
 		{"Set", func() error { return d.Set(nextKey(), value, nil) }},
 		{"Set/Sync", func() error { return d.Set(nextKey(), value, Sync) }},
 		{"Delete", func() error { return d.Delete(nextKey(), NoSync) }},
+		{"DeleteRange", func() error {
+			start := append(rangeStart[:0], nextKey()...)
+			return d.DeleteRange(start, nextKey(), nil)
+		}},
 		{"Apply", func() error {
 			b.Reset()
 			if err := b.Set(nextKey(), value); err != nil {

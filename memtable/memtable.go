@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/rangedel"
 )
 
 // maxHeight bounds the towers: with one node in four reaching each next
@@ -39,20 +40,17 @@ type node struct {
 
 func (n *node) next(level int) *node { return n.tower[level].Load() }
 
-// MemTable is a sorted in-memory table of internal keys. See the package
-// documentation for what may run concurrently.
-type MemTable struct {
-	cmp  *base.Comparer
-	head *node
+// skiplist is one sorted list of nodes. A MemTable keeps two: its point
+// entries, and its range tombstones.
+type skiplist struct {
+	cmp    *base.Comparer
+	head   *node
+	height atomic.Int32 // levels in use, 1..maxHeight
 	// bytewise is set when cmp orders keys as bytes.Compare does, and
 	// nodes carry their key prefixes.
 	bytewise bool
-	height   atomic.Int32 // levels in use, 1..maxHeight
-	size     atomic.Int64
-	count    atomic.Int64
-	arena    arena // the writer's alone
-	// hint is the splice of the last Add, kept by the writer alone: the
-	// next key of an ascending run lands right after it.
+	// hint is the splice of the last insert, kept by the writer alone:
+	// the next key of an ascending run lands right after it.
 	hint splice
 }
 
@@ -63,17 +61,42 @@ type splice struct {
 	height     int // levels filled in; 0: none
 }
 
+func (l *skiplist) init(cmp *Comparer) {
+	l.cmp, l.head = cmp, &node{tower: make([]atomic.Pointer[node], maxHeight)}
+	l.bytewise = reflect.ValueOf(cmp.Compare).Pointer() == reflect.ValueOf(bytes.Compare).Pointer()
+	l.height.Store(1)
+}
+
+// MemTable is a sorted in-memory table of internal keys. See the package
+// documentation for what may run concurrently.
+type MemTable struct {
+	cmp       *Comparer
+	points    skiplist
+	rangeDels skiplist // keyed by start#seq,RANGEDEL; the value is the end
+	size      atomic.Int64
+	count     atomic.Int64
+	numDels   atomic.Int64 // range tombstones added
+	// frags caches the range tombstones, fragmented, as of some count of
+	// them; readers rebuild it when more have been added.
+	frags atomic.Pointer[fragments]
+	arena arena // the writer's alone
+}
+
+// fragments is the fragmented form of the first n range tombstones added
+// (or more: a tombstone being added may be in it already).
+type fragments struct {
+	n     int64
+	frags []RangeTombstone
+}
+
 // New returns an empty MemTable ordered by cmp (nil: [DefaultComparer]).
 func New(cmp *Comparer) *MemTable {
 	if cmp == nil {
 		cmp = base.DefaultComparer
 	}
-	m := &MemTable{
-		cmp:      cmp,
-		head:     &node{tower: make([]atomic.Pointer[node], maxHeight)},
-		bytewise: reflect.ValueOf(cmp.Compare).Pointer() == reflect.ValueOf(bytes.Compare).Pointer(),
-	}
-	m.height.Store(1)
+	m := &MemTable{cmp: cmp}
+	m.points.init(cmp)
+	m.rangeDels.init(cmp)
 	return m
 }
 
@@ -82,28 +105,51 @@ func New(cmp *Comparer) *MemTable {
 var ErrDuplicateKey = errors.New("memtable: internal key added twice")
 
 // Add inserts a copy of key and value. Only one goroutine may Add at a time;
-// readers may run concurrently.
+// readers may run concurrently. A key of kind base.KindRangeDelete is a
+// range tombstone deleting [key.UserKey, value); it goes to the range
+// tombstones, apart from the point entries. An empty range (start >= end)
+// deletes nothing, as in Pebble.
 //
 // Each internal key may be added once: bloomkv gives every write its own
 // sequence number, so an existing (user key, seqnum, kind) means the input
 // repeats itself (a WAL replayed twice, say). Add then leaves the table
 // unchanged and returns an error wrapping ErrDuplicateKey.
 func (m *MemTable) Add(key InternalKey, value []byte) error {
-	spl, kp := &m.hint, m.keyPrefix(key.UserKey)
-	m.findSplice(key, kp, spl)
-	if next := spl.next[0]; next != nil && m.compare(next, key, kp) == 0 {
-		return fmt.Errorf("%w: %s", ErrDuplicateKey, key)
+	list := &m.points
+	if key.Kind() == base.KindRangeDelete {
+		list = &m.rangeDels
+	}
+	h, err := list.insert(key, value, &m.arena)
+	if err != nil {
+		return err
+	}
+	m.size.Add(nodeOverhead + int64(len(key.UserKey)+len(value)) + int64(h)*int64(unsafe.Sizeof(atomic.Pointer[node]{})))
+	m.count.Add(1)
+	if list == &m.rangeDels {
+		m.numDels.Add(1)
+	}
+	return nil
+}
+
+// insert links a new node holding copies of key and value into the list
+// and returns its height; a key the list holds already is refused with an
+// error wrapping ErrDuplicateKey.
+func (l *skiplist) insert(key InternalKey, value []byte, a *arena) (int, error) {
+	spl, kp := &l.hint, l.keyPrefix(key.UserKey)
+	l.findSplice(key, kp, spl)
+	if next := spl.next[0]; next != nil && l.compare(next, key, kp) == 0 {
+		return 0, fmt.Errorf("%w: %s", ErrDuplicateKey, key)
 	}
 	h := randomHeight()
-	x := m.newNode(key, value, h)
+	x := newNode(a, key, value, h)
 	x.prefix = kp
 
-	if listHeight := int(m.height.Load()); h > listHeight {
+	if listHeight := int(l.height.Load()); h > listHeight {
 		for i := listHeight; i < h; i++ {
-			spl.prev[i], spl.next[i] = m.head, nil
+			spl.prev[i], spl.next[i] = l.head, nil
 		}
 		spl.height = h
-		m.height.Store(int32(h))
+		l.height.Store(int32(h))
 	}
 	for i := range h {
 		x.tower[i].Store(spl.next[i])
@@ -118,18 +164,16 @@ func (m *MemTable) Add(key InternalKey, value []byte) error {
 	if spl.next[0] != nil {
 		spl.next[0].prev.Store(x)
 	}
-	m.size.Add(nodeOverhead + int64(len(key.UserKey)+len(value)) + int64(h)*int64(unsafe.Sizeof(x.tower[0])))
-	m.count.Add(1)
-	return nil
+	return h, nil
 }
 
 // newNode builds an unpublished node holding copies of key and value.
-func (m *MemTable) newNode(key base.InternalKey, value []byte, height int) *node {
-	buf := m.arena.bytes(len(key.UserKey) + len(value))
+func newNode(a *arena, key base.InternalKey, value []byte, height int) *node {
+	buf := a.bytes(len(key.UserKey) + len(value))
 	k := len(key.UserKey)
 	copy(buf, key.UserKey)
 	copy(buf[k:], value)
-	x := m.arena.node(height)
+	x := a.node(height)
 	x.key = base.InternalKey{UserKey: buf[:k:k], Trailer: key.Trailer}
 	x.value = buf[k:]
 	return x
@@ -147,21 +191,22 @@ func randomHeight() int {
 	return h
 }
 
-// findSplice points spl at where key goes. spl holds the splice of the
-// last Add, with x, the node it inserted, as prev below x's height: x's
-// neighbours then, and still, as only the writer inserts. When key sorts
-// right after x (an ascending run) that splice still brackets key at level
-// 0, and so at every level above, whose gaps enclose level 0's: two
-// compares instead of a search from the top.
-func (m *MemTable) findSplice(key base.InternalKey, kp uint64, spl *splice) {
-	listHeight := int(m.height.Load())
-	if spl.height == listHeight && m.brackets(spl, key, kp) {
+// findSplice points spl at where key, whose keyPrefix is kp, goes. spl
+// holds the splice of the last insert, with x, the node it inserted, as
+// prev below x's height: x's neighbours then, and still, as only the
+// writer inserts. When key sorts right after x (an ascending run) that
+// splice still brackets key at level 0, and so at every level above,
+// whose gaps enclose level 0's: two compares instead of a search from
+// the top.
+func (l *skiplist) findSplice(key base.InternalKey, kp uint64, spl *splice) {
+	listHeight := int(l.height.Load())
+	if spl.height == listHeight && l.brackets(spl, key, kp) {
 		return
 	}
-	p := m.head
+	p := l.head
 	for i := listHeight - 1; i >= 0; i-- {
 		n := p.next(i)
-		for n != nil && m.compare(n, key, kp) < 0 {
+		for n != nil && l.compare(n, key, kp) < 0 {
 			p, n = n, n.next(i)
 		}
 		spl.prev[i], spl.next[i] = p, n
@@ -171,12 +216,12 @@ func (m *MemTable) findSplice(key base.InternalKey, kp uint64, spl *splice) {
 
 // brackets reports whether key sorts after spl.prev[0] and not after
 // spl.next[0].
-func (m *MemTable) brackets(spl *splice, key base.InternalKey, kp uint64) bool {
-	if p := spl.prev[0]; p != m.head && m.compare(p, key, kp) >= 0 {
+func (l *skiplist) brackets(spl *splice, key base.InternalKey, kp uint64) bool {
+	if p := spl.prev[0]; p != l.head && l.compare(p, key, kp) >= 0 {
 		return false
 	}
 	n := spl.next[0]
-	return n == nil || m.compare(n, key, kp) >= 0
+	return n == nil || l.compare(n, key, kp) >= 0
 }
 
 // keyPrefix returns the first 8 bytes of userKey as a big-endian number,
@@ -184,8 +229,8 @@ func (m *MemTable) brackets(spl *splice, key base.InternalKey, kp uint64) bool {
 // prefixes differ order as their prefixes do: the first byte where the
 // padded prefixes differ is either a real byte of both keys, or past the
 // end of the lower one, which is then a prefix of the other.
-func (m *MemTable) keyPrefix(userKey []byte) uint64 {
-	if !m.bytewise {
+func (l *skiplist) keyPrefix(userKey []byte) uint64 {
+	if !l.bytewise {
 		return 0
 	}
 	if len(userKey) >= 8 {
@@ -198,21 +243,34 @@ func (m *MemTable) keyPrefix(userKey []byte) uint64 {
 
 // compare orders n's key against key, whose keyPrefix is kp; n is not the
 // head.
-func (m *MemTable) compare(n *node, key base.InternalKey, kp uint64) int {
+func (l *skiplist) compare(n *node, key base.InternalKey, kp uint64) int {
 	switch {
 	case n.prefix < kp:
 		return -1
 	case n.prefix > kp:
 		return 1
 	}
-	return base.InternalCompare(m.cmp.Compare, n.key, key)
+	return base.InternalCompare(l.cmp.Compare, n.key, key)
+}
+
+// findGE returns the first node whose key sorts at or after key, or nil.
+// It walks on from findLT's node rather than take that node's successor
+// again: between findLT's last look and the next load, the writer may
+// have linked a node that sorts before key right after it, and that node
+// must be stepped over, not returned.
+func (l *skiplist) findGE(key base.InternalKey) *node {
+	n, kp := l.findLT(key).next(0), l.keyPrefix(key.UserKey)
+	for n != nil && l.compare(n, key, kp) < 0 {
+		n = n.next(0)
+	}
+	return n
 }
 
 // findLT returns the last node whose key sorts before key, or the head.
-func (m *MemTable) findLT(key base.InternalKey) *node {
-	p, kp := m.head, m.keyPrefix(key.UserKey)
-	for i := int(m.height.Load()) - 1; i >= 0; i-- {
-		for n := p.next(i); n != nil && m.compare(n, key, kp) < 0; n = n.next(i) {
+func (l *skiplist) findLT(key base.InternalKey) *node {
+	p, kp := l.head, l.keyPrefix(key.UserKey)
+	for i := int(l.height.Load()) - 1; i >= 0; i-- {
+		for n := p.next(i); n != nil && l.compare(n, key, kp) < 0; n = n.next(i) {
 			p = n
 		}
 	}
@@ -220,9 +278,9 @@ func (m *MemTable) findLT(key base.InternalKey) *node {
 }
 
 // findLast returns the last node, or the head when the table is empty.
-func (m *MemTable) findLast() *node {
-	p := m.head
-	for i := int(m.height.Load()) - 1; i >= 0; i-- {
+func (l *skiplist) findLast() *node {
+	p := l.head
+	for i := int(l.height.Load()) - 1; i >= 0; i-- {
 		for n := p.next(i); n != nil; n = n.next(i) {
 			p = n
 		}
@@ -232,15 +290,48 @@ func (m *MemTable) findLast() *node {
 
 // Get returns the newest version of userKey with a sequence number at or
 // below seq. found is false when the table holds no such version; kind
-// tells a value (KindSet) from a tombstone (KindDelete). value belongs to
-// the MemTable: it stays valid while the caller holds it and must not be
-// modified.
+// tells a value (KindSet) from a tombstone (KindDelete). When a range
+// tombstone of the table visible at seq covers userKey and is newer than
+// the version found (or no version was found), Get reports found with kind
+// KindRangeDelete and no value: the key is deleted as of seq. value
+// belongs to the MemTable: it stays valid while the caller holds it and
+// must not be modified.
 func (m *MemTable) Get(userKey []byte, seq SeqNum) (value []byte, kind Kind, found bool) {
-	n := m.findLT(base.MakeInternalKey(userKey, min(seq, base.SeqNumMax), base.KindMax)).next(0)
-	if n == nil || m.cmp.Compare(n.key.UserKey, userKey) != 0 {
+	seq = min(seq, base.SeqNumMax)
+	n := m.points.findGE(base.MakeInternalKey(userKey, seq, base.KindMax))
+	found = n != nil && m.cmp.Compare(n.key.UserKey, userKey) == 0
+	if m.numDels.Load() > 0 {
+		tseq, covered := rangedel.Covering(m.cmp.Compare, m.RangeDels(), userKey, seq)
+		if covered && (!found || n.key.SeqNum() < tseq) {
+			return nil, base.KindRangeDelete, true
+		}
+	}
+	if !found {
 		return nil, 0, false
 	}
 	return n.value, n.key.Kind(), true
+}
+
+// RangeDels returns the table's range tombstones, fragmented (see
+// internal/rangedel), whatever their sequence numbers: a reader filters by
+// its own. The result is cached until the next tombstone is added; the
+// caller must not modify it.
+func (m *MemTable) RangeDels() []RangeTombstone {
+	n := m.numDels.Load()
+	if n == 0 {
+		return nil
+	}
+	if c := m.frags.Load(); c != nil && c.n >= n {
+		return c.frags
+	}
+	// Counted before the walk: the walk sees at least n tombstones.
+	var ts []RangeTombstone
+	for x := m.rangeDels.head.next(0); x != nil; x = x.next(0) {
+		ts = append(ts, RangeTombstone{Start: x.key.UserKey, End: x.value, Seq: x.key.SeqNum()})
+	}
+	c := &fragments{n: n, frags: rangedel.Fragment(m.cmp.Compare, ts)}
+	m.frags.Store(c)
+	return c.frags
 }
 
 // Size returns the approximate number of bytes the table holds: keys,
