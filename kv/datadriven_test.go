@@ -228,6 +228,8 @@ func (h *scriptHarness) iter(td *datadriven.TestData) (string, error) {
 			opts.LowerBound = []byte(arg.Vals[0])
 		case "upper":
 			opts.UpperBound = []byte(arg.Vals[0])
+		case "prefix-only":
+			opts.PrefixOnly = true
 		}
 	}
 	var it *Iterator

@@ -1,6 +1,8 @@
 package kv
 
 import (
+	"fmt"
+
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/iterator"
 	"github.com/bloomkv/bloomkv/internal/manifest"
@@ -53,6 +55,8 @@ type Iterator struct {
 	// mode, in prefixBuf; nil outside it.
 	prefix    []byte
 	prefixBuf []byte
+	// prefixOnly is IterOptions.PrefixOnly: SeekGE seeks by prefix.
+	prefixOnly bool
 	// stats gathers, per level, what the tables' prefix seeks cost; each
 	// move in prefix mode adds it to the DB's lookup counters.
 	stats [manifest.NumLevels]sstable.LookupStats
@@ -64,7 +68,18 @@ func (d *DB) NewIter(opts *IterOptions) (*Iterator, error) {
 	if err := d.checkOpen(); err != nil {
 		return nil, err
 	}
+	if err := d.checkIterOptions(opts); err != nil {
+		return nil, err
+	}
 	return d.newIter(opts, nil), nil
+}
+
+// checkIterOptions refuses options the DB cannot serve.
+func (d *DB) checkIterOptions(opts *IterOptions) error {
+	if opts != nil && opts.PrefixOnly && d.cmp.Split == nil {
+		return fmt.Errorf("%w: IterOptions.PrefixOnly needs a Comparer with a Split", ErrInvalidPrefixSeek)
+	}
+	return nil
 }
 
 // newIter builds an iterator as of the snapshot, or the current state when
@@ -75,6 +90,7 @@ func (d *DB) newIter(opts *IterOptions, snap *Snapshot) *Iterator {
 	if opts != nil {
 		it.lower = cloneBytes(opts.LowerBound)
 		it.upper = cloneBytes(opts.UpperBound)
+		it.prefixOnly = opts.PrefixOnly
 	}
 	rs := d.loadReadState()
 	it.rs = rs
@@ -181,8 +197,12 @@ func (i *Iterator) Last() bool {
 	return i.findPrev()
 }
 
-// SeekGE moves to the first key >= key (and within the bounds).
+// SeekGE moves to the first key >= key (and within the bounds). With
+// IterOptions.PrefixOnly it is SeekPrefixGE.
 func (i *Iterator) SeekGE(key []byte) bool {
+	if i.prefixOnly {
+		return i.SeekPrefixGE(key)
+	}
 	if !i.reposition() {
 		return false
 	}
