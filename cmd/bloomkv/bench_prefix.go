@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
+	"github.com/bloomkv/bloomkv/internal/itertest"
 	"github.com/bloomkv/bloomkv/kv"
 	"github.com/bloomkv/bloomkv/sstable"
 	"github.com/cockroachdb/pebble"
@@ -28,26 +29,11 @@ var prefixFields = []string{"email", "name", "plan"}
 // every user once when users is not a multiple of it (a prime).
 const prefixStride = 1_000_003
 
-// prefixSplit cuts "user/<id>/<field>" after "user/<id>/"; a key with
-// fewer slashes is its own prefix.
-func prefixSplit(key []byte) int {
-	n, slashes := 0, 0
-	for n < len(key) && slashes < 2 {
-		if key[n] == '/' {
-			slashes++
-		}
-		n++
-	}
-	if slashes < 2 {
-		return len(key)
-	}
-	return n
-}
-
-// prefixComparer is bytewise order with prefixSplit, for bloomkv.
+// prefixComparer is bytewise order with itertest.UserSplit, which cuts
+// "user/<id>/<field>" after "user/<id>/", for bloomkv.
 var prefixComparer = func() *sstable.Comparer {
 	c := *sstable.DefaultComparer
-	c.Split, c.SplitName = prefixSplit, "bloomkv.bench.user"
+	c.Split, c.SplitName = itertest.UserSplit, "bloomkv.bench.user"
 	return &c
 }()
 
@@ -85,7 +71,7 @@ func prefixConfigs(o benchOptions, ours *bloompolicy.Bloom) []benchConfig {
 // withPebbleSplit gives Pebble the comparer of the prefix workload.
 func withPebbleSplit(p *pebble.Options) {
 	c := *pebble.DefaultComparer
-	c.Split = prefixSplit
+	c.Split = itertest.UserSplit
 	p.Comparer = &c
 }
 

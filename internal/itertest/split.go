@@ -23,3 +23,20 @@ func SlashComparer() *base.Comparer {
 	c.Split, c.SplitName = SlashSplit, "test.slash"
 	return &c
 }
+
+// UserSplit cuts "user/<id>/<field>" after "user/<id>/", the prefix of a
+// user's keys; a key with fewer than two slashes is its own prefix. It is
+// the Split of the prefix-scan workload, shared by its tests, its
+// benchmarks and the bench command, and keeps the invariants of base.Split
+// under bytewise order.
+func UserSplit(key []byte) int {
+	i := bytes.IndexByte(key, '/')
+	if i < 0 {
+		return len(key)
+	}
+	j := bytes.IndexByte(key[i+1:], '/')
+	if j < 0 {
+		return len(key)
+	}
+	return i + j + 2
+}
