@@ -66,7 +66,8 @@
 //
 // # Files
 //
-// A store's directory holds, named by base.MakeFilename:
+// A store's directory holds these files, numbered from one counter that
+// never reuses a number (six digits at least, zero-padded):
 //
 //	000012.log      WAL: one record per committed batch (internal/record framing)
 //	000010.sst      a table (see package sstable)
@@ -88,8 +89,9 @@
 //	| kind (1 B)  | key len (uvarint)   | key | value len (uvarint)   | value |
 //	+-------------+---------------------+-----+-----------------------+-------+
 //
-// seqnum is that of record 0; record i has seqnum+i. kind is base.KindSet (1)
-// or base.KindDelete (0); a DEL record has an empty value.
+// seqnum is that of record 0; record i has seqnum+i. kind is
+// [sstable.KindSet] (1) or [sstable.KindDelete] (0); a DEL record has an
+// empty value.
 //
 // # Recovery
 //
