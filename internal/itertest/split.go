@@ -40,3 +40,16 @@ func UserSplit(key []byte) int {
 	}
 	return i + j + 2
 }
+
+// ComparerNamed returns the comparer a test script's split argument names:
+// "slash" for SlashComparer (prefixes end at the first '/'), "none" for
+// the bytewise default. ok is false for any other name.
+func ComparerNamed(split string) (c *base.Comparer, ok bool) {
+	switch split {
+	case "slash":
+		return SlashComparer(), true
+	case "none":
+		return base.DefaultComparer, true
+	}
+	return nil, false
+}
