@@ -109,7 +109,7 @@ func (d *DB) replayWALs(nums []base.FileNum) (*recovered, error) {
 		if err != nil {
 			return nil, err
 		}
-		rec.mem.setLogs(append(rec.mem.logs, num))
+		rec.mem.logs = append(rec.mem.logs, num)
 		rec.tailEnd, rec.tailClean = end, clean
 	}
 	if rec.flushed {
@@ -172,12 +172,12 @@ func (d *DB) startFresh(rec *recovered) error {
 		return err
 	}
 	if len(mem.logs) == 0 || mem.logs[len(mem.logs)-1] != log.num {
-		mem.setLogs(append(mem.logs, log.num))
+		mem.logs = append(mem.logs, log.num)
 	}
 	d.commit.log = log
 	d.commit.logSeq = rec.lastSeq
 	d.visibleSeq.Store(uint64(rec.lastSeq))
-	rec.edit.LogNum = mem.logNum
+	rec.edit.LogNum = mem.logNum()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.mu.mem = mem
