@@ -59,8 +59,9 @@
 // and the first of block i+1 have different prefixes, the separator also
 // sorts below the prefix of block i+1's first key: a seek for a key of
 // prefix p then lands on a block after which no block holds p unless this
-// one does, so that block's filter can rule p out for the whole table. Keys in data and index blocks are encoded internal keys:
-// the user key followed by an 8-byte trailer, seqnum<<8 | kind.
+// one does, so that block's filter can rule p out for the whole table.
+// Keys in data and index blocks are encoded internal keys: the user key
+// followed by an 8-byte trailer, seqnum<<8 | kind.
 //
 // # Trailer
 //
@@ -88,9 +89,9 @@
 // block. Filter i holds each distinct user key of data block i once, or,
 // when the table's properties name a Split (filter.split), each distinct
 // prefix of them under it; a reader whose comparer splits otherwise (or
-// not at all) reads the table without its filter. The encoding of each filter belongs to the policy (filters are
-// self-describing); the table records the policy's name in the metaindex
-// key and in the properties. A reader that does not know the name reads
+// not at all) reads the table without its filter. The encoding of each
+// filter belongs to the policy (filters are self-describing); the table
+// records the policy's name in the metaindex key and in the properties. A reader that does not know the name reads
 // the table without its filter.
 //
 // # Properties block
