@@ -81,19 +81,35 @@ func (c *Compaction) Conflicts(cmp Compare, inProgress []*Compaction) bool {
 // levels below OutputLevel are read, and no other compaction writes into
 // the compaction's key range there while it runs.
 func (c *Compaction) ElideTombstone(v *Version, cmp Compare) func(userKey []byte) bool {
-	var below [][]*manifest.FileMetadata
+	below := c.below(v, cmp)
+	return func(userKey []byte) bool { return !below(userKey, userKey) }
+}
+
+// ElideRangeTombstone is ElideTombstone for range tombstones: the function
+// reports whether no level below OutputLevel in v holds a table meeting
+// [start, end) (RunConfig.ElideRangeTombstone).
+func (c *Compaction) ElideRangeTombstone(v *Version, cmp Compare) func(start, end []byte) bool {
+	below := c.below(v, cmp)
+	return func(start, end []byte) bool { return !below(start, end) }
+}
+
+// below returns a function reporting whether a level below OutputLevel in
+// v holds a table meeting [start, end] (end inclusive: for a range
+// tombstone's exclusive end that errs toward keeping it).
+func (c *Compaction) below(v *Version, cmp Compare) func(start, end []byte) bool {
+	var levels [][]*manifest.FileMetadata
 	for level := c.OutputLevel + 1; level < manifest.NumLevels; level++ {
 		if files := overlapsSorted(v.Levels[level], cmp, c.Smallest, c.Largest); len(files) > 0 {
-			below = append(below, files)
+			levels = append(levels, files)
 		}
 	}
-	return func(userKey []byte) bool {
-		for _, files := range below {
-			if len(overlapsSorted(files, cmp, userKey, userKey)) > 0 {
-				return false
+	return func(start, end []byte) bool {
+		for _, files := range levels {
+			if len(overlapsSorted(files, cmp, start, end)) > 0 {
+				return true
 			}
 		}
-		return true
+		return false
 	}
 }
 

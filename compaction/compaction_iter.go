@@ -4,6 +4,8 @@ import (
 	"sort"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/rangedel"
+	"github.com/bloomkv/bloomkv/sstable"
 )
 
 // compactionIter reads an input in internal-key order and yields, one user
@@ -18,11 +20,16 @@ import (
 // the key, tombstones at the old end of the kept versions are dropped too:
 // with nothing older left anywhere, a reader that would have met such a
 // tombstone finds no version at all instead, which reads the same.
+//
+// Range tombstones cut the same way: a kept version is dropped when a
+// range tombstone of its own stripe, newer than it, covers it, since every
+// reader that sees the version sees the tombstone too.
 type compactionIter struct {
 	cmp       base.Compare
 	input     base.InternalIterator
 	snapshots []base.SeqNum
 	elide     func(userKey []byte) bool
+	rangeDels []sstable.RangeTombstone // fragmented
 	stats     *RunStats
 
 	started bool
@@ -48,11 +55,12 @@ type keptVersion struct {
 }
 
 func newCompactionIter(cmp base.Compare, input base.InternalIterator, snapshots []base.SeqNum,
-	elide func([]byte) bool, stats *RunStats) *compactionIter {
+	elide func([]byte) bool, rangeDels []sstable.RangeTombstone, stats *RunStats) *compactionIter {
 	if elide == nil {
 		elide = func([]byte) bool { return false }
 	}
-	return &compactionIter{cmp: cmp, input: input, snapshots: snapshots, elide: elide, stats: stats}
+	return &compactionIter{cmp: cmp, input: input, snapshots: snapshots, elide: elide,
+		rangeDels: rangeDels, stats: stats}
 }
 
 // nextKey returns the kept versions of the next user key that has any,
@@ -110,7 +118,53 @@ func (i *compactionIter) readKey() {
 	if i.err = i.input.Error(); i.err != nil {
 		return
 	}
+	i.dropRangeDeleted(i.buf[:i.keyLen])
 	i.elideTombstones(i.buf[:i.keyLen])
+}
+
+// dropRangeDeleted drops the kept versions that a range tombstone of their
+// own stripe, newer than them, deletes.
+func (i *compactionIter) dropRangeDeleted(userKey []byte) {
+	if len(i.rangeDels) == 0 {
+		return
+	}
+	n := 0
+	for _, k := range i.kept {
+		seq := base.InternalKey{Trailer: k.trailer}.SeqNum()
+		top := base.SeqNumMax
+		if s := i.stripe(seq); s < len(i.snapshots) {
+			top = i.snapshots[s]
+		}
+		if tseq, ok := rangedel.Covering(i.cmp, i.rangeDels, userKey, top); ok && tseq > seq {
+			i.stats.RangeDeleted++
+			continue
+		}
+		i.kept[n] = k
+		n++
+	}
+	i.kept = i.kept[:n]
+}
+
+// keptRangeDels returns the range tombstones of frags some reader needs:
+// of each fragment, the newest tombstone of each snapshot stripe, minus
+// those of the oldest stripe where elide allows (they have deleted all
+// they cover in the input, and nothing below the output meets them).
+func (i *compactionIter) keptRangeDels(frags []sstable.RangeTombstone, elide func(start, end []byte) bool) []sstable.RangeTombstone {
+	var out []sstable.RangeTombstone
+	for j, t := range frags {
+		sameSpan := j > 0 && i.cmp(frags[j-1].Start, t.Start) == 0
+		s := i.stripe(t.Seq)
+		if sameSpan && i.stripe(frags[j-1].Seq) == s {
+			i.stats.RangeDelsElided++ // shadowed by a newer one of its stripe
+			continue
+		}
+		if s == 0 && elide != nil && elide(t.Start, t.End) {
+			i.stats.RangeDelsElided++
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
 }
 
 // elideTombstones drops the tombstones at the old end of the kept versions

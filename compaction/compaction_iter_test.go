@@ -25,7 +25,7 @@ func TestCompactionIter(t *testing.T) {
 		snapshots, elide := parseIterArgs(t, d)
 		input := itertest.ParseEntries(t, strings.Join(strings.Fields(d.Input), " "))
 		var stats RunStats
-		ci := newCompactionIter(base.DefaultComparer.Compare, input, snapshots, elide, &stats)
+		ci := newCompactionIter(base.DefaultComparer.Compare, input, snapshots, elide, nil, &stats)
 		var b strings.Builder
 		for {
 			versions, ok := ci.nextKey()

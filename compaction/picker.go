@@ -291,10 +291,10 @@ func (p *Picker) expandInputs(v *manifest.Version, c *Compaction, busy map[*mani
 // passes Version.CheckOrdering has no such neighbours; the picker does not
 // rely on it.)
 func expandBoundaries(files []*manifest.FileMetadata, cmp base.Compare, lo, hi int) (int, int) {
-	for lo > 0 && cmp(files[lo-1].Largest.UserKey, files[lo].Smallest.UserKey) == 0 {
+	for lo > 0 && !files[lo-1].EndsBefore(cmp, files[lo].Smallest.UserKey) {
 		lo--
 	}
-	for hi < len(files) && cmp(files[hi-1].Largest.UserKey, files[hi].Smallest.UserKey) == 0 {
+	for hi < len(files) && !files[hi-1].EndsBefore(cmp, files[hi].Smallest.UserKey) {
 		hi++
 	}
 	return lo, hi

@@ -3,9 +3,11 @@ package compaction
 import (
 	"errors"
 	"fmt"
+	"sort"
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/internal/rangedel"
 	"github.com/bloomkv/bloomkv/sstable"
 	"github.com/cockroachdb/pebble/vfs"
 )
@@ -23,8 +25,21 @@ type RunConfig struct {
 	// userKey, so that a tombstone no snapshot needs may be dropped (see
 	// Compaction.ElideTombstone). nil means never: tombstones are kept.
 	ElideTombstone func(userKey []byte) bool
+	// RangeDels are the range tombstones of the input, in any order and
+	// overlapping freely (the tombstones of each input table, say): Run
+	// fragments them. It drops the point versions that a newer tombstone
+	// of the same snapshot stripe deletes, keeps of each fragment the
+	// newest tombstone of each stripe, and writes those into the output
+	// tables, each table taking the parts within its key range.
+	RangeDels []sstable.RangeTombstone
+	// ElideRangeTombstone reports whether nothing below the output holds
+	// a user key in [start, end), so that a range tombstone no snapshot
+	// needs may be dropped once it has deleted what it covers in the input
+	// (see Compaction.ElideRangeTombstone). nil means never.
+	ElideRangeTombstone func(start, end []byte) bool
 	// NewOutput creates the file of the next table and names its number.
-	// Run calls it only when it has an entry to write.
+	// Run calls it only when it has an entry or a range tombstone to
+	// write.
 	NewOutput func() (FileNum, vfs.File, error)
 	// Writer are the options of the tables written.
 	Writer sstable.WriterOptions
@@ -58,18 +73,30 @@ type RunStats struct {
 	// TombstonesElided counts the tombstones dropped because no reader
 	// needed them and nothing below the output could be hidden by them.
 	TombstonesElided int64
+	// RangeDeleted counts the point versions dropped because a range
+	// tombstone of their snapshot stripe deletes them.
+	RangeDeleted int64
+	// RangeDelsOut counts the range tombstones written, one per fragment
+	// part and sequence number as the tables store them; RangeDelsElided
+	// those (fragments and sequence numbers) dropped because no reader
+	// needed them.
+	RangeDelsOut, RangeDelsElided int64
 	// Tables counts the tables written.
 	Tables int
 }
 
 // Run drains input, which must be in internal-key order, keeping only the
 // entries some reader can see: for each user key the newest version and,
-// for each snapshot, the newest version visible to it. Tombstones that no
-// snapshot needs are dropped where cfg.ElideTombstone allows. The entries
-// kept are written to new tables, each cut once it reaches
-// cfg.TargetFileSize or overlaps too many grandparent bytes, always between
-// two user keys, so no key's versions span two tables. Run returns the
-// tables' metadata in key order, and nothing when no entry was kept.
+// for each snapshot, the newest version visible to it, unless a range
+// tombstone of cfg.RangeDels that the same readers see deletes it.
+// Tombstones that no snapshot needs are dropped where cfg.ElideTombstone
+// and cfg.ElideRangeTombstone allow. The entries kept are written to new
+// tables, each cut once it reaches cfg.TargetFileSize or overlaps too many
+// grandparent bytes, always between two user keys, so no key's versions
+// span two tables; the range tombstones kept are cut at the same
+// boundaries, so that the tables' key ranges, tombstones included, do not
+// overlap. Run returns the tables' metadata in key order, and nothing when
+// nothing was kept.
 //
 // Run does not close input. On error it returns the tables finished so far
 // with the error; the caller deletes every file it handed out through
@@ -86,7 +113,9 @@ func Run(input InternalIterator, cfg RunConfig) ([]*FileMetadata, RunStats, erro
 		cfg.Writer.Comparer = cfg.Comparer
 	}
 	r := &runner{cfg: cfg, stats: &stats}
-	r.iter = newCompactionIter(cfg.Comparer.Compare, input, cfg.Snapshots, cfg.ElideTombstone, &stats)
+	frags := rangedel.Fragment(cfg.Comparer.Compare, cfg.RangeDels)
+	r.iter = newCompactionIter(cfg.Comparer.Compare, input, cfg.Snapshots, cfg.ElideTombstone, frags, &stats)
+	r.pending = r.iter.keptRangeDels(frags, cfg.ElideRangeTombstone)
 	r.gp = grandparentLimiter{cmp: cfg.Comparer.Compare, files: cfg.Grandparents, limit: cfg.grandparentLimit()}
 	err := r.run()
 	if r.w != nil {
@@ -131,6 +160,16 @@ type runner struct {
 
 	w       *sstable.Writer // the table being written; nil between tables
 	fileNum base.FileNum
+	// full says the open table reached the target size while a pending
+	// tombstone spans its last key: it is cut before the next key, which
+	// bounds the tombstone's part.
+	full bool
+
+	// pending are the range tombstones kept and not yet written in full,
+	// fragmented; lower is where the open table's part of them starts
+	// (nil for the first table): the previous table's cut.
+	pending []sstable.RangeTombstone
+	lower   []byte
 }
 
 func (r *runner) run() error {
@@ -139,8 +178,9 @@ func (r *runner) run() error {
 		if !ok {
 			break
 		}
-		if r.gp.cutBefore(versions[0].key.UserKey, r.w != nil) {
-			if err := r.finishTable(); err != nil {
+		key := versions[0].key.UserKey
+		if r.gp.cutBefore(key, r.w != nil) || r.full {
+			if err := r.finishTable(key, nil); err != nil {
 				return err
 			}
 		}
@@ -148,17 +188,48 @@ func (r *runner) run() error {
 			return err
 		}
 		if r.cfg.TargetFileSize > 0 && r.w.EstimatedSize() >= uint64(r.cfg.TargetFileSize) {
-			if err := r.finishTable(); err != nil {
-				return err
+			if r.full = r.spans(key); !r.full {
+				if err := r.finishTable(nil, key); err != nil {
+					return err
+				}
 			}
 		}
 	}
 	if err := r.iter.Error(); err != nil {
 		return fmt.Errorf("compaction: reading input: %w", err)
 	}
-	if r.w != nil {
-		return r.finishTable()
+	if r.w == nil && len(r.pending) > 0 {
+		if err := r.openTable(); err != nil {
+			return err
+		}
 	}
+	if r.w != nil {
+		return r.finishTable(nil, nil)
+	}
+	return nil
+}
+
+// spans reports whether a pending tombstone holds key and reaches past it.
+func (r *runner) spans(key []byte) bool {
+	cmp := r.cfg.Comparer.Compare
+	for _, t := range r.pending {
+		if cmp(t.Start, key) > 0 {
+			break
+		}
+		if cmp(key, t.End) < 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// openTable starts the next output table.
+func (r *runner) openTable() error {
+	num, f, err := r.cfg.NewOutput()
+	if err != nil {
+		return fmt.Errorf("compaction: creating table: %w", err)
+	}
+	r.w, r.fileNum = sstable.NewWriter(f, r.cfg.Writer), num
 	return nil
 }
 
@@ -166,11 +237,9 @@ func (r *runner) run() error {
 // open.
 func (r *runner) add(versions []version) error {
 	if r.w == nil {
-		num, f, err := r.cfg.NewOutput()
-		if err != nil {
-			return fmt.Errorf("compaction: creating table: %w", err)
+		if err := r.openTable(); err != nil {
+			return err
 		}
-		r.w, r.fileNum = sstable.NewWriter(f, r.cfg.Writer), num
 	}
 	for _, v := range versions {
 		if err := r.w.Add(v.key, v.value); err != nil {
@@ -181,11 +250,18 @@ func (r *runner) add(versions []version) error {
 	return nil
 }
 
-// finishTable closes the open table and records its metadata.
-func (r *runner) finishTable() error {
+// finishTable writes into the open table its part of the pending range
+// tombstones, closes it and records its metadata. The table ends before
+// next (the first key of the next table), or after last (its own last
+// key, which no pending tombstone spans), or, both nil, with the input.
+func (r *runner) finishTable(next, last []byte) error {
 	w := r.w
-	r.w = nil
+	r.w, r.full = nil, false
 	r.gp.reset()
+	if err := r.addRangeDels(w, next, last); err != nil {
+		_ = w.Close()
+		return err
+	}
 	if err := w.Close(); err != nil {
 		return fmt.Errorf("compaction: finishing table %s: %w", r.fileNum, err)
 	}
@@ -193,6 +269,34 @@ func (r *runner) finishTable() error {
 	r.tables = append(r.tables, NewFileMetadata(r.fileNum, m))
 	r.stats.BytesWritten += int64(m.Size)
 	r.stats.Tables++
+	return nil
+}
+
+// addRangeDels writes into w the table's part of the pending tombstones
+// (see finishTable) and keeps pending what remains for the next tables.
+func (r *runner) addRangeDels(w *sstable.Writer, next, last []byte) error {
+	cmp := r.cfg.Comparer.Compare
+	n := len(r.pending) // pending[:n] are written, whole or in part
+	done := n           // pending[:done] are written whole
+	switch {
+	case next != nil:
+		n = sort.Search(len(r.pending), func(i int) bool { return cmp(r.pending[i].Start, next) >= 0 })
+		done = sort.Search(len(r.pending), func(i int) bool { return cmp(r.pending[i].End, next) > 0 })
+	case last != nil:
+		n = sort.Search(len(r.pending), func(i int) bool { return cmp(r.pending[i].Start, last) > 0 })
+		done = n
+	}
+	for _, t := range rangedel.Truncate(cmp, r.pending[:n], r.lower, next) {
+		if err := w.AddRangeDel(t); err != nil {
+			return fmt.Errorf("compaction: writing table %s: %w", r.fileNum, err)
+		}
+		r.stats.RangeDelsOut++
+	}
+	r.pending, r.lower = r.pending[done:], nil
+	if next != nil {
+		// A copy: next is valid only until the input moves on.
+		r.lower = append(make([]byte, 0, len(next)), next...)
+	}
 	return nil
 }
 

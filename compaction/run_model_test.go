@@ -14,10 +14,10 @@ import (
 )
 
 // TestRun_RandomModel compacts random histories, spread over several merged
-// inputs, under random snapshots and elision, and checks that every reader
-// (each snapshot and the latest state) sees exactly what it saw before,
-// that nothing is kept that no reader can see, and that the tables are
-// well formed.
+// inputs, with random range tombstones, under random snapshots and
+// elision, and checks that every reader (each snapshot and the latest
+// state) sees exactly what it saw before, that nothing is kept that no
+// reader can see, and that the tables are well formed.
 func TestRun_RandomModel(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
@@ -29,31 +29,36 @@ func TestRun_RandomModel(t *testing.T) {
 	for round := range rounds {
 		ctx := fmt.Sprintf("seed %d round %d", seed, round)
 		input, elide := randomHistory(rng)
-		snapshots := randomSnapshots(rng, base.SeqNum(len(input)))
+		rangeDels := randomRangeDels(rng, len(input))
+		snapshots := randomSnapshots(rng, base.SeqNum(2*len(input)+1))
 		children := splitIntoChildren(rng, input)
 		out := newMemOutputs()
 		tables, stats, err := Run(NewMergingIter(bytes.Compare, children...), RunConfig{
-			NewOutput:      out.newOutput,
-			Snapshots:      snapshots,
-			ElideTombstone: func(k []byte) bool { return elide[string(k)] },
-			TargetFileSize: []int64{0, 1, 200, 1000}[rng.IntN(4)],
-			Writer:         sstable.WriterOptions{BlockSize: 64 + rng.IntN(256)},
+			NewOutput:           out.newOutput,
+			Snapshots:           snapshots,
+			ElideTombstone:      func(k []byte) bool { return elide[string(k)] },
+			RangeDels:           rangeDels,
+			ElideRangeTombstone: elideRange(elide),
+			TargetFileSize:      []int64{0, 1, 200, 1000}[rng.IntN(4)],
+			Writer:              sstable.WriterOptions{BlockSize: 64 + rng.IntN(256)},
 		})
 		if err != nil {
 			t.Fatalf("%s: %v", ctx, err)
 		}
 		checkBoundaries(t, tables)
 		var output []modelEntry
+		var outRangeDels []sstable.RangeTombstone
 		for _, m := range tables {
 			output = append(output, out.readTable(t, m)...)
+			outRangeDels = append(outRangeDels, out.rangeDels(t, m)...)
 		}
 		if stats.EntriesIn != int64(len(input)) || stats.EntriesOut != int64(len(output)) ||
-			stats.Shadowed+stats.TombstonesElided+stats.EntriesOut != stats.EntriesIn {
+			stats.Shadowed+stats.TombstonesElided+stats.RangeDeleted+stats.EntriesOut != stats.EntriesIn {
 			t.Fatalf("%s: stats %+v for %d in, %d out", ctx, stats, len(input), len(output))
 		}
 		checkByteStats(t, ctx, stats, input, tables)
 		readers := append(append([]base.SeqNum(nil), snapshots...), base.SeqNumMax)
-		checkSameReads(t, ctx, input, output, readers, elide)
+		checkSameReads(t, ctx, history{input, rangeDels}, history{output, outRangeDels}, readers, elide)
 		checkNothingUseless(t, ctx, output, readers, elide)
 	}
 }
@@ -94,15 +99,46 @@ func randomHistory(rng *rand.Rand) ([]modelEntry, map[string]bool) {
 	var history []modelEntry
 	for i, p := range rng.Perm(len(versions)) {
 		v := versions[i]
-		key := base.MakeInternalKey([]byte(v.key), base.SeqNum(p+1), v.kind)
+		// Even sequence numbers: randomRangeDels takes the odd ones.
+		key := base.MakeInternalKey([]byte(v.key), base.SeqNum(2*p+2), v.kind)
 		var value []byte
 		if v.kind == base.KindSet {
-			value = []byte(fmt.Sprintf("%s@%d", v.key, p+1))
+			value = []byte(fmt.Sprintf("%s@%d", v.key, 2*p+2))
 		}
 		history = append(history, modelEntry{key: key, value: value})
 	}
 	sortModel(history)
 	return history, elide
+}
+
+// randomRangeDels returns up to 4 range tombstones over the keys of
+// randomHistory, with odd sequence numbers among the n versions' even
+// ones, some empty.
+func randomRangeDels(rng *rand.Rand, n int) []sstable.RangeTombstone {
+	var ts []sstable.RangeTombstone
+	for range rng.IntN(5) {
+		lo := rng.IntN(21)
+		hi := lo + rng.IntN(8)
+		ts = append(ts, sstable.RangeTombstone{
+			Start: []byte(fmt.Sprintf("k%02d", lo)),
+			End:   []byte(fmt.Sprintf("k%02d", hi)),
+			Seq:   base.SeqNum(2*rng.IntN(n+1) + 1),
+		})
+	}
+	return ts
+}
+
+// elideRange allows a range tombstone to go when every key of
+// randomHistory it covers is one nothing below holds.
+func elideRange(elide map[string]bool) func(start, end []byte) bool {
+	return func(start, end []byte) bool {
+		for k, el := range elide {
+			if !el && bytes.Compare(start, []byte(k)) <= 0 && bytes.Compare([]byte(k), end) < 0 {
+				return false
+			}
+		}
+		return true
+	}
 }
 
 // randomSnapshots returns up to 5 ascending sequence numbers in [0, max+1].
@@ -139,17 +175,34 @@ func splitIntoChildren(rng *rand.Rand, entries []modelEntry) []base.InternalIter
 	return iters
 }
 
-// read returns what a read of key at seq finds in entries: its value,
-// "<deleted>", or, when no version is visible, "<below>" for a key the
-// levels under the compaction may hold and "<absent>" otherwise.
-func read(entries []modelEntry, key string, seq base.SeqNum, elide bool) string {
-	for _, e := range entries {
+// history is a compaction's input or output: point entries in
+// internal-key order and range tombstones.
+type history struct {
+	entries   []modelEntry
+	rangeDels []sstable.RangeTombstone
+}
+
+// read returns what a read of key at seq finds in h: its value,
+// "<deleted>" (a tombstone, or a range tombstone newer than the version
+// found), or, when no version is visible, "<below>" for a key the levels
+// under the compaction may hold and "<absent>" otherwise.
+func read(h history, key string, seq base.SeqNum, elide bool) string {
+	var tseq base.SeqNum
+	for _, t := range h.rangeDels {
+		if t.Seq <= seq && t.Seq > tseq && string(t.Start) <= key && key < string(t.End) {
+			tseq = t.Seq
+		}
+	}
+	for _, e := range h.entries {
 		if string(e.key.UserKey) == key && e.key.Visible(seq) {
-			if e.key.Kind() == base.KindDelete {
+			if e.key.Kind() == base.KindDelete || e.key.SeqNum() < tseq {
 				return "<deleted>"
 			}
 			return string(e.value)
 		}
+	}
+	if tseq > 0 {
+		return "<deleted>"
 	}
 	if elide {
 		return "<absent>"
@@ -159,7 +212,7 @@ func read(entries []modelEntry, key string, seq base.SeqNum, elide bool) string 
 
 // checkSameReads checks that every reader finds the same in output as in
 // input, a deleted key and an absent one counting as the same.
-func checkSameReads(t *testing.T, ctx string, input, output []modelEntry, readers []base.SeqNum, elide map[string]bool) {
+func checkSameReads(t *testing.T, ctx string, input, output history, readers []base.SeqNum, elide map[string]bool) {
 	for key, el := range elide {
 		for _, seq := range readers {
 			want, got := read(input, key, seq, el), read(output, key, seq, el)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/itertest"
 	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/internal/rangedel"
 	"github.com/bloomkv/bloomkv/sstable"
 	"github.com/cockroachdb/datadriven"
 	"github.com/cockroachdb/pebble/vfs"
@@ -49,7 +51,16 @@ func (o *memOutputs) open(t testing.TB, n base.FileNum, policies ...bloompolicy.
 	return r
 }
 
-// readTable returns every entry of table m and checks m against them.
+// rangeDels returns the range tombstones of table m.
+func (o *memOutputs) rangeDels(t testing.TB, m *manifest.FileMetadata) []sstable.RangeTombstone {
+	t.Helper()
+	r := o.open(t, m.FileNum)
+	defer r.Close()
+	return r.RangeDels()
+}
+
+// readTable returns every entry of table m and checks m against them and
+// its range tombstones.
 func (o *memOutputs) readTable(t testing.TB, m *manifest.FileMetadata) []modelEntry {
 	t.Helper()
 	r := o.open(t, m.FileNum)
@@ -65,21 +76,38 @@ func (o *memOutputs) readTable(t testing.TB, m *manifest.FileMetadata) []modelEn
 	if err := it.Close(); err != nil {
 		t.Fatal(err)
 	}
-	checkMetadata(t, m, entries, r.Properties())
+	checkMetadata(t, m, entries, r.RangeDels(), r.Properties())
 	return entries
 }
 
-// checkMetadata checks what Run said of a table against its contents.
-func checkMetadata(t testing.TB, m *manifest.FileMetadata, entries []modelEntry, props *sstable.Properties) {
+// checkMetadata checks what Run said of a table against its contents:
+// entries and range tombstones.
+func checkMetadata(t testing.TB, m *manifest.FileMetadata, entries []modelEntry, rangeDels []sstable.RangeTombstone,
+	props *sstable.Properties) {
 	t.Helper()
-	if len(entries) == 0 {
+	if len(entries) == 0 && len(rangeDels) == 0 {
 		t.Fatalf("table %s is empty", m.FileNum)
 	}
-	lo, hi := entries[0].key.SeqNum(), entries[0].key.SeqNum()
+	var first, last base.InternalKey
+	if len(entries) > 0 {
+		first, last = entries[0].key, entries[len(entries)-1].key
+	}
+	if len(rangeDels) > 0 {
+		s, l := rangedel.Bounds(rangeDels)
+		if len(entries) == 0 || base.InternalCompare(bytes.Compare, s, first) < 0 {
+			first = s
+		}
+		if len(entries) == 0 || base.InternalCompare(bytes.Compare, l, last) > 0 {
+			last = l
+		}
+	}
+	lo, hi := first.SeqNum(), first.SeqNum()
 	for _, e := range entries {
 		lo, hi = min(lo, e.key.SeqNum()), max(hi, e.key.SeqNum())
 	}
-	first, last := entries[0].key, entries[len(entries)-1].key
+	for _, tb := range rangeDels {
+		lo, hi = min(lo, tb.Seq), max(hi, tb.Seq)
+	}
 	switch {
 	case base.InternalCompare(bytes.Compare, m.Smallest, first) != 0 || base.InternalCompare(bytes.Compare, m.Largest, last) != 0:
 		t.Fatalf("table %s: bounds %s-%s, contents %s-%s", m.FileNum, m.Smallest, m.Largest, first, last)
@@ -93,11 +121,11 @@ func checkMetadata(t testing.TB, m *manifest.FileMetadata, entries []modelEntry,
 }
 
 // checkBoundaries checks that the tables are in key order and that no user
-// key has versions in two of them.
+// key has versions, or is covered by range tombstones, in two of them.
 func checkBoundaries(t testing.TB, tables []*manifest.FileMetadata) {
 	t.Helper()
 	for i := 1; i < len(tables); i++ {
-		if bytes.Compare(tables[i-1].Largest.UserKey, tables[i].Smallest.UserKey) >= 0 {
+		if !tables[i-1].EndsBefore(bytes.Compare, tables[i].Smallest.UserKey) {
 			t.Fatalf("tables %s and %s share or reverse user keys", tables[i-1], tables[i])
 		}
 	}
@@ -107,9 +135,13 @@ func checkBoundaries(t testing.TB, tables []*manifest.FileMetadata) {
 //
 //	run [target-file-size=N] [snapshots=(...)] [elide=(...)|elide=all]
 //	    [grandparents=(a-b:SIZE,...)] [max-overlap=SIZE]
+//	    [range-dels=(a-c#5,...)] [below=(a-b,...)]
 //	<entries, as in testdata/compaction_iter>
 //
-// It prints each table written, read back, and the stats.
+// range-dels are the input's range tombstones; below, the key ranges the
+// levels below the output hold (range tombstones that meet none may be
+// elided; without below, none may). It prints each table written, read
+// back with its range tombstones, and the stats.
 func TestRun(t *testing.T) {
 	datadriven.RunTest(t, "testdata/run", func(t *testing.T, d *datadriven.TestData) string {
 		if d.Cmd != "run" {
@@ -123,6 +155,12 @@ func TestRun(t *testing.T) {
 				cfg.TargetFileSize = parseSize(t, arg.SingleVal(t))
 			case "max-overlap":
 				cfg.MaxGrandparentOverlap = parseSize(t, arg.SingleVal(t))
+			case "range-dels":
+				for _, v := range arg.Vals {
+					cfg.RangeDels = append(cfg.RangeDels, parseRangeDel(t, v))
+				}
+			case "below":
+				cfg.ElideRangeTombstone = elideBelow(arg.Vals)
 			case "grandparents":
 				for i, v := range arg.Vals {
 					bounds, size, _ := strings.Cut(v, ":")
@@ -141,6 +179,9 @@ func TestRun(t *testing.T) {
 			for _, e := range out.readTable(t, m) {
 				fmt.Fprintf(&b, " %s:%s", e.key, e.value)
 			}
+			for _, tb := range out.rangeDels(t, m) {
+				fmt.Fprintf(&b, " %s", tb)
+			}
 			b.WriteString("\n")
 		}
 		checkBoundaries(t, tables)
@@ -149,8 +190,37 @@ func TestRun(t *testing.T) {
 		}
 		fmt.Fprintf(&b, "in=%d out=%d shadowed=%d elided=%d tables=%d\n",
 			stats.EntriesIn, stats.EntriesOut, stats.Shadowed, stats.TombstonesElided, stats.Tables)
+		if len(cfg.RangeDels) > 0 {
+			fmt.Fprintf(&b, "range-deleted=%d range-dels-out=%d range-dels-elided=%d\n",
+				stats.RangeDeleted, stats.RangeDelsOut, stats.RangeDelsElided)
+		}
 		return b.String()
 	})
+}
+
+// parseRangeDel parses "a-c#5" as the range tombstone [a, c)#5.
+func parseRangeDel(t testing.TB, s string) sstable.RangeTombstone {
+	span, seqStr, _ := strings.Cut(s, "#")
+	start, end, ok := strings.Cut(span, "-")
+	seq, err := strconv.ParseUint(seqStr, 10, 64)
+	if !ok || err != nil {
+		t.Fatalf("bad range tombstone %q", s)
+	}
+	return sstable.RangeTombstone{Start: []byte(start), End: []byte(end), Seq: base.SeqNum(seq)}
+}
+
+// elideBelow returns an ElideRangeTombstone for levels below that hold the
+// inclusive key ranges "a-b".
+func elideBelow(ranges []string) func(start, end []byte) bool {
+	return func(start, end []byte) bool {
+		for _, r := range ranges {
+			lo, hi, _ := strings.Cut(r, "-")
+			if bytes.Compare(start, []byte(hi)) <= 0 && bytes.Compare([]byte(lo), end) < 0 {
+				return false
+			}
+		}
+		return true
+	}
 }
 
 func filterArgs(args []datadriven.CmdArg, keep ...string) []datadriven.CmdArg {

@@ -15,7 +15,8 @@ import (
 //
 // The seqnum is that of the first record; record i is numbered seqnum+i. It
 // stays zero until the batch is committed. A DEL record carries an empty
-// value.
+// value; a RANGEDEL record's key is the range's start and its value the
+// end.
 const batchHeaderLen = 12
 
 // Batch is a set of writes applied atomically by [DB.Apply]: readers see all
@@ -44,6 +45,21 @@ func (b *Batch) Set(key, value []byte) error {
 // Delete adds a deletion of key.
 func (b *Batch) Delete(key []byte) error {
 	return b.add(base.KindDelete, key, nil)
+}
+
+// DeleteRange adds a deletion of every key k with start <= k < end under
+// the DB's comparer. An empty range (start >= end) deletes nothing, as in
+// Pebble; it still takes its place and sequence number in the batch. Both
+// keys are limited to MaxKeySize.
+func (b *Batch) DeleteRange(start, end []byte) error {
+	if b.err != nil {
+		return b.err
+	}
+	if len(end) > MaxKeySize {
+		b.err = fmt.Errorf("%w: range end of %d bytes", ErrKeyTooLarge, len(end))
+		return b.err
+	}
+	return b.add(base.KindRangeDelete, start, end)
 }
 
 func (b *Batch) add(kind base.Kind, key, value []byte) error {

@@ -34,6 +34,10 @@ func TestBatch_Encoding(t *testing.T) {
 			"0201000000000000" + "02000000" + "01016b00" + "00026b6b00",
 		},
 		{
+			"range deletion: start as key, end as value", func(b *Batch) { b.DeleteRange([]byte("a"), []byte("cd")) }, 3,
+			"0300000000000000" + "01000000" + "02" + "01" + "61" + "02" + "6364",
+		},
+		{
 			"long key uses two varint bytes", func(b *Batch) { b.Set(bytes.Repeat([]byte("z"), 200), nil) }, 1,
 			"0100000000000000" + "01000000" + "01" + "c801" + strings.Repeat("7a", 200) + "00",
 		},
@@ -60,13 +64,18 @@ func TestBatch_RoundTrip(t *testing.T) {
 		{base.KindDelete, []byte("pear"), nil},
 		{base.KindSet, []byte(""), []byte("empty key")},
 		{base.KindSet, []byte("big"), bytes.Repeat([]byte{0xff}, 1000)},
+		{base.KindRangeDelete, []byte("a"), []byte("z")},
+		{base.KindRangeDelete, []byte("z"), []byte("a")},
 	}
 	for _, r := range want {
 		var err error
-		if r.Kind == base.KindSet {
+		switch r.Kind {
+		case base.KindSet:
 			err = b.Set(r.Key, r.Value)
-		} else {
+		case base.KindDelete:
 			err = b.Delete(r.Key)
+		default:
+			err = b.DeleteRange(r.Key, r.Value)
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -117,6 +126,19 @@ func TestBatch_Limits(t *testing.T) {
 	}
 	if err := b.Delete(make([]byte, MaxKeySize+1)); !errors.Is(err, ErrKeyTooLarge) {
 		t.Fatalf("key of MaxKeySize+1: %v", err)
+	}
+	for _, tc := range []struct{ start, end int }{{MaxKeySize + 1, 1}, {1, MaxKeySize + 1}} {
+		b.Reset()
+		if err := b.DeleteRange(make([]byte, tc.start), make([]byte, tc.end)); !errors.Is(err, ErrKeyTooLarge) {
+			t.Fatalf("range of %d and %d bytes: %v", tc.start, tc.end, err)
+		}
+		if err := b.Set([]byte("x"), nil); !errors.Is(err, ErrKeyTooLarge) {
+			t.Fatalf("batch spoiled by an oversized range accepted a write: %v", err)
+		}
+	}
+	b.Reset()
+	if err := b.DeleteRange(make([]byte, MaxKeySize), make([]byte, MaxKeySize)); err != nil {
+		t.Fatalf("range of MaxKeySize keys: %v", err)
 	}
 	b.Reset()
 	if err := b.Set(nil, make([]byte, MaxValueSize+1)); !errors.Is(err, ErrValueTooLarge) {
@@ -212,6 +234,7 @@ func FuzzBatchDecode(f *testing.F) {
 	var b Batch
 	b.Set([]byte("a"), []byte("1"))
 	b.Delete([]byte("b"))
+	b.DeleteRange([]byte("c"), []byte("d"))
 	f.Add(append([]byte(nil), b.data...))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -64,10 +64,20 @@ func crashPoints(rng *rand.Rand, total, n int) []int {
 // (nil: deleted).
 type crashWrite struct {
 	desc string
-	kvs  map[string]*string
+	// delRanges are the batch's range deletions [lo, hi), which come
+	// first in the batch: kvs overrides them.
+	delRanges [][2]string
+	kvs       map[string]*string
 }
 
 func (w crashWrite) apply(m map[string]string) {
+	for _, r := range w.delRanges {
+		for k := range m {
+			if r[0] <= k && k < r[1] {
+				delete(m, k)
+			}
+		}
+	}
 	for k, v := range w.kvs {
 		if v == nil {
 			delete(m, k)
@@ -200,12 +210,18 @@ func groupKey(g, i int) string { return fmt.Sprintf("g%02d/%d", g, i) }
 
 const crashGroupKeys = 4
 
-// write makes one Set, Delete or batch, Sync or NoSync.
+// write makes one Set, Delete, DeleteRange or batch, Sync or NoSync.
 func (r *crashRun) write() bool {
 	idx := len(r.history)
 	w := crashWrite{kvs: map[string]*string{}}
 	b := r.db.NewBatch()
 	switch p := r.rng.IntN(100); {
+	case p < 8:
+		lo := r.rng.IntN(60)
+		k0, k1 := string(crashKey(lo)), string(crashKey(lo+1+r.rng.IntN(10)))
+		b.DeleteRange([]byte(k0), []byte(k1))
+		w.delRanges = append(w.delRanges, [2]string{k0, k1})
+		w.desc = fmt.Sprintf("DeleteRange(%q, %q)", k0, k1)
 	case p < 55:
 		k := crashKey(r.rng.IntN(60))
 		v := fmt.Sprintf("w%d.%s", idx, strings.Repeat("x", r.rng.IntN(300)))
@@ -220,7 +236,17 @@ func (r *crashRun) write() bool {
 	default:
 		g, del := r.rng.IntN(16), r.rng.IntN(8) == 0
 		v := fmt.Sprintf("b%d.%s", idx, strings.Repeat("y", r.rng.IntN(100)))
+		if r.rng.IntN(4) == 0 {
+			// The group's keys deleted by range, then some set again.
+			lo, hi := groupKey(g, 0), groupKey(g, crashGroupKeys)
+			b.DeleteRange([]byte(lo), []byte(hi))
+			w.delRanges = append(w.delRanges, [2]string{lo, hi})
+			del = false
+		}
 		for i := 0; i < crashGroupKeys; i++ {
+			if len(w.delRanges) > 0 && i%2 == 1 {
+				continue
+			}
 			if del {
 				b.Delete([]byte(groupKey(g, i)))
 				w.kvs[groupKey(g, i)] = nil

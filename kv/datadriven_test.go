@@ -20,7 +20,8 @@ import (
 //
 //	open [memtable-size=N] [filters=off] [auto-compactions=off] [target-file-size=N]
 //	     [block-size=N] [l0-compaction-threshold=N] [split=slash|none]
-//	batch                 input: "set k v" / "del k" lines, applied atomically
+//	batch                 input: "set k v" / "del k" / "del-range start end"
+//	                      lines, applied atomically
 //	get [snapshot=name]   input: one key per line
 //	iter [lower=k] [upper=k] [snapshot=name]
 //	                      input: first, last, next, prev, seek-ge k, seek-lt k,
@@ -174,6 +175,8 @@ func (h *scriptHarness) batch(input string) error {
 			b.Set([]byte(f[1]), []byte(f[2]))
 		case len(f) == 2 && f[0] == "del":
 			b.Delete([]byte(f[1]))
+		case len(f) == 3 && f[0] == "del-range":
+			b.DeleteRange([]byte(f[1]), []byte(f[2]))
 		default:
 			return fmt.Errorf("bad batch line %q", line)
 		}
@@ -221,6 +224,8 @@ func (h *scriptHarness) iter(td *datadriven.TestData) (string, error) {
 			opts.LowerBound = []byte(arg.Vals[0])
 		case "upper":
 			opts.UpperBound = []byte(arg.Vals[0])
+		case "prefix-only":
+			opts.PrefixOnly = true
 		}
 	}
 	var it *Iterator
@@ -294,9 +299,13 @@ func formatLSM(d *DB) string {
 func formatLookups(m Metrics) string {
 	var b strings.Builder
 	row := func(name string, l LookupMetrics) {
-		fmt.Fprintf(&b, "%s: gets=%d prefix-seeks=%d considered=%d negatives=%d true-pos=%d false-pos=%d block-reads=%d\n",
+		fmt.Fprintf(&b, "%s: gets=%d prefix-seeks=%d considered=%d negatives=%d true-pos=%d false-pos=%d block-reads=%d",
 			name, l.Gets, l.PrefixSeeks, l.TablesConsidered, l.FilterNegatives, l.FilterTruePositives,
 			l.FilterFalsePositives, l.BlockReads)
+		if l.RangeDelChecks > 0 {
+			fmt.Fprintf(&b, " range-del-checks=%d", l.RangeDelChecks)
+		}
+		b.WriteString("\n")
 	}
 	for i, l := range m.Levels {
 		if l.Lookups != (LookupMetrics{}) || l.NumFiles > 0 {

@@ -125,6 +125,7 @@ func TestDB_ErrClosed(t *testing.T) {
 	errs := map[string]error{
 		"Set":             d.Set([]byte("a"), nil, Sync),
 		"Delete":          d.Delete([]byte("a"), Sync),
+		"DeleteRange":     d.DeleteRange([]byte("a"), []byte("b"), Sync),
 		"Apply":           d.Apply(b, NoSync),
 		"Get":             getErr,
 		"NewIter":         iterErr,

@@ -4,8 +4,8 @@
 //
 // # Using it
 //
-// Open a directory, write with Set, Delete or an atomic Batch, read with Get,
-// an Iterator or a Snapshot, and Close. DB and Snapshot methods are safe for
+// Open a directory, write with Set, Delete, DeleteRange or an atomic Batch,
+// read with Get, an Iterator or a Snapshot, and Close. DB and Snapshot methods are safe for
 // concurrent use; an Iterator or a Batch belongs to one goroutine at a time.
 // Writes take a [WriteOptions]: [Sync] waits for the WAL to reach stable
 // storage, [NoSync] does not (a clean Close still keeps it, in the synced
@@ -64,6 +64,24 @@
 // names, and read the others without. Options.DisableFilters writes no
 // filters and reads none, so the same files can be measured both ways.
 //
+// # Range deletions
+//
+// DeleteRange writes one range tombstone [start, end)#seq, whatever the
+// number of keys it covers. The memtable keeps tombstones in a skiplist of
+// their own; tables keep them, fragmented, in a block of their own that
+// each open table holds in memory. A table's key range includes its
+// tombstones, the last one's end entering as an exclusive bound, so that
+// a lookup of a covered key reaches the table, and compactions cut
+// tombstones at their output tables' boundaries, so that L1..L6 tables
+// still share no user key. Each source a Get consults answers for its own
+// tombstones as well as its keys; a table's filter says nothing of its
+// tombstones, so a table whose filter rules the key out is still searched
+// for them (LookupMetrics.RangeDelChecks), at no block read. An Iterator
+// gathers the tombstones within its bounds once, when it is made (see
+// [Iterator] for the cost). Compactions drop the keys a tombstone of the
+// same snapshot stripe covers, and the tombstone itself once no snapshot
+// needs it and no deeper level holds keys of its range.
+//
 // # Files
 //
 // A store's directory holds these files, numbered from one counter that
@@ -90,8 +108,10 @@
 //	+-------------+---------------------+-----+-----------------------+-------+
 //
 // seqnum is that of record 0; record i has seqnum+i. kind is
-// [sstable.KindSet] (1) or [sstable.KindDelete] (0); a DEL record has an
-// empty value.
+// [sstable.KindSet] (1), [sstable.KindDelete] (0) or
+// [sstable.KindRangeDelete] (2); a DEL record has an empty value; a
+// RANGEDEL record's key is the range's start and its value the end
+// (exclusive).
 //
 // # Recovery
 //

@@ -397,17 +397,23 @@ func (r *faultWriteRun) step(step int) {
 	}
 }
 
-// write applies a Set, a Delete or a four-key batch, Sync or NoSync.
+// write applies a Set, a Delete, a DeleteRange or a four-key batch, Sync
+// or NoSync.
 func (r *faultWriteRun) write(step int) {
 	w := crashWrite{kvs: map[string]*string{}}
 	b := r.db.NewBatch()
 	v := fmt.Sprintf("w%d.%s", step, randomLetters(r.rng, r.rng.IntN(200)))
-	switch p := r.rng.IntN(10); {
-	case p < 6:
+	switch p := r.rng.IntN(20); {
+	case p < 2:
+		lo := r.rng.IntN(80)
+		k0, k1 := string(crashKey(lo)), string(crashKey(lo+1+r.rng.IntN(12)))
+		b.DeleteRange([]byte(k0), []byte(k1))
+		w.delRanges = append(w.delRanges, [2]string{k0, k1})
+	case p < 12:
 		k := string(crashKey(r.rng.IntN(80)))
 		b.Set([]byte(k), []byte(v))
 		w.kvs[k] = &v
-	case p < 8:
+	case p < 16:
 		k := string(crashKey(r.rng.IntN(80)))
 		b.Delete([]byte(k))
 		w.kvs[k] = nil
@@ -422,7 +428,7 @@ func (r *faultWriteRun) write(step int) {
 	if r.rng.IntN(5) == 0 {
 		opts = kv.Sync
 	}
-	r.log.add("write %d keys, sync=%v", len(w.kvs), opts.Sync)
+	r.log.add("write %d keys, %d ranges deleted, sync=%v", len(w.kvs), len(w.delRanges), opts.Sync)
 	if r.check(r.db.Apply(b, opts), "write") {
 		w.apply(r.model)
 	} else {

@@ -140,7 +140,8 @@ func (d *DB) writeL0(mem *memTable, snaps []base.SeqNum, cancel func() bool) ([]
 	d.mu.Lock()
 	filter := d.tableFilterLocked(0, nil, int64(mem.Len()))
 	d.mu.Unlock()
-	files, _, err := d.runOutputs(input, compaction.RunConfig{Snapshots: snaps}, filter)
+	cfg := compaction.RunConfig{Snapshots: snaps, RangeDels: mem.RangeDels()}
+	files, _, err := d.runOutputs(input, cfg, filter)
 	if err != nil {
 		return nil, fmt.Errorf("kv: flushing memtable of WAL %s: %w", mem.logNum(), err)
 	}

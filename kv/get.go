@@ -16,8 +16,11 @@ func (d *DB) Get(key []byte) ([]byte, error) {
 }
 
 // get looks key up as of the snapshot, or the current state when snap is
-// nil: in the memtables, then in the tables from newest to oldest. It
-// counts what the lookup touched.
+// nil: in the memtables, then in the tables from newest to oldest. Each
+// source answers for its range tombstones too (a covered key comes back
+// found, as KindRangeDelete), so the first source that knows the key
+// decides: the sources below it hold only older versions and tombstones.
+// It counts what the lookup touched.
 func (d *DB) get(key []byte, snap *Snapshot) ([]byte, error) {
 	if key == nil {
 		key = []byte{} // nil is "unbounded" to key-range helpers
@@ -38,7 +41,9 @@ func (d *DB) get(key []byte, snap *Snapshot) ([]byte, error) {
 			return nil, err
 		}
 	}
-	if !found || kind == base.KindDelete {
+	if !found || kind != base.KindSet {
+		// A tombstone, or a range tombstone covering the key
+		// (KindRangeDelete): the sources below it are older.
 		return nil, ErrNotFound
 	}
 	return append(make([]byte, 0, len(value)), value...), nil

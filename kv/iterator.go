@@ -1,14 +1,18 @@
 package kv
 
 import (
+	"fmt"
+
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/iterator"
 	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/internal/rangedel"
 	"github.com/bloomkv/bloomkv/sstable"
 )
 
 // Iterator walks the DB's keys in order, showing for each key the newest
-// value visible at the iterator's sequence number and hiding deleted keys.
+// value visible at the iterator's sequence number and hiding deleted keys,
+// range deletions included.
 // It sees one point in time: the moment NewIter was called (or the
 // snapshot's). It holds the tables it reads, so no compaction deletes them
 // under it; Close it when done.
@@ -16,6 +20,14 @@ import (
 // Positioning methods report whether the iterator landed on a key. Key and
 // Value are valid until the next positioning call; copy them to keep them.
 // An Iterator is not safe for concurrent use.
+//
+// Range deletions cost an iterator this much: NewIter gathers the range
+// tombstones visible to it from the memtables and from every table that
+// overlaps its bounds (one table-cache lookup per such table; the
+// tombstones themselves are in memory), and fragments them once; each key
+// the iterator shows then costs one binary search over the fragments, and
+// keys a tombstone covers are stepped over one by one. With no tombstones
+// in reach, only the table-cache lookups remain.
 type Iterator struct {
 	db           *DB
 	rs           *readState
@@ -23,6 +35,9 @@ type Iterator struct {
 	iter         base.InternalIterator
 	cmp          base.Compare
 	lower, upper []byte
+	// rangeDels are the range tombstones visible at seq that may cover a
+	// key within the bounds, fragmented.
+	rangeDels []sstable.RangeTombstone
 
 	// dir is +1 after a forward move, -1 after a backward one. Forward, iter
 	// sits on the entry shown; backward, on the last entry before the key
@@ -40,6 +55,8 @@ type Iterator struct {
 	// mode, in prefixBuf; nil outside it.
 	prefix    []byte
 	prefixBuf []byte
+	// prefixOnly is IterOptions.PrefixOnly: SeekGE seeks by prefix.
+	prefixOnly bool
 	// stats gathers, per level, what the tables' prefix seeks cost; each
 	// move in prefix mode adds it to the DB's lookup counters.
 	stats [manifest.NumLevels]sstable.LookupStats
@@ -51,7 +68,18 @@ func (d *DB) NewIter(opts *IterOptions) (*Iterator, error) {
 	if err := d.checkOpen(); err != nil {
 		return nil, err
 	}
+	if err := d.checkIterOptions(opts); err != nil {
+		return nil, err
+	}
 	return d.newIter(opts, nil), nil
+}
+
+// checkIterOptions refuses options the DB cannot serve.
+func (d *DB) checkIterOptions(opts *IterOptions) error {
+	if opts != nil && opts.PrefixOnly && d.cmp.Split == nil {
+		return fmt.Errorf("%w: IterOptions.PrefixOnly needs a Comparer with a Split", ErrInvalidPrefixSeek)
+	}
+	return nil
 }
 
 // newIter builds an iterator as of the snapshot, or the current state when
@@ -62,6 +90,7 @@ func (d *DB) newIter(opts *IterOptions, snap *Snapshot) *Iterator {
 	if opts != nil {
 		it.lower = cloneBytes(opts.LowerBound)
 		it.upper = cloneBytes(opts.UpperBound)
+		it.prefixOnly = opts.PrefixOnly
 	}
 	rs := d.loadReadState()
 	it.rs = rs
@@ -83,7 +112,49 @@ func (d *DB) newIter(opts *IterOptions, snap *Snapshot) *Iterator {
 		}
 	}
 	it.iter = iterator.NewMerging(d.cmp.Compare, iters...)
+	it.rangeDels, it.err = d.visibleRangeDels(rs, it.seq, it.lower, it.upper)
 	return it
+}
+
+// visibleRangeDels gathers, fragmented, the range tombstones visible at seq
+// of rs's memtables and of its tables that overlap [lower, upper).
+func (d *DB) visibleRangeDels(rs *readState, seq base.SeqNum, lower, upper []byte) ([]sstable.RangeTombstone, error) {
+	var ts []sstable.RangeTombstone
+	visible := func(from []sstable.RangeTombstone) {
+		for _, t := range from {
+			if t.Seq <= seq {
+				ts = append(ts, t)
+			}
+		}
+	}
+	visible(rs.mem.RangeDels())
+	for _, m := range rs.imm {
+		visible(m.RangeDels())
+	}
+	for _, files := range rs.current.Levels {
+		for _, f := range files {
+			if !iterator.OverlapsBounds(d.cmp.Compare, f.Smallest.UserKey, f.Largest.UserKey, lower, upper) {
+				continue
+			}
+			e, err := d.tableCache.get(f)
+			if err != nil {
+				return nil, err
+			}
+			visible(e.reader.RangeDels())
+			d.tableCache.release(e)
+		}
+	}
+	return rangedel.Fragment(d.cmp.Compare, ts), nil
+}
+
+// rangeDeleted reports whether a range tombstone visible to the iterator
+// deletes version seq of key.
+func (i *Iterator) rangeDeleted(key []byte, seq base.SeqNum) bool {
+	if len(i.rangeDels) == 0 {
+		return false
+	}
+	tseq, ok := rangedel.Covering(i.cmp, i.rangeDels, key, i.seq)
+	return ok && tseq > seq
 }
 
 func cloneBytes(b []byte) []byte {
@@ -126,8 +197,12 @@ func (i *Iterator) Last() bool {
 	return i.findPrev()
 }
 
-// SeekGE moves to the first key >= key (and within the bounds).
+// SeekGE moves to the first key >= key (and within the bounds). With
+// IterOptions.PrefixOnly it is SeekPrefixGE.
 func (i *Iterator) SeekGE(key []byte) bool {
+	if i.prefixOnly {
+		return i.SeekPrefixGE(key)
+	}
 	if !i.reposition() {
 		return false
 	}
@@ -267,7 +342,7 @@ func (i *Iterator) findNext() bool {
 		}
 		i.keyBuf = append(i.keyBuf[:0], k.UserKey...)
 		i.key = i.keyBuf
-		if k.Kind() == base.KindSet {
+		if k.Kind() == base.KindSet && !i.rangeDeleted(k.UserKey, k.SeqNum()) {
 			i.value, i.valid = i.iter.Value(), true
 			return true
 		}
@@ -288,15 +363,17 @@ func (i *Iterator) findPrev() bool {
 		}
 		i.keyBuf = append(i.keyBuf[:0], k.UserKey...)
 		live := false
+		var liveSeq base.SeqNum
 		for i.iter.Valid() && i.cmp(i.iter.Key().UserKey, i.keyBuf) == 0 {
 			if k := i.iter.Key(); k.Visible(i.seq) {
-				live = k.Kind() == base.KindSet
+				live, liveSeq = k.Kind() == base.KindSet, k.SeqNum()
 				if live {
 					i.valBuf = append(i.valBuf[:0], i.iter.Value()...)
 				}
 			}
 			i.iter.Prev()
 		}
+		live = live && !i.rangeDeleted(i.keyBuf, liveSeq)
 		if i.iter.Error() != nil {
 			// The failure may hide a newer version of the key: show
 			// nothing rather than an older value.

@@ -36,6 +36,11 @@ type LookupMetrics struct {
 	FilterFalsePositives int64 // filter said maybe; the block did not
 	BlockReads           int64 // data blocks fetched for lookups
 	BlockCacheMisses     int64 // of those, read from the file
+	// RangeDelChecks counts the tables whose range tombstones were
+	// searched for the key: tables with any, searched in memory whatever
+	// their filter said (a filter speaks only of point keys, so a table
+	// it ruled out still counts one FilterNegative, and no block read).
+	RangeDelChecks int64
 }
 
 // add adds o's counters to m. It repeats sstable.LookupStats.Add's sums
@@ -50,6 +55,7 @@ func (m *LookupMetrics) add(o LookupMetrics) {
 	m.FilterFalsePositives += o.FilterFalsePositives
 	m.BlockReads += o.BlockReads
 	m.BlockCacheMisses += o.BlockCacheMisses
+	m.RangeDelChecks += o.RangeDelChecks
 }
 
 // LevelMetrics describes one level of the tree.
@@ -130,6 +136,7 @@ type lookupCounters struct {
 	tablesConsidered                    atomic.Int64
 	filterNegatives, filterTP, filterFP atomic.Int64
 	blockReads, blockCacheMisses        atomic.Int64
+	rangeDelChecks                      atomic.Int64
 }
 
 // addStats adds one table lookup's stats. Most counters of a lookup are
@@ -142,6 +149,7 @@ func (c *lookupCounters) addStats(s *sstable.LookupStats) {
 	addNonZero(&c.filterFP, s.FilterFalsePositives)
 	addNonZero(&c.blockReads, s.BlockReads)
 	addNonZero(&c.blockCacheMisses, s.BlockCacheMisses)
+	addNonZero(&c.rangeDelChecks, s.RangeDelChecks)
 }
 
 func addNonZero(c *atomic.Int64, n int64) {
@@ -158,6 +166,7 @@ func (c *lookupCounters) load() LookupMetrics {
 		FilterFalsePositives: c.filterFP.Load(),
 		BlockReads:           c.blockReads.Load(),
 		BlockCacheMisses:     c.blockCacheMisses.Load(),
+		RangeDelChecks:       c.rangeDelChecks.Load(),
 	}
 }
 

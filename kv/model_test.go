@@ -174,10 +174,12 @@ func (r *modelRun) writeOpts() *kv.WriteOptions {
 // step performs one random operation and checks its result.
 func (r *modelRun) step() {
 	switch p := r.rng.IntN(1000); {
-	case p < 280:
+	case p < 260:
 		r.set()
-	case p < 390:
+	case p < 370:
 		r.del()
+	case p < 390:
+		r.delRange()
 	case p < 500:
 		r.batch()
 	case p < 680:
@@ -220,12 +222,37 @@ func (r *modelRun) del() {
 	delete(r.model, string(k))
 }
 
+// randRange returns two random keys, in order but for one time in ten, when
+// the range is empty (a no-op).
+func (r *modelRun) randRange() (lo, hi []byte) {
+	lo, hi = r.randKey(), r.randKey()
+	if bytes.Compare(lo, hi) > 0 && r.rng.IntN(10) != 0 {
+		lo, hi = hi, lo
+	}
+	return lo, hi
+}
+
+func (r *modelRun) delRange() {
+	lo, hi := r.randRange()
+	o := r.writeOpts()
+	r.log.add("DeleteRange(%q, %q, sync=%v)", lo, hi, o.Sync)
+	r.check(r.db.DeleteRange(lo, hi, o), "DeleteRange")
+	crashWrite{delRanges: [][2]string{{string(lo), string(hi)}}}.apply(r.model)
+}
+
 // batch applies a batch of sets and deletes, with repeated keys (the last
-// write of a key in a batch wins).
+// write of a key in a batch wins), sometimes after a range deletion.
 func (r *modelRun) batch() {
 	b := r.db.NewBatch()
 	pending := map[string]*string{}
 	var desc []string
+	var ranges [][2]string
+	if r.rng.IntN(4) == 0 {
+		lo, hi := r.randRange()
+		r.check(b.DeleteRange(lo, hi), "Batch.DeleteRange")
+		ranges = append(ranges, [2]string{string(lo), string(hi)})
+		desc = append(desc, fmt.Sprintf("del-range %q-%q", lo, hi))
+	}
 	for n := 1 + r.rng.IntN(12); n > 0; n-- {
 		k := r.randKey()
 		if r.rng.IntN(3) == 0 {
@@ -243,7 +270,7 @@ func (r *modelRun) batch() {
 	o := r.writeOpts()
 	r.log.add("Apply(sync=%v) [%s]", o.Sync, strings.Join(desc, ", "))
 	r.check(r.db.Apply(b, o), "Apply")
-	crashWrite{kvs: pending}.apply(r.model)
+	crashWrite{delRanges: ranges, kvs: pending}.apply(r.model)
 }
 
 // checkGet compares one Get (of the DB or a snapshot) with a model.

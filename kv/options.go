@@ -303,6 +303,14 @@ type IterOptions struct {
 	// UpperBound, when not nil, is the key the iterator stops before
 	// (exclusive).
 	UpperBound []byte
+	// PrefixOnly makes every SeekGE a SeekPrefixGE (RocksDB's
+	// prefix_same_as_start): the seek asks the tables' filters about the
+	// seek key's prefix under Options.Comparer's Split, and Next stops at
+	// the end of that prefix. First, Last and SeekLT are not prefix seeks
+	// and leave the mode as they do after SeekPrefixGE. NewIter refuses it,
+	// with an error wrapping ErrInvalidPrefixSeek, when the Comparer has no
+	// Split.
+	PrefixOnly bool
 }
 
 // defaultFilterPolicy is used when Options.FilterPolicy is nil.

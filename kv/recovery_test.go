@@ -11,6 +11,7 @@ import (
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
 	"github.com/bloomkv/bloomkv/internal/record"
+	"github.com/bloomkv/bloomkv/sstable"
 	"github.com/cespare/xxhash/v2"
 	"github.com/cockroachdb/pebble/vfs"
 )
@@ -208,7 +209,7 @@ func TestRecovery_NewerTableFormat(t *testing.T) {
 	d.Close()
 	data := readFile(t, fs, name)
 	footer := data[len(data)-56:]
-	binary.LittleEndian.PutUint32(footer[40:], 2)
+	binary.LittleEndian.PutUint32(footer[40:], sstable.FormatVersion+1)
 	binary.LittleEndian.PutUint32(footer[44:], uint32(xxhash.Sum64(footer[:44])))
 	writeFile(t, fs, name, data)
 	d, err := Open("db", o)

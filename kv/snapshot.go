@@ -47,6 +47,9 @@ func (s *Snapshot) NewIter(opts *IterOptions) (*Iterator, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
+	if err := s.db.checkIterOptions(opts); err != nil {
+		return nil, err
+	}
 	return s.db.newIter(opts, s), nil
 }
 

@@ -89,24 +89,27 @@ func (c *tableCache) open(f *manifest.FileMetadata) (*sstable.Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkTableMatches(name, f, r.Properties()); err != nil {
+	if err := checkTableMatches(name, f, r); err != nil {
 		r.Close()
 		return nil, err
 	}
 	return r, nil
 }
 
-// checkTableMatches reports a table whose properties contradict the
+// checkTableMatches reports a table whose contents contradict the
 // MANIFEST's description of it: reads rely on that description (a level's
-// tables are searched by their key ranges), so a mismatch is corruption,
-// whichever of the two files is wrong.
-func checkTableMatches(name string, f *manifest.FileMetadata, p *sstable.Properties) error {
-	if bytes.Equal(p.SmallestKey, f.Smallest.AppendEncoded(nil)) && bytes.Equal(p.LargestKey, f.Largest.AppendEncoded(nil)) &&
+// tables are searched by their key ranges, range tombstones included), so
+// a mismatch is corruption, whichever of the two files is wrong.
+func checkTableMatches(name string, f *manifest.FileMetadata, r *sstable.Reader) error {
+	p := r.Properties()
+	smallest, largest := r.Bounds()
+	lo, hi := smallest.AppendEncoded(nil), largest.AppendEncoded(nil)
+	if bytes.Equal(lo, f.Smallest.AppendEncoded(nil)) && bytes.Equal(hi, f.Largest.AppendEncoded(nil)) &&
 		p.SmallestSeqNum == f.SmallestSeqNum && p.LargestSeqNum == f.LargestSeqNum && p.NumEntries == f.NumEntries {
 		return nil
 	}
 	return base.CorruptionErrorf("kv: table %s holds keys %x-%x, seqnums %d-%d and %d entries; the MANIFEST says %s, seqnums %d-%d and %d entries",
-		name, p.SmallestKey, p.LargestKey, p.SmallestSeqNum, p.LargestSeqNum, p.NumEntries,
+		name, lo, hi, p.SmallestSeqNum, p.LargestSeqNum, p.NumEntries,
 		f, f.SmallestSeqNum, f.LargestSeqNum, f.NumEntries)
 }
 

@@ -69,6 +69,24 @@ func (d *DB) Delete(key []byte, opts *WriteOptions) error {
 	return d.Apply(&b, opts)
 }
 
+// DeleteRange removes every key k with start <= k < end (under the DB's
+// comparer), atomically: reads and iterators that start after it returns
+// see none of them, snapshots taken before still see them all. Keys
+// written later in the range are not affected. An empty range
+// (start >= end) deletes nothing and is not an error, as in Pebble. The DB
+// keeps no reference to start or end.
+//
+// The range is stored as one range tombstone, whatever the number of keys
+// it covers; compactions drop the keys it covers, then the tombstone once
+// no snapshot and no deeper level needs it.
+func (d *DB) DeleteRange(start, end []byte, opts *WriteOptions) error {
+	var b Batch
+	if err := b.DeleteRange(start, end); err != nil {
+		return err
+	}
+	return d.Apply(&b, opts)
+}
+
 // Apply commits the batch atomically: readers see all of its writes or none,
 // and recovery restores all or none. The batch may be reused (Reset) once
 // Apply returns. A batch spoiled by a write over the limits is refused with

@@ -1,6 +1,9 @@
 package memtable
 
-import "github.com/bloomkv/bloomkv/internal/base"
+import (
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/rangedel"
+)
 
 // The vocabulary of memtables, shared with the rest of bloomkv. Each name
 // is an alias of the engine's own type or a copy of its value, so a
@@ -31,7 +34,16 @@ const (
 	KindDelete = base.KindDelete
 	// KindSet records a value.
 	KindSet = base.KindSet
+	// KindRangeDelete is a range tombstone: Add files it apart from the
+	// point entries, its value being the range's end; Get reports a key it
+	// deletes with this kind.
+	KindRangeDelete = base.KindRangeDelete
 )
+
+// RangeTombstone deletes the user keys in [Start, End) at sequence number
+// Seq: every version below Seq of every key in the span. RangeDels returns
+// them. It is the same type as sstable.RangeTombstone.
+type RangeTombstone = rangedel.Tombstone
 
 // MakeInternalKey returns the internal key of one version of userKey, as
 // Add wants it.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/rangedel"
 )
 
 // TestMemTable_OneWriterManyReaders adds entries in random key order while
@@ -106,6 +107,64 @@ func checkScan(m *MemTable, atLeast int, backward bool) error {
 	}
 	if count < atLeast {
 		return fmt.Errorf("scan (backward=%v) saw %d entries, %d were published before it", backward, count, atLeast)
+	}
+	return nil
+}
+
+// TestMemTable_RangeDels_OneWriterManyReaders adds range tombstones, each
+// over one key added before it, while readers check that a key's tombstone
+// deletes it once published, never before, and that RangeDels, rebuilt as
+// tombstones arrive, stays fragmented. Run it under -race.
+func TestMemTable_RangeDels_OneWriterManyReaders(t *testing.T) {
+	n := 2_000
+	if testing.Short() {
+		n = 500
+	}
+	key := func(i int) []byte { return []byte(fmt.Sprintf("key%05d", i)) }
+	m := New(nil)
+	var published atomic.Int64 // tombstones 0..published-1 are added
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for r := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(r), 1))
+			for published.Load() < int64(n) {
+				if err := checkRangeDeleted(m, rng, int(published.Load()), n, key); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for i := range n {
+		m.Add(base.MakeInternalKey(key(i), base.SeqNum(2*i+1), base.KindSet), []byte("v"))
+		m.Add(base.MakeInternalKey(key(i), base.SeqNum(2*i+2), base.KindRangeDelete), append(key(i), 0))
+		published.Store(int64(i + 1))
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+// checkRangeDeleted checks a few keys against the tombstones published
+// (upTo of them; more may be in flight).
+func checkRangeDeleted(m *MemTable, rng *rand.Rand, upTo, n int, key func(int) []byte) error {
+	if err := rangedel.CheckFragmented(bytes.Compare, m.RangeDels()); err != nil {
+		return err
+	}
+	for range 20 {
+		i := rng.IntN(n)
+		_, kind, found := m.Get(key(i), base.SeqNumMax)
+		if i < upTo && (!found || kind != base.KindRangeDelete) {
+			return fmt.Errorf("Get(%s) = %v, %v after its tombstone was added", key(i), kind, found)
+		}
+		if _, kind, found := m.Get(key(i), base.SeqNum(2*i+1)); found && kind != base.KindSet {
+			return fmt.Errorf("Get(%s) at seq %d sees a tombstone of seq %d", key(i), 2*i+1, 2*i+2)
+		}
 	}
 	return nil
 }

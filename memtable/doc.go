@@ -1,6 +1,10 @@
 // Package memtable holds recent writes in memory, sorted, until they are
 // flushed to a table: a skiplist of internal keys (user key ascending under
-// the store's comparer, then newest version first).
+// the store's comparer, then newest version first). Range tombstones
+// (kind RANGEDEL, start key, end as value) go to a second skiplist of
+// their own; Get consults both, and RangeDels returns them fragmented,
+// cached until the next one is added, so a memtable without range
+// tombstones costs readers one atomic load.
 //
 // # Concurrency
 //

@@ -2,7 +2,8 @@ package memtable
 
 import "github.com/bloomkv/bloomkv/internal/base"
 
-// NewIter returns an iterator over the entries whose user keys lie in
+// NewIter returns an iterator over the point entries (range tombstones
+// are read with RangeDels) whose user keys lie in
 // [lower, upper) (nil: unbounded). It may be used while the writer adds
 // entries; it sees each entry either not at all or whole. Keys and values it
 // returns stay valid, unmodified, for as long as the caller holds them,
@@ -23,7 +24,7 @@ func (it *iterator) SeekGE(key []byte) bool {
 	if it.lower != nil && it.m.cmp.Compare(key, it.lower) < 0 {
 		key = it.lower
 	}
-	it.n = it.m.findLT(base.MakeSearchKey(key)).next(0)
+	it.n = it.m.points.findGE(base.MakeSearchKey(key))
 	return it.checkUpper()
 }
 
@@ -31,7 +32,7 @@ func (it *iterator) SeekLT(key []byte) bool {
 	if it.upper != nil && it.m.cmp.Compare(key, it.upper) > 0 {
 		key = it.upper
 	}
-	it.n = it.m.findLT(base.MakeSearchKey(key))
+	it.n = it.m.points.findLT(base.MakeSearchKey(key))
 	return it.checkLower()
 }
 
@@ -39,7 +40,7 @@ func (it *iterator) First() bool {
 	if it.lower != nil {
 		return it.SeekGE(it.lower)
 	}
-	it.n = it.m.head.next(0)
+	it.n = it.m.points.head.next(0)
 	return it.checkUpper()
 }
 
@@ -47,7 +48,7 @@ func (it *iterator) Last() bool {
 	if it.upper != nil {
 		return it.SeekLT(it.upper)
 	}
-	it.n = it.m.findLast()
+	it.n = it.m.points.findLast()
 	return it.checkLower()
 }
 
@@ -78,7 +79,7 @@ func (it *iterator) checkUpper() bool {
 // checkLower invalidates the iterator if it ran before the lower bound or
 // onto the head.
 func (it *iterator) checkLower() bool {
-	if it.n == it.m.head || (it.n != nil && it.lower != nil && it.m.cmp.Compare(it.n.key.UserKey, it.lower) < 0) {
+	if it.n == it.m.points.head || (it.n != nil && it.lower != nil && it.m.cmp.Compare(it.n.key.UserKey, it.lower) < 0) {
 		it.n = nil
 	}
 	return it.n != nil

@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/rangedel"
 )
 
 // maxHeight bounds the towers: with one node in four reaching each next
@@ -32,15 +33,39 @@ type node struct {
 
 func (n *node) next(level int) *node { return n.tower[level].Load() }
 
-// MemTable is a sorted in-memory table of internal keys. See the package
-// documentation for what may run concurrently.
-type MemTable struct {
+// skiplist is one sorted list of nodes. A MemTable keeps two: its point
+// entries, and its range tombstones.
+type skiplist struct {
 	cmp    *base.Comparer
 	head   *node
 	height atomic.Int32 // levels in use, 1..maxHeight
-	size   atomic.Int64
-	count  atomic.Int64
-	arena  arena // the writer's alone
+}
+
+func (l *skiplist) init(cmp *Comparer) {
+	l.cmp, l.head = cmp, &node{tower: make([]atomic.Pointer[node], maxHeight)}
+	l.height.Store(1)
+}
+
+// MemTable is a sorted in-memory table of internal keys. See the package
+// documentation for what may run concurrently.
+type MemTable struct {
+	cmp       *Comparer
+	points    skiplist
+	rangeDels skiplist // keyed by start#seq,RANGEDEL; the value is the end
+	size      atomic.Int64
+	count     atomic.Int64
+	numDels   atomic.Int64 // range tombstones added
+	// frags caches the range tombstones, fragmented, as of some count of
+	// them; readers rebuild it when more have been added.
+	frags atomic.Pointer[fragments]
+	arena arena // the writer's alone
+}
+
+// fragments is the fragmented form of the first n range tombstones added
+// (or more: a tombstone being added may be in it already).
+type fragments struct {
+	n     int64
+	frags []RangeTombstone
 }
 
 // New returns an empty MemTable ordered by cmp (nil: [DefaultComparer]).
@@ -48,8 +73,9 @@ func New(cmp *Comparer) *MemTable {
 	if cmp == nil {
 		cmp = base.DefaultComparer
 	}
-	m := &MemTable{cmp: cmp, head: &node{tower: make([]atomic.Pointer[node], maxHeight)}}
-	m.height.Store(1)
+	m := &MemTable{cmp: cmp}
+	m.points.init(cmp)
+	m.rangeDels.init(cmp)
 	return m
 }
 
@@ -58,26 +84,49 @@ func New(cmp *Comparer) *MemTable {
 var ErrDuplicateKey = errors.New("memtable: internal key added twice")
 
 // Add inserts a copy of key and value. Only one goroutine may Add at a time;
-// readers may run concurrently.
+// readers may run concurrently. A key of kind base.KindRangeDelete is a
+// range tombstone deleting [key.UserKey, value); it goes to the range
+// tombstones, apart from the point entries. An empty range (start >= end)
+// deletes nothing, as in Pebble.
 //
 // Each internal key may be added once: bloomkv gives every write its own
 // sequence number, so an existing (user key, seqnum, kind) means the input
 // repeats itself (a WAL replayed twice, say). Add then leaves the table
 // unchanged and returns an error wrapping ErrDuplicateKey.
 func (m *MemTable) Add(key InternalKey, value []byte) error {
+	list := &m.points
+	if key.Kind() == base.KindRangeDelete {
+		list = &m.rangeDels
+	}
+	h, err := list.insert(key, value, &m.arena)
+	if err != nil {
+		return err
+	}
+	m.size.Add(nodeOverhead + int64(len(key.UserKey)+len(value)) + int64(h)*int64(unsafe.Sizeof(atomic.Pointer[node]{})))
+	m.count.Add(1)
+	if list == &m.rangeDels {
+		m.numDels.Add(1)
+	}
+	return nil
+}
+
+// insert links a new node holding copies of key and value into the list
+// and returns its height; a key the list holds already is refused with an
+// error wrapping ErrDuplicateKey.
+func (l *skiplist) insert(key InternalKey, value []byte, a *arena) (int, error) {
 	var prev, next [maxHeight]*node
-	m.findSplice(key, &prev, &next)
-	if next[0] != nil && base.InternalCompare(m.cmp.Compare, next[0].key, key) == 0 {
-		return fmt.Errorf("%w: %s", ErrDuplicateKey, key)
+	l.findSplice(key, &prev, &next)
+	if next[0] != nil && base.InternalCompare(l.cmp.Compare, next[0].key, key) == 0 {
+		return 0, fmt.Errorf("%w: %s", ErrDuplicateKey, key)
 	}
 	h := randomHeight()
-	x := m.newNode(key, value, h)
+	x := newNode(a, key, value, h)
 
-	if listHeight := int(m.height.Load()); h > listHeight {
+	if listHeight := int(l.height.Load()); h > listHeight {
 		for i := listHeight; i < h; i++ {
-			prev[i], next[i] = m.head, nil
+			prev[i], next[i] = l.head, nil
 		}
-		m.height.Store(int32(h))
+		l.height.Store(int32(h))
 	}
 	for i := range h {
 		x.tower[i].Store(next[i])
@@ -91,18 +140,16 @@ func (m *MemTable) Add(key InternalKey, value []byte) error {
 	if next[0] != nil {
 		next[0].prev.Store(x)
 	}
-	m.size.Add(nodeOverhead + int64(len(key.UserKey)+len(value)) + int64(h)*int64(unsafe.Sizeof(x.tower[0])))
-	m.count.Add(1)
-	return nil
+	return h, nil
 }
 
 // newNode builds an unpublished node holding copies of key and value.
-func (m *MemTable) newNode(key base.InternalKey, value []byte, height int) *node {
-	buf := m.arena.bytes(len(key.UserKey) + len(value))
+func newNode(a *arena, key base.InternalKey, value []byte, height int) *node {
+	buf := a.bytes(len(key.UserKey) + len(value))
 	k := len(key.UserKey)
 	copy(buf, key.UserKey)
 	copy(buf[k:], value)
-	x := m.arena.node(height)
+	x := a.node(height)
 	x.key = base.InternalKey{UserKey: buf[:k:k], Trailer: key.Trailer}
 	x.value = buf[k:]
 	return x
@@ -122,22 +169,35 @@ func randomHeight() int {
 
 // findSplice fills prev[i] with the last node before key at each level in
 // use, and next[i] with the node after it.
-func (m *MemTable) findSplice(key base.InternalKey, prev, next *[maxHeight]*node) {
-	p := m.head
-	for i := int(m.height.Load()) - 1; i >= 0; i-- {
+func (l *skiplist) findSplice(key base.InternalKey, prev, next *[maxHeight]*node) {
+	p := l.head
+	for i := int(l.height.Load()) - 1; i >= 0; i-- {
 		n := p.next(i)
-		for n != nil && base.InternalCompare(m.cmp.Compare, n.key, key) < 0 {
+		for n != nil && base.InternalCompare(l.cmp.Compare, n.key, key) < 0 {
 			p, n = n, n.next(i)
 		}
 		prev[i], next[i] = p, n
 	}
 }
 
+// findGE returns the first node whose key sorts at or after key, or nil.
+// It walks on from findLT's node rather than take that node's successor
+// again: between findLT's last look and the next load, the writer may
+// have linked a node that sorts before key right after it, and that node
+// must be stepped over, not returned.
+func (l *skiplist) findGE(key base.InternalKey) *node {
+	n := l.findLT(key).next(0)
+	for n != nil && base.InternalCompare(l.cmp.Compare, n.key, key) < 0 {
+		n = n.next(0)
+	}
+	return n
+}
+
 // findLT returns the last node whose key sorts before key, or the head.
-func (m *MemTable) findLT(key base.InternalKey) *node {
-	p := m.head
-	for i := int(m.height.Load()) - 1; i >= 0; i-- {
-		for n := p.next(i); n != nil && base.InternalCompare(m.cmp.Compare, n.key, key) < 0; n = n.next(i) {
+func (l *skiplist) findLT(key base.InternalKey) *node {
+	p := l.head
+	for i := int(l.height.Load()) - 1; i >= 0; i-- {
+		for n := p.next(i); n != nil && base.InternalCompare(l.cmp.Compare, n.key, key) < 0; n = n.next(i) {
 			p = n
 		}
 	}
@@ -145,9 +205,9 @@ func (m *MemTable) findLT(key base.InternalKey) *node {
 }
 
 // findLast returns the last node, or the head when the table is empty.
-func (m *MemTable) findLast() *node {
-	p := m.head
-	for i := int(m.height.Load()) - 1; i >= 0; i-- {
+func (l *skiplist) findLast() *node {
+	p := l.head
+	for i := int(l.height.Load()) - 1; i >= 0; i-- {
 		for n := p.next(i); n != nil; n = n.next(i) {
 			p = n
 		}
@@ -157,15 +217,48 @@ func (m *MemTable) findLast() *node {
 
 // Get returns the newest version of userKey with a sequence number at or
 // below seq. found is false when the table holds no such version; kind
-// tells a value (KindSet) from a tombstone (KindDelete). value belongs to
-// the MemTable: it stays valid while the caller holds it and must not be
-// modified.
+// tells a value (KindSet) from a tombstone (KindDelete). When a range
+// tombstone of the table visible at seq covers userKey and is newer than
+// the version found (or no version was found), Get reports found with kind
+// KindRangeDelete and no value: the key is deleted as of seq. value
+// belongs to the MemTable: it stays valid while the caller holds it and
+// must not be modified.
 func (m *MemTable) Get(userKey []byte, seq SeqNum) (value []byte, kind Kind, found bool) {
-	n := m.findLT(base.MakeInternalKey(userKey, min(seq, base.SeqNumMax), base.KindMax)).next(0)
-	if n == nil || m.cmp.Compare(n.key.UserKey, userKey) != 0 {
+	seq = min(seq, base.SeqNumMax)
+	n := m.points.findGE(base.MakeInternalKey(userKey, seq, base.KindMax))
+	found = n != nil && m.cmp.Compare(n.key.UserKey, userKey) == 0
+	if m.numDels.Load() > 0 {
+		tseq, covered := rangedel.Covering(m.cmp.Compare, m.RangeDels(), userKey, seq)
+		if covered && (!found || n.key.SeqNum() < tseq) {
+			return nil, base.KindRangeDelete, true
+		}
+	}
+	if !found {
 		return nil, 0, false
 	}
 	return n.value, n.key.Kind(), true
+}
+
+// RangeDels returns the table's range tombstones, fragmented (see
+// internal/rangedel), whatever their sequence numbers: a reader filters by
+// its own. The result is cached until the next tombstone is added; the
+// caller must not modify it.
+func (m *MemTable) RangeDels() []RangeTombstone {
+	n := m.numDels.Load()
+	if n == 0 {
+		return nil
+	}
+	if c := m.frags.Load(); c != nil && c.n >= n {
+		return c.frags
+	}
+	// Counted before the walk: the walk sees at least n tombstones.
+	var ts []RangeTombstone
+	for x := m.rangeDels.head.next(0); x != nil; x = x.next(0) {
+		ts = append(ts, RangeTombstone{Start: x.key.UserKey, End: x.value, Seq: x.key.SeqNum()})
+	}
+	c := &fragments{n: n, frags: rangedel.Fragment(m.cmp.Compare, ts)}
+	m.frags.Store(c)
+	return c.frags
 }
 
 // Size returns the approximate number of bytes the table holds: keys,

@@ -13,17 +13,15 @@ import (
 	"github.com/cockroachdb/datadriven"
 )
 
-// parseKey parses "userkey#seq,KIND" (KIND: SET or DEL).
+// parseKey parses "userkey#seq,KIND" (KIND: SET, DEL or RANGEDEL, whose
+// value is the range's end).
 func parseKey(t testing.TB, s string) base.InternalKey {
 	user, rest, ok := strings.Cut(s, "#")
 	seqStr, kindStr, ok2 := strings.Cut(rest, ",")
 	seq, err := strconv.ParseUint(seqStr, 10, 64)
-	if !ok || !ok2 || err != nil || (kindStr != "SET" && kindStr != "DEL") {
+	kind, known := map[string]base.Kind{"SET": base.KindSet, "DEL": base.KindDelete, "RANGEDEL": base.KindRangeDelete}[kindStr]
+	if !ok || !ok2 || err != nil || !known {
 		t.Fatalf("bad key %q", s)
-	}
-	kind := base.KindSet
-	if kindStr == "DEL" {
-		kind = base.KindDelete
 	}
 	return base.MakeInternalKey([]byte(user), base.SeqNum(seq), kind)
 }
@@ -33,6 +31,7 @@ func parseKey(t testing.TB, s string) base.InternalKey {
 //	new                         start an empty table
 //	add                         one "key#seq,KIND [value]" a line
 //	get seq=<n>                 one user key a line
+//	range-dels                  the range tombstones, fragmented
 //	iter [lower=k] [upper=k]    one of first, last, next, prev,
 //	                            seek-ge <k>, seek-lt <k> a line
 func TestMemTable_DataDriven(t *testing.T) {
@@ -59,6 +58,8 @@ func TestMemTable_DataDriven(t *testing.T) {
 					fmt.Fprintf(&sb, "%s: not found\n", k)
 				case kind == base.KindDelete:
 					fmt.Fprintf(&sb, "%s: deleted\n", k)
+				case kind == base.KindRangeDelete:
+					fmt.Fprintf(&sb, "%s: range-deleted\n", k)
 				default:
 					fmt.Fprintf(&sb, "%s: %s\n", k, v)
 				}
@@ -66,6 +67,12 @@ func TestMemTable_DataDriven(t *testing.T) {
 			return sb.String()
 		case "iter":
 			return runIter(t, m, td)
+		case "range-dels":
+			var sb strings.Builder
+			for _, tb := range m.RangeDels() {
+				fmt.Fprintf(&sb, "%s\n", tb)
+			}
+			return sb.String()
 		}
 		return "unknown command " + td.Cmd
 	})

@@ -1,6 +1,9 @@
 package sstable
 
-import "github.com/bloomkv/bloomkv/internal/base"
+import (
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/rangedel"
+)
 
 // The vocabulary of tables, shared with the rest of bloomkv. Each name is an
 // alias of the engine's own type or a copy of its value, so keys, iterators
@@ -36,10 +39,20 @@ const (
 	KindDelete = base.KindDelete
 	// KindSet records a value.
 	KindSet = base.KindSet
+	// KindRangeDelete marks a range tombstone's key (see RangeTombstone);
+	// Reader.Get reports a key a range tombstone deletes with this kind.
+	KindRangeDelete = base.KindRangeDelete
 	// KindMax is the largest kind; among keys with equal user key and
 	// sequence number it sorts first.
 	KindMax = base.KindMax
 )
+
+// RangeTombstone deletes the user keys in [Start, End) at sequence number
+// Seq: every version below Seq of every key in the span. Writer.AddRangeDel
+// takes them and Reader.RangeDels returns them. It is the same type as
+// memtable.RangeTombstone and as the range tombstones of every bloomkv
+// package.
+type RangeTombstone = rangedel.Tombstone
 
 // MakeInternalKey returns the internal key of one version of userKey, as
 // Writer.Add wants it.

@@ -30,6 +30,15 @@ func smallTable(t *testing.T, policy bloompolicy.FilterPolicy) ([]testEntry, []b
 			entries = append(entries, testEntry{base.MakeInternalKey(k, base.SeqNum(10*v+i%3), kind), val})
 		}
 	}
+	// Range tombstones, fragmented, with seqnums among the entries'.
+	for _, rd := range []string{"key03.RANGEDEL.25:key05", "key03.RANGEDEL.15:key05", "key05.RANGEDEL.15:key09",
+		"key20.RANGEDEL.31:zz"} {
+		e, err := parseEntry(rd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, e)
+	}
 	data := buildBytes(t, entries, WriterOptions{BlockSize: 96, BlockRestartInterval: 3, FilterPolicy: policy})
 	if n := countSnappyBlocks(t, data); n == 0 {
 		t.Fatal("no Snappy block in the test table")
@@ -77,6 +86,7 @@ func verifyTable(entries []testEntry, data []byte, policy bloompolicy.FilterPoli
 	}
 	note(verifyIter(r, entries, true))
 	note(verifyIter(r, entries, false))
+	note(verifyRangeDels(r, entries))
 	for _, e := range entries {
 		for _, seq := range []base.SeqNum{base.SeqNumMax, e.key.SeqNum(), e.key.SeqNum() - 1} {
 			want, wantFound := modelGet(entries, e.key.UserKey, seq)
@@ -115,6 +125,9 @@ func verifyIter(r *Reader, entries []testEntry, forward bool) error {
 	}
 	var want []string
 	for _, e := range entries {
+		if e.isRangeDel() {
+			continue
+		}
 		want = append(want, fmt.Sprintf("%s=%q", e.key, e.value))
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
@@ -174,6 +187,24 @@ func policyName(p bloompolicy.FilterPolicy) string {
 		return "none"
 	}
 	return p.Name()
+}
+
+// verifyRangeDels compares the table's range tombstones with the RANGEDEL
+// entries.
+func verifyRangeDels(r *Reader, entries []testEntry) error {
+	var want, got []string
+	for _, e := range entries {
+		if e.isRangeDel() {
+			want = append(want, e.tombstone().String())
+		}
+	}
+	for _, t := range r.RangeDels() {
+		got = append(got, t.String())
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		return fmt.Errorf("wrong answer: range tombstones %v, want %v", got, want)
+	}
+	return nil
 }
 
 // TestCorruption_NewerFormatVersion opens a sound table whose footer names

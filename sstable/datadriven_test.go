@@ -27,7 +27,8 @@ func (s *ddTable) close() {
 	}
 }
 
-// TestDataDriven runs the scripts in testdata/: build, get, iter, layout,
+// TestDataDriven runs the scripts in testdata/: build (entries as
+// parseEntry reads them, range tombstones included), get, iter, layout,
 // properties, reopen and check. build and reopen take split=slash|none for
 // the comparer (itertest.SlashComparer, or bytewise); iter takes stats to
 // print what its prefix seeks cost.
@@ -163,6 +164,13 @@ func (s *ddTable) layout() (string, error) {
 	if l.Filter != (BlockHandle{}) {
 		fmt.Fprintf(&b, "filter: %s %s\n", l.Filter, l.FilterPolicyName)
 	}
+	if l.RangeDel != (BlockHandle{}) {
+		fmt.Fprintf(&b, "rangedel: %s", l.RangeDel)
+		for _, t := range s.r.RangeDels() {
+			fmt.Fprintf(&b, " %s", t)
+		}
+		b.WriteString("\n")
+	}
 	fmt.Fprintf(&b, "properties: %s\nmetaindex: %s\nindex: %s\nfooter: %d\n",
 		l.Properties, l.Metaindex, l.Index, l.Footer.Offset)
 	return b.String(), nil
@@ -185,6 +193,8 @@ func (s *ddTable) get(t *testing.T, d *datadriven.TestData) (string, error) {
 			fmt.Fprintf(&b, "%s: not found", k)
 		case kind == base.KindDelete:
 			fmt.Fprintf(&b, "%s: deleted", k)
+		case kind == base.KindRangeDelete:
+			fmt.Fprintf(&b, "%s: range-deleted", k)
 		default:
 			fmt.Fprintf(&b, "%s: %s", k, v)
 		}
@@ -198,8 +208,9 @@ func (s *ddTable) get(t *testing.T, d *datadriven.TestData) (string, error) {
 }
 
 func statsString(s LookupStats) string {
-	return fmt.Sprintf("[neg=%d tp=%d fp=%d reads=%d misses=%d]",
-		s.FilterNegatives, s.FilterTruePositives, s.FilterFalsePositives, s.BlockReads, s.BlockCacheMisses)
+	return fmt.Sprintf("[neg=%d tp=%d fp=%d reads=%d misses=%d rangedel=%d]",
+		s.FilterNegatives, s.FilterTruePositives, s.FilterFalsePositives, s.BlockReads, s.BlockCacheMisses,
+		s.RangeDelChecks)
 }
 
 func (s *ddTable) iter(t *testing.T, d *datadriven.TestData) (string, error) {

@@ -7,8 +7,11 @@
 // block has its own filter, built through a bloompolicy.FilterPolicy over
 // the block's distinct user keys (or, under a comparer with a Split, their
 // distinct prefixes), so a lookup that the filter rules out costs no
-// data-block read. Blocks read from the file are kept in a
-// [Cache] shared by all the readers of a store.
+// data-block read. Range tombstones ([Writer.AddRangeDel]) are kept apart
+// from the entries, in a block of their own that a Reader loads once and
+// keeps; a filter speaks only of the entries, never of them. Blocks read
+// from the file are kept in a [Cache] shared by all the readers of a
+// store.
 //
 // # File
 //
@@ -22,7 +25,9 @@
 //	| data block N-1   | trailer  |
 //	| filter block     | trailer  |  filter i covers data block i (absent without a policy)
 //	| properties block | trailer  |  entries: property name -> value
-//	| metaindex block  | trailer  |  "filter.<policy name>" -> handle, "properties" -> handle
+//	| range-del block  | trailer  |  range tombstones (absent without any; format version 2)
+//	| metaindex block  | trailer  |  "filter.<policy name>" -> handle, "properties" -> handle,
+//	|                  |          |  "rangedel" -> handle
 //	| index block      | trailer  |  separator internal key -> handle of data block i
 //	| footer (56 B)               |
 //	+-----------------------------+
@@ -32,7 +37,8 @@
 //
 // # Blocks
 //
-// Data, index, metaindex and properties blocks share one layout: entries
+// Data, index, metaindex, properties and range-deletion blocks share one
+// layout: entries
 // whose keys are prefix-compressed against the previous key, then an array
 // of restart points, the offsets of the entries that store their key
 // whole. Readers binary-search the restart points and decode forward.
@@ -61,7 +67,17 @@
 // prefix p then lands on a block after which no block holds p unless this
 // one does, so that block's filter can rule p out for the whole table.
 // Keys in data and index blocks are encoded internal keys: the user key
-// followed by an 8-byte trailer, seqnum<<8 | kind.
+// followed by an 8-byte trailer, seqnum<<8 | kind, where kind is 0 (DEL)
+// or 1 (SET); a shortened separator carries seqnum 2^56-1 and kind 2
+// (base.KindMax), which version 1 tables wrote as 1.
+//
+// # Versions
+//
+// Version 2 added the range-deletion block, the range-deletions property
+// and the separators' kind 2. Readers read versions 1 and 2; a version 1
+// table with a range-deletion block is corrupt. Readers that know only
+// version 1 refuse version 2 tables rather than read them without their
+// tombstones.
 //
 // # Trailer
 //
@@ -91,24 +107,51 @@
 // prefix of them under it; a reader whose comparer splits otherwise (or
 // not at all) reads the table without its filter. The encoding of each
 // filter belongs to the policy (filters are self-describing); the table
-// records the policy's name in the metaindex key and in the properties. A reader that does not know the name reads
-// the table without its filter.
+// records the policy's name in the metaindex key and in the properties. A
+// reader that does not know the name reads the table without its filter.
+//
+// # Range-deletion block
+//
+// The table's range tombstones, fragmented (see internal/rangedel): any
+// two cover the same span or disjoint ones. One entry per fragment and
+// sequence number, in order of start key, then sequence number
+// descending; restart points every 16 entries. The key is the encoded
+// internal key of the span's start with kind RANGEDEL (2); the value is
+// the span's end user key, exclusive:
+//
+//	entry key:    +------------------+--------------------------------------+
+//	              | start (n B)      | trailer: seqnum<<8 | 2 (8 B LE)       |
+//	              +------------------+--------------------------------------+
+//	entry value:  +------------------+
+//	              | end (m B)        |
+//	              +------------------+
+//
+//	[b, d)#9  [b, d)#4  [d, f)#7   is stored as   b#9,RANGEDEL -> d
+//	                                              b#4,RANGEDEL -> d
+//	                                              d#7,RANGEDEL -> f
+//
+// Its count is the range-deletions property. The tombstones' sequence
+// numbers count in the properties' seqnum bounds; their spans do not
+// count in key.smallest and key.largest, which bound the entries (a
+// table's bounds in the store's manifest cover both: the last span's end
+// enters as the exclusive sentinel end#max,RANGEDEL).
 //
 // # Properties block
 //
 // A block whose entries map property names, in byte order, to values:
-// uvarint numbers (entries, deletions, data.blocks, data.size, index.size,
-// filter.size, raw.key.size, raw.value.size, seqnum.smallest,
-// seqnum.largest), encoded internal keys (key.smallest, key.largest) and
-// strings (comparer, filter.policy, and filter.split, stored only when the
-// filters hold prefixes: the comparer's SplitName). Readers skip names
-// they do not know, and a table without filter.split holds whole keys.
+// uvarint numbers (entries, deletions, range-deletions, data.blocks,
+// data.size, index.size, filter.size, raw.key.size, raw.value.size,
+// seqnum.smallest, seqnum.largest), encoded internal keys (key.smallest,
+// key.largest) and strings (comparer, filter.policy, and filter.split,
+// stored only when the filters hold prefixes: the comparer's SplitName).
+// Readers skip names they do not know, and a table without filter.split
+// holds whole keys.
 //
 // # Footer
 //
 //	offset  size
 //	     0    40  metaindex handle, index handle (uvarints), zero padding
-//	    40     4  format version, uint32 (1)
+//	    40     4  format version, uint32 (2; 1 is still read)
 //	    44     4  checksum, uint32: low 32 bits of xxhash64 over bytes 0..43
 //	    48     8  magic, uint64 0x31766b6d6f6f6c62: the bytes "bloomkv1"
 //

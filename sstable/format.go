@@ -22,8 +22,19 @@ const (
 	maxHandleLen = 2 * binary.MaxVarintLen64
 	// TableMagic ends every table.
 	TableMagic uint64 = 0x31766b6d6f6f6c62 // stored little-endian, its bytes spell "bloomkv1"
-	// FormatVersion is the table format version this package writes and reads.
-	FormatVersion uint32 = 1
+	// FormatVersion is the table format version this package writes. It
+	// reads every version from MinFormatVersion to FormatVersion.
+	//
+	// Version 2 added the range-deletion block and the range-deletions
+	// property, and its index separators carry the kind
+	// base.KindRangeDelete (base.KindMax) where version 1's carry
+	// base.KindSet. A version 1 table has no range tombstones; a reader
+	// that knows only version 1 refuses version 2 tables rather than
+	// ignore their tombstones and show deleted keys.
+	FormatVersion uint32 = 2
+	// MinFormatVersion is the oldest table format version this package
+	// reads.
+	MinFormatVersion uint32 = 1
 )
 
 // blockType is the compression type byte of a block trailer.
@@ -109,7 +120,7 @@ func decodeFooter(buf []byte) (footer, error) {
 	switch {
 	case f.version > FormatVersion:
 		return footer{}, base.NewerFormatErrorf("format version %d, this bloomkv reads up to %d", f.version, FormatVersion)
-	case f.version != FormatVersion:
+	case f.version < MinFormatVersion:
 		return footer{}, fmt.Errorf("unsupported format version %d", f.version)
 	}
 	n1, n2 := 0, 0

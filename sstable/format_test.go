@@ -3,9 +3,12 @@ package sstable
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/bloomkv/bloomkv/internal/base"
 )
 
 func TestBlockHandle_RoundTrip(t *testing.T) {
@@ -69,6 +72,53 @@ func TestFooter_Bad(t *testing.T) {
 			_, err := decodeFooter(tt.edit(bytes.Clone(good)))
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("got %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestReader_RangeDelsContradicted checks that a table whose range
+// tombstones contradict the rest of it is refused as corrupt rather than
+// read without them: a version 1 footer over a range-deletion block, and
+// properties counting tombstones the metaindex does not name.
+func TestReader_RangeDelsContradicted(t *testing.T) {
+	withDels := buildBytes(t, []testEntry{
+		{base.MakeInternalKey([]byte("a"), 5, base.KindSet), []byte("x")},
+		{base.MakeInternalKey([]byte("b"), 4, base.KindRangeDelete), []byte("d")},
+	}, WriterOptions{})
+	asV1 := bytes.Clone(withDels)
+	ft := asV1[len(asV1)-FooterLen:]
+	binary.LittleEndian.PutUint32(ft[footerHandlesLen:], 1)
+	binary.LittleEndian.PutUint32(ft[footerHandlesLen+4:], checksum(ft[:footerHandlesLen+4]))
+
+	r := openTable(t, withDels, ReaderOptions{})
+	l, err := r.Layout()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Rename the metaindex's range-deletion entry, which readers then skip
+	// as unknown, while the properties still count one tombstone.
+	noEntry := bytes.Clone(withDels)
+	h := l.Metaindex
+	block := noEntry[h.Offset : h.Offset+h.Length+blockTrailerLen]
+	i := bytes.Index(block, []byte(metaRangeDel))
+	if i < 0 || block[h.Length] != byte(blockTypeNone) {
+		t.Fatal("metaindex is compressed or lacks the range-deletion entry")
+	}
+	block[i+len(metaRangeDel)-1] = 'x'
+	binary.LittleEndian.PutUint32(block[h.Length+1:], checksum(block[:h.Length+1]))
+
+	for name, tc := range map[string]struct {
+		data []byte
+		want string
+	}{
+		"version 1 with a range-deletion block": {asV1, "format version 1 table has a range-deletion block"},
+		"counted tombstones missing":            {noEntry, "the metaindex has no block"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := openBytes(tc.data, ReaderOptions{})
+			if !errors.Is(err, base.ErrCorruption) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want corruption %q", err, tc.want)
 			}
 		})
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/rangedel"
 )
 
 // FuzzReader opens arbitrary bytes as a table and, if that succeeds,
@@ -280,6 +281,34 @@ func FuzzFilterBlock(f *testing.F) {
 		}
 		if 4+total > len(data) {
 			t.Fatalf("filters of %d bytes in a %d-byte block", total, len(data))
+		}
+	})
+}
+
+// FuzzRangeDelBlock decodes arbitrary range-deletion blocks: nothing may
+// panic, every error must wrap ErrCorruption, and what decodes must be
+// fragmented, as the reader's searches assume.
+func FuzzRangeDelBlock(f *testing.F) {
+	w := blockWriter{restartInterval: DefaultBlockRestartInterval}
+	for _, t := range []RangeTombstone{
+		{Start: []byte("b"), End: []byte("d"), Seq: 9},
+		{Start: []byte("b"), End: []byte("d"), Seq: 4},
+		{Start: []byte("d"), End: []byte("f"), Seq: 7},
+	} {
+		w.add(t.Key().AppendEncoded(nil), t.End)
+	}
+	f.Add(bytes.Clone(w.finish()))
+	f.Add(buildBlock(1, "a", "b"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ts, err := decodeRangeDelBlock(data, bytes.Compare, "test", 0)
+		if err != nil {
+			if !errors.Is(err, base.ErrCorruption) {
+				t.Fatalf("error does not wrap ErrCorruption: %v", err)
+			}
+			return
+		}
+		if err := rangedel.CheckFragmented(bytes.Compare, ts); err != nil {
+			t.Fatalf("decoded tombstones are not fragmented: %v", err)
 		}
 	})
 }

@@ -9,24 +9,44 @@ import (
 
 // Get returns the newest version of userKey with a sequence number <= seq.
 // found is false when the table holds no such version; kind tells a value
-// (KindSet) from a tombstone (KindDelete). value is immutable and stays
-// valid after the call (it may alias a cached block: never modify it).
+// (KindSet) from a tombstone (KindDelete). When one of the table's range
+// tombstones visible at seq covers userKey and is newer than the version
+// found, or covers it and no version was found, Get reports found with
+// kind KindRangeDelete and no value: the key is deleted as of seq, and
+// older tables need not be asked. value is immutable and stays valid after
+// the call (it may alias a cached block: never modify it).
 //
 // The index is searched for the internal key (userKey, seq), so the lookup
 // lands on the one data block that can hold the visible version, and that
 // block's filter is asked first (about userKey's prefix, under a comparer
 // with a Split): "absent" costs no data-block read. Should
 // the block end inside userKey's versions, the lookup goes on to the next
-// block, asking its filter too. stats (which may be nil) accumulates the
-// filter verdicts and block reads.
+// block, asking its filter too. The range tombstones, in memory, are
+// searched whatever the filter says: a filter speaks only of point keys.
+// stats (which may be nil) accumulates the filter verdicts, block reads
+// and range-tombstone searches.
 func (r *Reader) Get(userKey []byte, seq SeqNum, stats *LookupStats) (value []byte, kind Kind, found bool, err error) {
 	if stats == nil {
 		stats = new(LookupStats)
 	}
+	value, key, found, err := r.getPoint(userKey, seq, stats)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	if r.rangeDeleted(userKey, seq, found, key.SeqNum(), stats) {
+		return nil, base.KindRangeDelete, true, nil
+	}
+	return value, key.Kind(), found, nil
+}
+
+// getPoint looks userKey up among the table's point entries, as Get
+// describes; key carries the trailer (sequence number and kind) of the
+// version found, and no user key.
+func (r *Reader) getPoint(userKey []byte, seq base.SeqNum, stats *LookupStats) (value []byte, key base.InternalKey, found bool, err error) {
 	target := base.MakeInternalKey(userKey, seq, base.KindMax)
 	i, err := r.searchIndex(target)
 	if err != nil {
-		return nil, 0, false, err
+		return nil, key, false, err
 	}
 	stats.TablesConsidered++
 	filterKey := r.cmp.Prefix(userKey)
@@ -39,27 +59,27 @@ func (r *Reader) Get(userKey []byte, seq SeqNum, stats *LookupStats) (value []by
 	for ; i < len(r.blockHandles); i++ {
 		if r.filter != nil && !r.filterPolicy.MayContain(r.filter.filter(i), filterKey) {
 			stats.FilterNegatives++
-			return nil, 0, false, nil
+			return nil, key, false, nil
 		}
 		if it == nil {
 			it = blockIters.Get().(*blockIter)
 		}
 		res, err := r.searchBlock(it, r.blockHandles[i], userKey, seq, stats)
 		if err != nil {
-			return nil, 0, false, err
+			return nil, key, false, err
 		}
 		r.countVerdict(stats, res.held)
 		if res.found || !res.exhausted {
-			return res.value, res.kind, res.found, nil
+			return res.value, res.key, res.found, nil
 		}
 		// The block ended inside userKey's versions: the next block can
 		// hold more of them only if this block's index key has the same
 		// user key.
 		if more, err := r.indexKeyHasUserKey(i, userKey); !more || err != nil {
-			return nil, 0, false, err
+			return nil, key, false, err
 		}
 	}
-	return nil, 0, false, nil
+	return nil, key, false, nil
 }
 
 // countVerdict records whether a filter's "maybe" was borne out.
@@ -159,10 +179,10 @@ func putBlockIter(it *blockIter) {
 // blockSearch is what searchBlock found in one data block.
 type blockSearch struct {
 	value     []byte
-	kind      base.Kind
-	found     bool // a version visible at the lookup's seq
-	held      bool // the block holds some version of the user key
-	exhausted bool // the block ended before a larger user key
+	key       base.InternalKey // the trailer of the version found; no user key
+	found     bool             // a version visible at the lookup's seq
+	held      bool             // the block holds some version of the user key
+	exhausted bool             // the block ended before a larger user key
 }
 
 // searchBlock reads data block h and looks in it for the newest version of
@@ -181,7 +201,7 @@ func (r *Reader) searchBlock(it *blockIter, h BlockHandle, userKey []byte, seq b
 	for ; ok && r.cmp.Compare(it.ikey.UserKey, userKey) == 0; ok = it.Next() {
 		res.held = true
 		if it.ikey.Visible(seq) {
-			res.value, res.kind, res.found = it.val, it.ikey.Kind(), true
+			res.value, res.key, res.found = it.val, base.InternalKey{Trailer: it.ikey.Trailer}, true
 			return res, nil
 		}
 	}

@@ -74,7 +74,8 @@ type testEntry struct {
 	value []byte
 }
 
-// parseEntry parses "a.SET.3:value" or "a.DEL.2".
+// parseEntry parses "a.SET.3:value", "a.DEL.2", or "a.RANGEDEL.4:e", the
+// range tombstone [a, e)#4.
 func parseEntry(s string) (testEntry, error) {
 	k, v, _ := strings.Cut(s, ":")
 	key, err := parseKey(k)
@@ -92,8 +93,8 @@ func parseKey(s string) (base.InternalKey, error) {
 	if err != nil {
 		return base.InternalKey{}, err
 	}
-	kind := map[string]base.Kind{"SET": base.KindSet, "DEL": base.KindDelete}[parts[n-2]]
-	if parts[n-2] != "SET" && parts[n-2] != "DEL" {
+	kind, ok := map[string]base.Kind{"SET": base.KindSet, "DEL": base.KindDelete, "RANGEDEL": base.KindRangeDelete}[parts[n-2]]
+	if !ok {
 		return base.InternalKey{}, fmt.Errorf("bad kind in %q", s)
 	}
 	return base.MakeInternalKey([]byte(strings.Join(parts[:n-2], ".")), base.SeqNum(seq), kind), nil
@@ -109,7 +110,24 @@ func buildBytes(t testing.TB, entries []testEntry, opts WriterOptions) []byte {
 	return data
 }
 
+// tombstone returns the range tombstone a RANGEDEL entry stands for.
+func (e testEntry) tombstone() RangeTombstone {
+	return RangeTombstone{Start: e.key.UserKey, End: e.value, Seq: e.key.SeqNum()}
+}
+
+// isRangeDel reports whether the entry is a range tombstone.
+func (e testEntry) isRangeDel() bool { return e.key.Kind() == base.KindRangeDelete }
+
+// addTo adds the entry to w: a RANGEDEL entry to the range-deletion block.
+func (e testEntry) addTo(w *Writer) error {
+	if e.isRangeDel() {
+		return w.AddRangeDel(e.tombstone())
+	}
+	return w.Add(e.key, e.value)
+}
+
 // writeBytes writes entries as a table in memory and returns its bytes.
+// RANGEDEL entries go to the range-deletion block.
 func writeBytes(entries []testEntry, opts WriterOptions) ([]byte, error) {
 	fs := vfs.NewMem()
 	f, err := fs.Create("t.sst")
@@ -118,7 +136,7 @@ func writeBytes(entries []testEntry, opts WriterOptions) ([]byte, error) {
 	}
 	w := NewWriter(f, opts)
 	for _, e := range entries {
-		if err := w.Add(e.key, e.value); err != nil {
+		if err := e.addTo(w); err != nil {
 			w.Close()
 			return nil, err
 		}

@@ -38,7 +38,7 @@ func TestWriter_IOErrors(t *testing.T) {
 		}
 		w := NewWriter(errorfs.WrapFile(f, inj), WriterOptions{BlockSize: 96, FilterPolicy: hashSetPolicy{}})
 		for _, e := range entries {
-			if err = w.Add(e.key, e.value); err != nil {
+			if err = e.addTo(w); err != nil {
 				break
 			}
 		}

@@ -19,6 +19,9 @@ type Layout struct {
 	Filter BlockHandle
 	// FilterPolicyName names the policy of the filter block, if any.
 	FilterPolicyName string
+	// RangeDel locates the range-deletion block; zero when the table has
+	// no range tombstones.
+	RangeDel BlockHandle
 	// Properties, Metaindex and Index locate those blocks.
 	Properties, Metaindex, Index BlockHandle
 	// MetaEntries are the metaindex's entries.
@@ -53,6 +56,7 @@ func (r *Reader) Layout() (*Layout, error) {
 		Metaindex:        r.footer.metaindex,
 		Index:            r.footer.index,
 		Filter:           r.filterHandle,
+		RangeDel:         r.rangeDelHandle,
 		FilterPolicyName: r.props.FilterPolicyName,
 		MetaEntries:      slices.Clone(r.metaindex),
 		Footer: FooterInfo{Offset: r.dataEnd, Metaindex: r.footer.metaindex, Index: r.footer.index,
@@ -100,7 +104,8 @@ func (r *Reader) filterBlock() (*filterBlock, error) {
 }
 
 // Check reads every block from the file, bypassing the cache, and
-// verifies checksums, decoding, key order, the index separators, the
+// verifies checksums, decoding, key order, the range tombstones' fragmented
+// order, the index separators, the
 // blocks' tiling of the file, the properties' counts and, when the reader
 // knows the filter policy, that every filter admits its block's keys.
 func (r *Reader) Check() error {
@@ -113,6 +118,11 @@ func (r *Reader) Check() error {
 	}
 	for _, h := range []BlockHandle{l.Metaindex, l.Properties, l.Index} {
 		if _, err := r.readBlock(h); err != nil {
+			return err
+		}
+	}
+	if l.RangeDel != (BlockHandle{}) {
+		if _, err := r.decodeRangeDels(l.RangeDel); err != nil {
 			return err
 		}
 	}
@@ -137,8 +147,10 @@ func (r *Reader) Check() error {
 // exactly, without gaps or overlaps.
 func (r *Reader) checkTiling(l *Layout) error {
 	hs := []BlockHandle{l.Metaindex, l.Properties, l.Index}
-	if l.Filter != (BlockHandle{}) {
-		hs = append(hs, l.Filter)
+	for _, h := range []BlockHandle{l.Filter, l.RangeDel} {
+		if h != (BlockHandle{}) {
+			hs = append(hs, h)
+		}
 	}
 	for _, d := range l.Data {
 		hs = append(hs, d.Handle)

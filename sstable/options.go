@@ -107,6 +107,12 @@ type LookupStats struct {
 	BlockReads int64
 	// BlockCacheMisses counts, of those, the ones read from the file.
 	BlockCacheMisses int64
+	// RangeDelChecks counts the tables whose range tombstones were
+	// searched for the key (held in memory: no block read). A table with
+	// no range tombstones adds nothing. A table whose filter ruled the key
+	// out is still searched, and counts as a filter negative too: a
+	// filter speaks only of point keys.
+	RangeDelChecks int64
 }
 
 // Add adds o's counters to s.
@@ -117,4 +123,5 @@ func (s *LookupStats) Add(o LookupStats) {
 	s.FilterFalsePositives += o.FilterFalsePositives
 	s.BlockReads += o.BlockReads
 	s.BlockCacheMisses += o.BlockCacheMisses
+	s.RangeDelChecks += o.RangeDelChecks
 }

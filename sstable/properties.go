@@ -13,8 +13,12 @@ import (
 type Properties struct {
 	// NumEntries counts every entry, tombstones included.
 	NumEntries uint64
-	// NumDeletions counts the tombstones.
+	// NumDeletions counts the point tombstones.
 	NumDeletions uint64
+	// NumRangeDeletions counts the range tombstones as stored: one per
+	// fragment and sequence number (see Writer.AddRangeDel). They are not
+	// entries. Absent (0) in format version 1 tables.
+	NumRangeDeletions uint64
 	// NumDataBlocks counts the data blocks (and so the filters).
 	NumDataBlocks uint64
 	// RawKeySize and RawValueSize sum the encoded internal keys and the
@@ -24,10 +28,12 @@ type Properties struct {
 	// the index block and the filter block as stored, trailers included.
 	// FilterSize is 0 when the table has no filter.
 	DataSize, IndexSize, FilterSize uint64
-	// SmallestSeqNum and LargestSeqNum bound the entries' sequence numbers.
+	// SmallestSeqNum and LargestSeqNum bound the sequence numbers of the
+	// entries and the range tombstones.
 	SmallestSeqNum, LargestSeqNum SeqNum
 	// SmallestKey and LargestKey are the first and last encoded internal
-	// keys.
+	// keys of the entries (range tombstones not included; the Writer's
+	// Metadata bounds both).
 	SmallestKey, LargestKey []byte
 	// FilterPolicyName names the policy the filters were built with; empty
 	// when the table has no filter.
@@ -57,6 +63,7 @@ func propertyFields(p *Properties) []propertyField {
 		{"index.size", &p.IndexSize, false},
 		{"key.largest", &p.LargestKey, false},
 		{"key.smallest", &p.SmallestKey, false},
+		{"range-deletions", &p.NumRangeDeletions, false},
 		{"raw.key.size", &p.RawKeySize, false},
 		{"raw.value.size", &p.RawValueSize, false},
 		{"seqnum.largest", &p.LargestSeqNum, false},

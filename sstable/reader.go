@@ -13,9 +13,10 @@ import (
 	"github.com/golang/snappy"
 )
 
-// Reader reads a table. The index block, the filter block and the
-// properties stay in memory from NewReader to Close; data blocks are read
-// on demand through the block cache. A Reader is safe for concurrent use.
+// Reader reads a table. The index block, the filter block, the range
+// tombstones and the properties stay in memory from NewReader to Close;
+// data blocks are read on demand through the block cache. A Reader is safe
+// for concurrent use.
 type Reader struct {
 	f       vfs.File
 	opts    ReaderOptions
@@ -38,6 +39,11 @@ type Reader struct {
 	filter       *filterBlock // nil: no usable filter
 	filterPolicy bloompolicy.FilterPolicy
 	filterHandle BlockHandle // zero when the table has no filter block
+
+	// rangeDels are the table's range tombstones, fragmented, loaded at
+	// open; rangeDelHandle is zero when the table has none.
+	rangeDels      []RangeTombstone
+	rangeDelHandle BlockHandle
 }
 
 // MetaEntry is one entry of the metaindex: a named block and its handle.
@@ -47,7 +53,7 @@ type MetaEntry struct {
 }
 
 // NewReader opens the table in f, checking its footer and loading its
-// index, filter and properties blocks (checksums verified). The Reader owns
+// index, filter, range-deletion and properties blocks (checksums verified). The Reader owns
 // f from then on and closes it on Close, or right away if NewReader fails.
 func NewReader(f vfs.File, opts ReaderOptions) (*Reader, error) {
 	r := &Reader{f: f, opts: opts, cmp: opts.Comparer, name: opts.FileName}
@@ -80,6 +86,9 @@ func (r *Reader) open() error {
 		return fmt.Errorf("sstable: %s: keys ordered by %q, reader uses %q", r.name, r.props.ComparerName, r.cmp.Name)
 	}
 	if err := r.readIndex(); err != nil {
+		return err
+	}
+	if err := r.readRangeDels(); err != nil {
 		return err
 	}
 	return r.readFilter()

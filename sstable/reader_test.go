@@ -47,13 +47,31 @@ func randomEntries(rng *rand.Rand, n int) []testEntry {
 }
 
 // modelGet is what Get must return over entries.
+// A range tombstone visible at seq that covers key and is newer than the
+// point version found comes back as a RANGEDEL entry with no value, as
+// Reader.Get reports it.
 func modelGet(entries []testEntry, key []byte, seq base.SeqNum) (testEntry, bool) {
+	var point testEntry
+	found := false
 	for _, e := range entries {
-		if bytes.Equal(e.key.UserKey, key) && e.key.Visible(seq) {
-			return e, true
+		if !e.isRangeDel() && bytes.Equal(e.key.UserKey, key) && e.key.Visible(seq) {
+			point, found = e, true
+			break
 		}
 	}
-	return testEntry{}, false
+	var tseq base.SeqNum
+	covered := false
+	for _, e := range entries {
+		t := e.tombstone()
+		if e.isRangeDel() && e.key.Visible(seq) && t.Seq >= tseq &&
+			bytes.Compare(t.Start, key) <= 0 && bytes.Compare(key, t.End) < 0 {
+			tseq, covered = t.Seq, true
+		}
+	}
+	if covered && (!found || point.key.SeqNum() < tseq) {
+		return testEntry{key: base.MakeInternalKey(key, tseq, base.KindRangeDelete)}, true
+	}
+	return point, found
 }
 
 func seedRNG(t *testing.T) *rand.Rand {

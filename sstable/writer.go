@@ -35,6 +35,8 @@ type Writer struct {
 	index  blockWriter
 	filter *filterBlockWriter
 
+	rangeDels []RangeTombstone // fragmented, in order; keys owned
+
 	prevKey       base.InternalKey // last key added, in prevKeyBuf
 	prevKeyBuf    []byte
 	prevPrefixLen int         // length of prevKey's prefix, kept by addFilterKey
@@ -54,10 +56,15 @@ type Writer struct {
 type WriterMetadata struct {
 	// Size is the table's length in bytes.
 	Size uint64
-	// Smallest and Largest are the first and last internal keys; the
-	// caller owns them.
+	// Smallest and Largest bound the table's keys, range tombstones
+	// included: the first key is the smaller of the first point key and
+	// the first tombstone's key; the last is the larger of the last point
+	// key and the sentinel of the last tombstone's end
+	// (base.MakeRangeDeleteSentinel), which excludes that end. The caller
+	// owns them.
 	Smallest, Largest InternalKey
-	// SmallestSeqNum and LargestSeqNum bound the sequence numbers.
+	// SmallestSeqNum and LargestSeqNum bound the sequence numbers, range
+	// tombstones included.
 	SmallestSeqNum, LargestSeqNum SeqNum
 	// Properties are the table's properties as written.
 	Properties Properties
@@ -100,6 +107,8 @@ func (w *Writer) Add(key InternalKey, value []byte) error {
 		return w.err
 	case key.Kind() > base.KindMax:
 		return fmt.Errorf("sstable: key %s has an unknown kind", key)
+	case key.Kind() == base.KindRangeDelete:
+		return fmt.Errorf("sstable: key %s is a range tombstone: add it with AddRangeDel", key)
 	case key.Size()+len(value) > maxEntrySize:
 		return fmt.Errorf("sstable: entry of %d bytes exceeds the limit of %d", key.Size()+len(value), maxEntrySize)
 	case w.props.NumEntries > 0 && base.InternalCompare(w.cmp.Compare, w.prevKey, key) >= 0:
@@ -135,13 +144,10 @@ func (w *Writer) addFilterKey(userKey []byte) {
 // record updates the properties for an added entry and keeps its key.
 func (w *Writer) record(key base.InternalKey, valueLen int) {
 	p := &w.props
-	seq := key.SeqNum()
 	if p.NumEntries == 0 {
 		p.SmallestKey = key.AppendEncoded(nil)
-		p.SmallestSeqNum, p.LargestSeqNum = seq, seq
 	}
-	p.SmallestSeqNum = min(p.SmallestSeqNum, seq)
-	p.LargestSeqNum = max(p.LargestSeqNum, seq)
+	w.recordSeqNum(key.SeqNum())
 	p.NumEntries++
 	if key.Kind() == base.KindDelete {
 		p.NumDeletions++
@@ -150,6 +156,16 @@ func (w *Writer) record(key base.InternalKey, valueLen int) {
 	p.RawValueSize += uint64(valueLen)
 	w.prevKeyBuf = append(w.prevKeyBuf[:0], key.UserKey...)
 	w.prevKey = base.InternalKey{UserKey: w.prevKeyBuf, Trailer: key.Trailer}
+}
+
+// recordSeqNum widens the properties' sequence numbers to seq.
+func (w *Writer) recordSeqNum(seq base.SeqNum) {
+	p := &w.props
+	if p.NumEntries == 0 && p.NumRangeDeletions == 0 {
+		p.SmallestSeqNum, p.LargestSeqNum = seq, seq
+	}
+	p.SmallestSeqNum = min(p.SmallestSeqNum, seq)
+	p.LargestSeqNum = max(p.LargestSeqNum, seq)
 }
 
 // EstimatedSize returns the bytes written so far plus the pending data

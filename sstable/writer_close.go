@@ -1,10 +1,6 @@
 package sstable
 
-import (
-	"fmt"
-
-	"github.com/bloomkv/bloomkv/internal/base"
-)
+import "fmt"
 
 // Metaindex names.
 const (
@@ -13,7 +9,7 @@ const (
 )
 
 // Close finishes the table (last data block, filter block, properties,
-// metaindex, index, footer), syncs and closes the file. The file is closed
+// range-deletion block, metaindex, index, footer), syncs and closes the file. The file is closed
 // even when finishing fails. Metadata is available after a nil return.
 func (w *Writer) Close() error {
 	if w.closed {
@@ -71,6 +67,9 @@ func (w *Writer) finish() error {
 		return err
 	}
 	meta.add([]byte(metaProperties), appendHandle(nil, h))
+	if err := w.writeRangeDels(&meta); err != nil {
+		return err
+	}
 	var ft footer
 	if ft.metaindex, err = w.writeBlock(meta.finish()); err != nil {
 		return err
@@ -96,10 +95,9 @@ func (w *Writer) setMetadata() {
 	m.Size = w.offset
 	m.Properties = w.props
 	m.SmallestSeqNum, m.LargestSeqNum = w.props.SmallestSeqNum, w.props.LargestSeqNum
-	if w.props.NumEntries > 0 {
-		m.Smallest, _ = base.DecodeInternalKey(w.props.SmallestKey)
-		m.Smallest = m.Smallest.Clone()
-		m.Largest = w.prevKey.Clone()
+	if w.props.NumEntries > 0 || len(w.rangeDels) > 0 {
+		smallest, largest := tableBounds(w.cmp.Compare, &w.props, w.rangeDels)
+		m.Smallest, m.Largest = smallest.Clone(), largest.Clone()
 	}
 }
 

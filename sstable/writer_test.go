@@ -104,3 +104,46 @@ func TestCompression_String(t *testing.T) {
 		}
 	}
 }
+
+// TestWriter_AddRangeDel_Rejects checks that tombstones out of fragmented
+// order, empty ones and point keys of kind RANGEDEL are refused, and that
+// the Writer stays usable after each refusal.
+func TestWriter_AddRangeDel_Rejects(t *testing.T) {
+	rd := func(start, end string, seq base.SeqNum) RangeTombstone {
+		return RangeTombstone{Start: []byte(start), End: []byte(end), Seq: seq}
+	}
+	tests := []struct {
+		name  string
+		first RangeTombstone
+		next  RangeTombstone
+		want  string
+	}{
+		{"overlap", rd("b", "d", 5), rd("c", "e", 4), "overlaps"},
+		{"before", rd("c", "d", 5), rd("a", "b", 4), "overlaps"},
+		{"same span, seqnum not below", rd("b", "d", 5), rd("b", "d", 5), "must descend"},
+		{"empty", rd("a", "b", 5), rd("e", "e", 4), "is empty"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w, _ := newMemWriter(t, WriterOptions{})
+			if err := w.AddRangeDel(tt.first); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.AddRangeDel(tt.next); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("AddRangeDel(%s) after %s = %v, want %q", tt.next, tt.first, err, tt.want)
+			}
+			if err := w.Add(base.MakeInternalKey([]byte("x"), 1, base.KindRangeDelete), []byte("y")); err == nil {
+				t.Fatal("Add took a RANGEDEL key")
+			}
+			if err := w.AddRangeDel(rd("x", "y", 3)); err != nil {
+				t.Fatalf("writer unusable after a refusal: %v", err)
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.AddRangeDel(rd("y", "z", 2)); err == nil {
+				t.Fatal("AddRangeDel after Close succeeded")
+			}
+		})
+	}
+}

@@ -17,7 +17,7 @@ func (a *app) dbCommand() *cobra.Command {
 			"commands need an existing store and create nothing.")
 	cmd.PersistentFlags().StringVar(&dir, "dir", "", "store directory (required)")
 	cmd.AddCommand(a.dbGetCommand(&dir), a.dbSetCommand(&dir), a.dbDeleteCommand(&dir),
-		a.dbScanCommand(&dir), a.dbMetricsCommand(&dir))
+		a.dbDeleteRangeCommand(&dir), a.dbScanCommand(&dir), a.dbMetricsCommand(&dir))
 	return cmd
 }
 
@@ -145,6 +145,19 @@ func (a *app) dbDeleteCommand(dir *string) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withDB(*dir, false, func(db *kv.DB) error {
 				return db.Delete([]byte(args[0]), kv.Sync)
+			})
+		},
+	}
+}
+
+func (a *app) dbDeleteRangeCommand(dir *string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete-range START END",
+		Short: "Delete every key from START up to END, END excluded (synced; an empty range deletes nothing)",
+		Args:  exactArgs("START", "END"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withDB(*dir, false, func(db *kv.DB) error {
+				return db.DeleteRange([]byte(args[0]), []byte(args[1]), kv.Sync)
 			})
 		},
 	}

@@ -10,6 +10,7 @@
 //	bloomkv db get KEY... --dir D [--metrics]
 //	bloomkv db set KEY VALUE --dir D
 //	bloomkv db delete KEY --dir D
+//	bloomkv db delete-range START END --dir D
 //	bloomkv db scan --dir D [--start K] [--end K] [--limit N]
 //	bloomkv db metrics --dir D
 //	bloomkv sstable dump FILE
@@ -93,10 +94,12 @@
 //
 // # db
 //
-// db works on a store on disk: get, set (synced), delete (synced), scan a
-// key range, and metrics, the per-level table of tables, bytes, keys,
-// filter bytes and lookup counters. set creates the store when --dir holds
-// none; the other commands fail on such a directory and create nothing.
+// db works on a store on disk: get, set (synced), delete (synced),
+// delete-range (synced: every key k with START <= k < END, as one range
+// tombstone; START >= END deletes nothing), scan a key range, and metrics,
+// the per-level table of tables, bytes, keys, filter bytes and lookup
+// counters. set creates the store when --dir holds none; the other
+// commands fail on such a directory and create nothing.
 //
 // get and scan print one entry per line, "KEY<tab>VALUE", each quoted when
 // it is not printable text. get prints the keys found in the order given

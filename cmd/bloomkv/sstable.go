@@ -232,7 +232,8 @@ func newTableDump(path string, size int64, p *sstable.Properties, l *sstable.Lay
 	for _, h := range []struct {
 		name string
 		h    sstable.BlockHandle
-	}{{"filter", l.Filter}, {"properties", l.Properties}, {"metaindex", l.Metaindex}, {"index", l.Index}} {
+	}{{"filter", l.Filter}, {"properties", l.Properties}, {"rangedel", l.RangeDel},
+		{"metaindex", l.Metaindex}, {"index", l.Index}} {
 		if h.h != (sstable.BlockHandle{}) {
 			d.Layout = append(d.Layout, namedHandle{h.name, h.h.Offset, h.h.Length})
 		}
@@ -271,6 +272,7 @@ func propertyMap(p *sstable.Properties) map[string]string {
 		"index.size":      u(p.IndexSize),
 		"key.largest":     fmtEncodedKey(p.LargestKey),
 		"key.smallest":    fmtEncodedKey(p.SmallestKey),
+		"range-deletions": u(p.NumRangeDeletions),
 		"raw.key.size":    u(p.RawKeySize),
 		"raw.value.size":  u(p.RawValueSize),
 		"seqnum.largest":  u(uint64(p.LargestSeqNum)),

@@ -25,10 +25,19 @@ const (
 	KindDelete Kind = 0
 	// KindSet records a value.
 	KindSet Kind = 1
+	// KindRangeDelete is a range tombstone: every user key k with
+	// start <= k < end has no value at this version or below. The internal
+	// key holds start; the value holds end. Range tombstones live apart
+	// from point keys (their own memtable skiplist, their own table
+	// block), so no point-key stream ever carries this kind.
+	KindRangeDelete Kind = 2
 	// KindMax is the largest kind. Among keys with equal user key and
 	// sequence number it sorts first, which makes (key, seq, KindMax) the
-	// right search key for "the newest version at or below seq".
-	KindMax Kind = KindSet
+	// right search key for "the newest version at or below seq". It must
+	// stay the largest kind as kinds are added: the search key built with
+	// SeqNumMax then sorts at or before every stored key of its user key,
+	// range-deletion sentinels included.
+	KindMax Kind = KindRangeDelete
 )
 
 // String returns the kind's name.
@@ -38,6 +47,8 @@ func (k Kind) String() string {
 		return "DEL"
 	case KindSet:
 		return "SET"
+	case KindRangeDelete:
+		return "RANGEDEL"
 	}
 	return fmt.Sprintf("KIND(%d)", uint8(k))
 }
@@ -71,6 +82,22 @@ func MakeInternalKey(userKey []byte, seq SeqNum, kind Kind) InternalKey {
 // userKey: seeking to it lands on the newest version.
 func MakeSearchKey(userKey []byte) InternalKey {
 	return MakeInternalKey(userKey, SeqNumMax, KindMax)
+}
+
+// MakeRangeDeleteSentinel returns the key that bounds a table whose last
+// range tombstone ends at end (exclusive): (end, SeqNumMax,
+// KindRangeDelete). It sorts before every stored version of end, so a
+// table whose Largest is a sentinel holds no key of end's user key (see
+// IsExclusiveSentinel).
+func MakeRangeDeleteSentinel(end []byte) InternalKey {
+	return MakeInternalKey(end, SeqNumMax, KindRangeDelete)
+}
+
+// IsExclusiveSentinel reports whether k is a range-deletion sentinel (see
+// MakeRangeDeleteSentinel): as a table's largest key it excludes its own
+// user key.
+func (k InternalKey) IsExclusiveSentinel() bool {
+	return k.Trailer == MakeTrailer(SeqNumMax, KindRangeDelete)
 }
 
 // MakeTrailer packs a sequence number and a kind into a trailer.

@@ -20,7 +20,10 @@ type FileMetadata struct {
 	FileNum base.FileNum
 	// Size is the table's length in bytes.
 	Size uint64
-	// Smallest and Largest are the table's first and last internal keys.
+	// Smallest and Largest are the table's first and last internal keys,
+	// range tombstones included. A Largest that is a range-deletion
+	// sentinel (base.InternalKey.IsExclusiveSentinel) excludes its user
+	// key: the table's last tombstone ends there, exclusive.
 	Smallest, Largest base.InternalKey
 	// SmallestSeqNum and LargestSeqNum bound the sequence numbers in the
 	// table. Among L0 tables, a larger LargestSeqNum means newer data.
@@ -63,10 +66,14 @@ func (m *FileMetadata) Overlaps(cmp base.Compare, start, end []byte) bool {
 	if end != nil && cmp(m.Smallest.UserKey, end) > 0 {
 		return false
 	}
-	if start != nil && cmp(m.Largest.UserKey, start) < 0 {
-		return false
-	}
-	return true
+	return start == nil || !m.EndsBefore(cmp, start)
+}
+
+// EndsBefore reports whether every user key of the table sorts before key:
+// its largest user key does, or equals key and is an exclusive sentinel.
+func (m *FileMetadata) EndsBefore(cmp base.Compare, key []byte) bool {
+	c := cmp(m.Largest.UserKey, key)
+	return c < 0 || c == 0 && m.Largest.IsExclusiveSentinel()
 }
 
 // Version is one immutable state of the store: the tables at each level.
@@ -137,7 +144,7 @@ func (v *Version) Overlaps(level int, cmp base.Compare, start, end []byte) []*Fi
 // tables. It finds the first by binary search.
 func OverlapRange(files []*FileMetadata, cmp base.Compare, start, end []byte) (lo, hi int) {
 	if start != nil {
-		lo = sort.Search(len(files), func(i int) bool { return cmp(files[i].Largest.UserKey, start) >= 0 })
+		lo = sort.Search(len(files), func(i int) bool { return !files[i].EndsBefore(cmp, start) })
 	}
 	hi = lo
 	for hi < len(files) && (end == nil || cmp(files[hi].Smallest.UserKey, end) <= 0) {
@@ -169,7 +176,8 @@ func (v *Version) Describe(detail func(*FileMetadata) string) string {
 
 // CheckOrdering verifies the invariants of the levels: L0 ordered by
 // sequence number, and every deeper level sorted with no two tables sharing
-// a user key.
+// a user key (a table ending in an exclusive sentinel shares none with the
+// next table starting at the sentinel's user key).
 func (v *Version) CheckOrdering(cmp base.Compare) error {
 	for i := 1; i < len(v.Levels[0]); i++ {
 		a, b := v.Levels[0][i-1], v.Levels[0][i]
@@ -183,7 +191,7 @@ func (v *Version) CheckOrdering(cmp base.Compare) error {
 			if base.InternalCompare(cmp, f.Smallest, f.Largest) > 0 {
 				return fmt.Errorf("manifest: L%d table %s has smallest > largest", level, f)
 			}
-			if i > 0 && cmp(files[i-1].Largest.UserKey, f.Smallest.UserKey) >= 0 {
+			if i > 0 && !files[i-1].EndsBefore(cmp, f.Smallest.UserKey) {
 				return fmt.Errorf("manifest: L%d tables %s and %s overlap", level, files[i-1], f)
 			}
 		}
