@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math"
@@ -8,7 +9,6 @@ import (
 	"time"
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
-	"github.com/bloomkv/bloomkv/internal/itertest"
 	"github.com/bloomkv/bloomkv/kv"
 	"github.com/bloomkv/bloomkv/sstable"
 	"github.com/cockroachdb/pebble"
@@ -29,11 +29,27 @@ var prefixFields = []string{"email", "name", "plan"}
 // every user once when users is not a multiple of it (a prime).
 const prefixStride = 1_000_003
 
-// prefixComparer is bytewise order with itertest.UserSplit, which cuts
-// "user/<id>/<field>" after "user/<id>/", for bloomkv.
+// userSplit cuts "user/<id>/<field>" after "user/<id>/", the prefix of a
+// user's keys; a key with fewer than two slashes is its own prefix. It keeps
+// the invariants sstable.Split documents under bytewise order. (The tests
+// of kv and pebbleadapter use the same rule, internal/userSplit;
+// the command keeps its own copy rather than import test support.)
+func userSplit(key []byte) int {
+	i := bytes.IndexByte(key, '/')
+	if i < 0 {
+		return len(key)
+	}
+	j := bytes.IndexByte(key[i+1:], '/')
+	if j < 0 {
+		return len(key)
+	}
+	return i + j + 2
+}
+
+// prefixComparer is bytewise order with userSplit, for bloomkv.
 var prefixComparer = func() *sstable.Comparer {
 	c := *sstable.DefaultComparer
-	c.Split, c.SplitName = itertest.UserSplit, "bloomkv.bench.user"
+	c.Split, c.SplitName = userSplit, "bloomkv.bench.user"
 	return &c
 }()
 
@@ -71,7 +87,7 @@ func prefixConfigs(o benchOptions, ours *bloompolicy.Bloom) []benchConfig {
 // withPebbleSplit gives Pebble the comparer of the prefix workload.
 func withPebbleSplit(p *pebble.Options) {
 	c := *pebble.DefaultComparer
-	c.Split = itertest.UserSplit
+	c.Split = userSplit
 	p.Comparer = &c
 }
 

@@ -26,9 +26,9 @@ func SlashComparer() *base.Comparer {
 
 // UserSplit cuts "user/<id>/<field>" after "user/<id>/", the prefix of a
 // user's keys; a key with fewer than two slashes is its own prefix. It is
-// the Split of the prefix-scan workload, shared by its tests, its
-// benchmarks and the bench command, and keeps the invariants of base.Split
-// under bytewise order.
+// the Split of the prefix-scan workload, shared by its tests and
+// benchmarks (the bench command keeps its own copy), and keeps the
+// invariants of base.Split under bytewise order.
 func UserSplit(key []byte) int {
 	i := bytes.IndexByte(key, '/')
 	if i < 0 {
