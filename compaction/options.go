@@ -11,30 +11,34 @@ import (
 // means its default; a nil *Options means all defaults.
 type Options struct {
 	// L0CompactionThreshold is the number of L0 tables that triggers a
-	// compaction of L0 into L1. 0 means 4.
+	// compaction of L0 into L1. 0 means
+	// [DefaultL0CompactionThreshold].
 	L0CompactionThreshold int
-	// LBaseMaxBytes is the target size of L1 in bytes. 0 means 64 MiB.
+	// LBaseMaxBytes is the target size of L1 in bytes. 0 means
+	// [DefaultLBaseMaxBytes].
 	LBaseMaxBytes int64
 	// LevelMultiplier is the ratio between the target sizes of adjacent
 	// levels below L1: L(n+1) may hold LevelMultiplier times as much as Ln.
-	// 0 means 10.
+	// 0 means [DefaultLevelMultiplier].
 	LevelMultiplier int
 	// TargetFileSize is the size at which compaction output tables are cut.
-	// 0 means 2 MiB.
+	// 0 means [DefaultTargetFileSize].
 	TargetFileSize int64
 	// ExpandedCompactionFactor bounds how far the picker grows the input
 	// set of a compaction beyond its first choice: an expansion is taken
 	// only while the inputs stay under ExpandedCompactionFactor ×
-	// TargetFileSize bytes. 0 means 25.
+	// TargetFileSize bytes. 0 means [DefaultExpandedCompactionFactor].
 	ExpandedCompactionFactor int
 	// GrandparentOverlapFactor bounds how many bytes of the level below the
 	// output level one output table may overlap: Run cuts a table once the
 	// overlap exceeds GrandparentOverlapFactor × TargetFileSize, so that a
-	// later compaction of that table stays small. 0 means 10.
+	// later compaction of that table stays small. 0 means
+	// [DefaultGrandparentOverlapFactor].
 	GrandparentOverlapFactor int
 }
 
-// The defaults of Options.
+// The defaults of Options, applied to its zero fields; kv's defaults for
+// the same settings are these.
 const (
 	DefaultL0CompactionThreshold    = 4
 	DefaultLBaseMaxBytes            = 64 << 20

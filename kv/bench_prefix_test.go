@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
+	"github.com/bloomkv/bloomkv/internal/itertest"
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/bloom"
 )
@@ -14,7 +15,7 @@ import (
 // "user/<id>/<field>" of userFields, loaded in scattered order and fully
 // compacted; then SeekPrefixGE("user/<id>/") for absent users (odd ids)
 // or present ones (even ids, followed by Next through the user's fields).
-// Both engines split keys with userSplit, so their filters hold the users'
+// Both engines split keys with itertest.UserSplit, so their filters hold the users'
 // prefixes: bloomkv one filter per data block from bloompolicy.New(0.01),
 // Pebble one per table from bloom.FilterPolicy(10) (the nearest whole
 // number of bits), and Pebble's prefix seeks go through an iterator with
@@ -48,7 +49,7 @@ func openPrefixStore(b *testing.B, engine, dir string, filters bool) prefixEngin
 	case "pebble":
 		opts := pebbleBenchOptions(true)
 		c := *pebble.DefaultComparer
-		c.Split = userSplit
+		c.Split = itertest.UserSplit
 		opts.Comparer = &c
 		for i := range opts.Levels {
 			opts.Levels[i].FilterPolicy = nil

@@ -146,20 +146,16 @@ func scriptOptions(t *testing.T, td *datadriven.TestData, fs vfs.FS) *Options {
 	return o
 }
 
-// scriptComparer returns the comparer the split argument names: "slash"
-// for itertest.SlashComparer (prefixes end at the first '/'), "none" for
-// the bytewise default.
+// scriptComparer returns the comparer the split argument names (see
+// itertest.ComparerNamed).
 func scriptComparer(t *testing.T, td *datadriven.TestData) *sstable.Comparer {
 	var v string
 	td.ScanArgs(t, "split", &v)
-	switch v {
-	case "slash":
-		return itertest.SlashComparer()
-	case "none":
-		return sstable.DefaultComparer
+	c, ok := itertest.ComparerNamed(v)
+	if !ok {
+		t.Fatalf("unknown split %q", v)
 	}
-	t.Fatalf("unknown split %q", v)
-	return nil
+	return c
 }
 
 func atoi(t *testing.T, s string) int {

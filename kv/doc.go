@@ -84,7 +84,8 @@
 //
 // # Files
 //
-// A store's directory holds, named by base.MakeFilename:
+// A store's directory holds these files, numbered from one counter that
+// never reuses a number (six digits at least, zero-padded):
 //
 //	000012.log      WAL: one record per committed batch (internal/record framing)
 //	000010.sst      a table (see package sstable)
@@ -106,9 +107,10 @@
 //	| kind (1 B)  | key len (uvarint)   | key | value len (uvarint)   | value |
 //	+-------------+---------------------+-----+-----------------------+-------+
 //
-// seqnum is that of record 0; record i has seqnum+i. kind is base.KindSet (1),
-// base.KindDelete (0) or base.KindRangeDelete (2); a DEL record has an empty
-// value; a RANGEDEL record's key is the range's start and its value the end
+// seqnum is that of record 0; record i has seqnum+i. kind is
+// [sstable.KindSet] (1), [sstable.KindDelete] (0) or
+// [sstable.KindRangeDelete] (2); a DEL record has an empty value; a
+// RANGEDEL record's key is the range's start and its value the end
 // (exclusive).
 //
 // # Recovery

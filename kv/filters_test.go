@@ -3,6 +3,7 @@ package kv
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"testing"
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
@@ -64,12 +65,14 @@ func lookupAll(t *testing.T, d *DB, n int) Metrics {
 func lookupDelta(a, b LookupMetrics) LookupMetrics {
 	return LookupMetrics{
 		Gets:                 a.Gets - b.Gets,
+		PrefixSeeks:          a.PrefixSeeks - b.PrefixSeeks,
 		TablesConsidered:     a.TablesConsidered - b.TablesConsidered,
 		FilterNegatives:      a.FilterNegatives - b.FilterNegatives,
 		FilterTruePositives:  a.FilterTruePositives - b.FilterTruePositives,
 		FilterFalsePositives: a.FilterFalsePositives - b.FilterFalsePositives,
 		BlockReads:           a.BlockReads - b.BlockReads,
 		BlockCacheMisses:     a.BlockCacheMisses - b.BlockCacheMisses,
+		RangeDelChecks:       a.RangeDelChecks - b.RangeDelChecks,
 	}
 }
 
@@ -267,5 +270,21 @@ func TestBudgetRuns(t *testing.T) {
 		if fmt.Sprint(runs) != fmt.Sprint(want) || target != tc.target {
 			t.Errorf("%s: runs %v, target %d; want %v, %d", tc.name, runs, target, tc.want, tc.target)
 		}
+	}
+}
+
+// TestLookupDelta keeps lookupDelta in step with LookupMetrics: every
+// counter is subtracted, so the lookups a test measures are its own.
+func TestLookupDelta(t *testing.T) {
+	var a LookupMetrics
+	v := reflect.ValueOf(&a).Elem()
+	for i := range v.NumField() {
+		v.Field(i).SetInt(int64(i + 1))
+	}
+	if d := lookupDelta(a, a); d != (LookupMetrics{}) {
+		t.Fatalf("lookupDelta of equal metrics: %+v, want all zero", d)
+	}
+	if d := lookupDelta(a, LookupMetrics{}); d != a {
+		t.Fatalf("lookupDelta from zero: %+v, want %+v", d, a)
 	}
 }

@@ -36,7 +36,7 @@ func (d *DB) Flush() error {
 				return err
 			}
 		}
-		logNum = d.mu.mem.logNum
+		logNum = d.mu.mem.logNum()
 		return nil
 	})
 	if err != nil {
@@ -50,7 +50,7 @@ func (d *DB) Flush() error {
 func (d *DB) waitFlushed(logNum base.FileNum) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for len(d.mu.imm) > 0 && d.mu.imm[0].logNum < logNum {
+	for len(d.mu.imm) > 0 && d.mu.imm[0].logNum() < logNum {
 		if d.mu.bgErr != nil {
 			return d.mu.bgErr
 		}
@@ -104,9 +104,9 @@ func (d *DB) flushOneLocked() error {
 	if err != nil {
 		return err
 	}
-	nextLog := d.mu.mem.logNum
+	nextLog := d.mu.mem.logNum()
 	if len(d.mu.imm) > 1 {
-		nextLog = d.mu.imm[1].logNum
+		nextLog = d.mu.imm[1].logNum()
 	}
 	edit := &manifest.VersionEdit{LogNum: nextLog, LastSeqNum: mem.lastSeq}
 	var written int64
@@ -143,7 +143,7 @@ func (d *DB) writeL0(mem *memTable, snaps []base.SeqNum, cancel func() bool) ([]
 	cfg := compaction.RunConfig{Snapshots: snaps, RangeDels: mem.RangeDels()}
 	files, _, err := d.runOutputs(input, cfg, filter)
 	if err != nil {
-		return nil, fmt.Errorf("kv: flushing memtable of WAL %s: %w", mem.logNum, err)
+		return nil, fmt.Errorf("kv: flushing memtable of WAL %s: %w", mem.logNum(), err)
 	}
 	return files, nil
 }

@@ -64,7 +64,7 @@ type LevelMetrics struct {
 	Size        int64         // bytes of tables
 	Keys        int64         // entries in the level's tables, every version and tombstone
 	FilterBytes int64         // bytes of filter blocks, offsets and trailers included (read or not: see Options.DisableFilters)
-	Lookups     LookupMetrics // this level's share (Gets stays 0 here)
+	Lookups     LookupMetrics // this level's share (Gets and PrefixSeeks stay 0 here)
 	// Score is the compaction picker's score: above 1 the level wants
 	// compacting.
 	Score float64

@@ -223,9 +223,9 @@ func (d *DB) path(name string) string { return d.fs.PathJoin(d.dirname, name) }
 // directory. It does not flush the memtable: its writes stay in the synced
 // WAL, and the next Open replays them into memory without writing a table
 // (see Recovery in the package documentation), as LevelDB and Pebble do;
-// call Flush first to have them in a table. Iterators and snapshots still open become unusable
-// (ErrClosed). Close returns ErrClosed when called twice, and otherwise the
-// first background error met, if any.
+// call Flush first to have them in a table. Iterators and snapshots still
+// open become unusable (ErrClosed). Close returns ErrClosed when called
+// twice, and otherwise the first background error met, if any.
 func (d *DB) Close() error {
 	if !d.closed.CompareAndSwap(false, true) {
 		return ErrClosed

@@ -93,3 +93,40 @@ func TestOptions_Invalid(t *testing.T) {
 type unnamedPolicy struct{ exactPolicy }
 
 func (*unnamedPolicy) Name() string { return "" }
+
+// TestOptions_ResolveCopies pins what resolve owns: the resolved options
+// keep their own Levels, FilterBudget and ExtraFilterPolicies, so a caller
+// that changes its Options after Open does not change the store's, and a
+// nil Comparer becomes the bytewise default.
+func TestOptions_ResolveCopies(t *testing.T) {
+	p, err := bloompolicy.New(0.05)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := bloompolicy.NewBitsPerKey(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &Options{
+		Levels:              []LevelOptions{{FilterPolicy: p}},
+		FilterBudget:        &bloompolicy.Budget{BitsPerKey: 10},
+		ExtraFilterPolicies: []bloompolicy.FilterPolicy{p},
+	}
+	o, err := in.resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Levels[0].FilterPolicy = q
+	in.FilterBudget.BitsPerKey = 2
+	in.ExtraFilterPolicies[0] = q
+	switch {
+	case o.Levels[0].FilterPolicy != p:
+		t.Fatalf("Levels[0].FilterPolicy follows the caller's change")
+	case o.FilterBudget == in.FilterBudget || o.FilterBudget.BitsPerKey != 10:
+		t.Fatalf("FilterBudget shared with the caller: %+v", *o.FilterBudget)
+	case o.ExtraFilterPolicies[0] != p:
+		t.Fatalf("ExtraFilterPolicies[0] follows the caller's change")
+	case o.Comparer != sstable.DefaultComparer:
+		t.Fatalf("a nil Comparer resolves to %q, want the default", o.Comparer.Name)
+	}
+}

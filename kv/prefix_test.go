@@ -251,26 +251,10 @@ func TestOpen_ComparerMismatch(t *testing.T) {
 	}
 }
 
-// userSplit cuts "user/<id>/<field>" after "user/<id>/", the prefix of a
-// user's keys; a key with fewer slashes is its own prefix.
-func userSplit(key []byte) int {
-	n, slashes := 0, 0
-	for n < len(key) && slashes < 2 {
-		if key[n] == '/' {
-			slashes++
-		}
-		n++
-	}
-	if slashes < 2 {
-		return len(key)
-	}
-	return n
-}
-
-// userComparer is bytewise with userSplit.
+// userComparer is bytewise with itertest.UserSplit.
 func userComparer() *sstable.Comparer {
 	c := *sstable.DefaultComparer
-	c.Split, c.SplitName = userSplit, "test.user"
+	c.Split, c.SplitName = itertest.UserSplit, "test.user"
 	return &c
 }
 

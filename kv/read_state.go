@@ -13,13 +13,11 @@ import (
 // memTable is a memtable with the WALs that hold its writes.
 type memTable struct {
 	*memtable.MemTable
-	// logNum is the oldest WAL holding the memtable's writes; logs lists
-	// every such WAL, ascending (logs[0] == logNum). A memtable created by
-	// a rotation has one; the one recovered at Open has the WALs it was
-	// replayed from, and possibly a new one taking its new writes. They
-	// are deleted once the memtable is flushed.
-	logNum base.FileNum
-	logs   []base.FileNum
+	// logs lists every WAL holding the memtable's writes, ascending. A
+	// memtable created by a rotation has one; the one recovered at Open has
+	// the WALs it was replayed from, and possibly a new one taking its new
+	// writes. They are deleted once the memtable is flushed.
+	logs []base.FileNum
 	// lastSeq is the sequence number of the last write applied: a flush
 	// records it as the MANIFEST's last sequence number. Written and read
 	// like batchBytes.
@@ -35,17 +33,16 @@ type memTable struct {
 // newMemTable returns an empty memtable whose writes go to the WALs logs
 // (none yet while the WAL replay fills it at Open).
 func newMemTable(cmp *base.Comparer, logs ...base.FileNum) *memTable {
-	m := &memTable{MemTable: memtable.New(cmp)}
-	m.setLogs(logs)
-	return m
+	return &memTable{MemTable: memtable.New(cmp), logs: logs}
 }
 
-// setLogs names the WALs holding the memtable's writes, ascending.
-func (m *memTable) setLogs(logs []base.FileNum) {
-	m.logs = logs
-	if len(logs) > 0 {
-		m.logNum = logs[0]
+// logNum returns the oldest WAL holding the memtable's writes, 0 while it
+// has none.
+func (m *memTable) logNum() base.FileNum {
+	if len(m.logs) == 0 {
+		return 0
 	}
+	return m.logs[0]
 }
 
 func (m *memTable) empty() bool { return m.Len() == 0 }

@@ -7,24 +7,14 @@ import (
 	"github.com/bloomkv/bloomkv/internal/manifest"
 )
 
-// Recovery at Open. The MANIFEST gives the Version, the log number (the
-// oldest WAL still needed) and the last sequence number its tables may
-// hold. Every WAL numbered at or above the log number is replayed, in
-// order, into one memtable. Its batches must carry sequence numbers above
-// everything recovered before them, the MANIFEST's last sequence number
-// included: a WAL copied twice, two WALs that overlap, or a batch the
-// tables already hold is corruption, not something to apply twice.
-//
-// When the replayed writes fit in a memtable (the common case: a Close
-// leaves the memtable in its synced WAL) they stay in memory as the
-// mutable memtable, still backed by the WALs they came from, so reopening
-// writes no table. New writes are appended to the last of those WALs when
-// its records end cleanly (LevelDB's reuse_logs), or else go to a new WAL;
-// the old WALs are deleted when that memtable is flushed and the
-// MANIFEST's log number passes them. A store reopened again and again thus
-// keeps one WAL and adds no L0 table. Only when the replayed writes exceed
-// Options.MemTableSize are they written out as L0 tables at Open, and
-// every replayed WAL then becomes obsolete.
+// Recovery at Open follows the contract drawn under Recovery in the
+// package documentation: the MANIFEST gives the Version, the log number
+// and the last sequence number; the WALs from the log number on are
+// replayed into one memtable, each batch above everything recovered
+// before it; writes that fit stay in memory, backed by their WALs, the
+// last of which takes new writes when it ends cleanly (LevelDB's
+// reuse_logs); writes past Options.MemTableSize go to L0 tables, and every
+// replayed WAL then becomes obsolete.
 
 // recovered is what the WAL replay found.
 type recovered struct {
@@ -109,7 +99,7 @@ func (d *DB) replayWALs(nums []base.FileNum) (*recovered, error) {
 		if err != nil {
 			return nil, err
 		}
-		rec.mem.setLogs(append(rec.mem.logs, num))
+		rec.mem.logs = append(rec.mem.logs, num)
 		rec.tailEnd, rec.tailClean = end, clean
 	}
 	if rec.flushed {
@@ -172,12 +162,12 @@ func (d *DB) startFresh(rec *recovered) error {
 		return err
 	}
 	if len(mem.logs) == 0 || mem.logs[len(mem.logs)-1] != log.num {
-		mem.setLogs(append(mem.logs, log.num))
+		mem.logs = append(mem.logs, log.num)
 	}
 	d.commit.log = log
 	d.commit.logSeq = rec.lastSeq
 	d.visibleSeq.Store(uint64(rec.lastSeq))
-	rec.edit.LogNum = mem.logNum
+	rec.edit.LogNum = mem.logNum()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.mu.mem = mem

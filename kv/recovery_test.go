@@ -171,13 +171,7 @@ func TestRecovery_ManifestContradictions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			o := &Options{DisableAutomaticCompactions: true}
-			d, fs := openMem(t, o)
-			for i := range 5 {
-				d.Set(fmt.Appendf(nil, "k%d", i), []byte("v"), Sync)
-			}
-			if err := d.Compact(nil, nil); err != nil {
-				t.Fatal(err)
-			}
+			d, fs := openCompacted(t, o)
 			v, next := d.mu.versions.current, d.mu.versions.nextFile
 			if len(v.Levels[1]) != 1 || v.Levels[1][0].FileNum != next-1 {
 				// The edits name next-2 as a number no table uses.
@@ -234,13 +228,7 @@ func TestRecovery_NewerTableFormat(t *testing.T) {
 // table report corruption instead of trusting the wrong range.
 func TestRecovery_TableContradictsManifest(t *testing.T) {
 	o := &Options{DisableAutomaticCompactions: true}
-	d, fs := openMem(t, o)
-	for i := range 5 {
-		d.Set(fmt.Appendf(nil, "k%d", i), []byte("v"), Sync)
-	}
-	if err := d.Compact(nil, nil); err != nil {
-		t.Fatal(err)
-	}
+	d, fs := openCompacted(t, o)
 	f := d.mu.versions.current.Levels[1][0]
 	moved := &manifest.FileMetadata{FileNum: f.FileNum, Size: f.Size, Smallest: f.Smallest,
 		Largest:        base.MakeInternalKey([]byte("k2"), f.Largest.SeqNum(), f.Largest.Kind()),
@@ -283,4 +271,20 @@ func TestRecovery_SeqNumsExhausted(t *testing.T) {
 		t.Fatalf("Set past the last sequence number: %v", err)
 	}
 	mustNotFind(t, d, "c")
+}
+
+// openCompacted opens a store in memory under o holding k0..k4 (value
+// "v"), compacted into one L1 table.
+func openCompacted(t *testing.T, o *Options) (*DB, vfs.FS) {
+	t.Helper()
+	d, fs := openMem(t, o)
+	for i := range 5 {
+		if err := d.Set(fmt.Appendf(nil, "k%d", i), []byte("v"), Sync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Compact(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	return d, fs
 }

@@ -94,19 +94,16 @@ func ddPolicy(t *testing.T, name string) bloompolicy.FilterPolicy {
 	return nil
 }
 
-// ddComparer returns the comparer the split argument names: "slash" for
-// itertest.SlashComparer, "none" for the bytewise comparer.
+// ddComparer returns the comparer the split argument names (see
+// itertest.ComparerNamed).
 func ddComparer(t *testing.T, d *datadriven.TestData) *base.Comparer {
 	var v string
 	d.ScanArgs(t, "split", &v)
-	switch v {
-	case "slash":
-		return itertest.SlashComparer()
-	case "none":
-		return base.DefaultComparer
+	c, ok := itertest.ComparerNamed(v)
+	if !ok {
+		t.Fatalf("unknown split %q", v)
 	}
-	t.Fatalf("unknown split %q", v)
-	return nil
+	return c
 }
 
 func (s *ddTable) open(policy bloompolicy.FilterPolicy) error {

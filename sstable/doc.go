@@ -105,10 +105,10 @@
 // block. Filter i holds each distinct user key of data block i once, or,
 // when the table's properties name a Split (filter.split), each distinct
 // prefix of them under it; a reader whose comparer splits otherwise (or
-// not at all) reads the table without its filter. The encoding of each filter belongs to the policy (filters are
-// self-describing); the table records the policy's name in the metaindex
-// key and in the properties. A reader that does not know the name reads
-// the table without its filter.
+// not at all) reads the table without its filter. The encoding of each
+// filter belongs to the policy (filters are self-describing); the table
+// records the policy's name in the metaindex key and in the properties. A
+// reader that does not know the name reads the table without its filter.
 //
 // # Range-deletion block
 //

@@ -39,6 +39,7 @@ type Writer struct {
 
 	prevKey       base.InternalKey // last key added, in prevKeyBuf
 	prevKeyBuf    []byte
+	prevPrefixLen int         // length of prevKey's prefix, kept by addFilterKey
 	pendingHandle BlockHandle // block awaiting its index entry
 	pending       bool
 
@@ -130,12 +131,14 @@ func (w *Writer) Add(key InternalKey, value []byte) error {
 
 // addFilterKey adds userKey's prefix (the whole key without a Split) to
 // the current block's filter, once per block: the keys of one prefix are
-// contiguous, so comparing with the previous key's prefix suffices.
+// contiguous, so comparing with the previous key's prefix suffices. It
+// remembers the prefix's length, so each key is split once.
 func (w *Writer) addFilterKey(userKey []byte) {
 	k := w.cmp.Prefix(userKey)
-	if w.data.empty() || !bytes.Equal(w.cmp.Prefix(w.prevKey.UserKey), k) {
+	if w.data.empty() || !bytes.Equal(w.prevKey.UserKey[:w.prevPrefixLen], k) {
 		w.filter.addKey(k)
 	}
+	w.prevPrefixLen = len(k)
 }
 
 // record updates the properties for an added entry and keeps its key.

@@ -126,6 +126,10 @@ func levelRuns(opts *pebble.Options, b LevelBudget) [numLevels]bloompolicy.Runs 
 	return runs
 }
 
+// orDefault returns v, or def when v is not positive: Pebble's rule for its
+// numeric options. (pebble.Options.EnsureDefaults is not called on a copy
+// instead: it changes the caller's Levels entries and EventListener in
+// place and wraps FS with a disk-health goroutine.)
 func orDefault[T int | int64 | uint64](v, def T) T {
 	if v <= 0 {
 		return def

@@ -1,28 +1,14 @@
 package pebbleadapter
 
 import (
-	"bytes"
 	"fmt"
 	"testing"
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
+	"github.com/bloomkv/bloomkv/internal/itertest"
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/vfs"
 )
-
-// userSplit cuts "user/<id>/<field>" after "user/<id>/"; a key with fewer
-// slashes is its own prefix.
-func userSplit(key []byte) int {
-	i := bytes.IndexByte(key, '/')
-	if i < 0 {
-		return len(key)
-	}
-	j := bytes.IndexByte(key[i+1:], '/')
-	if j < 0 {
-		return len(key)
-	}
-	return i + j + 2
-}
 
 // TestPebble_ToPebble_PrefixFilters runs ToPebble's filter in a real Pebble
 // whose comparer splits "user/<id>/<field>" after the user: Pebble feeds
@@ -36,7 +22,7 @@ func TestPebble_ToPebble_PrefixFilters(t *testing.T) {
 		t.Fatal(err)
 	}
 	opts := pebbleOptions(vfs.NewMem(), ToPebble(ours))
-	opts.Comparer = splitComparer(userSplit)
+	opts.Comparer = splitComparer(itertest.UserSplit)
 	for i := range opts.Levels {
 		opts.Levels[i].TargetFileSize = 8 << 10 // several L6 tables
 	}

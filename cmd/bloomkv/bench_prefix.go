@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math"
@@ -28,26 +29,27 @@ var prefixFields = []string{"email", "name", "plan"}
 // every user once when users is not a multiple of it (a prime).
 const prefixStride = 1_000_003
 
-// prefixSplit cuts "user/<id>/<field>" after "user/<id>/"; a key with
-// fewer slashes is its own prefix.
-func prefixSplit(key []byte) int {
-	n, slashes := 0, 0
-	for n < len(key) && slashes < 2 {
-		if key[n] == '/' {
-			slashes++
-		}
-		n++
-	}
-	if slashes < 2 {
+// userSplit cuts "user/<id>/<field>" after "user/<id>/", the prefix of a
+// user's keys; a key with fewer than two slashes is its own prefix. It keeps
+// the invariants sstable.Split documents under bytewise order. (The tests
+// of kv and pebbleadapter use the same rule, internal/userSplit;
+// the command keeps its own copy rather than import test support.)
+func userSplit(key []byte) int {
+	i := bytes.IndexByte(key, '/')
+	if i < 0 {
 		return len(key)
 	}
-	return n
+	j := bytes.IndexByte(key[i+1:], '/')
+	if j < 0 {
+		return len(key)
+	}
+	return i + j + 2
 }
 
-// prefixComparer is bytewise order with prefixSplit, for bloomkv.
+// prefixComparer is bytewise order with userSplit, for bloomkv.
 var prefixComparer = func() *sstable.Comparer {
 	c := *sstable.DefaultComparer
-	c.Split, c.SplitName = prefixSplit, "bloomkv.bench.user"
+	c.Split, c.SplitName = userSplit, "bloomkv.bench.user"
 	return &c
 }()
 
@@ -85,7 +87,7 @@ func prefixConfigs(o benchOptions, ours *bloompolicy.Bloom) []benchConfig {
 // withPebbleSplit gives Pebble the comparer of the prefix workload.
 func withPebbleSplit(p *pebble.Options) {
 	c := *pebble.DefaultComparer
-	c.Split = prefixSplit
+	c.Split = userSplit
 	p.Comparer = &c
 }
 

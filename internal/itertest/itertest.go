@@ -3,6 +3,9 @@
 // operations, for the datadriven tests of the packages that implement one
 // (memtable, sstable, iterator, compaction), and SliceIter is an in-memory
 // iterator over parsed entries, to feed merges and compactions.
+// SlashSplit and UserSplit are the Split functions of the prefix tests, and
+// UserSplit also of the bench command's prefix-scan workload, so every
+// caller cuts "user/<id>/<field>" the same way.
 package itertest
 
 import (

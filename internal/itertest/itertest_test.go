@@ -35,3 +35,20 @@ func TestRunOps(t *testing.T) {
 		}
 	}
 }
+
+func TestUserSplit(t *testing.T) {
+	tests := []struct{ key, prefix string }{
+		{"user/00000042/email", "user/00000042/"},
+		{"user/00000042/", "user/00000042/"},
+		{"user/00000042", "user/00000042"},
+		{"user/", "user/"},
+		{"apple", "apple"},
+		{"", ""},
+		{"a/b/c/d", "a/b/"},
+	}
+	for _, tt := range tests {
+		if got := tt.key[:itertest.UserSplit([]byte(tt.key))]; got != tt.prefix {
+			t.Errorf("UserSplit(%q) keeps %q, want %q", tt.key, got, tt.prefix)
+		}
+	}
+}

@@ -23,3 +23,33 @@ func SlashComparer() *base.Comparer {
 	c.Split, c.SplitName = SlashSplit, "test.slash"
 	return &c
 }
+
+// UserSplit cuts "user/<id>/<field>" after "user/<id>/", the prefix of a
+// user's keys; a key with fewer than two slashes is its own prefix. It is
+// the Split of the prefix-scan workload, shared by its tests and
+// benchmarks (the bench command keeps its own copy), and keeps the
+// invariants of base.Split under bytewise order.
+func UserSplit(key []byte) int {
+	i := bytes.IndexByte(key, '/')
+	if i < 0 {
+		return len(key)
+	}
+	j := bytes.IndexByte(key[i+1:], '/')
+	if j < 0 {
+		return len(key)
+	}
+	return i + j + 2
+}
+
+// ComparerNamed returns the comparer a test script's split argument names:
+// "slash" for SlashComparer (prefixes end at the first '/'), "none" for
+// the bytewise default. ok is false for any other name.
+func ComparerNamed(split string) (c *base.Comparer, ok bool) {
+	switch split {
+	case "slash":
+		return SlashComparer(), true
+	case "none":
+		return base.DefaultComparer, true
+	}
+	return nil, false
+}
