@@ -113,14 +113,11 @@ func Allocate(runs []Runs, budget Budget) ([]RunFilter, error) {
 		total += float64(r.Count) * float64(r.Keys)
 		largest = max(largest, float64(r.Keys))
 	}
-	if total == 0 {
-		out := make([]RunFilter, len(runs))
-		for i := range out {
-			out[i] = curve().filterAt(maxBitsPerKey)
-		}
-		return out, nil
-	}
 	a := allocation{runs: runs, curve: curve()}
+	if total == 0 {
+		// No key to spend on: a rate of 0 gives every run the most bits.
+		return a.filters(0), nil
+	}
 	if budget.BitsPerKey != 0 {
 		// The larger constant of the bracket spends at most the budget.
 		_, c := a.solve(func(c float64) float64 { return budget.BitsPerKey*total - a.bits(c) }, largest)
@@ -204,6 +201,7 @@ func minPositiveKeys(runs []Runs) float64 {
 	return m
 }
 
+// filters returns the sizing of each run at constant c, in order.
 func (a *allocation) filters(c float64) []RunFilter {
 	out := make([]RunFilter, len(a.runs))
 	for i, r := range a.runs {
