@@ -211,16 +211,8 @@ func (r *runner) run() error {
 
 // spans reports whether a pending tombstone holds key and reaches past it.
 func (r *runner) spans(key []byte) bool {
-	cmp := r.cfg.Comparer.Compare
-	for _, t := range r.pending {
-		if cmp(t.Start, key) > 0 {
-			break
-		}
-		if cmp(key, t.End) < 0 {
-			return true
-		}
-	}
-	return false
+	_, ok := rangedel.Covering(r.cfg.Comparer.Compare, r.pending, key, base.SeqNumMax)
+	return ok
 }
 
 // openTable starts the next output table.
