@@ -138,6 +138,8 @@ func countsLevels(r benchRow) bool {
 	})
 }
 
+// levelTable has a line per shape and level the row's lookups reached, and
+// a total line per shape.
 func levelTable(r benchRow) *table {
 	t := newTable("shape", "level", ">tables", ">tables/lookup", ">filter negatives", ">false positives",
 		">block reads", ">FPR")
@@ -149,20 +151,22 @@ func levelTable(r benchRow) *table {
 		}
 		name := s.Shape
 		for _, level := range phaseLevels(s) {
-			a, p := levelOf(s.Absent, level), levelOf(s.Present, level)
-			t.add(name, fmt.Sprintf("L%d", level), fmt.Sprint(tables[level]),
-				pair(a.TablesPerLookup, p.TablesPerLookup, 3), pair(a.ReadsSavedPerLookup, p.ReadsSavedPerLookup, 3),
-				pair(a.FalsePositivesPerLookup, p.FalsePositivesPerLookup, 4),
-				pair(a.BlockReadsPerLookup, p.BlockReadsPerLookup, 3), fmtPercent(float64(a.FPR), 2))
+			t.add(append([]string{name, fmt.Sprintf("L%d", level), fmt.Sprint(tables[level])},
+				levelRateCells(levelOf(s.Absent, level), levelOf(s.Present, level))...)...)
 			name = ""
 		}
-		a, p := s.Absent.lookupRates, s.Present.lookupRates
-		t.add("", "total", "", pair(a.TablesPerLookup, p.TablesPerLookup, 3),
-			pair(a.ReadsSavedPerLookup, p.ReadsSavedPerLookup, 3),
-			pair(a.FalsePositivesPerLookup, p.FalsePositivesPerLookup, 4),
-			pair(a.BlockReadsPerLookup, p.BlockReadsPerLookup, 3), fmtPercent(float64(a.FPR), 2))
+		t.add(append([]string{"", "total", ""}, levelRateCells(s.Absent.lookupRates, s.Present.lookupRates)...)...)
 	}
 	return t
+}
+
+// levelRateCells formats levelTable's per-lookup columns from the rates of
+// the absent (a) and present (p) lookups.
+func levelRateCells(a, p lookupRates) []string {
+	return []string{pair(a.TablesPerLookup, p.TablesPerLookup, 3),
+		pair(a.ReadsSavedPerLookup, p.ReadsSavedPerLookup, 3),
+		pair(a.FalsePositivesPerLookup, p.FalsePositivesPerLookup, 4),
+		pair(a.BlockReadsPerLookup, p.BlockReadsPerLookup, 3), fmtPercent(float64(a.FPR), 2)}
 }
 
 // phaseLevels returns the levels either phase of s reached, in order.
