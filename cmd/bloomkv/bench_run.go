@@ -255,13 +255,7 @@ func (r *shapeRunner) writeHeavy() (shapeResult, error) {
 	defer prog.done()
 	base := r.loaded
 	for b := range batches {
-		lo := base + b*loadBatch
-		n := min(loadBatch, base+w.extra-lo)
-		if err := loadBatchAt(r.s, w, lo, n); err != nil {
-			return res, err
-		}
-		r.loaded = lo + n
-		if err := r.s.refresh(); err != nil {
+		if err := r.writeHeavyBatch(base, b); err != nil {
 			return res, err
 		}
 		l0.add(r.s.shape())
@@ -279,6 +273,18 @@ func (r *shapeRunner) writeHeavy() (shapeResult, error) {
 	res.Absent = newPhase(counts[0], int64(w.lookups), elapsed[0])
 	res.Present = newPhase(counts[1], int64(w.lookups), elapsed[1])
 	return res, nil
+}
+
+// writeHeavyBatch writes batch b of the write-heavy keys, which follow the
+// first base loaded, and makes the lookups that follow see them.
+func (r *shapeRunner) writeHeavyBatch(base, b int) error {
+	lo := base + b*loadBatch
+	n := min(loadBatch, base+r.w.extra-lo)
+	if err := loadBatchAt(r.s, r.w, lo, n); err != nil {
+		return err
+	}
+	r.loaded = lo + n
+	return r.s.refresh()
 }
 
 // l0Sampler collects the number of L0 tables seen over a phase.
