@@ -32,7 +32,7 @@ const prefixStride = 1_000_003
 // userSplit cuts "user/<id>/<field>" after "user/<id>/", the prefix of a
 // user's keys; a key with fewer than two slashes is its own prefix. It keeps
 // the invariants sstable.Split documents under bytewise order. (The tests
-// of kv and pebbleadapter use the same rule, internal/userSplit;
+// of kv and pebbleadapter use the same rule, internal/itertest.UserSplit;
 // the command keeps its own copy rather than import test support.)
 func userSplit(key []byte) int {
 	i := bytes.IndexByte(key, '/')
