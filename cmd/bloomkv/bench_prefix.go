@@ -309,7 +309,7 @@ func (a *app) writePrefixReport(rep *prefixReport) error {
 	t := newTable("config", ">ns/seek absent", ">ns/seek present", ">tables/seek", ">block reads/seek", ">FPR")
 	for _, r := range rep.Rows {
 		tables := fmtFloat(float64(r.Absent.TablesPerSeek), 2)
-		if r.Engine == "pebble" && r.Filter == "none" {
+		if r.Engine == enginePebble && r.Filter == filterNone {
 			tables = "-" // Pebble counts tables only as filter checks
 		}
 		t.add(r.Config, fmtFloat(float64(r.Absent.NsPerSeek), 0), fmtFloat(float64(r.Present.NsPerSeek), 0), tables,
