@@ -110,6 +110,10 @@ func growthPlot(series []growthSeries, title, ylabel string, value func(growthPo
 	return p, nil
 }
 
+// presentDashes is the dash pattern of the present keys' lines in the
+// growth panels and their legend.
+var presentDashes = []vg.Length{vg.Points(5), vg.Points(3)}
+
 // growthLine returns the line and glyphs of one series for absent keys
 // (solid, circles) or present keys (dashed, triangles), leaving out points
 // that could not be measured.
@@ -130,7 +134,7 @@ func growthLine(pts []growthPoint, present bool, value func(growthPoint) (absent
 	}
 	points.Shape = draw.CircleGlyph{}
 	if present {
-		line.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+		line.Dashes = presentDashes
 		points.Shape = draw.TriangleGlyph{}
 	}
 	return line, points, nil
@@ -143,7 +147,7 @@ func addKindLegend(p *plot.Plot) {
 		name   string
 		dashes []vg.Length
 		shape  draw.GlyphDrawer
-	}{{"absent keys", nil, draw.CircleGlyph{}}, {"present keys", []vg.Length{vg.Points(5), vg.Points(3)}, draw.TriangleGlyph{}}} {
+	}{{"absent keys", nil, draw.CircleGlyph{}}, {"present keys", presentDashes, draw.TriangleGlyph{}}} {
 		l, pts, err := plotter.NewLinePoints(plotter.XYs{{X: 1, Y: 0}})
 		if err != nil {
 			continue
