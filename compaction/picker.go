@@ -132,8 +132,7 @@ func (p *Picker) pickLevel(v *manifest.Version, level int, busy map[*manifest.Fi
 	}
 	sort.SliceStable(cands, func(i, j int) bool { return cands[i].ratio < cands[j].ratio })
 	for _, cand := range cands {
-		lo, hi := expandBoundaries(files, cmp, cand.index, cand.index+1)
-		c := p.build(v, level, level+1, files[lo:hi:hi], busy, true)
+		c := p.build(v, level, level+1, p.boundedInputs(files, cand.index, cand.index+1), busy, true)
 		if c != nil && !c.Conflicts(cmp, inProgress) {
 			return c
 		}
