@@ -225,22 +225,29 @@ func compareWithPebble(rows []benchRow) []vsPebble {
 			continue
 		}
 		for _, k := range rows {
-			if k.Engine != engineKV || k.Filter != p.Filter {
-				continue
-			}
-			for _, ps := range p.Shapes {
-				ks, ok := k.shape(ps.Shape)
-				if !ok {
-					continue
-				}
-				out = append(out, vsPebble{
-					Filter:  strings.TrimPrefix(p.Config, "pebble, "),
-					Shape:   ps.Shape,
-					Absent:  jsonFloat(ratio(float64(ks.Absent.NsPerOp), float64(ps.Absent.NsPerOp))),
-					Present: jsonFloat(ratio(float64(ks.Present.NsPerOp), float64(ps.Present.NsPerOp))),
-				})
+			if k.Engine == engineKV && k.Filter == p.Filter {
+				out = append(out, vsPebbleShapes(p, k)...)
 			}
 		}
+	}
+	return out
+}
+
+// vsPebbleShapes compares bloomkv's row k with Pebble's row p in each shape
+// both measured, in p's order.
+func vsPebbleShapes(p, k benchRow) []vsPebble {
+	var out []vsPebble
+	for _, ps := range p.Shapes {
+		ks, ok := k.shape(ps.Shape)
+		if !ok {
+			continue
+		}
+		out = append(out, vsPebble{
+			Filter:  strings.TrimPrefix(p.Config, "pebble, "),
+			Shape:   ps.Shape,
+			Absent:  jsonFloat(ratio(float64(ks.Absent.NsPerOp), float64(ps.Absent.NsPerOp))),
+			Present: jsonFloat(ratio(float64(ks.Present.NsPerOp), float64(ps.Present.NsPerOp))),
+		})
 	}
 	return out
 }
