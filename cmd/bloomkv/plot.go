@@ -181,23 +181,8 @@ func fprPlot(d plotData) (*plot.Plot, error) {
 	limit.Color, limit.Dashes = colorLimit, []vg.Length{vg.Points(1), vg.Points(3)}
 	p.Add(textbook, limit)
 
-	for _, s := range []struct {
-		name  string
-		pts   []fprPoint
-		color color.Color
-	}{{"bloompolicy (ours)", d.Ours, colorOurs}, {"Pebble bloom", d.Pebble, colorPebble}} {
-		xys := fprXYs(s.pts)
-		if len(xys) == 0 {
-			continue
-		}
-		line, points, err := plotter.NewLinePoints(xys)
-		if err != nil {
-			return nil, err
-		}
-		line.Color, points.Color = s.color, s.color
-		points.Shape = draw.CircleGlyph{}
-		p.Add(line, points)
-		p.Legend.Add(s.name, line, points)
+	if err := addFilterCurves(p, d); err != nil {
+		return nil, err
 	}
 	if err := addBenchPoints(p, d.Bench); err != nil {
 		return nil, err
@@ -211,6 +196,30 @@ func fprPlot(d plotData) (*plot.Plot, error) {
 	p.Y.Min = math.Min(ymin, textbook.F(hi)) / 1.5
 	p.Y.Max = math.Max(ymax, textbook.F(lo)) * 1.5
 	return p, nil
+}
+
+// addFilterCurves draws the standalone filters' measured rates, ours and
+// Pebble's, as lines through circles; a curve without points is left out.
+func addFilterCurves(p *plot.Plot, d plotData) error {
+	for _, s := range []struct {
+		name  string
+		pts   []fprPoint
+		color color.Color
+	}{{"bloompolicy (ours)", d.Ours, colorOurs}, {"Pebble bloom", d.Pebble, colorPebble}} {
+		xys := fprXYs(s.pts)
+		if len(xys) == 0 {
+			continue
+		}
+		line, points, err := plotter.NewLinePoints(xys)
+		if err != nil {
+			return err
+		}
+		line.Color, points.Color = s.color, s.color
+		points.Shape = draw.CircleGlyph{}
+		p.Add(line, points)
+		p.Legend.Add(s.name, line, points)
+	}
+	return nil
 }
 
 // fprRange returns the smallest and largest rate a log axis can show.
