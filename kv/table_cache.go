@@ -181,6 +181,18 @@ func (c *tableCache) close() {
 	c.closeAll(victims)
 }
 
+// rangeDels returns the range tombstones of table f. They are the open
+// Reader's, kept in memory and never modified, so they stay valid after
+// the table is released.
+func (c *tableCache) rangeDels(f *manifest.FileMetadata) ([]sstable.RangeTombstone, error) {
+	e, err := c.get(f)
+	if err != nil {
+		return nil, err
+	}
+	defer c.release(e)
+	return e.reader.RangeDels(), nil
+}
+
 // newIter returns an iterator over f's entries with user keys in
 // [lower, upper) that holds the table open until closed.
 func (c *tableCache) newIter(f *manifest.FileMetadata, lower, upper []byte) (base.InternalIterator, error) {
