@@ -9,7 +9,6 @@ import (
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/iterator"
 	"github.com/bloomkv/bloomkv/internal/manifest"
-	"github.com/bloomkv/bloomkv/sstable"
 )
 
 // maybeScheduleCompactionLocked starts a background compaction when the
@@ -112,12 +111,10 @@ func (d *DB) runCompaction(c *compaction.Compaction) ([]*manifest.FileMetadata, 
 	var iters []base.InternalIterator
 	for _, files := range c.Inputs {
 		for _, f := range files {
-			it, err := d.tableCache.newIter(f, nil, nil)
+			ts, err := d.tableCache.rangeDels(f)
+			var it base.InternalIterator
 			if err == nil {
-				cfg.RangeDels, err = d.appendRangeDels(cfg.RangeDels, f)
-				if err != nil {
-					it.Close()
-				}
+				it, err = d.tableCache.newIter(f, nil, nil)
 			}
 			if err != nil {
 				for _, it := range iters {
@@ -125,6 +122,7 @@ func (d *DB) runCompaction(c *compaction.Compaction) ([]*manifest.FileMetadata, 
 				}
 				return nil, fmt.Errorf("kv: compaction %s: %w", c, err)
 			}
+			cfg.RangeDels = append(cfg.RangeDels, ts...)
 			iters = append(iters, it)
 		}
 	}
@@ -137,18 +135,6 @@ func (d *DB) runCompaction(c *compaction.Compaction) ([]*manifest.FileMetadata, 
 		return nil, fmt.Errorf("kv: compaction %s: %w", c, err)
 	}
 	return outputs, nil
-}
-
-// appendRangeDels appends the range tombstones of table f to ts. They are
-// the open Reader's, kept in memory and never modified, so they stay valid
-// after the table is released.
-func (d *DB) appendRangeDels(ts []sstable.RangeTombstone, f *manifest.FileMetadata) ([]sstable.RangeTombstone, error) {
-	e, err := d.tableCache.get(f)
-	if err != nil {
-		return ts, err
-	}
-	defer d.tableCache.release(e)
-	return append(ts, e.reader.RangeDels()...), nil
 }
 
 // Compact compacts the key range [start, end] (nil: unbounded) down the

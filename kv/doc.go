@@ -134,8 +134,9 @@
 // and over, as the command-line tool does, neither adds an L0 table nor
 // piles up WALs, and reopening costs no table write. Those WALs are deleted
 // once the memtable is flushed and the MANIFEST's log number passes them.
-// Only writes that exceed Options.MemTableSize are written out as L0
-// tables at Open, which then starts a new WAL.
+// Only when the replayed writes exceed Options.MemTableSize does Open
+// write tables: it writes them all out as L0 tables (every replayed WAL
+// then becomes obsolete) and starts a new WAL.
 //
 // A WAL whose last record is torn (a crash in mid-write) ends recovery at
 // its last whole record, and is not continued; damage followed by valid

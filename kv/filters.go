@@ -94,7 +94,7 @@ func (d *DB) tableFilterLocked(level int, moving []*manifest.FileMetadata, flush
 	case o.FilterBudget == nil:
 		return o.FilterPolicy
 	}
-	runs, i := budgetRuns(d.mu.versions.current, d.compactionOptions(), level, moving, flushed)
+	runs, i := budgetRuns(d.mu.versions.current, d.compactOpts, level, moving, flushed)
 	return budgetPolicy(runs, i, *o.FilterBudget)
 }
 

@@ -136,12 +136,11 @@ func (d *DB) visibleRangeDels(rs *readState, seq base.SeqNum, lower, upper []byt
 			if !iterator.OverlapsBounds(d.cmp.Compare, f.Smallest.UserKey, f.Largest.UserKey, lower, upper) {
 				continue
 			}
-			e, err := d.tableCache.get(f)
+			ts, err := d.tableCache.rangeDels(f)
 			if err != nil {
 				return nil, err
 			}
-			visible(e.reader.RangeDels())
-			d.tableCache.release(e)
+			visible(ts)
 		}
 	}
 	return rangedel.Fragment(d.cmp.Compare, ts), nil

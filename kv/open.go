@@ -30,6 +30,9 @@ type DB struct {
 	blockCache *sstable.Cache
 	tableCache *tableCache
 	picker     *compaction.Picker
+	// compactOpts is the level shape and table size, derived from opts
+	// once at Open: the picker and the filter budget size levels by it.
+	compactOpts *compaction.Options
 
 	// closed is set first thing in Close; background work polls it to stop
 	// early.
@@ -113,7 +116,8 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 	}
 	d.blockCache = sstable.NewCache(o.BlockCacheSize)
 	d.tableCache = newTableCache(d, o.MaxOpenFiles)
-	d.picker = compaction.NewPicker(d.compactionOptions(), d.cmp)
+	d.compactOpts = compactionOptions(o)
+	d.picker = compaction.NewPicker(d.compactOpts, d.cmp)
 	d.mu.versions.init(d)
 	if err := d.recover(); err != nil {
 		return nil, err
@@ -205,12 +209,14 @@ func (d *DB) makeDir(dir string) error {
 	return p.Sync()
 }
 
-func (d *DB) compactionOptions() *compaction.Options {
+// compactionOptions returns the compaction package's share of resolved
+// options o.
+func compactionOptions(o *Options) *compaction.Options {
 	return &compaction.Options{
-		L0CompactionThreshold: d.opts.L0CompactionThreshold,
-		LBaseMaxBytes:         d.opts.LBaseMaxBytes,
-		LevelMultiplier:       d.opts.LevelMultiplier,
-		TargetFileSize:        d.opts.TargetFileSize,
+		L0CompactionThreshold: o.L0CompactionThreshold,
+		LBaseMaxBytes:         o.LBaseMaxBytes,
+		LevelMultiplier:       o.LevelMultiplier,
+		TargetFileSize:        o.TargetFileSize,
 	}
 }
 

@@ -93,7 +93,7 @@ func (d *DB) replayWALs(nums []base.FileNum) (*recovered, error) {
 		lastSeq: d.mu.versions.lastSeq,
 	}
 	for _, num := range nums {
-		end, clean, err := d.replayWAL(num, func(batch []byte, where string) error {
+		end, clean, err := d.replayWAL(num, func(batch []byte, where recordPos) error {
 			return d.replayBatch(rec, batch, where)
 		})
 		if err != nil {
@@ -112,7 +112,7 @@ func (d *DB) replayWALs(nums []base.FileNum) (*recovered, error) {
 
 // replayBatch applies one batch read from a WAL at where (file and offset)
 // to rec.mem, after checking it comes after everything recovered so far.
-func (d *DB) replayBatch(rec *recovered, batch []byte, where string) error {
+func (d *DB) replayBatch(rec *recovered, batch []byte, where recordPos) error {
 	r, err := newBatchReader(batch)
 	if err != nil {
 		return base.CorruptionErrorf("kv: %s: %w", where, err)

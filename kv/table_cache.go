@@ -103,14 +103,19 @@ func (c *tableCache) open(f *manifest.FileMetadata) (*sstable.Reader, error) {
 func checkTableMatches(name string, f *manifest.FileMetadata, r *sstable.Reader) error {
 	p := r.Properties()
 	smallest, largest := r.Bounds()
-	lo, hi := smallest.AppendEncoded(nil), largest.AppendEncoded(nil)
-	if bytes.Equal(lo, f.Smallest.AppendEncoded(nil)) && bytes.Equal(hi, f.Largest.AppendEncoded(nil)) &&
+	if sameKey(smallest, f.Smallest) && sameKey(largest, f.Largest) &&
 		p.SmallestSeqNum == f.SmallestSeqNum && p.LargestSeqNum == f.LargestSeqNum && p.NumEntries == f.NumEntries {
 		return nil
 	}
 	return base.CorruptionErrorf("kv: table %s holds keys %x-%x, seqnums %d-%d and %d entries; the MANIFEST says %s, seqnums %d-%d and %d entries",
-		name, lo, hi, p.SmallestSeqNum, p.LargestSeqNum, p.NumEntries,
+		name, smallest.AppendEncoded(nil), largest.AppendEncoded(nil), p.SmallestSeqNum, p.LargestSeqNum, p.NumEntries,
 		f, f.SmallestSeqNum, f.LargestSeqNum, f.NumEntries)
+}
+
+// sameKey reports whether a and b encode to the same bytes, without
+// encoding them.
+func sameKey(a, b base.InternalKey) bool {
+	return a.Trailer == b.Trailer && bytes.Equal(a.UserKey, b.UserKey)
 }
 
 // trimLocked drops least recently used entries over capacity from the
@@ -179,6 +184,18 @@ func (c *tableCache) close() {
 	c.lru.Init()
 	c.mu.Unlock()
 	c.closeAll(victims)
+}
+
+// rangeDels returns the range tombstones of table f. They are the open
+// Reader's, kept in memory and never modified, so they stay valid after
+// the table is released.
+func (c *tableCache) rangeDels(f *manifest.FileMetadata) ([]sstable.RangeTombstone, error) {
+	e, err := c.get(f)
+	if err != nil {
+		return nil, err
+	}
+	defer c.release(e)
+	return e.reader.RangeDels(), nil
 }
 
 // newIter returns an iterator over f's entries with user keys in

@@ -238,7 +238,7 @@ func (vs *versionSet) load() error {
 		if err != nil {
 			return fmt.Errorf("kv: reading %s: %w", name, err)
 		}
-		if err := vs.replayEdit(b, rec, fmt.Sprintf("%s: offset %d", name, r.Offset())); err != nil {
+		if err := vs.replayEdit(b, rec, recordPos{name, r.Offset()}); err != nil {
 			return err
 		}
 	}
@@ -261,7 +261,7 @@ func (vs *versionSet) load() error {
 
 // replayEdit decodes one MANIFEST record, found at where (file and offset),
 // checks it against the edits before it, and takes its counters.
-func (vs *versionSet) replayEdit(b *manifest.Builder, rec []byte, where string) error {
+func (vs *versionSet) replayEdit(b *manifest.Builder, rec []byte, where recordPos) error {
 	e := &manifest.VersionEdit{}
 	if err := e.Decode(rec); err != nil {
 		return fmt.Errorf("kv: %s: %w", where, err)

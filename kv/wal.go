@@ -93,7 +93,7 @@ func (l *walWriter) close() error {
 // damage is an error that wraps ErrCorruption and names the file and
 // offset. It returns the offset just past the last whole record, and
 // whether the file ends there (no torn tail), so it may be continued.
-func (d *DB) replayWAL(num base.FileNum, apply func(batch []byte, where string) error) (end int64, clean bool, err error) {
+func (d *DB) replayWAL(num base.FileNum, apply func(batch []byte, where recordPos) error) (end int64, clean bool, err error) {
 	name := base.MakeFilename(base.FileTypeLog, num)
 	f, err := d.fs.Open(d.path(name))
 	if err != nil {
@@ -101,6 +101,7 @@ func (d *DB) replayWAL(num base.FileNum, apply func(batch []byte, where string) 
 	}
 	defer f.Close()
 	r := record.NewReader(f, name)
+	file := "WAL " + name
 	for {
 		rec, err := r.Next()
 		if errors.Is(err, io.EOF) {
@@ -109,7 +110,7 @@ func (d *DB) replayWAL(num base.FileNum, apply func(batch []byte, where string) 
 		if err != nil {
 			return 0, false, fmt.Errorf("kv: recovering WAL %s: %w", name, err)
 		}
-		if err := apply(rec, fmt.Sprintf("WAL %s: offset %d", name, r.Offset())); err != nil {
+		if err := apply(rec, recordPos{file, r.Offset()}); err != nil {
 			return 0, false, err
 		}
 	}
@@ -132,6 +133,17 @@ func (d *DB) reopenWAL(num base.FileNum, size int64) (*walWriter, error) {
 	w := record.NewWriterAt(io.NewOffsetWriter(f, size), size)
 	return &walWriter{num: num, name: name, file: f, w: w}, nil
 }
+
+// recordPos names a record of a log file (WAL or MANIFEST) by its byte
+// offset, for errors. It is formatted only when an error names it, so
+// replaying a record costs no formatting.
+type recordPos struct {
+	file   string
+	offset int64
+}
+
+// String returns "file: offset n".
+func (p recordPos) String() string { return fmt.Sprintf("%s: offset %d", p.file, p.offset) }
 
 // walNums returns the numbers of the WALs in names numbered at least min,
 // ascending.

@@ -230,9 +230,10 @@ func (d *DB) commitGroup(group []*writer) error {
 	if p.err != nil {
 		return p.err
 	}
-	size, sync := 0, false
+	size, count, sync := 0, 0, false
 	for _, w := range group {
 		size += w.batch.Len()
+		count += w.batch.Count()
 		sync = sync || w.sync
 	}
 	mem, err := d.makeRoomForWrite(size)
@@ -240,7 +241,7 @@ func (d *DB) commitGroup(group []*writer) error {
 		return err
 	}
 	seq := p.logSeq
-	if uint64(seq)+uint64(groupCount(group)) > uint64(base.SeqNumMax) {
+	if uint64(seq)+uint64(count) > uint64(base.SeqNumMax) {
 		return fmt.Errorf("%w: %d is the last sequence number", errSeqNumsExhausted, seq)
 	}
 	for _, w := range group {
@@ -265,15 +266,6 @@ func (d *DB) commitGroup(group []*writer) error {
 // base.SeqNumMax is used: a store recovered from a WAL that claims such
 // numbers can be read, not written.
 var errSeqNumsExhausted = errors.New("kv: sequence numbers exhausted")
-
-// groupCount returns the number of writes of a group.
-func groupCount(group []*writer) int {
-	n := 0
-	for _, w := range group {
-		n += w.batch.Count()
-	}
-	return n
-}
 
 // makeRoomForWrite returns the memtable to write n bytes into. When the
 // memtable is full it switches to a new one and a new WAL; it stalls while
