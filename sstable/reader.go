@@ -232,7 +232,7 @@ func (r *Reader) readIndex() error {
 	n := 0
 	for ok := it.First(); ok; ok = it.Next() {
 		if bytewise {
-			r.indexPrefixes = append(r.indexPrefixes, keyPrefix(it.ikey.UserKey))
+			r.indexPrefixes = append(r.indexPrefixes, base.KeyPrefix(it.ikey.UserKey))
 		}
 		if n >= it.numRestarts || it.offset != it.restartOffset(n) {
 			return it.corrupt(it.offset, "index entry is not a restart point")
