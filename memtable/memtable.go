@@ -291,11 +291,12 @@ func (m *MemTable) Get(userKey []byte, seq SeqNum) (value []byte, kind Kind, fou
 	seq = min(seq, base.SeqNumMax)
 	n := m.points.findGE(base.MakeInternalKey(userKey, seq, base.KindMax))
 	found = n != nil && m.cmp.Compare(n.key.UserKey, userKey) == 0
-	if m.numDels.Load() > 0 {
-		tseq, covered := rangedel.Covering(m.cmp.Compare, m.RangeDels(), userKey, seq)
-		if covered && (!found || n.key.SeqNum() < tseq) {
-			return nil, base.KindRangeDelete, true
-		}
+	var pointSeq SeqNum
+	if found {
+		pointSeq = n.key.SeqNum()
+	}
+	if m.numDels.Load() > 0 && rangedel.Deletes(m.cmp.Compare, m.RangeDels(), userKey, seq, found, pointSeq) {
+		return nil, base.KindRangeDelete, true
 	}
 	if !found {
 		return nil, 0, false

@@ -187,6 +187,5 @@ func (r *Reader) rangeDeleted(userKey []byte, seq base.SeqNum, found bool, point
 		return false
 	}
 	stats.RangeDelChecks++
-	tseq, ok := rangedel.Covering(r.cmp.Compare, r.rangeDels, userKey, seq)
-	return ok && (!found || pointSeq < tseq)
+	return rangedel.Deletes(r.cmp.Compare, r.rangeDels, userKey, seq, found, pointSeq)
 }

@@ -120,6 +120,15 @@ func Covering(cmp base.Compare, frags []Tombstone, key []byte, readSeq base.SeqN
 	return seq, ok
 }
 
+// Deletes reports whether a fragment of frags visible at readSeq deletes
+// key for a reader at readSeq: it covers key and is newer than the
+// version of key the reader found (found, numbered pointSeq), or covers
+// key and the reader found no version.
+func Deletes(cmp base.Compare, frags []Tombstone, key []byte, readSeq base.SeqNum, found bool, pointSeq base.SeqNum) bool {
+	tseq, ok := Covering(cmp, frags, key, readSeq)
+	return ok && (!found || pointSeq < tseq)
+}
+
 // Truncate returns the parts of the fragments of frags inside
 // [lower, upper) (nil: unbounded), in order. It shares key bytes with frags
 // and the bounds.
