@@ -62,11 +62,7 @@ func (r *Reader) Layout() (*Layout, error) {
 		Footer: FooterInfo{Offset: r.dataEnd, Metaindex: r.footer.metaindex, Index: r.footer.index,
 			Version: r.footer.version, Magic: TableMagic},
 	}
-	for _, e := range r.metaindex {
-		if e.Name == metaProperties {
-			l.Properties = e.Handle
-		}
-	}
+	l.Properties, _ = r.metaHandle(metaProperties)
 	fb, err := r.filterBlock()
 	if err != nil {
 		return nil, err

@@ -65,13 +65,7 @@ func (w *Writer) writeRangeDels(meta *blockWriter) error {
 // the properties' sequence numbers, and that their count matches the
 // properties: a table whose tombstones went missing would resurrect keys.
 func (r *Reader) readRangeDels() error {
-	var h BlockHandle
-	found := false
-	for _, e := range r.metaindex {
-		if e.Name == metaRangeDel {
-			h, found = e.Handle, true
-		}
-	}
+	h, found := r.metaHandle(metaRangeDel)
 	switch {
 	case !found && r.props.NumRangeDeletions > 0:
 		return r.corruptf(r.footer.metaindex.Offset, "properties count %d range deletions, the metaindex has no block",

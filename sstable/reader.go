@@ -194,21 +194,17 @@ func (r *Reader) readMetaindex() error {
 	if err := r.readBlockIter(&it, h, nil); err != nil {
 		return err
 	}
-	propsHandle, found := BlockHandle{}, false
 	for ok := it.First(); ok; ok = it.Next() {
 		bh, n := decodeHandle(it.val)
 		if n <= 0 || n != len(it.val) {
 			return it.corrupt(it.offset, fmt.Sprintf("bad handle for %q", it.rawKey))
 		}
-		e := MetaEntry{Name: string(it.rawKey), Handle: bh}
-		r.metaindex = append(r.metaindex, e)
-		if e.Name == metaProperties {
-			propsHandle, found = bh, true
-		}
+		r.metaindex = append(r.metaindex, MetaEntry{Name: string(it.rawKey), Handle: bh})
 	}
 	if it.err != nil {
 		return it.err
 	}
+	propsHandle, found := r.metaHandle(metaProperties)
 	if !found {
 		return r.corruptf(h.Offset, "metaindex has no properties entry")
 	}
@@ -218,6 +214,17 @@ func (r *Reader) readMetaindex() error {
 	}
 	r.props, err = decodeProperties(data, r.name, propsHandle.Offset)
 	return err
+}
+
+// metaHandle returns the handle of the metaindex entry called name (the
+// last, should the name repeat); found is false when there is none.
+func (r *Reader) metaHandle(name string) (h BlockHandle, found bool) {
+	for _, e := range r.metaindex {
+		if e.Name == name {
+			h, found = e.Handle, true
+		}
+	}
+	return h, found
 }
 
 // readIndex loads the index block and checks every entry's handle, so that
