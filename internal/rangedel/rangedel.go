@@ -54,22 +54,13 @@ func Fragment(cmp base.Compare, ts []Tombstone) []Tombstone {
 	}
 	var out []Tombstone
 	for i, seqs := range stacks {
-		slices.SortFunc(seqs, func(a, b base.SeqNum) int { return -compareSeq(a, b) })
+		slices.Sort(seqs)
+		slices.Reverse(seqs) // newest first
 		for _, s := range slices.Compact(seqs) {
 			out = append(out, Tombstone{Start: bounds[i], End: bounds[i+1], Seq: s})
 		}
 	}
 	return out
-}
-
-func compareSeq(a, b base.SeqNum) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // searchBound returns the index of key in the sorted, distinct bounds.
