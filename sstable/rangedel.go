@@ -7,9 +7,6 @@ import (
 	"github.com/bloomkv/bloomkv/internal/rangedel"
 )
 
-// metaRangeDel names the range-deletion block in the metaindex.
-const metaRangeDel = "rangedel"
-
 // AddRangeDel adds a range tombstone to the table's range-deletion block.
 // Tombstones must come fragmented (as rangedel.Fragment returns them): in
 // order of start key, any two spans equal or disjoint, and the sequence

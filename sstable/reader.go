@@ -53,8 +53,9 @@ type MetaEntry struct {
 }
 
 // NewReader opens the table in f, checking its footer and loading its
-// index, filter, range-deletion and properties blocks (checksums verified). The Reader owns
-// f from then on and closes it on Close, or right away if NewReader fails.
+// index, filter, range-deletion and properties blocks (checksums
+// verified). The Reader owns f from then on and closes it on Close, or
+// right away if NewReader fails.
 func NewReader(f vfs.File, opts ReaderOptions) (*Reader, error) {
 	r := &Reader{f: f, opts: opts, cmp: opts.Comparer, name: opts.FileName}
 	if r.cmp == nil {
