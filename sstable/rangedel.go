@@ -80,7 +80,7 @@ func (r *Reader) readRangeDels() error {
 		return r.corruptf(h.Offset, "range-deletion block has %d tombstones, properties say %d",
 			len(ts), r.props.NumRangeDeletions)
 	}
-	r.rangeDels, r.rangeDelHandle = ts, h
+	r.rangeDels = ts
 	return nil
 }
 

@@ -41,9 +41,8 @@ type Reader struct {
 	filterHandle BlockHandle // zero when the table has no filter block
 
 	// rangeDels are the table's range tombstones, fragmented, loaded at
-	// open; rangeDelHandle is zero when the table has none.
-	rangeDels      []RangeTombstone
-	rangeDelHandle BlockHandle
+	// open.
+	rangeDels []RangeTombstone
 }
 
 // MetaEntry is one entry of the metaindex: a named block and its handle.
