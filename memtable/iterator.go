@@ -14,12 +14,14 @@ func (m *MemTable) NewIter(lower, upper []byte) InternalIterator {
 	return &iterator{m: m, lower: lower, upper: upper}
 }
 
+// iterator walks the point entries of a MemTable within [lower, upper).
 type iterator struct {
 	m            *MemTable
 	lower, upper []byte
 	n            *node // nil: not positioned at an entry
 }
 
+// SeekGE implements [InternalIterator].
 func (it *iterator) SeekGE(key []byte) bool {
 	if it.lower != nil && it.m.cmp.Compare(key, it.lower) < 0 {
 		key = it.lower
@@ -28,6 +30,7 @@ func (it *iterator) SeekGE(key []byte) bool {
 	return it.checkUpper()
 }
 
+// SeekLT implements [InternalIterator].
 func (it *iterator) SeekLT(key []byte) bool {
 	if it.upper != nil && it.m.cmp.Compare(key, it.upper) > 0 {
 		key = it.upper
@@ -36,6 +39,7 @@ func (it *iterator) SeekLT(key []byte) bool {
 	return it.checkLower()
 }
 
+// First implements [InternalIterator].
 func (it *iterator) First() bool {
 	if it.lower != nil {
 		return it.SeekGE(it.lower)
@@ -44,6 +48,7 @@ func (it *iterator) First() bool {
 	return it.checkUpper()
 }
 
+// Last implements [InternalIterator].
 func (it *iterator) Last() bool {
 	if it.upper != nil {
 		return it.SeekLT(it.upper)
@@ -52,6 +57,7 @@ func (it *iterator) Last() bool {
 	return it.checkLower()
 }
 
+// Next implements [InternalIterator].
 func (it *iterator) Next() bool {
 	if it.n == nil {
 		return false
@@ -60,6 +66,7 @@ func (it *iterator) Next() bool {
 	return it.checkUpper()
 }
 
+// Prev implements [InternalIterator].
 func (it *iterator) Prev() bool {
 	if it.n == nil {
 		return false
@@ -85,14 +92,19 @@ func (it *iterator) checkLower() bool {
 	return it.n != nil
 }
 
+// Valid implements [InternalIterator].
 func (it *iterator) Valid() bool { return it.n != nil }
 
+// Key implements [InternalIterator].
 func (it *iterator) Key() base.InternalKey { return it.n.key }
 
+// Value implements [InternalIterator].
 func (it *iterator) Value() []byte { return it.n.value }
 
+// Error implements [InternalIterator].
 func (it *iterator) Error() error { return nil }
 
+// Close implements [InternalIterator].
 func (it *iterator) Close() error {
 	it.n = nil
 	return nil

@@ -2,7 +2,6 @@ package memtable
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -224,21 +223,13 @@ func (l *skiplist) brackets(spl *splice, key base.InternalKey, kp uint64) bool {
 	return n == nil || l.compare(n, key, kp) >= 0
 }
 
-// keyPrefix returns the first 8 bytes of userKey as a big-endian number,
-// zero-padded, under a bytewise order; else 0. Bytewise, keys whose
-// prefixes differ order as their prefixes do: the first byte where the
-// padded prefixes differ is either a real byte of both keys, or past the
-// end of the lower one, which is then a prefix of the other.
+// keyPrefix returns base.KeyPrefix(userKey) under a bytewise order, else
+// 0 (every node then ties on it and compare falls through to the keys).
 func (l *skiplist) keyPrefix(userKey []byte) uint64 {
 	if !l.bytewise {
 		return 0
 	}
-	if len(userKey) >= 8 {
-		return binary.BigEndian.Uint64(userKey)
-	}
-	var b [8]byte
-	copy(b[:], userKey)
-	return binary.BigEndian.Uint64(b[:])
+	return base.KeyPrefix(userKey)
 }
 
 // compare orders n's key against key, whose keyPrefix is kp; n is not the
@@ -300,11 +291,12 @@ func (m *MemTable) Get(userKey []byte, seq SeqNum) (value []byte, kind Kind, fou
 	seq = min(seq, base.SeqNumMax)
 	n := m.points.findGE(base.MakeInternalKey(userKey, seq, base.KindMax))
 	found = n != nil && m.cmp.Compare(n.key.UserKey, userKey) == 0
-	if m.numDels.Load() > 0 {
-		tseq, covered := rangedel.Covering(m.cmp.Compare, m.RangeDels(), userKey, seq)
-		if covered && (!found || n.key.SeqNum() < tseq) {
-			return nil, base.KindRangeDelete, true
-		}
+	var pointSeq SeqNum
+	if found {
+		pointSeq = n.key.SeqNum()
+	}
+	if m.numDels.Load() > 0 && rangedel.Deletes(m.cmp.Compare, m.RangeDels(), userKey, seq, found, pointSeq) {
+		return nil, base.KindRangeDelete, true
 	}
 	if !found {
 		return nil, 0, false

@@ -1,7 +1,6 @@
 package sstable
 
 import (
-	"encoding/binary"
 	"sync"
 
 	"github.com/bloomkv/bloomkv/internal/base"
@@ -101,7 +100,7 @@ func (r *Reader) countVerdict(stats *LookupStats, held bool) {
 func (r *Reader) searchIndex(target base.InternalKey) (int, error) {
 	lo, hi := 0, len(r.blockHandles)
 	if r.indexPrefixes != nil {
-		p := keyPrefix(target.UserKey)
+		p := base.KeyPrefix(target.UserKey)
 		lo = lowerBound(r.indexPrefixes, p)
 		for hi = lo; hi < len(r.indexPrefixes) && r.indexPrefixes[hi] == p; hi++ {
 		}
@@ -152,17 +151,6 @@ func lowerBound(ps []uint64, p uint64) int {
 		base++
 	}
 	return base
-}
-
-// keyPrefix returns the first 8 bytes of k as a big-endian number, zero
-// padded: prefixes order as bytewise keys do, ties aside.
-func keyPrefix(k []byte) uint64 {
-	if len(k) >= 8 {
-		return binary.BigEndian.Uint64(k)
-	}
-	var b [8]byte
-	copy(b[:], k)
-	return binary.BigEndian.Uint64(b[:])
 }
 
 // blockIters holds the data-block iterators of finished lookups, so that

@@ -3,7 +3,6 @@ package sstable
 import (
 	"bytes"
 	"errors"
-	"sort"
 
 	"github.com/bloomkv/bloomkv/internal/base"
 )
@@ -27,7 +26,8 @@ type tableIter struct {
 
 	prefix   []byte       // prefix mode's prefix; nil outside prefix mode
 	pending  bool         // a filter said "maybe" for the block loaded last: the verdict awaits its keys
-	asked    int          // the block whose filter the seek already asked (it said "maybe"); -1: none
+	block    int          // in prefix mode on a table with filters, the data block the index is on
+	asked    bool         // the seek already asked block's filter (it said "maybe")
 	stats    *LookupStats // what prefix seeks cost; &ownStats when the caller wants none
 	ownStats LookupStats
 }
@@ -55,7 +55,7 @@ func (r *Reader) NewIter(lower, upper []byte) (InternalIterator, error) {
 // prefix at or after the seek key. Reads outside prefix mode are not
 // counted. stats must not be shared between goroutines.
 func (r *Reader) NewIterWithStats(lower, upper []byte, stats *LookupStats) (InternalIterator, error) {
-	it := &tableIter{r: r, cmp: r.cmp.Compare, lower: lower, upper: upper, stats: stats, asked: -1}
+	it := &tableIter{r: r, cmp: r.cmp.Compare, lower: lower, upper: upper, stats: stats}
 	if it.stats == nil {
 		it.stats = &it.ownStats
 	}
@@ -81,7 +81,7 @@ func (it *tableIter) loadBlock(forward bool) bool {
 	h, _ := decodeHandle(it.index.val) // checked by NewReader
 	var stats *LookupStats
 	if it.prefix != nil && forward {
-		if !it.blockMayContainPrefix(h) {
+		if !it.blockMayContainPrefix() {
 			it.stats.FilterNegatives++
 			it.valid = false
 			return false
@@ -100,19 +100,18 @@ func (it *tableIter) loadBlock(forward bool) bool {
 	return true
 }
 
-// blockMayContainPrefix asks the filter of the data block at h about the
-// iterator's prefix; true when the table has no usable filter.
-func (it *tableIter) blockMayContainPrefix(h BlockHandle) bool {
+// blockMayContainPrefix asks the filter of the data block the index is on
+// about the iterator's prefix; true when the table has no usable filter.
+func (it *tableIter) blockMayContainPrefix() bool {
 	r := it.r
 	if r.filter == nil {
 		return true
 	}
-	i := sort.Search(len(r.blockHandles), func(i int) bool { return r.blockHandles[i].Offset >= h.Offset })
-	if i == it.asked {
-		it.asked = -1
+	if it.asked {
+		it.asked = false
 		return true
 	}
-	return i == len(r.blockHandles) || r.filterPolicy.MayContain(r.filter.filter(i), it.prefix)
+	return it.block >= len(r.blockHandles) || r.filterPolicy.MayContain(r.filter.filter(it.block), it.prefix)
 }
 
 // countVerdict settles a pending filter verdict: the block just loaded
@@ -142,8 +141,10 @@ func (it *tableIter) settle(ok, forward bool) bool {
 		var more bool
 		if forward {
 			more = it.index.Next()
+			it.block++
 		} else {
 			more = it.index.Prev()
+			it.block--
 		}
 		if !more {
 			if it.index.err != nil {
@@ -178,7 +179,7 @@ func (it *tableIter) usable() bool {
 	if it.closed {
 		return it.fail(errors.New("sstable: iterator used after Close"))
 	}
-	it.valid, it.prefix, it.pending, it.asked = false, nil, false, -1
+	it.valid, it.prefix, it.pending, it.asked = false, nil, false, false
 	return it.err == nil
 }
 
@@ -228,7 +229,7 @@ func (it *tableIter) seekPrefixBlock(target base.InternalKey) bool {
 	if !it.index.seekRestart(i) {
 		return it.settleIndex()
 	}
-	it.asked = i
+	it.block, it.asked = i, true
 	if !it.loadBlock(true) {
 		return false
 	}

@@ -56,17 +56,13 @@ func (r *Reader) Layout() (*Layout, error) {
 		Metaindex:        r.footer.metaindex,
 		Index:            r.footer.index,
 		Filter:           r.filterHandle,
-		RangeDel:         r.rangeDelHandle,
 		FilterPolicyName: r.props.FilterPolicyName,
 		MetaEntries:      slices.Clone(r.metaindex),
 		Footer: FooterInfo{Offset: r.dataEnd, Metaindex: r.footer.metaindex, Index: r.footer.index,
 			Version: r.footer.version, Magic: TableMagic},
 	}
-	for _, e := range r.metaindex {
-		if e.Name == metaProperties {
-			l.Properties = e.Handle
-		}
-	}
+	l.Properties, _ = r.metaHandle(metaProperties)
+	l.RangeDel, _ = r.metaHandle(metaRangeDel)
 	fb, err := r.filterBlock()
 	if err != nil {
 		return nil, err

@@ -7,9 +7,6 @@ import (
 	"github.com/bloomkv/bloomkv/internal/rangedel"
 )
 
-// metaRangeDel names the range-deletion block in the metaindex.
-const metaRangeDel = "rangedel"
-
 // AddRangeDel adds a range tombstone to the table's range-deletion block.
 // Tombstones must come fragmented (as rangedel.Fragment returns them): in
 // order of start key, any two spans equal or disjoint, and the sequence
@@ -65,13 +62,7 @@ func (w *Writer) writeRangeDels(meta *blockWriter) error {
 // the properties' sequence numbers, and that their count matches the
 // properties: a table whose tombstones went missing would resurrect keys.
 func (r *Reader) readRangeDels() error {
-	var h BlockHandle
-	found := false
-	for _, e := range r.metaindex {
-		if e.Name == metaRangeDel {
-			h, found = e.Handle, true
-		}
-	}
+	h, found := r.metaHandle(metaRangeDel)
 	switch {
 	case !found && r.props.NumRangeDeletions > 0:
 		return r.corruptf(r.footer.metaindex.Offset, "properties count %d range deletions, the metaindex has no block",
@@ -89,7 +80,7 @@ func (r *Reader) readRangeDels() error {
 		return r.corruptf(h.Offset, "range-deletion block has %d tombstones, properties say %d",
 			len(ts), r.props.NumRangeDeletions)
 	}
-	r.rangeDels, r.rangeDelHandle = ts, h
+	r.rangeDels = ts
 	return nil
 }
 
@@ -187,6 +178,5 @@ func (r *Reader) rangeDeleted(userKey []byte, seq base.SeqNum, found bool, point
 		return false
 	}
 	stats.RangeDelChecks++
-	tseq, ok := rangedel.Covering(r.cmp.Compare, r.rangeDels, userKey, seq)
-	return ok && (!found || pointSeq < tseq)
+	return rangedel.Deletes(r.cmp.Compare, r.rangeDels, userKey, seq, found, pointSeq)
 }

@@ -41,9 +41,8 @@ type Reader struct {
 	filterHandle BlockHandle // zero when the table has no filter block
 
 	// rangeDels are the table's range tombstones, fragmented, loaded at
-	// open; rangeDelHandle is zero when the table has none.
-	rangeDels      []RangeTombstone
-	rangeDelHandle BlockHandle
+	// open.
+	rangeDels []RangeTombstone
 }
 
 // MetaEntry is one entry of the metaindex: a named block and its handle.
@@ -53,8 +52,9 @@ type MetaEntry struct {
 }
 
 // NewReader opens the table in f, checking its footer and loading its
-// index, filter, range-deletion and properties blocks (checksums verified). The Reader owns
-// f from then on and closes it on Close, or right away if NewReader fails.
+// index, filter, range-deletion and properties blocks (checksums
+// verified). The Reader owns f from then on and closes it on Close, or
+// right away if NewReader fails.
 func NewReader(f vfs.File, opts ReaderOptions) (*Reader, error) {
 	r := &Reader{f: f, opts: opts, cmp: opts.Comparer, name: opts.FileName}
 	if r.cmp == nil {
@@ -194,21 +194,17 @@ func (r *Reader) readMetaindex() error {
 	if err := r.readBlockIter(&it, h, nil); err != nil {
 		return err
 	}
-	propsHandle, found := BlockHandle{}, false
 	for ok := it.First(); ok; ok = it.Next() {
 		bh, n := decodeHandle(it.val)
 		if n <= 0 || n != len(it.val) {
 			return it.corrupt(it.offset, fmt.Sprintf("bad handle for %q", it.rawKey))
 		}
-		e := MetaEntry{Name: string(it.rawKey), Handle: bh}
-		r.metaindex = append(r.metaindex, e)
-		if e.Name == metaProperties {
-			propsHandle, found = bh, true
-		}
+		r.metaindex = append(r.metaindex, MetaEntry{Name: string(it.rawKey), Handle: bh})
 	}
 	if it.err != nil {
 		return it.err
 	}
+	propsHandle, found := r.metaHandle(metaProperties)
 	if !found {
 		return r.corruptf(h.Offset, "metaindex has no properties entry")
 	}
@@ -218,6 +214,17 @@ func (r *Reader) readMetaindex() error {
 	}
 	r.props, err = decodeProperties(data, r.name, propsHandle.Offset)
 	return err
+}
+
+// metaHandle returns the handle of the metaindex entry called name (the
+// last, should the name repeat); found is false when there is none.
+func (r *Reader) metaHandle(name string) (h BlockHandle, found bool) {
+	for _, e := range r.metaindex {
+		if e.Name == name {
+			h, found = e.Handle, true
+		}
+	}
+	return h, found
 }
 
 // readIndex loads the index block and checks every entry's handle, so that
@@ -232,7 +239,7 @@ func (r *Reader) readIndex() error {
 	n := 0
 	for ok := it.First(); ok; ok = it.Next() {
 		if bytewise {
-			r.indexPrefixes = append(r.indexPrefixes, keyPrefix(it.ikey.UserKey))
+			r.indexPrefixes = append(r.indexPrefixes, base.KeyPrefix(it.ikey.UserKey))
 		}
 		if n >= it.numRestarts || it.offset != it.restartOffset(n) {
 			return it.corrupt(it.offset, "index entry is not a restart point")

@@ -6,11 +6,13 @@ import "fmt"
 const (
 	metaFilterPrefix = "filter."
 	metaProperties   = "properties"
+	metaRangeDel     = "rangedel"
 )
 
 // Close finishes the table (last data block, filter block, properties,
-// range-deletion block, metaindex, index, footer), syncs and closes the file. The file is closed
-// even when finishing fails. Metadata is available after a nil return.
+// range-deletion block, metaindex, index, footer), syncs and closes the
+// file. The file is closed even when finishing fails. Metadata is
+// available after a nil return.
 func (w *Writer) Close() error {
 	if w.closed {
 		return errWriterClosed

@@ -2,6 +2,7 @@ package base
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 )
 
@@ -112,4 +113,19 @@ func bytewiseSuccessor(dst, a []byte) []byte {
 		}
 	}
 	return append(dst, a...)
+}
+
+// KeyPrefix returns the first 8 bytes of k as a big-endian number, zero
+// padded. Under a bytewise order, keys whose KeyPrefixes differ order as
+// those do: the first byte where the padded prefixes differ is either a
+// real byte of both keys, or past the end of the lower one, which is then
+// a prefix of the other. Search structures compare it first to skip most
+// byte comparisons.
+func KeyPrefix(k []byte) uint64 {
+	if len(k) >= 8 {
+		return binary.BigEndian.Uint64(k)
+	}
+	var b [8]byte
+	copy(b[:], k)
+	return binary.BigEndian.Uint64(b[:])
 }

@@ -54,22 +54,13 @@ func Fragment(cmp base.Compare, ts []Tombstone) []Tombstone {
 	}
 	var out []Tombstone
 	for i, seqs := range stacks {
-		slices.SortFunc(seqs, func(a, b base.SeqNum) int { return -compareSeq(a, b) })
+		slices.Sort(seqs)
+		slices.Reverse(seqs) // newest first
 		for _, s := range slices.Compact(seqs) {
 			out = append(out, Tombstone{Start: bounds[i], End: bounds[i+1], Seq: s})
 		}
 	}
 	return out
-}
-
-func compareSeq(a, b base.SeqNum) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // searchBound returns the index of key in the sorted, distinct bounds.
@@ -118,6 +109,15 @@ func Covering(cmp base.Compare, frags []Tombstone, key []byte, readSeq base.SeqN
 		seq, ok = frags[j].Seq, true
 	}
 	return seq, ok
+}
+
+// Deletes reports whether a fragment of frags visible at readSeq deletes
+// key for a reader at readSeq: it covers key and is newer than the
+// version of key the reader found (found, numbered pointSeq), or covers
+// key and the reader found no version.
+func Deletes(cmp base.Compare, frags []Tombstone, key []byte, readSeq base.SeqNum, found bool, pointSeq base.SeqNum) bool {
+	tseq, ok := Covering(cmp, frags, key, readSeq)
+	return ok && (!found || pointSeq < tseq)
 }
 
 // Truncate returns the parts of the fragments of frags inside
