@@ -1,0 +1,166 @@
+package kv_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble"
+)
+
+// BenchmarkIter measures the iterator paths on a settled store of
+// iterKeys keys, beside Pebble: the keys (the even ones of benchKey) are
+// written in random order with NoSync writes while flushes and compactions
+// run in the background; then Flush and a wait for background work to end,
+// without a manual compaction, so the store keeps the shape writes leave
+// (several levels, tables spread across them).
+//
+//   - op=seek-one: NewIter, SeekGE to a random present key, read its key
+//     and value, Close; what a YCSB read through an iterator costs.
+//   - op=range100: NewIter, SeekGE to a random present key, read 100 keys
+//     with Next, Close.
+//   - op=scan-forward, op=scan-reverse: the whole store, First..Next and
+//     Last..Prev, one operation per pass (MB/s counts keys and values).
+//
+// Each runs with two block cache sizes: cache=32MB, the benchmarks' usual
+// (a quarter of the store: most seeks read a block from the file and
+// decompress it), and cache=256MB, which holds the whole store once warm,
+// so the figures are the iterators' own CPU cost.
+//
+// Each engine loads its own store once per cache size and run; compare
+// runs with -count and benchstat -col /engine:
+//
+//	go test ./kv -run '^$' -bench 'Iter$' -count 3 -timeout 1h
+func BenchmarkIter(b *testing.B) {
+	for _, cache := range []int64{benchCacheSize, 256 << 20} {
+		for _, eng := range benchEngines {
+			e := loadSettled(b, openWithCache(b, eng.name, b.TempDir(), cache), iterKeys)
+			b.Logf("engine=%s: tables per level %v", eng.name, e.levels())
+			for _, op := range iterOps {
+				name := fmt.Sprintf("cache=%dMB/op=%s/engine=%s", cache>>20, op.name, eng.name)
+				b.Run(name, func(b *testing.B) { op.run(b, e.(iterEngine)) })
+			}
+			if err := e.close(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+const iterKeys = 1_000_000
+
+// openWithCache opens a store of the named engine in dir, on the options
+// of bench_test.go but with a block cache of cache bytes, with automatic
+// compactions.
+func openWithCache(b *testing.B, engine, dir string, cache int64) benchEngine {
+	if engine == "bloomkv" {
+		opts := bloomkvBenchOptions(b, true)
+		opts.BlockCacheSize = cache
+		return openBloomkvWith(b, dir, opts)
+	}
+	opts := pebbleBenchOptions(true)
+	opts.Cache.Unref()
+	opts.Cache = pebble.NewCache(cache + 2*benchMemTable)
+	return openPebbleWith(b, dir, opts)
+}
+
+// loadSettled loads n keys (the even ones) in random order into e, which
+// runs automatic compactions, then flushes and waits for the background
+// work to end.
+func loadSettled(b *testing.B, e benchEngine, n int) benchEngine {
+	writeKeys(b, e, 0, n, true, false)
+	if err := e.flush(); err != nil {
+		b.Fatal(err)
+	}
+	if !waitIdle(e, 5*time.Minute) {
+		b.Logf("engine still busy five minutes after the load: %v tables per level", e.levels())
+	}
+	return e
+}
+
+// benchIter is what the iterator benchmarks need of either engine's
+// iterator.
+type benchIter interface {
+	First() bool
+	Last() bool
+	SeekGE(key []byte) bool
+	Next() bool
+	Prev() bool
+	Key() []byte
+	Value() []byte
+	Error() error
+	Close() error
+}
+
+// iterEngine is an engine that opens unbounded iterators.
+type iterEngine interface {
+	newIter() (benchIter, error)
+}
+
+func (e *bloomkvEngine) newIter() (benchIter, error) { return e.db.NewIter(nil) }
+func (e *pebbleEngine) newIter() (benchIter, error)  { return e.db.NewIter(nil) }
+
+var iterOps = []struct {
+	name string
+	run  func(b *testing.B, e iterEngine)
+}{
+	{"seek-one", func(b *testing.B, e iterEngine) { benchSeeks(b, e, 1) }},
+	{"range100", func(b *testing.B, e iterEngine) { benchSeeks(b, e, 100) }},
+	{"scan-forward", func(b *testing.B, e iterEngine) { benchFullScans(b, e, true) }},
+	{"scan-reverse", func(b *testing.B, e iterEngine) { benchFullScans(b, e, false) }},
+}
+
+// benchSeeks opens an iterator per operation, seeks it to a random present
+// key, reads n keys from there (fewer at the end of the store) and closes
+// it.
+func benchSeeks(b *testing.B, e iterEngine, n int) {
+	var key, sink []byte
+	for i := 0; i < b.N; i++ {
+		j := mix64(uint64(i)) % iterKeys
+		key = benchKey(key, 2*j, true)
+		it, err := e.newIter()
+		if err != nil {
+			b.Fatal(err)
+		}
+		ok := it.SeekGE(key)
+		if !ok || string(it.Key()) != string(key) {
+			b.Fatalf("SeekGE(%s) landed on %q (%v)", key, it.Key(), it.Error())
+		}
+		for read := 0; ok && read < n; read++ {
+			sink = append(append(sink[:0], it.Key()...), it.Value()...)
+			if read+1 < n {
+				ok = it.Next()
+			}
+		}
+		if err := it.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchFullScans walks the whole store once per operation.
+func benchFullScans(b *testing.B, e iterEngine, forward bool) {
+	b.SetBytes(iterKeys * (17 + benchValueSize))
+	var sink []byte
+	for i := 0; i < b.N; i++ {
+		it, err := e.newIter()
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		first, next := it.First, it.Next
+		if !forward {
+			first, next = it.Last, it.Prev
+		}
+		for ok := first(); ok; ok = next() {
+			sink = append(append(sink[:0], it.Key()...), it.Value()...)
+			n++
+		}
+		if err := it.Close(); err != nil {
+			b.Fatal(err)
+		}
+		if n != iterKeys {
+			b.Fatalf("scan saw %d keys, want %d", n, iterKeys)
+		}
+	}
+}
