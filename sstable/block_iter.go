@@ -34,13 +34,34 @@ type blockIter struct {
 	keyInBuf bool // rawKey lives in keyBuf (else it aliases data)
 	err      error
 
+	// prevEntries caches the entries of one restart interval, as a Prev
+	// or Last decoded them forward from the restart point, so that the
+	// Prevs that follow within the interval decode nothing; the keys that
+	// do not alias data are in prevBuf. prevIdx is the current entry's
+	// index in the cache, -1 when the iterator moved by other means.
+	prevEntries []prevEntry
+	prevBuf     []byte
+	prevIdx     int
+
 	file     string
 	blockOff uint64
 }
 
-// init points the iterator at a block's contents, keeping its key buffer.
+// prevEntry locates one cached entry: its offsets, its key (in data, or
+// in prevBuf) and its value, which ends where the next entry begins.
+type prevEntry struct {
+	offset, nextOffset int
+	keyStart, keyEnd   int
+	keyInData          bool
+	valStart           int
+}
+
+// init points the iterator at a block's contents, keeping its buffers.
 func (it *blockIter) init(data []byte, cmp base.Compare, file string, blockOff uint64) error {
-	*it = blockIter{cmp: cmp, data: data, keyBuf: it.keyBuf[:0], file: file, blockOff: blockOff}
+	*it = blockIter{
+		cmp: cmp, data: data, file: file, blockOff: blockOff, prevIdx: -1,
+		keyBuf: it.keyBuf[:0], prevEntries: it.prevEntries[:0], prevBuf: it.prevBuf[:0],
+	}
 	if len(data) < 4 {
 		return it.corrupt(0, "block shorter than its restart count")
 	}
@@ -57,6 +78,12 @@ func (it *blockIter) init(data []byte, cmp base.Compare, file string, blockOff u
 		return it.corrupt(it.restarts, "first restart point is not 0")
 	}
 	return nil
+}
+
+// release drops the iterator's hold on its block, keeping its buffers for
+// the next init.
+func (it *blockIter) release() {
+	*it = blockIter{keyBuf: it.keyBuf[:0], prevEntries: it.prevEntries[:0], prevBuf: it.prevBuf[:0]}
 }
 
 // corrupt records and returns a corruption error at byte off of the block.
@@ -143,7 +170,7 @@ func (it *blockIter) readEntry(off int) bool {
 	}
 	it.val = it.data[keyStart+unshared : keyStart+unshared+vlen]
 	it.offset, it.nextOffset = off, keyStart+unshared+vlen
-	it.valid = true
+	it.valid, it.prevIdx = true, -1
 	return true
 }
 
@@ -227,22 +254,19 @@ func (it *blockIter) Last() bool {
 		it.valid = false
 		return false
 	}
-	if !it.seekRestart(it.numRestarts - 1) {
-		return false
-	}
-	for it.nextOffset < it.restarts {
-		if !it.readEntry(it.nextOffset) {
-			return false
-		}
-	}
-	return true
+	return it.decodeInterval(it.numRestarts-1, it.restarts)
 }
 
-// Prev moves to the preceding entry by decoding forward from the restart
-// point before it.
+// Prev moves to the preceding entry: the cached one before the current,
+// or else the last one of those it decodes forward from the restart point
+// before the current entry, caching them.
 func (it *blockIter) Prev() bool {
 	if !it.valid {
 		return false
+	}
+	if it.prevIdx > 0 {
+		it.useCached(it.prevIdx - 1)
+		return true
 	}
 	target := it.offset
 	if target == 0 {
@@ -262,20 +286,67 @@ func (it *blockIter) Prev() bool {
 			hi = m
 		}
 	}
-	if lo == 0 || !it.seekRestart(lo-1) {
+	if lo == 0 {
 		it.corrupt(target, "no restart point before entry")
 		return false
 	}
-	for it.nextOffset < target {
+	return it.decodeInterval(lo-1, target)
+}
+
+// decodeInterval decodes the entries from restart point i up to offset
+// end, which must be where an entry begins (or the end of the entries),
+// caches them, and moves to the last.
+func (it *blockIter) decodeInterval(i, end int) bool {
+	it.prevEntries, it.prevBuf = it.prevEntries[:0], it.prevBuf[:0]
+	if !it.seekRestart(i) {
+		return false
+	}
+	for {
+		it.cacheEntry()
+		if it.nextOffset >= end {
+			break
+		}
 		if !it.readEntry(it.nextOffset) {
 			return false
 		}
 	}
-	if it.nextOffset != target {
-		it.corrupt(target, "entry not reachable from its restart point")
+	if it.nextOffset != end {
+		it.corrupt(end, "entry not reachable from its restart point")
 		return false
 	}
+	it.prevIdx = len(it.prevEntries) - 1
 	return true
+}
+
+// cacheEntry appends the current entry to the cache.
+func (it *blockIter) cacheEntry() {
+	e := prevEntry{offset: it.offset, nextOffset: it.nextOffset, valStart: it.nextOffset - len(it.val)}
+	if it.keyInBuf {
+		e.keyStart = len(it.prevBuf)
+		it.prevBuf = append(it.prevBuf, it.rawKey...)
+		e.keyEnd = len(it.prevBuf)
+	} else {
+		// A key not in keyBuf is a whole slice of data (shared == 0).
+		e.keyEnd = it.nextOffset - len(it.val)
+		e.keyStart, e.keyInData = e.keyEnd-len(it.rawKey), true
+	}
+	it.prevEntries = append(it.prevEntries, e)
+}
+
+// useCached moves to cached entry j, whose key was decoded whole before.
+func (it *blockIter) useCached(j int) {
+	e := &it.prevEntries[j]
+	if e.keyInData {
+		it.rawKey = it.data[e.keyStart:e.keyEnd]
+	} else {
+		it.rawKey = it.prevBuf[e.keyStart:e.keyEnd]
+	}
+	it.keyInBuf = false
+	if it.cmp != nil {
+		it.ikey, _ = base.DecodeInternalKey(it.rawKey)
+	}
+	it.val = it.data[e.valStart:e.nextOffset]
+	it.offset, it.nextOffset, it.prevIdx = e.offset, e.nextOffset, j
 }
 
 // SeekGE moves to the first entry whose internal key is >= target.

@@ -7,15 +7,21 @@ import (
 	"github.com/bloomkv/bloomkv/internal/base"
 )
 
-// tableIter is a two-level iterator: it walks the index block, and within
-// each data block the index leads to, the data block's entries. It keeps
-// to the user-key bounds [lower, upper). Errors are sticky: after one, the
-// iterator stays invalid and Error reports it.
+// Iter is an iterator over a table's internal keys (see Reader.NewIter),
+// for a caller that keeps one: its zero value is ready for Reader.InitIter,
+// and after Close InitIter may point it at another table (or the same),
+// reusing its buffers, so that walking many tables allocates nothing per
+// table.
+//
+// It is a two-level iterator: it walks the index block, and within each
+// data block the index leads to, the data block's entries. It keeps to the
+// user-key bounds [lower, upper). Errors are sticky: after one, the
+// iterator stays invalid and Error reports it, until InitIter.
 //
 // After SeekPrefixGE the iterator is in prefix mode until the next absolute
 // positioning call: it asks each data block's filter about the prefix
 // before reading the block, and ends the iteration at the first "absent".
-type tableIter struct {
+type Iter struct {
 	r            *Reader
 	cmp          base.Compare
 	lower, upper []byte
@@ -55,18 +61,33 @@ func (r *Reader) NewIter(lower, upper []byte) (InternalIterator, error) {
 // prefix at or after the seek key. Reads outside prefix mode are not
 // counted. stats must not be shared between goroutines.
 func (r *Reader) NewIterWithStats(lower, upper []byte, stats *LookupStats) (InternalIterator, error) {
-	it := &tableIter{r: r, cmp: r.cmp.Compare, lower: lower, upper: upper, stats: stats}
-	if it.stats == nil {
-		it.stats = &it.ownStats
-	}
-	if err := r.initIndexIter(&it.index); err != nil {
+	it := new(Iter)
+	if err := r.InitIter(it, lower, upper, stats); err != nil {
 		return nil, err
 	}
 	return it, nil
 }
 
+// InitIter readies it to iterate over the table as NewIterWithStats's
+// iterator does. it must be new (the zero Iter) or closed; it keeps its
+// buffers. On an error it is left closed.
+func (r *Reader) InitIter(it *Iter, lower, upper []byte, stats *LookupStats) error {
+	*it = Iter{
+		r: r, cmp: r.cmp.Compare, lower: lower, upper: upper, stats: stats,
+		index: blockIter{keyBuf: it.index.keyBuf}, data: blockIter{keyBuf: it.data.keyBuf, prevBuf: it.data.prevBuf},
+	}
+	if it.stats == nil {
+		it.stats = &it.ownStats
+	}
+	if err := r.initIndexIter(&it.index); err != nil {
+		it.Close()
+		return err
+	}
+	return nil
+}
+
 // fail records err (if it is the first) and invalidates the iterator.
-func (it *tableIter) fail(err error) bool {
+func (it *Iter) fail(err error) bool {
 	if it.err == nil {
 		it.err = err
 	}
@@ -77,7 +98,7 @@ func (it *tableIter) fail(err error) bool {
 // loadBlock points the data iterator at the block the index is on. In
 // prefix mode, moving forward, it asks the block's filter first: on
 // "absent" it ends the iteration and returns false, without an error.
-func (it *tableIter) loadBlock(forward bool) bool {
+func (it *Iter) loadBlock(forward bool) bool {
 	h, _ := decodeHandle(it.index.val) // checked by NewReader
 	var stats *LookupStats
 	if it.prefix != nil && forward {
@@ -102,7 +123,7 @@ func (it *tableIter) loadBlock(forward bool) bool {
 
 // blockMayContainPrefix asks the filter of the data block the index is on
 // about the iterator's prefix; true when the table has no usable filter.
-func (it *tableIter) blockMayContainPrefix() bool {
+func (it *Iter) blockMayContainPrefix() bool {
 	r := it.r
 	if r.filter == nil {
 		return true
@@ -116,7 +137,7 @@ func (it *tableIter) blockMayContainPrefix() bool {
 
 // countVerdict settles a pending filter verdict: the block just loaded
 // held a key of the prefix where the iterator landed (ok), or did not.
-func (it *tableIter) countVerdict(ok bool) {
+func (it *Iter) countVerdict(ok bool) {
 	if !it.pending {
 		return
 	}
@@ -132,7 +153,7 @@ func (it *tableIter) countVerdict(ok bool) {
 // settle checks the data iterator's last move: on an error it fails, past
 // the block it moves to the neighbouring block (forward or back), and it
 // applies the bound on that side.
-func (it *tableIter) settle(ok, forward bool) bool {
+func (it *Iter) settle(ok, forward bool) bool {
 	it.countVerdict(ok)
 	for !ok {
 		if it.data.err != nil {
@@ -175,7 +196,7 @@ func (it *tableIter) settle(ok, forward bool) bool {
 
 // usable reports whether the iterator may move, leaving prefix mode; it
 // fails after Close.
-func (it *tableIter) usable() bool {
+func (it *Iter) usable() bool {
 	if it.closed {
 		return it.fail(errors.New("sstable: iterator used after Close"))
 	}
@@ -184,7 +205,7 @@ func (it *tableIter) usable() bool {
 }
 
 // SeekGE moves to the first entry whose user key is >= key (and >= lower).
-func (it *tableIter) SeekGE(key []byte) bool {
+func (it *Iter) SeekGE(key []byte) bool {
 	if !it.usable() {
 		return false
 	}
@@ -193,7 +214,7 @@ func (it *tableIter) SeekGE(key []byte) bool {
 
 // seekGE is SeekGE once the iterator is usable; in prefix mode it asks the
 // landing block's filter first.
-func (it *tableIter) seekGE(key []byte) bool {
+func (it *Iter) seekGE(key []byte) bool {
 	if it.lower != nil && it.cmp(key, it.lower) < 0 {
 		key = it.lower
 	}
@@ -214,7 +235,7 @@ func (it *tableIter) seekGE(key []byte) bool {
 // in-memory index search finds the block, whose filter is asked before
 // the index iterator is positioned, so a ruled-out prefix costs no index
 // entry decoding either.
-func (it *tableIter) seekPrefixBlock(target base.InternalKey) bool {
+func (it *Iter) seekPrefixBlock(target base.InternalKey) bool {
 	r := it.r
 	i, err := r.searchIndex(target)
 	switch {
@@ -241,7 +262,7 @@ func (it *tableIter) seekPrefixBlock(target base.InternalKey) bool {
 // out: then the table holds no key of prefix at or after key, since the
 // writer cuts separators below a new prefix (see Writer.addIndexEntry),
 // and the iterator reports no entry. See NewIter for prefix mode.
-func (it *tableIter) SeekPrefixGE(prefix, key []byte) bool {
+func (it *Iter) SeekPrefixGE(prefix, key []byte) bool {
 	if !it.usable() {
 		return false
 	}
@@ -251,7 +272,7 @@ func (it *tableIter) SeekPrefixGE(prefix, key []byte) bool {
 }
 
 // SeekLT moves to the last entry whose user key is < key (and < upper).
-func (it *tableIter) SeekLT(key []byte) bool {
+func (it *Iter) SeekLT(key []byte) bool {
 	if !it.usable() {
 		return false
 	}
@@ -273,7 +294,7 @@ func (it *tableIter) SeekLT(key []byte) bool {
 }
 
 // settleIndex handles an index move that found no block.
-func (it *tableIter) settleIndex() bool {
+func (it *Iter) settleIndex() bool {
 	if it.index.err != nil {
 		return it.fail(it.index.err)
 	}
@@ -281,7 +302,7 @@ func (it *tableIter) settleIndex() bool {
 }
 
 // First moves to the first entry (with user key >= lower).
-func (it *tableIter) First() bool {
+func (it *Iter) First() bool {
 	if it.lower != nil {
 		return it.SeekGE(it.lower)
 	}
@@ -298,7 +319,7 @@ func (it *tableIter) First() bool {
 }
 
 // Last moves to the last entry (with user key < upper).
-func (it *tableIter) Last() bool {
+func (it *Iter) Last() bool {
 	if it.upper != nil {
 		return it.SeekLT(it.upper)
 	}
@@ -309,7 +330,7 @@ func (it *tableIter) Last() bool {
 }
 
 // lastEntry moves to the table's last entry, bounded below by lower.
-func (it *tableIter) lastEntry() bool {
+func (it *Iter) lastEntry() bool {
 	if !it.index.Last() {
 		return it.settleIndex()
 	}
@@ -320,7 +341,7 @@ func (it *tableIter) lastEntry() bool {
 }
 
 // Next moves to the following entry.
-func (it *tableIter) Next() bool {
+func (it *Iter) Next() bool {
 	if !it.valid {
 		return false
 	}
@@ -328,7 +349,7 @@ func (it *tableIter) Next() bool {
 }
 
 // Prev moves to the preceding entry.
-func (it *tableIter) Prev() bool {
+func (it *Iter) Prev() bool {
 	if !it.valid {
 		return false
 	}
@@ -336,20 +357,23 @@ func (it *tableIter) Prev() bool {
 }
 
 // Valid reports whether the iterator is at an entry.
-func (it *tableIter) Valid() bool { return it.valid }
+func (it *Iter) Valid() bool { return it.valid }
 
 // Key returns the current internal key.
-func (it *tableIter) Key() base.InternalKey { return it.data.ikey }
+func (it *Iter) Key() InternalKey { return it.data.ikey }
 
 // Value returns the current value.
-func (it *tableIter) Value() []byte { return it.data.val }
+func (it *Iter) Value() []byte { return it.data.val }
 
 // Error returns the first error met.
-func (it *tableIter) Error() error { return it.err }
+func (it *Iter) Error() error { return it.err }
 
-// Close releases the blocks the iterator holds and returns Error.
-func (it *tableIter) Close() error {
+// Close releases the blocks the iterator holds and returns Error. The
+// iterator keeps its buffers for a later InitIter.
+func (it *Iter) Close() error {
 	it.closed, it.valid = true, false
-	it.index, it.data = blockIter{}, blockIter{}
+	it.index.release()
+	it.data.release()
+	it.r, it.stats = nil, nil
 	return it.err
 }
