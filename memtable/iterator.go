@@ -11,18 +11,28 @@ import "github.com/bloomkv/bloomkv/internal/base"
 //
 // Next and Prev on an unpositioned or exhausted iterator return false.
 func (m *MemTable) NewIter(lower, upper []byte) InternalIterator {
-	return &iterator{m: m, lower: lower, upper: upper}
+	it := new(Iter)
+	m.InitIter(it, lower, upper)
+	return it
 }
 
-// iterator walks the point entries of a MemTable within [lower, upper).
-type iterator struct {
+// InitIter readies it to walk the memtable as NewIter's iterator does, for
+// a caller that keeps its iterators: it may be the zero Iter or one used
+// before, over any memtable.
+func (m *MemTable) InitIter(it *Iter, lower, upper []byte) {
+	*it = Iter{m: m, lower: lower, upper: upper}
+}
+
+// Iter walks the point entries of a MemTable within [lower, upper); see
+// NewIter and InitIter. It implements [InternalIterator].
+type Iter struct {
 	m            *MemTable
 	lower, upper []byte
 	n            *node // nil: not positioned at an entry
 }
 
 // SeekGE implements [InternalIterator].
-func (it *iterator) SeekGE(key []byte) bool {
+func (it *Iter) SeekGE(key []byte) bool {
 	if it.lower != nil && it.m.cmp.Compare(key, it.lower) < 0 {
 		key = it.lower
 	}
@@ -31,7 +41,7 @@ func (it *iterator) SeekGE(key []byte) bool {
 }
 
 // SeekLT implements [InternalIterator].
-func (it *iterator) SeekLT(key []byte) bool {
+func (it *Iter) SeekLT(key []byte) bool {
 	if it.upper != nil && it.m.cmp.Compare(key, it.upper) > 0 {
 		key = it.upper
 	}
@@ -40,7 +50,7 @@ func (it *iterator) SeekLT(key []byte) bool {
 }
 
 // First implements [InternalIterator].
-func (it *iterator) First() bool {
+func (it *Iter) First() bool {
 	if it.lower != nil {
 		return it.SeekGE(it.lower)
 	}
@@ -49,7 +59,7 @@ func (it *iterator) First() bool {
 }
 
 // Last implements [InternalIterator].
-func (it *iterator) Last() bool {
+func (it *Iter) Last() bool {
 	if it.upper != nil {
 		return it.SeekLT(it.upper)
 	}
@@ -58,7 +68,7 @@ func (it *iterator) Last() bool {
 }
 
 // Next implements [InternalIterator].
-func (it *iterator) Next() bool {
+func (it *Iter) Next() bool {
 	if it.n == nil {
 		return false
 	}
@@ -67,7 +77,7 @@ func (it *iterator) Next() bool {
 }
 
 // Prev implements [InternalIterator].
-func (it *iterator) Prev() bool {
+func (it *Iter) Prev() bool {
 	if it.n == nil {
 		return false
 	}
@@ -76,7 +86,7 @@ func (it *iterator) Prev() bool {
 }
 
 // checkUpper invalidates the iterator if it ran past the upper bound.
-func (it *iterator) checkUpper() bool {
+func (it *Iter) checkUpper() bool {
 	if it.n != nil && it.upper != nil && it.m.cmp.Compare(it.n.key.UserKey, it.upper) >= 0 {
 		it.n = nil
 	}
@@ -85,7 +95,7 @@ func (it *iterator) checkUpper() bool {
 
 // checkLower invalidates the iterator if it ran before the lower bound or
 // onto the head.
-func (it *iterator) checkLower() bool {
+func (it *Iter) checkLower() bool {
 	if it.n == it.m.points.head || (it.n != nil && it.lower != nil && it.m.cmp.Compare(it.n.key.UserKey, it.lower) < 0) {
 		it.n = nil
 	}
@@ -93,19 +103,19 @@ func (it *iterator) checkLower() bool {
 }
 
 // Valid implements [InternalIterator].
-func (it *iterator) Valid() bool { return it.n != nil }
+func (it *Iter) Valid() bool { return it.n != nil }
 
 // Key implements [InternalIterator].
-func (it *iterator) Key() base.InternalKey { return it.n.key }
+func (it *Iter) Key() InternalKey { return it.n.key }
 
 // Value implements [InternalIterator].
-func (it *iterator) Value() []byte { return it.n.value }
+func (it *Iter) Value() []byte { return it.n.value }
 
 // Error implements [InternalIterator].
-func (it *iterator) Error() error { return nil }
+func (it *Iter) Error() error { return nil }
 
 // Close implements [InternalIterator].
-func (it *iterator) Close() error {
+func (it *Iter) Close() error {
 	it.n = nil
 	return nil
 }
