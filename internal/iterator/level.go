@@ -45,7 +45,15 @@ type Level struct {
 // bounds are passed on to open; NewLevel keeps them, so the caller must not
 // modify them while the iterator is in use.
 func NewLevel(cmp base.Compare, files []*manifest.FileMetadata, lower, upper []byte, open TableOpener) *Level {
-	return &Level{cmp: cmp, files: files, lower: lower, upper: upper, openTable: open, index: -1}
+	l := new(Level)
+	l.Init(cmp, files, lower, upper, open)
+	return l
+}
+
+// Init readies l as NewLevel's iterator, for a caller that keeps its
+// iterators: l may be the zero Level or a closed one. It opens nothing.
+func (l *Level) Init(cmp base.Compare, files []*manifest.FileMetadata, lower, upper []byte, open TableOpener) {
+	*l = Level{cmp: cmp, files: files, lower: lower, upper: upper, openTable: open, index: -1}
 }
 
 // OverlapsBounds reports whether the user-key range [smallest, largest]

@@ -19,6 +19,11 @@ type Merging struct {
 	cmp      base.Compare
 	children []mergingChild
 	heap     []int // indexes into children, in heap order
+	// runnerUp is the heap slot (1 or 2) of the root's lesser child in the
+	// current direction, 0 when not known. While the top child keeps
+	// winning, only the root moves, so the order of its two children holds
+	// and each step costs one comparison instead of two.
+	runnerUp int
 	forward  bool
 	err      error
 }
@@ -38,16 +43,24 @@ type mergingChild struct {
 // positioning call returns false from then on and Error and Close report
 // that error. Next and Prev on an iterator that is not Valid return false.
 func NewMerging(cmp base.Compare, iters ...base.InternalIterator) *Merging {
-	m := &Merging{
-		cmp:      cmp,
-		children: make([]mergingChild, len(iters)),
-		heap:     make([]int, 0, len(iters)),
-		forward:  true,
-	}
-	for i, it := range iters {
-		m.children[i].iter = it
-	}
+	m := new(Merging)
+	m.Init(cmp, iters...)
 	return m
+}
+
+// Init readies m to merge iters as NewMerging's iterator does, reusing
+// m's memory: m may be the zero Merging or a closed one. It keeps no
+// reference to the iters slice itself.
+func (m *Merging) Init(cmp base.Compare, iters ...base.InternalIterator) {
+	children := m.children[:0]
+	for _, it := range iters {
+		children = append(children, mergingChild{iter: it})
+	}
+	heap := m.heap[:0]
+	if cap(heap) < len(iters) {
+		heap = make([]int, 0, len(iters))
+	}
+	*m = Merging{cmp: cmp, children: children, heap: heap, forward: true}
 }
 
 // SeekGE implements base.InternalIterator.
@@ -217,7 +230,7 @@ func (m *Merging) less(x, y int) bool {
 
 // buildHeap makes a heap of the valid children for the given direction.
 func (m *Merging) buildHeap(forward bool) bool {
-	m.forward = forward
+	m.forward, m.runnerUp = forward, 0
 	m.heap = m.heap[:0]
 	if m.err != nil {
 		return false
@@ -244,11 +257,25 @@ func (m *Merging) fixTop() bool {
 		n := len(m.heap) - 1
 		m.heap[0] = m.heap[n]
 		m.heap = m.heap[:n]
+		m.runnerUp = 0
 	}
-	if len(m.heap) == 0 {
+	switch len(m.heap) {
+	case 0:
 		return false
+	case 1:
+		return true
 	}
-	m.down(0)
+	if m.runnerUp == 0 {
+		m.runnerUp = 1
+		if len(m.heap) > 2 && m.less(2, 1) {
+			m.runnerUp = 2
+		}
+	}
+	if r := m.runnerUp; m.less(r, 0) {
+		m.heap[0], m.heap[r] = m.heap[r], m.heap[0]
+		m.runnerUp = 0
+		m.down(r)
+	}
 	return true
 }
 
