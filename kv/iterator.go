@@ -4,10 +4,6 @@ import (
 	"fmt"
 
 	"github.com/bloomkv/bloomkv/internal/base"
-	"github.com/bloomkv/bloomkv/internal/iterator"
-	"github.com/bloomkv/bloomkv/internal/manifest"
-	"github.com/bloomkv/bloomkv/internal/rangedel"
-	"github.com/bloomkv/bloomkv/sstable"
 )
 
 // Iterator walks the DB's keys in order, showing for each key the newest
@@ -15,51 +11,30 @@ import (
 // range deletions included.
 // It sees one point in time: the moment NewIter was called (or the
 // snapshot's). It holds the tables it reads, so no compaction deletes them
-// under it; Close it when done.
+// under it; Close it when done. After Close every method is harmless:
+// positioning calls return false, Key and Value nil, Error and Close
+// ErrClosed.
 //
 // Positioning methods report whether the iterator landed on a key. Key and
 // Value are valid until the next positioning call; copy them to keep them.
 // An Iterator is not safe for concurrent use.
 //
-// Range deletions cost an iterator this much: NewIter gathers the range
-// tombstones visible to it from the memtables and from every table that
-// overlaps its bounds (one table-cache lookup per such table; the
-// tombstones themselves are in memory), and fragments them once; each key
-// the iterator shows then costs one binary search over the fragments, and
-// keys a tombstone covers are stepped over one by one. With no tombstones
-// in reach, only the table-cache lookups remain.
+// What an iterator costs: NewIter opens nothing; its state (the merge of
+// the memtables and levels, one table iterator per level, key buffers)
+// comes from a pool that Close returns it to, so a NewIter, SeekGE, Close
+// allocates only the small Iterator itself. A seek opens, in each level,
+// the one table that may hold the key; moving on to the next table of a
+// level reuses the level's table iterator.
+//
+// Range deletions cost an iterator this much: the range tombstones of the
+// tables of the DB's current state are gathered and fragmented once, by
+// the first iterator over that state (one table-cache lookup per table),
+// and shared by the later ones; those of the memtables are cached by the
+// memtables. Each key the iterator shows then costs one binary search per
+// source of tombstones, and keys a tombstone covers are stepped over one
+// by one. With no tombstones in reach, nothing is searched.
 type Iterator struct {
-	db           *DB
-	rs           *readState
-	seq          base.SeqNum
-	iter         base.InternalIterator
-	cmp          base.Compare
-	lower, upper []byte
-	// rangeDels are the range tombstones visible at seq that may cover a
-	// key within the bounds, fragmented.
-	rangeDels []sstable.RangeTombstone
-
-	// dir is +1 after a forward move, -1 after a backward one. Forward, iter
-	// sits on the entry shown; backward, on the last entry before the key
-	// shown.
-	dir    int
-	valid  bool
-	key    []byte
-	value  []byte
-	keyBuf []byte
-	valBuf []byte
-	err    error
-	closed bool
-
-	// prefix is SeekPrefixGE's prefix while the iterator is in prefix
-	// mode, in prefixBuf; nil outside it.
-	prefix    []byte
-	prefixBuf []byte
-	// prefixOnly is IterOptions.PrefixOnly: SeekGE seeks by prefix.
-	prefixOnly bool
-	// stats gathers, per level, what the tables' prefix seeks cost; each
-	// move in prefix mode adds it to the DB's lookup counters.
-	stats [manifest.NumLevels]sstable.LookupStats
+	s *iterState // nil once closed
 }
 
 // NewIter returns an iterator over the DB's current state, restricted to
@@ -83,99 +58,79 @@ func (d *DB) checkIterOptions(opts *IterOptions) error {
 }
 
 // newIter builds an iterator as of the snapshot, or the current state when
-// snap is nil: a merge of the memtables, each L0 table, and one level
-// iterator per deeper level.
+// snap is nil, on a pooled state.
 func (d *DB) newIter(opts *IterOptions, snap *Snapshot) *Iterator {
-	it := &Iterator{db: d, cmp: d.cmp.Compare}
-	if opts != nil {
-		it.lower = cloneBytes(opts.LowerBound)
-		it.upper = cloneBytes(opts.UpperBound)
-		it.prefixOnly = opts.PrefixOnly
-	}
-	rs := d.loadReadState()
-	it.rs = rs
-	it.seq = d.readSeqNum(snap)
-	iters := []base.InternalIterator{rs.mem.NewIter(it.lower, it.upper)}
-	for i := len(rs.imm) - 1; i >= 0; i-- {
-		iters = append(iters, rs.imm[i].NewIter(it.lower, it.upper))
-	}
-	l0 := rs.current.Levels[0]
-	for i := len(l0) - 1; i >= 0; i-- {
-		if !iterator.OverlapsBounds(d.cmp.Compare, l0[i].Smallest.UserKey, l0[i].Largest.UserKey, it.lower, it.upper) {
-			continue
-		}
-		iters = append(iters, iterator.NewLevel(d.cmp.Compare, l0[i:i+1], it.lower, it.upper, it.tableOpener(0)))
-	}
-	for level := 1; level < len(rs.current.Levels); level++ {
-		if files := rs.current.Levels[level]; len(files) > 0 {
-			iters = append(iters, iterator.NewLevel(d.cmp.Compare, files, it.lower, it.upper, it.tableOpener(level)))
-		}
-	}
-	it.iter = iterator.NewMerging(d.cmp.Compare, iters...)
-	it.rangeDels, it.err = d.visibleRangeDels(rs, it.seq, it.lower, it.upper)
-	return it
-}
-
-// visibleRangeDels gathers, fragmented, the range tombstones visible at seq
-// of rs's memtables and of its tables that overlap [lower, upper).
-func (d *DB) visibleRangeDels(rs *readState, seq base.SeqNum, lower, upper []byte) ([]sstable.RangeTombstone, error) {
-	var ts []sstable.RangeTombstone
-	visible := func(from []sstable.RangeTombstone) {
-		for _, t := range from {
-			if t.Seq <= seq {
-				ts = append(ts, t)
-			}
-		}
-	}
-	visible(rs.mem.RangeDels())
-	for _, m := range rs.imm {
-		visible(m.RangeDels())
-	}
-	for _, files := range rs.current.Levels {
-		for _, f := range files {
-			if !iterator.OverlapsBounds(d.cmp.Compare, f.Smallest.UserKey, f.Largest.UserKey, lower, upper) {
-				continue
-			}
-			ts, err := d.tableCache.rangeDels(f)
-			if err != nil {
-				return nil, err
-			}
-			visible(ts)
-		}
-	}
-	return rangedel.Fragment(d.cmp.Compare, ts), nil
-}
-
-// rangeDeleted reports whether a range tombstone visible to the iterator
-// deletes version seq of key.
-func (i *Iterator) rangeDeleted(key []byte, seq base.SeqNum) bool {
-	if len(i.rangeDels) == 0 {
-		return false
-	}
-	tseq, ok := rangedel.Covering(i.cmp, i.rangeDels, key, i.seq)
-	return ok && tseq > seq
-}
-
-func cloneBytes(b []byte) []byte {
-	if b == nil {
-		return nil
-	}
-	return append([]byte{}, b...)
-}
-
-// tableOpener opens the tables of one level for the iterator, their prefix
-// seeks counted in the level's stats.
-func (i *Iterator) tableOpener(level int) iterator.TableOpener {
-	stats := &i.stats[level]
-	return func(f *manifest.FileMetadata, lower, upper []byte) (base.InternalIterator, error) {
-		return i.db.tableCache.newIterWithStats(f, lower, upper, stats)
-	}
+	s := iterStatePool.Get().(*iterState)
+	s.init(d, opts, snap)
+	return &Iterator{s: s}
 }
 
 // First moves to the first key.
-func (i *Iterator) First() bool {
+func (i *Iterator) First() bool { return i.s != nil && i.s.first() }
+
+// Last moves to the last key.
+func (i *Iterator) Last() bool { return i.s != nil && i.s.last() }
+
+// SeekGE moves to the first key >= key (and within the bounds). With
+// IterOptions.PrefixOnly it is SeekPrefixGE.
+func (i *Iterator) SeekGE(key []byte) bool { return i.s != nil && i.s.seekGE(key) }
+
+// SeekLT moves to the last key < key (and within the bounds).
+func (i *Iterator) SeekLT(key []byte) bool { return i.s != nil && i.s.seekLT(key) }
+
+// Next moves to the following key. On an iterator that is not Valid it
+// returns false. In prefix mode it stops at the end of the prefix.
+func (i *Iterator) Next() bool { return i.s != nil && i.s.next() }
+
+// Prev moves to the preceding key. On an iterator that is not Valid it
+// returns false. In prefix mode it is not supported: it fails with
+// ErrReversePrefixIteration, as Pebble's does.
+func (i *Iterator) Prev() bool { return i.s != nil && i.s.prev() }
+
+// Valid reports whether the iterator is at a key.
+func (i *Iterator) Valid() bool { return i.s != nil && i.s.valid }
+
+// Key returns the current key, or nil when not Valid.
+func (i *Iterator) Key() []byte {
+	if !i.Valid() {
+		return nil
+	}
+	return i.s.key
+}
+
+// Value returns the current value, or nil when not Valid.
+func (i *Iterator) Value() []byte {
+	if !i.Valid() {
+		return nil
+	}
+	return i.s.value
+}
+
+// Error returns the error that stopped the iterator, if any: an I/O or
+// corruption error, or ErrClosed after the iterator or its DB was closed.
+func (i *Iterator) Error() error {
+	if i.s == nil {
+		return ErrClosed
+	}
+	return i.s.err
+}
+
+// Close releases the iterator and the tables it holds. It returns the
+// iterator's error, if any; ErrClosed if called twice or after the DB was
+// closed.
+func (i *Iterator) Close() error {
+	if i.s == nil {
+		return ErrClosed
+	}
+	s := i.s
+	i.s = nil
+	return s.close()
+}
+
+// first is Iterator.First.
+func (i *iterState) first() bool {
 	if i.lower != nil {
-		return i.SeekGE(i.lower)
+		return i.seekGE(i.lower)
 	}
 	if !i.reposition() {
 		return false
@@ -184,10 +139,10 @@ func (i *Iterator) First() bool {
 	return i.findNext()
 }
 
-// Last moves to the last key.
-func (i *Iterator) Last() bool {
+// last is Iterator.Last.
+func (i *iterState) last() bool {
 	if i.upper != nil {
-		return i.SeekLT(i.upper)
+		return i.seekLT(i.upper)
 	}
 	if !i.reposition() {
 		return false
@@ -196,11 +151,10 @@ func (i *Iterator) Last() bool {
 	return i.findPrev()
 }
 
-// SeekGE moves to the first key >= key (and within the bounds). With
-// IterOptions.PrefixOnly it is SeekPrefixGE.
-func (i *Iterator) SeekGE(key []byte) bool {
+// seekGE is Iterator.SeekGE.
+func (i *iterState) seekGE(key []byte) bool {
 	if i.prefixOnly {
-		return i.SeekPrefixGE(key)
+		return i.seekPrefixGE(key)
 	}
 	if !i.reposition() {
 		return false
@@ -212,8 +166,8 @@ func (i *Iterator) SeekGE(key []byte) bool {
 	return i.findNext()
 }
 
-// SeekLT moves to the last key < key (and within the bounds).
-func (i *Iterator) SeekLT(key []byte) bool {
+// seekLT is Iterator.SeekLT.
+func (i *iterState) seekLT(key []byte) bool {
 	if !i.reposition() {
 		return false
 	}
@@ -224,9 +178,8 @@ func (i *Iterator) SeekLT(key []byte) bool {
 	return i.findPrev()
 }
 
-// Next moves to the following key. On an iterator that is not Valid it
-// returns false. In prefix mode it stops at the end of the prefix.
-func (i *Iterator) Next() bool {
+// next is Iterator.Next.
+func (i *iterState) next() bool {
 	if !i.usable() || !i.valid {
 		return false
 	}
@@ -242,10 +195,8 @@ func (i *Iterator) Next() bool {
 	return ok
 }
 
-// Prev moves to the preceding key. On an iterator that is not Valid it
-// returns false. In prefix mode it is not supported: it fails with
-// ErrReversePrefixIteration, as Pebble's does.
-func (i *Iterator) Prev() bool {
+// prev is Iterator.Prev.
+func (i *iterState) prev() bool {
 	if !i.usable() || !i.valid {
 		return false
 	}
@@ -259,55 +210,8 @@ func (i *Iterator) Prev() bool {
 	return i.findPrev()
 }
 
-// Valid reports whether the iterator is at a key.
-func (i *Iterator) Valid() bool { return i.valid }
-
-// Key returns the current key, or nil when not Valid.
-func (i *Iterator) Key() []byte {
-	if !i.valid {
-		return nil
-	}
-	return i.key
-}
-
-// Value returns the current value, or nil when not Valid.
-func (i *Iterator) Value() []byte {
-	if !i.valid {
-		return nil
-	}
-	return i.value
-}
-
-// Error returns the error that stopped the iterator, if any: an I/O or
-// corruption error, or ErrClosed after the iterator or its DB was closed.
-func (i *Iterator) Error() error { return i.err }
-
-// Close releases the iterator and the tables it holds. It returns the
-// iterator's error, if any; ErrClosed if called twice or after the DB was
-// closed.
-func (i *Iterator) Close() error {
-	if i.closed {
-		return ErrClosed
-	}
-	i.closed, i.valid = true, false
-	err := i.iter.Close()
-	i.rs.unref()
-	i.rs = nil
-	if i.err != nil {
-		return i.err
-	}
-	if cerr := i.db.checkOpen(); cerr != nil {
-		return cerr
-	}
-	return err
-}
-
-// usable checks that the iterator and its DB are open and no error
-// stopped it.
-func (i *Iterator) usable() bool {
-	if i.err == nil && i.closed {
-		i.err = ErrClosed
-	}
+// usable checks that the DB is open and no error stopped the iterator.
+func (i *iterState) usable() bool {
 	if i.err == nil {
 		i.err = i.db.checkOpen()
 	}
@@ -320,7 +224,7 @@ func (i *Iterator) usable() bool {
 
 // skipCurrentKey moves iter past every entry of the current key; iter must
 // be at one of them or before the first.
-func (i *Iterator) skipCurrentKey() {
+func (i *iterState) skipCurrentKey() {
 	for i.iter.Valid() && i.cmp(i.iter.Key().UserKey, i.key) <= 0 {
 		i.iter.Next()
 	}
@@ -328,7 +232,7 @@ func (i *Iterator) skipCurrentKey() {
 
 // findNext moves forward from iter's entry to the first key whose newest
 // visible version is a value.
-func (i *Iterator) findNext() bool {
+func (i *iterState) findNext() bool {
 	i.dir = +1
 	for i.iter.Valid() {
 		k := i.iter.Key()
@@ -353,7 +257,7 @@ func (i *Iterator) findNext() bool {
 // findPrev moves backward from iter's entry to the last key whose newest
 // visible version is a value. Moving backward meets a key's versions
 // oldest first, so it reads the whole key before deciding.
-func (i *Iterator) findPrev() bool {
+func (i *iterState) findPrev() bool {
 	i.dir = -1
 	for i.iter.Valid() {
 		k := i.iter.Key()
@@ -387,7 +291,7 @@ func (i *Iterator) findPrev() bool {
 }
 
 // stop marks the iterator exhausted, keeping any error of iter.
-func (i *Iterator) stop() bool {
+func (i *iterState) stop() bool {
 	i.valid = false
 	if err := i.iter.Error(); err != nil {
 		i.err = err

@@ -32,7 +32,10 @@ import (
 //
 // What a prefix seek costs is counted in Metrics().Lookups: PrefixSeeks, and
 // per level the tables considered, filter verdicts and block reads.
-func (i *Iterator) SeekPrefixGE(key []byte) bool {
+func (i *Iterator) SeekPrefixGE(key []byte) bool { return i.s != nil && i.s.seekPrefixGE(key) }
+
+// seekPrefixGE is Iterator.SeekPrefixGE.
+func (i *iterState) seekPrefixGE(key []byte) bool {
 	if !i.reposition() {
 		return false
 	}
@@ -55,7 +58,7 @@ func (i *Iterator) SeekPrefixGE(key []byte) bool {
 
 // clampPrefixSeek moves a seek key outside the bounds onto the bound it
 // crossed, as long as that bound has the same prefix.
-func (i *Iterator) clampPrefixSeek(key []byte) ([]byte, bool) {
+func (i *iterState) clampPrefixSeek(key []byte) ([]byte, bool) {
 	switch {
 	case i.lower != nil && i.cmp(key, i.lower) < 0:
 		if !bytes.Equal(i.db.cmp.Prefix(i.lower), i.prefix) {
@@ -73,20 +76,20 @@ func (i *Iterator) clampPrefixSeek(key []byte) ([]byte, bool) {
 
 // invalidPrefixSeek fails the seek with an error wrapping
 // ErrInvalidPrefixSeek.
-func (i *Iterator) invalidPrefixSeek(why string) bool {
+func (i *iterState) invalidPrefixSeek(why string) bool {
 	i.valid, i.prefix = false, nil
 	i.err = fmt.Errorf("%w: %s", ErrInvalidPrefixSeek, why)
 	return false
 }
 
 // hasPrefix reports whether userKey's prefix is the prefix mode's.
-func (i *Iterator) hasPrefix(userKey []byte) bool {
+func (i *iterState) hasPrefix(userKey []byte) bool {
 	return bytes.HasPrefix(userKey, i.prefix) && i.db.cmp.Split(userKey) == len(i.prefix)
 }
 
 // reposition readies the iterator for an absolute positioning call: it
 // leaves prefix mode and forgets an error of its misuse.
-func (i *Iterator) reposition() bool {
+func (i *iterState) reposition() bool {
 	i.prefix = nil
 	if errors.Is(i.err, ErrReversePrefixIteration) || errors.Is(i.err, ErrInvalidPrefixSeek) {
 		i.err = nil
@@ -96,7 +99,7 @@ func (i *Iterator) reposition() bool {
 
 // flushStats adds what the tables' prefix seeks cost since the last flush
 // to the DB's lookup counters.
-func (i *Iterator) flushStats() {
+func (i *iterState) flushStats() {
 	for level := range i.stats {
 		if s := &i.stats[level]; *s != (sstable.LookupStats{}) {
 			i.db.metrics.levels[level].lookups.addStats(s)

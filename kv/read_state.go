@@ -7,7 +7,9 @@ import (
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/internal/rangedel"
 	"github.com/bloomkv/bloomkv/memtable"
+	"github.com/bloomkv/bloomkv/sstable"
 )
 
 // memTable is a memtable with the WALs that hold its writes.
@@ -78,6 +80,14 @@ type readState struct {
 	mem     *memTable
 	imm     []*memTable // oldest first
 	current *manifest.Version
+
+	// tableDels holds, once gathered, the range tombstones of current's
+	// tables, fragmented (see tableRangeDels).
+	tableDels struct {
+		sync.Mutex
+		done  bool
+		frags []sstable.RangeTombstone
+	}
 }
 
 // readStateHolder publishes the current readState. Readers take it under a
@@ -115,6 +125,33 @@ func (d *DB) updateReadStateLocked() {
 	if old != nil {
 		old.unref()
 	}
+}
+
+// tableRangeDels returns the range tombstones of every table of rs's
+// Version, fragmented, whatever their sequence numbers (a reader filters
+// by its own). The first caller gathers them, one table-cache lookup per
+// table; the later ones share them, so iterators over the same state pay
+// nothing. An error (a table that cannot be opened) is not kept: the next
+// caller tries again.
+func (rs *readState) tableRangeDels() ([]sstable.RangeTombstone, error) {
+	td := &rs.tableDels
+	td.Lock()
+	defer td.Unlock()
+	if td.done {
+		return td.frags, nil
+	}
+	var ts []sstable.RangeTombstone
+	for _, files := range rs.current.Levels {
+		for _, f := range files {
+			fts, err := rs.db.tableCache.rangeDels(f)
+			if err != nil {
+				return nil, err
+			}
+			ts = append(ts, fts...)
+		}
+	}
+	td.frags, td.done = rangedel.Fragment(rs.db.cmp.Compare, ts), true
+	return td.frags, nil
 }
 
 // unref drops one reference. The last one releases the Version, and the

@@ -207,35 +207,44 @@ func (c *tableCache) newIter(f *manifest.FileMetadata, lower, upper []byte) (bas
 // newIterWithStats is newIter, with the cost of its prefix seeks added to
 // stats (see sstable.Reader.NewIterWithStats).
 func (c *tableCache) newIterWithStats(f *manifest.FileMetadata, lower, upper []byte, stats *sstable.LookupStats) (base.InternalIterator, error) {
-	e, err := c.get(f)
-	if err != nil {
+	t := new(tableIter)
+	if err := c.initIter(t, f, lower, upper, stats); err != nil {
 		return nil, err
 	}
-	it, err := e.reader.NewIterWithStats(lower, upper, stats)
-	if err != nil {
-		c.release(e)
-		return nil, err
-	}
-	return &tableIter{InternalIterator: it, cache: c, entry: e}, nil
+	return t, nil
 }
 
-// tableIter releases its table when closed.
+// initIter readies t, new or closed, to iterate over f's entries as
+// newIterWithStats's iterator does, reusing t's buffers: an iterator that
+// keeps t allocates nothing per table it opens.
+func (c *tableCache) initIter(t *tableIter, f *manifest.FileMetadata, lower, upper []byte, stats *sstable.LookupStats) error {
+	e, err := c.get(f)
+	if err != nil {
+		return err
+	}
+	if err := e.reader.InitIter(&t.Iter, lower, upper, stats); err != nil {
+		c.release(e)
+		return err
+	}
+	t.cache, t.entry = c, e
+	return nil
+}
+
+// tableIter is a table's iterator that holds the table open until closed.
+// Its SeekPrefixGE asks the table's filters.
 type tableIter struct {
-	base.InternalIterator
+	sstable.Iter
 	cache *tableCache
 	entry *tableEntry
 }
 
-// SeekPrefixGE implements base.PrefixIterator with the table's filters.
-func (t *tableIter) SeekPrefixGE(prefix, key []byte) bool {
-	return base.SeekPrefixGE(t.InternalIterator, prefix, key)
-}
-
+// Close releases the table; it returns the iterator's error, nil when
+// called again.
 func (t *tableIter) Close() error {
 	if t.entry == nil {
 		return nil
 	}
-	err := t.InternalIterator.Close()
+	err := t.Iter.Close()
 	t.cache.release(t.entry)
 	t.entry = nil
 	return err

@@ -1,0 +1,214 @@
+package kv
+
+import (
+	"sync"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/iterator"
+	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/internal/rangedel"
+	"github.com/bloomkv/bloomkv/memtable"
+	"github.com/bloomkv/bloomkv/sstable"
+)
+
+// iterState is what an Iterator works with, kept in iterStatePool between
+// uses with its memory: the merge, the memtable and level iterators, the
+// table iterator of each level, and the key buffers. Its shape:
+//
+//	Merging
+//	├── memtable, immutable memtables (newest first)
+//	├── Level{one L0 table} ... (newest first)
+//	└── Level{L1 tables} ... Level{L6 tables}
+//
+// Each Level reuses one table iterator for every table it opens, so moving
+// from table to table allocates nothing.
+type iterState struct {
+	db           *DB
+	rs           *readState
+	seq          base.SeqNum
+	cmp          base.Compare
+	lower, upper []byte
+	// rangeDels are the sources of range tombstones (the memtables, the
+	// tables) that hold any, each fragmented; a key is deleted when a
+	// tombstone of any source visible at seq covers it.
+	rangeDels [][]sstable.RangeTombstone
+
+	iter     base.InternalIterator // &merging
+	merging  iterator.Merging
+	inputs   []base.InternalIterator
+	mems     []memtable.Iter
+	levels   []*levelIter // the first nLevels are in use
+	nLevels  int
+	lowerBuf []byte
+	upperBuf []byte
+
+	// dir is +1 after a forward move, -1 after a backward one. Forward, iter
+	// sits on the entry shown; backward, on the last entry before the key
+	// shown.
+	dir    int
+	valid  bool
+	key    []byte
+	value  []byte
+	keyBuf []byte
+	valBuf []byte
+	err    error
+
+	// prefix is SeekPrefixGE's prefix while the iterator is in prefix
+	// mode, in prefixBuf; nil outside it.
+	prefix    []byte
+	prefixBuf []byte
+	// prefixOnly is IterOptions.PrefixOnly: SeekGE seeks by prefix.
+	prefixOnly bool
+	// stats gathers, per level, what the tables' prefix seeks cost; each
+	// move in prefix mode adds it to the DB's lookup counters.
+	stats [manifest.NumLevels]sstable.LookupStats
+}
+
+var iterStatePool = sync.Pool{New: func() any { return new(iterState) }}
+
+// levelIter is one level (or one L0 table) of an iterator, with the table
+// iterator it reuses for every table it opens.
+type levelIter struct {
+	iterator.Level
+	table tableIter
+	cache *tableCache
+	stats *sstable.LookupStats
+	open  iterator.TableOpener // openTable, bound once
+}
+
+// openTable is the level's iterator.TableOpener: the Level closes the
+// table it leaves before it opens the next, so one tableIter serves all.
+func (l *levelIter) openTable(f *manifest.FileMetadata, lower, upper []byte) (base.InternalIterator, error) {
+	if err := l.cache.initIter(&l.table, f, lower, upper, l.stats); err != nil {
+		return nil, err
+	}
+	return &l.table, nil
+}
+
+// init readies s, fresh from the pool (zero but for its memory), as an
+// iterator over d as of the snapshot (the current state when snap is nil).
+// It opens no table: a Level opens its tables as positioning reaches them.
+func (s *iterState) init(d *DB, opts *IterOptions, snap *Snapshot) {
+	s.db, s.cmp = d, d.cmp.Compare
+	if opts != nil {
+		s.lower, s.lowerBuf = keepBound(s.lowerBuf, opts.LowerBound)
+		s.upper, s.upperBuf = keepBound(s.upperBuf, opts.UpperBound)
+		s.prefixOnly = opts.PrefixOnly
+	}
+	rs := d.loadReadState()
+	s.rs = rs
+	s.seq = d.readSeqNum(snap)
+	s.addMemTables(rs)
+	l0 := rs.current.Levels[0]
+	for i := len(l0) - 1; i >= 0; i-- {
+		if iterator.OverlapsBounds(s.cmp, l0[i].Smallest.UserKey, l0[i].Largest.UserKey, s.lower, s.upper) {
+			s.addLevel(0, l0[i:i+1])
+		}
+	}
+	for level := 1; level < len(rs.current.Levels); level++ {
+		if files := rs.current.Levels[level]; len(files) > 0 {
+			s.addLevel(level, files)
+		}
+	}
+	s.merging.Init(s.cmp, s.inputs...)
+	s.iter = &s.merging
+	s.addRangeDels(rs.tableRangeDels())
+}
+
+// keepBound copies bound into buf, returning the copy and the buffer; a
+// nil bound (unbounded) stays nil.
+func keepBound(buf, bound []byte) ([]byte, []byte) {
+	if bound == nil {
+		return nil, buf
+	}
+	buf = append(buf[:0], bound...)
+	if buf == nil {
+		buf = []byte{}
+	}
+	return buf, buf
+}
+
+// addMemTables adds the iterators of rs's memtables, newest first, and
+// their range tombstones.
+func (s *iterState) addMemTables(rs *readState) {
+	n := 1 + len(rs.imm)
+	if cap(s.mems) < n {
+		s.mems = make([]memtable.Iter, n)
+	}
+	s.mems = s.mems[:n]
+	for j := 0; j < n; j++ {
+		m := rs.mem
+		if j > 0 {
+			m = rs.imm[len(rs.imm)-j]
+		}
+		m.InitIter(&s.mems[j], s.lower, s.upper)
+		s.inputs = append(s.inputs, &s.mems[j])
+		s.addRangeDels(m.RangeDels(), nil)
+	}
+}
+
+// addLevel adds an iterator over files, sorted and not overlapping, of
+// the given level.
+func (s *iterState) addLevel(level int, files []*manifest.FileMetadata) {
+	if s.nLevels == len(s.levels) {
+		l := &levelIter{}
+		l.open = l.openTable
+		s.levels = append(s.levels, l)
+	}
+	l := s.levels[s.nLevels]
+	s.nLevels++
+	l.cache, l.stats = s.db.tableCache, &s.stats[level]
+	l.Init(s.cmp, files, s.lower, s.upper, l.open)
+	s.inputs = append(s.inputs, &l.Level)
+}
+
+// addRangeDels adds a source of fragmented range tombstones, if it holds
+// any; an error gathering them stops the iterator.
+func (s *iterState) addRangeDels(frags []sstable.RangeTombstone, err error) {
+	if err != nil && s.err == nil {
+		s.err = err
+	}
+	if len(frags) > 0 {
+		s.rangeDels = append(s.rangeDels, frags)
+	}
+}
+
+// rangeDeleted reports whether a range tombstone visible to the iterator
+// deletes version seq of key.
+func (s *iterState) rangeDeleted(key []byte, seq base.SeqNum) bool {
+	for _, frags := range s.rangeDels {
+		if tseq, ok := rangedel.Covering(s.cmp, frags, key, s.seq); ok && tseq > seq {
+			return true
+		}
+	}
+	return false
+}
+
+// close closes the iterators, releases the read state and returns s to
+// the pool, dropping every reference to the DB's memory; it returns what
+// Iterator.Close does.
+func (s *iterState) close() error {
+	err := s.merging.Close()
+	s.rs.unref()
+	if s.err != nil {
+		err = s.err
+	} else if cerr := s.db.checkOpen(); cerr != nil {
+		err = cerr
+	}
+	for j := range s.mems {
+		s.mems[j] = memtable.Iter{}
+	}
+	for _, l := range s.levels[:s.nLevels] {
+		l.Level = iterator.Level{}
+		l.cache, l.stats = nil, nil
+	}
+	clear(s.inputs)
+	clear(s.rangeDels)
+	*s = iterState{
+		rangeDels: s.rangeDels[:0], merging: s.merging, inputs: s.inputs[:0],
+		mems: s.mems[:0], levels: s.levels, lowerBuf: s.lowerBuf, upperBuf: s.upperBuf,
+		keyBuf: s.keyBuf[:0], valBuf: s.valBuf[:0], prefixBuf: s.prefixBuf[:0],
+	}
+	iterStatePool.Put(s)
+	return err
+}
