@@ -33,7 +33,6 @@ type iterState struct {
 	// tombstone of any source visible at seq covers it.
 	rangeDels [][]sstable.RangeTombstone
 
-	iter     base.InternalIterator // &merging
 	merging  iterator.Merging
 	inputs   []base.InternalIterator
 	mems     []memtable.Iter
@@ -42,7 +41,7 @@ type iterState struct {
 	lowerBuf []byte
 	upperBuf []byte
 
-	// dir is +1 after a forward move, -1 after a backward one. Forward, iter
+	// dir is +1 after a forward move, -1 after a backward one. Forward, merging
 	// sits on the entry shown; backward, on the last entry before the key
 	// shown.
 	dir    int
@@ -50,7 +49,6 @@ type iterState struct {
 	key    []byte
 	value  []byte
 	keyBuf []byte
-	valBuf []byte
 	err    error
 
 	// prefix is SeekPrefixGE's prefix while the iterator is in prefix
@@ -111,7 +109,6 @@ func (s *iterState) init(d *DB, opts *IterOptions, snap *Snapshot) {
 		}
 	}
 	s.merging.Init(s.cmp, s.inputs...)
-	s.iter = &s.merging
 	s.addRangeDels(rs.tableRangeDels())
 }
 
@@ -207,7 +204,7 @@ func (s *iterState) close() error {
 	*s = iterState{
 		rangeDels: s.rangeDels[:0], merging: s.merging, inputs: s.inputs[:0],
 		mems: s.mems[:0], levels: s.levels, lowerBuf: s.lowerBuf, upperBuf: s.upperBuf,
-		keyBuf: s.keyBuf[:0], valBuf: s.valBuf[:0], prefixBuf: s.prefixBuf[:0],
+		keyBuf: s.keyBuf[:0], prefixBuf: s.prefixBuf[:0],
 	}
 	iterStatePool.Put(s)
 	return err

@@ -135,7 +135,7 @@ func (i *iterState) first() bool {
 	if !i.reposition() {
 		return false
 	}
-	i.iter.First()
+	i.merging.First()
 	return i.findNext()
 }
 
@@ -147,7 +147,7 @@ func (i *iterState) last() bool {
 	if !i.reposition() {
 		return false
 	}
-	i.iter.Last()
+	i.merging.Last()
 	return i.findPrev()
 }
 
@@ -162,7 +162,7 @@ func (i *iterState) seekGE(key []byte) bool {
 	if i.lower != nil && i.cmp(key, i.lower) < 0 {
 		key = i.lower
 	}
-	i.iter.SeekGE(key)
+	i.merging.SeekGE(key)
 	return i.findNext()
 }
 
@@ -174,7 +174,7 @@ func (i *iterState) seekLT(key []byte) bool {
 	if i.upper != nil && i.cmp(key, i.upper) > 0 {
 		key = i.upper
 	}
-	i.iter.SeekLT(key)
+	i.merging.SeekLT(key)
 	return i.findPrev()
 }
 
@@ -184,8 +184,8 @@ func (i *iterState) next() bool {
 		return false
 	}
 	if i.dir < 0 {
-		// iter is before the current key: come back to it.
-		i.iter.SeekGE(i.key)
+		// merging is before the current key: come back to it.
+		i.merging.SeekGE(i.key)
 	}
 	i.skipCurrentKey()
 	ok := i.findNext()
@@ -205,7 +205,7 @@ func (i *iterState) prev() bool {
 		return false
 	}
 	if i.dir > 0 {
-		i.iter.SeekLT(i.key)
+		i.merging.SeekLT(i.key)
 	}
 	return i.findPrev()
 }
@@ -222,31 +222,31 @@ func (i *iterState) usable() bool {
 	return true
 }
 
-// skipCurrentKey moves iter past every entry of the current key; iter must
+// skipCurrentKey moves merging past every entry of the current key; it must
 // be at one of them or before the first.
 func (i *iterState) skipCurrentKey() {
-	for i.iter.Valid() && i.cmp(i.iter.Key().UserKey, i.key) <= 0 {
-		i.iter.Next()
+	for i.merging.Valid() && i.cmp(i.merging.Key().UserKey, i.key) <= 0 {
+		i.merging.Next()
 	}
 }
 
-// findNext moves forward from iter's entry to the first key whose newest
+// findNext moves forward from merging's entry to the first key whose newest
 // visible version is a value.
 func (i *iterState) findNext() bool {
 	i.dir = +1
-	for i.iter.Valid() {
-		k := i.iter.Key()
+	for i.merging.Valid() {
+		k := i.merging.Key()
 		if i.upper != nil && i.cmp(k.UserKey, i.upper) >= 0 || i.prefix != nil && !i.hasPrefix(k.UserKey) {
 			break
 		}
 		if !k.Visible(i.seq) {
-			i.iter.Next()
+			i.merging.Next()
 			continue
 		}
 		i.keyBuf = append(i.keyBuf[:0], k.UserKey...)
 		i.key = i.keyBuf
 		if k.Kind() == base.KindSet && !i.rangeDeleted(k.UserKey, k.SeqNum()) {
-			i.value, i.valid = i.iter.Value(), true
+			i.value, i.valid = i.merging.Value(), true
 			return true
 		}
 		i.skipCurrentKey()
@@ -254,46 +254,48 @@ func (i *iterState) findNext() bool {
 	return i.stop()
 }
 
-// findPrev moves backward from iter's entry to the last key whose newest
+// findPrev moves backward from merging's entry to the last key whose newest
 // visible version is a value. Moving backward meets a key's versions
 // oldest first, so it reads the whole key before deciding.
 func (i *iterState) findPrev() bool {
 	i.dir = -1
-	for i.iter.Valid() {
-		k := i.iter.Key()
+	for i.merging.Valid() {
+		k := i.merging.Key()
 		if i.lower != nil && i.cmp(k.UserKey, i.lower) < 0 {
 			break
 		}
 		i.keyBuf = append(i.keyBuf[:0], k.UserKey...)
 		live := false
 		var liveSeq base.SeqNum
-		for i.iter.Valid() && i.cmp(i.iter.Key().UserKey, i.keyBuf) == 0 {
-			if k := i.iter.Key(); k.Visible(i.seq) {
+		for i.merging.Valid() && i.cmp(i.merging.Key().UserKey, i.keyBuf) == 0 {
+			if k := i.merging.Key(); k.Visible(i.seq) {
 				live, liveSeq = k.Kind() == base.KindSet, k.SeqNum()
 				if live {
-					i.valBuf = append(i.valBuf[:0], i.iter.Value()...)
+					// Values are immutable in every source (memtables,
+					// blocks): no need to copy it before moving on.
+					i.value = i.merging.Value()
 				}
 			}
-			i.iter.Prev()
+			i.merging.Prev()
 		}
 		live = live && !i.rangeDeleted(i.keyBuf, liveSeq)
-		if i.iter.Error() != nil {
+		if i.merging.Error() != nil {
 			// The failure may hide a newer version of the key: show
 			// nothing rather than an older value.
 			break
 		}
 		if live {
-			i.key, i.value, i.valid = i.keyBuf, i.valBuf, true
+			i.key, i.valid = i.keyBuf, true
 			return true
 		}
 	}
 	return i.stop()
 }
 
-// stop marks the iterator exhausted, keeping any error of iter.
+// stop marks the iterator exhausted, keeping any error of merging.
 func (i *iterState) stop() bool {
 	i.valid = false
-	if err := i.iter.Error(); err != nil {
+	if err := i.merging.Error(); err != nil {
 		i.err = err
 	}
 	return false

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/sstable"
 )
 
@@ -50,7 +49,7 @@ func (i *iterState) seekPrefixGE(key []byte) bool {
 		return false
 	}
 	i.db.metrics.prefixSeeks.Add(1)
-	base.SeekPrefixGE(i.iter, i.prefix, key)
+	i.merging.SeekPrefixGE(i.prefix, key)
 	ok = i.findNext()
 	i.flushStats()
 	return ok
