@@ -27,23 +27,32 @@ import (
 // decompress it), and cache=256MB, which holds the whole store once warm,
 // so the figures are the iterators' own CPU cost.
 //
-// Each engine loads its own store once per cache size and run; compare
-// runs with -count and benchstat -col /engine:
+// Both engines load their stores before the operations run, and each
+// operation runs on one engine right after the other, so that the two
+// figures of a pair meet the same load of a shared machine; compare runs
+// with -count and benchstat -col /engine:
 //
 //	go test ./kv -run '^$' -bench 'Iter$' -count 3 -timeout 1h
 func BenchmarkIter(b *testing.B) {
 	for _, cache := range []int64{benchCacheSize, 256 << 20} {
-		for _, eng := range benchEngines {
-			e := loadSettled(b, openWithCache(b, eng.name, b.TempDir(), cache), iterKeys)
-			b.Logf("engine=%s: tables per level %v", eng.name, e.levels())
+		b.Run(fmt.Sprintf("cache=%dMB", cache>>20), func(b *testing.B) {
+			engines := make([]benchEngine, len(benchEngines))
+			for k, eng := range benchEngines {
+				engines[k] = loadSettled(b, openWithCache(b, eng.name, b.TempDir(), cache), iterKeys)
+				b.Logf("engine=%s: tables per level %v", eng.name, engines[k].levels())
+			}
 			for _, op := range iterOps {
-				name := fmt.Sprintf("cache=%dMB/op=%s/engine=%s", cache>>20, op.name, eng.name)
-				b.Run(name, func(b *testing.B) { op.run(b, e.(iterEngine)) })
+				for k, eng := range benchEngines {
+					e := engines[k].(iterEngine)
+					b.Run(fmt.Sprintf("op=%s/engine=%s", op.name, eng.name), func(b *testing.B) { op.run(b, e) })
+				}
 			}
-			if err := e.close(); err != nil {
-				b.Fatal(err)
+			for _, e := range engines {
+				if err := e.close(); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
+		})
 	}
 }
 
