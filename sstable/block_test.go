@@ -5,8 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bloomkv/bloomkv/internal/base"
 )
@@ -138,4 +141,85 @@ func exerciseBlock(data []byte) error {
 		it.SeekLT(base.MakeSearchKey([]byte(k)))
 	}
 	return it.err
+}
+
+// TestBlock_RandomMoves mixes every move of a block iterator at random
+// over blocks of random keys and restart intervals, comparing each
+// position with the sorted keys: Prev within a restart interval serves
+// entries from the interval's cache, and Next, seeks and Last must agree
+// with it wherever they interleave. It prints its seed.
+func TestBlock_RandomMoves(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, seed))
+	for round := 0; round < 50; round++ {
+		keys := randomBlockKeys(rng, 1+rng.IntN(80))
+		interval := 1 + rng.IntN(20)
+		var it blockIter
+		if err := it.init(buildBlock(interval, keys...), bytes.Compare, "test", 0); err != nil {
+			t.Fatal(err)
+		}
+		pos := -1 // the model: an index into keys, or -1 / len(keys) off either end
+		for move := 0; move < 300; move++ {
+			name, ok := randomBlockMove(rng, &it, keys, &pos)
+			valid := pos >= 0 && pos < len(keys)
+			if ok != valid || it.err != nil {
+				t.Fatalf("round %d (interval %d), move %d %s: returned %v, want %v (err %v)", round, interval, move, name, ok, valid, it.err)
+			}
+			if valid && (string(it.ikey.UserKey) != keys[pos] || string(it.val) != "v"+keys[pos]) {
+				t.Fatalf("round %d (interval %d), move %d %s: at %s=%s, want %s", round, interval, move, name, it.ikey.UserKey, it.val, keys[pos])
+			}
+		}
+	}
+}
+
+// randomBlockKeys returns n distinct sorted keys sharing prefixes of
+// random lengths.
+func randomBlockKeys(rng *rand.Rand, n int) []string {
+	set := map[string]bool{}
+	for len(set) < n {
+		set[strings.Repeat("k", rng.IntN(3)*40)+fmt.Sprintf("%04d", rng.IntN(5000))] = true
+	}
+	keys := make([]string, 0, n)
+	for k := range set {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// randomBlockMove makes one random move on it and on the model position
+// pos over keys, and returns the move's name and result.
+func randomBlockMove(rng *rand.Rand, it *blockIter, keys []string, pos *int) (string, bool) {
+	valid := *pos >= 0 && *pos < len(keys)
+	switch r := rng.IntN(10); {
+	case r == 0:
+		*pos = 0
+		return "First", it.First()
+	case r == 1:
+		*pos = len(keys) - 1
+		return "Last", it.Last()
+	case r == 2 || r == 3:
+		k := keys[rng.IntN(len(keys))]
+		if rng.IntN(2) == 0 {
+			k += "0" // between keys
+		}
+		i, _ := slices.BinarySearch(keys, k)
+		if r == 2 {
+			*pos = i
+			return "SeekGE(" + k + ")", it.SeekGE(base.MakeSearchKey([]byte(k)))
+		}
+		*pos = i - 1
+		return "SeekLT(" + k + ")", it.SeekLT(base.MakeSearchKey([]byte(k)))
+	case r < 6:
+		if valid {
+			*pos++
+		}
+		return "Next", it.Next()
+	default:
+		if valid {
+			*pos--
+		}
+		return "Prev", it.Prev()
+	}
 }
