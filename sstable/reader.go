@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
 	"github.com/bloomkv/bloomkv/internal/base"
@@ -142,20 +144,47 @@ func (r *Reader) readBlock(h BlockHandle) ([]byte, error) {
 		return nil, r.corruptf(h.Offset, "block handle %s beyond the blocks' end %d", h, r.dataEnd)
 	}
 	n := int(h.Length)
-	buf := make([]byte, n+blockTrailerLen)
-	if err := r.readAt(buf, h.Offset); err != nil {
-		return nil, err
+	raw := rawBlocks.Get().(*[]byte)
+	buf := slices.Grow((*raw)[:0], n+blockTrailerLen)[:n+blockTrailerLen]
+	data, keep, err := r.decodeBlock(buf, h.Offset)
+	if keep {
+		buf = nil // handed out as the block's contents
+	}
+	if cap(buf) <= maxRawBlockBuf {
+		*raw = buf
+		rawBlocks.Put(raw)
+	}
+	return data, err
+}
+
+// rawBlocks recycles the buffers compressed blocks are read into: once
+// inflated, their bytes are garbage.
+var rawBlocks = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxRawBlockBuf bounds the buffers rawBlocks keeps, so that reading one
+// large block does not pin its size in every pool.
+const maxRawBlockBuf = 256 << 10
+
+// decodeBlock reads into buf, sized for the block and its trailer, the
+// block at off, checks it and returns its contents; keep reports that they
+// are buf itself (an uncompressed block), which the caller must then not
+// reuse.
+func (r *Reader) decodeBlock(buf []byte, off uint64) (data []byte, keep bool, err error) {
+	n := len(buf) - blockTrailerLen
+	if err := r.readAt(buf, off); err != nil {
+		return nil, false, err
 	}
 	if got, want := checksum(buf[:n+1]), binary.LittleEndian.Uint32(buf[n+1:]); got != want {
-		return nil, r.corruptf(h.Offset, "block checksum %#08x, want %#08x", got, want)
+		return nil, false, r.corruptf(off, "block checksum %#08x, want %#08x", got, want)
 	}
 	switch blockType(buf[n]) {
 	case blockTypeNone:
-		return buf[:n:n], nil
+		return buf[:n:n], true, nil
 	case blockTypeSnappy:
-		return r.decompress(buf[:n], h.Offset)
+		data, err := r.decompress(buf[:n], off)
+		return data, false, err
 	}
-	return nil, r.corruptf(h.Offset, "unknown compression type %d", buf[n])
+	return nil, false, r.corruptf(off, "unknown compression type %d", buf[n])
 }
 
 // decompress inflates a Snappy block, refusing decoded lengths Snappy
