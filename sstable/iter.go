@@ -74,7 +74,8 @@ func (r *Reader) NewIterWithStats(lower, upper []byte, stats *LookupStats) (Inte
 func (r *Reader) InitIter(it *Iter, lower, upper []byte, stats *LookupStats) error {
 	*it = Iter{
 		r: r, cmp: r.cmp.Compare, lower: lower, upper: upper, stats: stats,
-		index: blockIter{keyBuf: it.index.keyBuf}, data: blockIter{keyBuf: it.data.keyBuf, prevBuf: it.data.prevBuf},
+		index: blockIter{keyBuf: it.index.keyBuf},
+		data:  blockIter{keyBuf: it.data.keyBuf, prevEntries: it.data.prevEntries, prevBuf: it.data.prevBuf},
 	}
 	if it.stats == nil {
 		it.stats = &it.ownStats
