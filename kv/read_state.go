@@ -123,8 +123,28 @@ func (d *DB) updateReadStateLocked() {
 	d.readState.val = rs
 	d.readState.mu.Unlock()
 	if old != nil {
+		if old.current == rs.current {
+			rs.inheritTableDels(old)
+		}
 		old.unref()
 	}
+}
+
+// inheritTableDels takes over the table range tombstones old gathered, if
+// it did: old has the same Version (a memtable rotation changed only the
+// memtables).
+func (rs *readState) inheritTableDels(old *readState) {
+	old.tableDels.Lock()
+	done, frags := old.tableDels.done, old.tableDels.frags
+	old.tableDels.Unlock()
+	if !done {
+		return
+	}
+	rs.tableDels.Lock() // rs is published: an iterator may be gathering
+	if !rs.tableDels.done {
+		rs.tableDels.done, rs.tableDels.frags = true, frags
+	}
+	rs.tableDels.Unlock()
 }
 
 // tableRangeDels returns the range tombstones of every table of rs's
