@@ -31,6 +31,9 @@ import (
 // the acknowledged writes a crash can lose.
 const walBufferLimit = 1 << 20
 
+// initialBuffer is the capacity of a flusher's buffers when it starts.
+const initialBuffer = 64 << 10
+
 // maxSpareBuffer bounds the buffer the flusher keeps for reuse, so one
 // big batch does not pin its memory for the life of the WAL.
 const maxSpareBuffer = 4 * walBufferLimit
@@ -55,7 +58,7 @@ type walFlusher struct {
 }
 
 func newWALFlusher(dst io.Writer, name string) *walFlusher {
-	f := &walFlusher{dst: dst, name: name, done: make(chan struct{})}
+	f := &walFlusher{dst: dst, name: name, done: make(chan struct{}), buf: make([]byte, 0, initialBuffer)}
 	f.work.L, f.drained.L = &f.mu, &f.mu
 	return f
 }
@@ -98,6 +101,11 @@ func (f *walFlusher) run() {
 			return
 		}
 		data := f.buf
+		if f.spare == nil {
+			// The buffer that fills while data is written starts as big
+			// as data's grew, so it rarely grows again.
+			f.spare = make([]byte, 0, cap(data))
+		}
 		f.buf, f.spare, f.writing = f.spare[:0], nil, true
 		f.mu.Unlock()
 		_, err := f.dst.Write(data)
