@@ -31,8 +31,20 @@ import (
 // the acknowledged writes a crash can lose.
 const walBufferLimit = 1 << 20
 
-// initialBuffer is the capacity of a flusher's buffers when it starts.
-const initialBuffer = 64 << 10
+// walBuffers recycles the buffers of closed flushers, grown to what the
+// load needs, for the next WAL's: a memtable switch does not start them
+// over from empty.
+var walBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// getWALBuffer returns an empty buffer from walBuffers.
+func getWALBuffer() []byte { return (*walBuffers.Get().(*[]byte))[:0] }
+
+// putWALBuffer gives b to walBuffers unless it is too big to keep.
+func putWALBuffer(b []byte) {
+	if b != nil && cap(b) <= maxSpareBuffer {
+		walBuffers.Put(&b)
+	}
+}
 
 // maxSpareBuffer bounds the buffer the flusher keeps for reuse, so one
 // big batch does not pin its memory for the life of the WAL.
@@ -58,7 +70,8 @@ type walFlusher struct {
 }
 
 func newWALFlusher(dst io.Writer, name string) *walFlusher {
-	f := &walFlusher{dst: dst, name: name, done: make(chan struct{}), buf: make([]byte, 0, initialBuffer)}
+	f := &walFlusher{dst: dst, name: name, done: make(chan struct{})}
+	f.buf, f.spare = getWALBuffer(), getWALBuffer()
 	f.work.L, f.drained.L = &f.mu, &f.mu
 	return f
 }
@@ -101,11 +114,6 @@ func (f *walFlusher) run() {
 			return
 		}
 		data := f.buf
-		if f.spare == nil {
-			// The buffer that fills while data is written starts as big
-			// as data's grew, so it rarely grows again.
-			f.spare = make([]byte, 0, cap(data))
-		}
 		f.buf, f.spare, f.writing = f.spare[:0], nil, true
 		f.mu.Unlock()
 		_, err := f.dst.Write(data)
@@ -145,5 +153,10 @@ func (f *walFlusher) close() error {
 	if started {
 		<-f.done
 	}
+	f.mu.Lock()
+	putWALBuffer(f.buf)
+	putWALBuffer(f.spare)
+	f.buf, f.spare = nil, nil
+	f.mu.Unlock()
 	return err
 }
