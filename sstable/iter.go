@@ -72,11 +72,10 @@ func (r *Reader) NewIterWithStats(lower, upper []byte, stats *LookupStats) (Inte
 // iterator does. it must be new (the zero Iter) or closed; it keeps its
 // buffers. On an error it is left closed.
 func (r *Reader) InitIter(it *Iter, lower, upper []byte, stats *LookupStats) error {
-	*it = Iter{
-		r: r, cmp: r.cmp.Compare, lower: lower, upper: upper, stats: stats,
-		index: blockIter{keyBuf: it.index.keyBuf},
-		data:  blockIter{keyBuf: it.data.keyBuf, prevEntries: it.data.prevEntries, prevBuf: it.data.prevBuf},
-	}
+	index, data := it.index, it.data
+	index.release()
+	data.release()
+	*it = Iter{r: r, cmp: r.cmp.Compare, lower: lower, upper: upper, stats: stats, index: index, data: data}
 	if it.stats == nil {
 		it.stats = &it.ownStats
 	}

@@ -122,21 +122,32 @@ func TestReader_Get_Model(t *testing.T) {
 	}
 }
 
-// TestReader_Iter_Model drives iterators with random bounds and moves and
-// compares each position with a model.
+// TestReader_Iter_Model drives iterators with random bounds and moves over
+// two tables and compares each position with a model. Half the rounds use
+// a fresh iterator from NewIter, half one Iter that Reader.InitIter points
+// at either table again and again, so nothing may carry over from its last
+// table, bounds or position.
 func TestReader_Iter_Model(t *testing.T) {
 	rng := seedRNG(t)
-	entries := randomEntries(rng, 200)
-	data := buildBytes(t, entries, WriterOptions{BlockSize: 128, BlockRestartInterval: 4})
-	r := openTable(t, data, ReaderOptions{})
-	randKey := func() []byte {
-		k := entries[rng.IntN(len(entries))].key.UserKey
-		if rng.IntN(2) == 0 {
-			return append(slices.Clone(k), byte(rng.IntN(256)))
-		}
-		return k
+	var tables [2]struct {
+		entries []testEntry
+		r       *Reader
 	}
-	for round := 0; round < 50; round++ {
+	for i := range tables {
+		tables[i].entries = randomEntries(rng, 200)
+		data := buildBytes(t, tables[i].entries, WriterOptions{BlockSize: 128, BlockRestartInterval: 4})
+		tables[i].r = openTable(t, data, ReaderOptions{})
+	}
+	var kept Iter
+	for round := 0; round < 100; round++ {
+		tb := tables[rng.IntN(2)]
+		randKey := func() []byte {
+			k := tb.entries[rng.IntN(len(tb.entries))].key.UserKey
+			if rng.IntN(2) == 0 {
+				return append(slices.Clone(k), byte(rng.IntN(256)))
+			}
+			return k
+		}
 		var lower, upper []byte
 		if rng.IntN(2) == 0 {
 			lower = randKey()
@@ -144,15 +155,21 @@ func TestReader_Iter_Model(t *testing.T) {
 		if rng.IntN(2) == 0 {
 			upper = randKey()
 		}
-		m := newIterModel(entries, lower, upper)
-		it, err := r.NewIter(lower, upper)
+		m := newIterModel(tb.entries, lower, upper)
+		var it InternalIterator = &kept
+		var err error
+		if rng.IntN(2) == 0 {
+			err = tb.r.InitIter(&kept, lower, upper, nil)
+		} else {
+			it, err = tb.r.NewIter(lower, upper)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
 		for step := 0; step < 100; step++ {
 			op, got, want := m.step(rng, it, randKey)
 			if got != want {
-				t.Fatalf("bounds [%q, %q): %s gave %s, want %s", lower, upper, op, got, want)
+				t.Fatalf("round %d, bounds [%q, %q): %s gave %s, want %s", round, lower, upper, op, got, want)
 			}
 		}
 		if err := it.Close(); err != nil {
