@@ -245,7 +245,7 @@ func (i *iterState) findNext() bool {
 		}
 		i.keyBuf = append(i.keyBuf[:0], k.UserKey...)
 		i.key = i.keyBuf
-		if k.Kind() == base.KindSet && !i.rangeDeleted(k.UserKey, k.SeqNum()) {
+		if k.Kind() == base.KindSet && (len(i.rangeDels) == 0 || !i.rangeDeleted(k.UserKey, k.SeqNum())) {
 			i.value, i.valid = i.merging.Value(), true
 			return true
 		}

@@ -36,6 +36,9 @@ type Level struct {
 
 	index int                   // the table iter reads; -1 or len(files) when off either end
 	iter  base.InternalIterator // nil when no table is open
+	// valid is whether the level is at an entry: iter is, and no error
+	// stopped the level. Kept apart so Valid and Next need not ask iter.
+	valid bool
 	err   error
 }
 
@@ -98,7 +101,7 @@ func (l *Level) closeTable() {
 
 // SeekGE implements base.InternalIterator.
 func (l *Level) SeekGE(key []byte) bool {
-	l.err, l.prefix = nil, nil
+	l.err, l.prefix, l.valid = nil, nil, false
 	if !l.open(l.searchGE(key)) {
 		return false
 	}
@@ -118,7 +121,7 @@ func (l *Level) searchGE(key []byte) int {
 // prefix of its key, and prefixes order as their keys), so it is skipped
 // unopened; the table it opens it seeks with base.SeekPrefixGE.
 func (l *Level) SeekPrefixGE(prefix, key []byte) bool {
-	l.err, l.prefix = nil, prefix
+	l.err, l.prefix, l.valid = nil, prefix, false
 	i := l.searchGE(key)
 	if !l.mayHoldPrefix(i, key) || !l.open(i) {
 		l.closeTable()
@@ -141,7 +144,7 @@ func (l *Level) mayHoldPrefix(i int, key []byte) bool {
 
 // SeekLT implements base.InternalIterator.
 func (l *Level) SeekLT(key []byte) bool {
-	l.err, l.prefix = nil, nil
+	l.err, l.prefix, l.valid = nil, nil, false
 	i := sort.Search(len(l.files), func(i int) bool {
 		return l.cmp(l.files[i].Smallest.UserKey, key) >= 0
 	}) - 1
@@ -156,7 +159,7 @@ func (l *Level) First() bool {
 	if l.lower != nil {
 		return l.SeekGE(l.lower)
 	}
-	l.err, l.prefix = nil, nil
+	l.err, l.prefix, l.valid = nil, nil, false
 	if !l.open(0) {
 		return false
 	}
@@ -168,7 +171,7 @@ func (l *Level) Last() bool {
 	if l.upper != nil {
 		return l.SeekLT(l.upper)
 	}
-	l.err, l.prefix = nil, nil
+	l.err, l.prefix, l.valid = nil, nil, false
 	if !l.open(len(l.files) - 1) {
 		return false
 	}
@@ -196,6 +199,7 @@ func (l *Level) Prev() bool {
 // smallest key does not start with the prefix, and seeks the tables it
 // opens to the prefix, so that their filters are asked.
 func (l *Level) forward(ok bool) bool {
+	l.valid = false
 	for !ok {
 		if l.iter == nil || l.iter.Error() != nil {
 			return l.fail()
@@ -213,12 +217,14 @@ func (l *Level) forward(ok bool) bool {
 			ok = l.iter.First()
 		}
 	}
+	l.valid = true
 	return true
 }
 
 // backward moves on to the last entry of the preceding tables while the
 // current one is exhausted.
 func (l *Level) backward(ok bool) bool {
+	l.valid = false
 	for !ok {
 		if l.iter == nil || l.iter.Error() != nil {
 			return l.fail()
@@ -228,6 +234,7 @@ func (l *Level) backward(ok bool) bool {
 		}
 		ok = l.iter.Last()
 	}
+	l.valid = true
 	return true
 }
 
@@ -241,7 +248,7 @@ func (l *Level) fail() bool {
 }
 
 // Valid implements base.InternalIterator.
-func (l *Level) Valid() bool { return l.iter != nil && l.err == nil && l.iter.Valid() }
+func (l *Level) Valid() bool { return l.valid }
 
 // Key implements base.InternalIterator.
 func (l *Level) Key() base.InternalKey { return l.iter.Key() }
@@ -254,6 +261,7 @@ func (l *Level) Error() error { return l.err }
 
 // Close implements base.InternalIterator.
 func (l *Level) Close() error {
+	l.valid = false
 	l.closeTable()
 	return l.err
 }
