@@ -106,6 +106,16 @@ type Metrics struct {
 		BytesRead    int64
 		BytesWritten int64
 		InProgress   int
+		// BaseLevel is the level L0 compacts into (see
+		// Options.StaticLevels and compaction.Picker.Shape).
+		BaseLevel int
+		// EstimatedDebt estimates the bytes compactions must still read
+		// and write to bring every level within its target
+		// (compaction.Picker.Debt), as Pebble's metric of that name.
+		EstimatedDebt uint64
+		// L0ReadAmp is the most L0 tables that hold one user key: the L0
+		// tables a lookup may consult (Pebble's L0 sublevel count).
+		L0ReadAmp int
 	}
 	WAL struct {
 		Files   int   // WALs live: those of the memtable and of the unflushed ones
@@ -239,6 +249,9 @@ func (d *DB) shapeMetrics(m *Metrics) {
 	defer d.unrefVersion(v)
 
 	scores := d.picker.Scores(v)
+	m.Compact.BaseLevel = d.picker.Shape(v, nil).BaseLevel
+	m.Compact.EstimatedDebt = d.picker.Debt(v, nil)
+	m.Compact.L0ReadAmp = d.picker.L0ReadAmp(v, nil)
 	for i, files := range v.Levels {
 		l := &m.Levels[i]
 		l.NumFiles = len(files)
@@ -278,6 +291,8 @@ func (m Metrics) String() string {
 	fmt.Fprintf(&b, "flushes %d (%d B), compactions %d (read %d B, wrote %d B), write-amp %.2f\n",
 		m.Flush.Count, m.Flush.BytesWritten, m.Compact.Count, m.Compact.BytesRead,
 		m.Compact.BytesWritten, m.WriteAmp)
+	fmt.Fprintf(&b, "base level L%d, L0 read-amp %d, compaction debt %d B, %d compactions running\n",
+		m.Compact.BaseLevel, m.Compact.L0ReadAmp, m.Compact.EstimatedDebt, m.Compact.InProgress)
 	fmt.Fprintf(&b, "memtables %d (%d B), block cache %d B in %d blocks (hits %d, misses %d)\n",
 		m.MemTable.Count, m.MemTable.Size, m.BlockCache.Size, m.BlockCache.Count,
 		m.BlockCache.Hits, m.BlockCache.Misses)
