@@ -47,14 +47,15 @@ func testOverwrite(t *testing.T, static bool) {
 	// level down to L5 under their targets.
 	o := &Options{MemTableSize: 32 << 10, L0CompactionThreshold: 2, L0SlowdownWritesThreshold: 3,
 		L0StopWritesThreshold: 4, LBaseMaxBytes: 32 << 10, TargetFileSize: 8 << 10, BlockSize: 1 << 10,
-		StaticLevels: static}
+		StaticLevels: static, FlushSplitBytes: -1}
 	d, _ := openMem(t, o)
 	defer d.Close()
 
 	// Writers stall before making a memtable immutable once L0 holds
 	// L0StopWritesThreshold tables; memtables already immutable then (up to
 	// MemTableStopWritesThreshold of them, made while L0 was one table
-	// short) are still flushed into L0. That is the most L0 can hold.
+	// short) are still flushed into L0, one table each (FlushSplitBytes
+	// -1). That is the most L0 can hold.
 	l0Bound := d.opts.L0StopWritesThreshold - 1 + d.opts.MemTableStopWritesThreshold
 	maxL0 := 0
 	sampleL0 := func() {
@@ -743,8 +744,11 @@ func TestCompaction_SustainedWritesKeepBaseBounded(t *testing.T) {
 func TestCompaction_Concurrent(t *testing.T) {
 	seed := invariantsSeed()
 	t.Logf("seed %d (replay with -run '%s' -seed %d)", seed, t.Name(), seed)
-	o := &Options{MemTableSize: 8 << 10, L0CompactionThreshold: 2, LBaseMaxBytes: 16 << 10,
-		TargetFileSize: 4 << 10, BlockSize: 512}
+	// Small tables over several levels, and flushes cut at every table
+	// boundary of the base level, give compactions key ranges and levels
+	// apart to run in.
+	o := &Options{MemTableSize: 8 << 10, L0CompactionThreshold: 2, LBaseMaxBytes: 8 << 10, LevelMultiplier: 2,
+		TargetFileSize: 2 << 10, BlockSize: 512, FlushSplitBytes: 1}
 	d, fs := openMem(t, o)
 	defer d.Close()
 	eagerConcurrency(d, 3)
@@ -771,14 +775,20 @@ func TestCompaction_Concurrent(t *testing.T) {
 					return
 				}
 				models[w][k] = v
-				if i%50 == 0 {
-					running := int64(d.Metrics().Compact.InProgress)
-					for old := mostRunning.Load(); running > old && !mostRunning.CompareAndSwap(old, running); old = mostRunning.Load() {
-					}
-				}
 			}
 		}()
 	}
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for !done.Load() {
+			d.mu.Lock()
+			running := int64(len(d.mu.compacting))
+			d.mu.Unlock()
+			mostRunning.Store(max(mostRunning.Load(), running))
+			time.Sleep(100 * time.Microsecond)
+		}
+	}()
 	manualDone := make(chan error, 1)
 	go func() {
 		rng := rand.New(rand.NewPCG(seed, 2))
@@ -795,6 +805,7 @@ func TestCompaction_Concurrent(t *testing.T) {
 	}()
 	wg.Wait()
 	done.Store(true)
+	<-sampled
 	if err := <-manualDone; err != nil {
 		t.Fatalf("seed %d: Compact: %v", seed, err)
 	}
@@ -817,5 +828,63 @@ func TestCompaction_Concurrent(t *testing.T) {
 	}
 	if onDisk, live := tableFiles(t, fs, "db"), versionTables(d); !slices.Equal(onDisk, live) {
 		t.Errorf("seed %d: tables on disk %v, current Version %v", seed, onDisk, live)
+	}
+}
+
+// TestCompaction_FlushSplitsAlongBaseLevel flushes a memtable spanning a
+// base level of many tables: the flush cuts its L0 tables once they hold
+// FlushSplitBytes, each cut just past the end of a base-level table, so
+// every L0 table but the last ends where a base-level table does. With a
+// negative FlushSplitBytes, the flush writes one table.
+func TestCompaction_FlushSplitsAlongBaseLevel(t *testing.T) {
+	for _, split := range []int64{4 << 10, -1} {
+		t.Run(fmt.Sprintf("split=%d", split), func(t *testing.T) {
+			o := &Options{DisableAutomaticCompactions: true, TargetFileSize: 2 << 10, BlockSize: 512,
+				FlushSplitBytes: split}
+			d, _ := openMem(t, o)
+			defer d.Close()
+			for i := 0; i < 2000; i++ {
+				if err := d.Set(fmt.Appendf(nil, "k%05d", i*5), make([]byte, 20), NoSync); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := d.Compact(nil, nil); err != nil { // into L6, the base level of a small store
+				t.Fatal(err)
+			}
+			for i := 0; i < 2000; i++ {
+				if err := d.Set(fmt.Appendf(nil, "k%05d", i*5+1), make([]byte, 20), NoSync); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := d.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			d.mu.Lock()
+			v := d.mu.versions.current
+			l0, baseFiles := v.Levels[0], v.Levels[d.picker.Shape(v, nil).BaseLevel]
+			d.mu.Unlock()
+			t.Logf("%d L0 tables over %d base-level tables", len(l0), len(baseFiles))
+			if split < 0 {
+				if len(l0) != 1 {
+					t.Fatalf("the flush wrote %d tables, want 1", len(l0))
+				}
+				return
+			}
+			if len(l0) < 3 || len(baseFiles) < 10 {
+				t.Fatalf("want several L0 tables over many base-level tables, got %d over %d", len(l0), len(baseFiles))
+			}
+			slices.SortFunc(l0, func(a, b *manifest.FileMetadata) int { return d.cmp.Compare(a.Smallest.UserKey, b.Smallest.UserKey) })
+			for i, f := range l0[:len(l0)-1] {
+				if f.Size < uint64(split) {
+					t.Errorf("L0 table %s of %d B was cut before holding FlushSplitBytes", f, f.Size)
+				}
+				next := l0[i+1].Smallest.UserKey
+				if !slices.ContainsFunc(baseFiles, func(b *manifest.FileMetadata) bool {
+					return d.cmp.Compare(f.Largest.UserKey, b.Largest.UserKey) <= 0 && d.cmp.Compare(b.Largest.UserKey, next) < 0
+				}) {
+					t.Errorf("L0 tables %s and %s are not cut at the end of a base-level table", f, l0[i+1])
+				}
+			}
+		})
 	}
 }

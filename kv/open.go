@@ -218,6 +218,7 @@ func compactionOptions(o *Options) *compaction.Options {
 		LevelMultiplier:       o.LevelMultiplier,
 		TargetFileSize:        o.TargetFileSize,
 		StaticLevels:          o.StaticLevels,
+		FlushSplitBytes:       o.FlushSplitBytes,
 	}
 }
 

@@ -148,6 +148,11 @@ type Options struct {
 	// DisableAutomaticCompactions turns off background compactions; only
 	// DB.Compact compacts. Writers never stall on L0 tables then.
 	DisableAutomaticCompactions bool
+	// FlushSplitBytes is the size from which a flush cuts its L0 table at
+	// the next boundary between tables of the level L0 compacts into, so
+	// that L0 compactions can take narrow slices (Pebble's option of that
+	// name). 0 means 2 × TargetFileSize; negative, one table per flush.
+	FlushSplitBytes int64
 	// StaticLevels sizes the levels from L1 down, as LevelDB does: L1 is
 	// always the level L0 compacts into, with target LBaseMaxBytes, and
 	// each deeper level's target is LevelMultiplier times the one above.
