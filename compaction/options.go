@@ -11,14 +11,16 @@ import (
 // means its default; a nil *Options means all defaults.
 type Options struct {
 	// L0CompactionThreshold is the number of L0 tables that triggers a
-	// compaction of L0 into L1. 0 means
+	// compaction of L0 into the base level. 0 means
 	// [DefaultL0CompactionThreshold].
 	L0CompactionThreshold int
-	// LBaseMaxBytes is the target size of L1 in bytes. 0 means
+	// LBaseMaxBytes is the target size of the base level in bytes (L1
+	// under StaticLevels). 0 means
 	// [DefaultLBaseMaxBytes].
 	LBaseMaxBytes int64
 	// LevelMultiplier is the ratio between the target sizes of adjacent
-	// levels below L1: L(n+1) may hold LevelMultiplier times as much as Ln.
+	// levels below the base level: L(n+1) may hold about LevelMultiplier
+	// times as much as Ln (exactly, under StaticLevels).
 	// 0 means [DefaultLevelMultiplier].
 	LevelMultiplier int
 	// TargetFileSize is the size at which compaction output tables are cut.

@@ -34,6 +34,15 @@ func (p *Picker) Scores(v *Version) [NumLevels]float64 {
 	return p.scores(v, p.Shape(v, nil), nil)
 }
 
+// Priorities returns the priority of each level of v, the weighed score
+// Pick goes by (see the package documentation): a level of L0..L5 with
+// priority 1 or more is due. As Pebble's LevelMetrics.Score, which is its
+// score ratio.
+func (p *Picker) Priorities(v *Version) [NumLevels]float64 {
+	shape := p.Shape(v, nil)
+	return priorities(p.scores(v, shape, nil), shape.BaseLevel)
+}
+
 // scores computes the scores of v under shape leaving out the tables in
 // busy, which in-progress compactions are already moving out of their
 // level.

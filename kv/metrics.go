@@ -65,7 +65,10 @@ type LevelMetrics struct {
 	Keys        int64         // entries in the level's tables, every version and tombstone
 	FilterBytes int64         // bytes of filter blocks, offsets and trailers included (read or not: see Options.DisableFilters)
 	Lookups     LookupMetrics // this level's share (Gets and PrefixSeeks stay 0 here)
-	// Score is the compaction picker's score: above 1 the level wants
+	// Score is the compaction picker's priority for the level
+	// (compaction.Picker.Priorities, Pebble's score ratio): its size over
+	// its target, or L0's table count over L0CompactionThreshold, divided
+	// by the next level's when 1 or more. At 1 or more the level wants
 	// compacting.
 	Score float64
 	// Compactions counts the compactions that wrote into this level;
@@ -248,7 +251,7 @@ func (d *DB) shapeMetrics(m *Metrics) {
 	d.mu.Unlock()
 	defer d.unrefVersion(v)
 
-	scores := d.picker.Scores(v)
+	scores := d.picker.Priorities(v)
 	m.Compact.BaseLevel = d.picker.Shape(v, nil).BaseLevel
 	m.Compact.EstimatedDebt = d.picker.Debt(v, nil)
 	m.Compact.L0ReadAmp = d.picker.L0ReadAmp(v, nil)

@@ -125,8 +125,8 @@ type Options struct {
 	// MaxOpenFiles bounds the number of tables kept open. Default 500.
 	MaxOpenFiles int
 
-	// L0CompactionThreshold is the number of L0 tables that triggers an
-	// L0→L1 compaction. Default 4.
+	// L0CompactionThreshold is the number of L0 tables that triggers a
+	// compaction of L0 into the base level. Default 4.
 	L0CompactionThreshold int
 	// L0SlowdownWritesThreshold is the number of L0 tables at which each
 	// write group is delayed by a millisecond, to let compaction catch up.
@@ -137,7 +137,8 @@ type Options struct {
 	// waiting for a flush are still flushed, so L0 may briefly hold up to
 	// MemTableStopWritesThreshold tables more.
 	L0StopWritesThreshold int
-	// LBaseMaxBytes is the target size of L1. Default 64 MiB.
+	// LBaseMaxBytes is the target size of the base level, the level L0
+	// compacts into (L1 under StaticLevels). Default 64 MiB.
 	LBaseMaxBytes int64
 	// LevelMultiplier is the ratio between the target sizes of consecutive
 	// levels. Default 10.
