@@ -173,6 +173,27 @@ type Options struct {
 	// MaxManifestFileSize is the size at which the MANIFEST is rewritten
 	// from a snapshot of the current version. Default 4 MiB.
 	MaxManifestFileSize int64
+
+	// BackgroundWALWrites weakens NoSync writes to Pebble's promise, for
+	// speed: a NoSync write is acknowledged once its WAL record is in a
+	// buffer in memory, and a goroutine of the DB writes the buffer to the
+	// WAL file a moment later, many writes in one system call. By default
+	// (false) each commit writes its records to the file before it is
+	// acknowledged, so an acknowledged NoSync write survives a crash of
+	// the process.
+	//
+	// With it, a crash of the process loses the NoSync writes still in the
+	// buffer: at most the last MiB of WAL records, the bound at which
+	// writers wait for the background writer. What survives any crash is
+	// still a prefix of the acknowledged writes, batches whole, never one
+	// with an earlier one missing. A Sync write keeps its full promise,
+	// and extends it to every write acknowledged before it: it waits until
+	// the buffer is written, then syncs. Flush, Close and the switch to a
+	// new memtable also write out the buffer first. A failed background
+	// write is reported by every later write (Sync or not), Flush and
+	// Close, and the DB accepts no more writes; the NoSync writes
+	// acknowledged after the failed bytes were buffered are lost.
+	BackgroundWALWrites bool
 }
 
 // resolve returns a copy of o with defaults filled in, or an error naming
