@@ -19,7 +19,7 @@ type Shape struct {
 	// MaxBytes is the target size of each level. L0's is 0 (its target is
 	// a table count); levels above BaseLevel, which stay empty, have
 	// math.MaxInt64, so they are never due.
-	MaxBytes [manifest.NumLevels]int64
+	MaxBytes [NumLevels]int64
 }
 
 // Shape returns the level targets of v. inProgress are the compactions
