@@ -39,11 +39,11 @@ import (
 // + flushed + compacted bytes) / WAL bytes; Pebble's
 // Metrics().Total().WriteAmp(), the same ratio over the bytes its WAL wrote.
 //
-// Peak heap (peak-heap-MB): the most live Go heap (as the last garbage
-// collection found it: /gc/heap/live:bytes) during the fill, sampled every
+// Peak heap (peak-heap-MB): the most live Go heap (as a garbage collection
+// found it: /gc/heap/live:bytes) during the fill, sampled every
 // heapSampleEvery, less what the engine kept on that heap for its block
-// cache and memtables at the time: what the store needs beyond the memory
-// its options budget. Garbage not yet collected does not count: how much
+// cache and memtables at the time (see startHeapSampler): what the store
+// needs beyond the memory its options budget. Garbage not yet collected does not count: how much
 // of it the runtime lets pile up depends on the live heap (GOGC), not on
 // the engine. Pebble v1.1.5 allocates its cache and memtables outside the
 // Go heap when built with cgo (pebbleManualOnHeap says which).
@@ -206,17 +206,27 @@ type heapSampler struct {
 	peak chan int64
 }
 
-// startHeapSampler samples until stop.
+// startHeapSampler samples until stop. The live heap is what the last
+// garbage collection marked, so each collection's figure is set against
+// the most the engine held for its cache and memtables between it and
+// the collection before: blocks evicted since it marked them (the tables
+// of a finished compaction) must not count as beyond the cache.
 func startHeapSampler(e benchEngine) *heapSampler {
 	h := &heapSampler{done: make(chan struct{}), peak: make(chan int64, 1)}
 	go func() {
-		sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/cycles/total:gc-cycles"}}
 		ticker := time.NewTicker(heapSampleEvery)
 		defer ticker.Stop()
-		var peak int64
+		var peak, held int64
+		var cycles uint64
 		for {
+			held = max(held, e.fillStats().onHeap)
 			metrics.Read(sample)
-			peak = max(peak, int64(sample[0].Value.Uint64())-e.fillStats().onHeap)
+			if c := sample[1].Value.Uint64(); c != cycles {
+				cycles = c
+				peak = max(peak, int64(sample[0].Value.Uint64())-held)
+				held = e.fillStats().onHeap
+			}
 			select {
 			case <-h.done:
 				h.peak <- peak
