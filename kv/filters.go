@@ -100,15 +100,15 @@ func (d *DB) tableFilterLocked(level int, moving []*manifest.FileMetadata, flush
 
 // budgetPolicy returns the Bloom policy budget gives runs[i], nil if the
 // run gets no filter. A budget the layout cannot meet (a sum of rates so
-// small that some run would need more than 100 bits per key) gives the
-// table the most bits there are.
+// small that some run would need more than bloompolicy.MaxBitsPerKey bits
+// per key) gives the table the most bits there are.
 func budgetPolicy(runs []bloompolicy.Runs, i int, budget bloompolicy.Budget) bloompolicy.FilterPolicy {
 	var b *bloompolicy.Bloom
 	filters, err := bloompolicy.Allocate(runs, budget)
 	if err == nil {
 		b, err = filters[i].Policy()
 	} else {
-		b, err = bloompolicy.RunFilter{BitsPerKey: 100}.Policy()
+		b, err = bloompolicy.RunFilter{BitsPerKey: bloompolicy.MaxBitsPerKey}.Policy()
 	}
 	if b == nil || err != nil {
 		return nil // no filter: the budget gave this run none
