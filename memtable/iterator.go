@@ -87,7 +87,7 @@ func (it *Iter) Prev() bool {
 
 // checkUpper invalidates the iterator if it ran past the upper bound.
 func (it *Iter) checkUpper() bool {
-	if it.n != nil && it.upper != nil && it.m.cmp.Compare(it.n.key.UserKey, it.upper) >= 0 {
+	if it.n != nil && it.upper != nil && it.m.cmp.Compare(it.n.userKey(), it.upper) >= 0 {
 		it.n = nil
 	}
 	return it.n != nil
@@ -96,7 +96,7 @@ func (it *Iter) checkUpper() bool {
 // checkLower invalidates the iterator if it ran before the lower bound or
 // onto the head.
 func (it *Iter) checkLower() bool {
-	if it.n == it.m.points.head || (it.n != nil && it.lower != nil && it.m.cmp.Compare(it.n.key.UserKey, it.lower) < 0) {
+	if it.n == it.m.points.head || (it.n != nil && it.lower != nil && it.m.cmp.Compare(it.n.userKey(), it.lower) < 0) {
 		it.n = nil
 	}
 	return it.n != nil
@@ -106,10 +106,10 @@ func (it *Iter) checkLower() bool {
 func (it *Iter) Valid() bool { return it.n != nil }
 
 // Key implements [InternalIterator].
-func (it *Iter) Key() InternalKey { return it.n.key }
+func (it *Iter) Key() InternalKey { return it.n.key() }
 
 // Value implements [InternalIterator].
-func (it *Iter) Value() []byte { return it.n.value }
+func (it *Iter) Value() []byte { return it.n.value() }
 
 // Error implements [InternalIterator].
 func (it *Iter) Error() error { return nil }
