@@ -35,10 +35,27 @@ func (f *filterBlockWriter) finishFilter() {
 	f.n++
 }
 
-// finish returns the filter block's contents.
+// finish returns the filter block's contents, built on the filters'
+// buffer; no filter may be added after it.
 func (f *filterBlockWriter) finish() []byte {
-	b := append(f.filters, f.lengths...)
-	return binary.LittleEndian.AppendUint32(b, uint32(len(f.filters)))
+	n := len(f.filters)
+	f.filters = append(f.filters, f.lengths...)
+	f.filters = binary.LittleEndian.AppendUint32(f.filters, uint32(n))
+	return f.filters
+}
+
+// reuse makes f build the block in filters and lengths, emptied: the
+// buffers of an earlier filterBlockWriter (see release).
+func (f *filterBlockWriter) reuse(filters, lengths []byte) {
+	f.filters, f.lengths = filters[:0], lengths[:0]
+}
+
+// release returns the buffers, for a later filterBlockWriter; f is then
+// unusable.
+func (f *filterBlockWriter) release() (filters, lengths []byte) {
+	filters, lengths = f.filters, f.lengths
+	f.filters, f.lengths = nil, nil
+	return filters, lengths
 }
 
 // filterBlock is a decoded filter block: filter i covers data block i.

@@ -1,7 +1,6 @@
 package sstable
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -23,33 +22,28 @@ var errWriterClosed = errors.New("sstable: writer is closed")
 // Writer writes a table. Add the entries in increasing internal-key order,
 // then Close. A Writer is not safe for concurrent use.
 type Writer struct {
-	f      vfs.File
-	buf    *bufio.Writer
+	f vfs.File
+	// writerBuffers, from writerBufferPool, go back to it on Close.
+	*writerBuffers
 	opts   WriterOptions
 	cmp    *base.Comparer
 	offset uint64 // bytes handed to buf so far
 	err    error  // first write error; the table is then lost
 	closed bool
 
-	data   blockWriter
-	index  blockWriter
 	filter *filterBlockWriter
 
 	rangeDels []RangeTombstone // fragmented, in order; keys owned
 
 	prevKey       base.InternalKey // last key added, in prevKeyBuf
-	prevKeyBuf    []byte
-	prevPrefixLen int         // length of prevKey's prefix, kept by addFilterKey
-	pendingHandle BlockHandle // block awaiting its index entry
+	prevPrefixLen int              // length of prevKey's prefix, kept by addFilterKey
+	pendingHandle BlockHandle      // block awaiting its index entry
 	pending       bool
 
 	props   Properties
 	meta    WriterMetadata
 	digest  *xxhash.Digest
 	trailer [blockTrailerLen]byte
-	scratch []byte // encoded keys
-	sepBuf  []byte // index separators
-	snappy  []byte // compression output
 }
 
 // WriterMetadata describes a table once its Writer has closed.
@@ -75,20 +69,21 @@ type WriterMetadata struct {
 func NewWriter(f vfs.File, opts WriterOptions) *Writer {
 	opts = opts.withDefaults()
 	w := &Writer{
-		f:      f,
-		buf:    bufio.NewWriterSize(f, 64<<10),
-		opts:   opts,
-		cmp:    opts.Comparer,
-		data:   blockWriter{restartInterval: opts.BlockRestartInterval},
-		index:  blockWriter{restartInterval: 1}, // the reader finds block i at restart i
-		digest: xxhash.New(),
+		f:             f,
+		writerBuffers: getWriterBuffers(f),
+		opts:          opts,
+		cmp:           opts.Comparer,
+		digest:        xxhash.New(),
 	}
+	w.data.restartInterval = opts.BlockRestartInterval
+	w.index.restartInterval = 1 // the reader finds block i at restart i
 	w.props.ComparerName = opts.Comparer.Name
 	if err := opts.Comparer.CheckSplit(); err != nil {
 		w.err = fmt.Errorf("sstable: %w", err)
 	}
 	if opts.FilterPolicy != nil {
 		w.filter = newFilterBlockWriter(opts.FilterPolicy)
+		w.filter.reuse(w.filters, w.lengths)
 		w.props.FilterPolicyName = opts.FilterPolicy.Name()
 		w.props.FilterSplitName = opts.Comparer.SplitName
 	}
@@ -171,7 +166,7 @@ func (w *Writer) recordSeqNum(seq base.SeqNum) {
 // EstimatedSize returns the bytes written so far plus the pending data
 // block's.
 func (w *Writer) EstimatedSize() uint64 {
-	if w.data.empty() {
+	if w.closed || w.data.empty() {
 		return w.offset
 	}
 	return w.offset + uint64(w.data.estimatedSize()+blockTrailerLen)
@@ -236,17 +231,18 @@ func (w *Writer) separatorLimit(last, next []byte) []byte {
 	return p
 }
 
-// compress returns the form in which contents are stored, appended to
-// dst (or contents itself), and its compression type.
-func (w *Writer) compress(dst, contents []byte) ([]byte, blockType) {
+// compress returns the form in which contents are stored, compressed into
+// *dst (grown as needed and kept for the next block, whether compression
+// pays or not) or contents itself, and its compression type.
+func (w *Writer) compress(dst *[]byte, contents []byte) ([]byte, blockType) {
 	if w.opts.Compression != SnappyCompression {
 		return contents, blockTypeNone
 	}
 	n := snappy.MaxEncodedLen(len(contents))
-	if cap(dst) < n {
-		dst = make([]byte, n)
+	if cap(*dst) < n {
+		*dst = make([]byte, n)
 	}
-	c := snappy.Encode(dst[:n], contents)
+	c := snappy.Encode((*dst)[:n], contents)
 	if len(c) <= len(contents)-len(contents)/8 {
 		return c, blockTypeSnappy
 	}
@@ -256,10 +252,7 @@ func (w *Writer) compress(dst, contents []byte) ([]byte, blockType) {
 // writeBlock compresses contents if that pays and writes them with their
 // trailer.
 func (w *Writer) writeBlock(contents []byte) (BlockHandle, error) {
-	stored, typ := w.compress(w.snappy, contents)
-	if typ == blockTypeSnappy {
-		w.snappy = stored
-	}
+	stored, typ := w.compress(&w.snappy, contents)
 	return w.writeStored(stored, typ)
 }
 

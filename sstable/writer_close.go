@@ -1,6 +1,10 @@
 package sstable
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+)
 
 // Metaindex names.
 const (
@@ -19,6 +23,7 @@ func (w *Writer) Close() error {
 	}
 	w.closed = true
 	err := w.finish()
+	w.releaseBuffers()
 	if err == nil {
 		if err = w.f.Sync(); err != nil {
 			err = fmt.Errorf("sstable: sync: %w", err)
@@ -55,7 +60,7 @@ func (w *Writer) finish() error {
 		meta.add([]byte(metaFilterPrefix+w.props.FilterPolicyName), appendHandle(nil, h))
 	}
 	// The index is written last but its size belongs in the properties.
-	index, indexType := w.compress(nil, w.index.finish())
+	index, indexType := w.compress(&w.indexOut, w.index.finish())
 	w.props.IndexSize = uint64(len(index)) + blockTrailerLen
 	w.props.LargestKey = w.prevKey.AppendEncoded(nil)
 	if w.props.NumEntries == 0 {
@@ -101,6 +106,17 @@ func (w *Writer) setMetadata() {
 		smallest, largest := tableBounds(w.cmp.Compare, &w.props, w.rangeDels)
 		m.Smallest, m.Largest = smallest.Clone(), largest.Clone()
 	}
+}
+
+// releaseBuffers hands the Writer's buffers to the next Writer; nothing
+// of the closed Writer may point into them.
+func (w *Writer) releaseBuffers() {
+	if w.filter != nil {
+		w.filters, w.lengths = w.filter.release()
+	}
+	w.prevKey = base.InternalKey{}
+	putWriterBuffers(w.writerBuffers)
+	w.writerBuffers = nil
 }
 
 // Metadata describes the table written. It is meaningful only after Close
