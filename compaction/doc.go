@@ -17,9 +17,13 @@
 // level per compaction, so for any key the newest versions are in the
 // highest levels.
 //
-// Each level has a target. L0's is a number of tables
-// (Options.L0CompactionThreshold, 4 by default), because every L0 table
-// costs every read a lookup. The deeper levels' targets are sizes, and
+// Each level has a target. L0's is a read amplification
+// (Options.L0CompactionThreshold, 4 by default): the most L0 tables that
+// hold one user key ([Picker.L0ReadAmp], Pebble's L0 sublevel count),
+// since those are the L0 tables a lookup may have to consult. It is not
+// L0's table count: flushes split along the base level's tables (see
+// "Flush splits") make several narrow tables each, side by side, which
+// raise the count much faster than the read amplification. The deeper levels' targets are sizes, and
 // each byte is rewritten about as many times per level it descends as
 // the next level is larger than its own, so the targets grow by about
 // Options.LevelMultiplier (10) per level, leaving nearly all the data in
@@ -38,7 +42,7 @@
 // above the base level stay empty. A store of 1 GiB, say:
 //
 //	level   target (defaults, 1 GiB in L1..L6)
-//	L0      4 tables
+//	L0      read-amp 4
 //	L1-L3   none: above the base level, empty
 //	L4      64 MiB  (base level)
 //	L5      243 MiB (64 MiB × 3.8)
@@ -55,8 +59,11 @@
 // store reopened after a crash derives its base level anew from where its
 // data lies.
 //
-// A level's score is its table count (L0) or size (deeper) divided by its
-// target; [Picker.Scores] reports them. Its priority is its score, divided,
+// A level's score is its read amplification (L0) or size (deeper)
+// divided by its target; [Picker.Scores] reports them. L0 also scores its
+// table count over Options.L0CompactionFileThreshold (500) when that is
+// higher, as Pebble does, so tables that never overlap do not pile up
+// without bound. Its priority is its score, divided,
 // when 1 or more, by the score of the level it compacts into (L0's by the
 // base level's; at least 0.01): a level over its target waits while the
 // level below is further over its own, so data moves down the tree before
@@ -70,8 +77,8 @@
 // first once due, is what keeps the base level bounded under sustained
 // writes: were L0 always first, a writer that keeps L0 due would leave the
 // base level to grow with the store, and each L0 compaction would rewrite
-// all of it. The store stalls writers at a bound on L0's table count (kv's
-// L0StopWritesThreshold), which bounds L0's score, so the base level goes
+// all of it. The store stalls writers at a bound on L0's read
+// amplification (kv's L0StopWritesThreshold), which bounds L0's score, so the base level goes
 // down before it grows past that many times its target.
 //
 // # Concurrent compactions
@@ -99,10 +106,14 @@
 // compaction moves down and tables that stay: the stayers would then hold
 // an older version above a newer one.
 //
-//   - From L0, the oldest table seeds the inputs, and every L0 table
-//     overlapping them joins, repeatedly, until no L0 table outside shares
-//     a key with them. One L0 compaction runs at a time; when the oldest
-//     group is blocked by a compaction running, the next group goes.
+//   - From L0, the column of L0 tables holding the user key where L0 is
+//     deepest seeds the inputs (of points equally deep, the one whose
+//     oldest table is oldest), as Pebble's base compactions seed from its
+//     deepest interval; then every L0 table overlapping an input and
+//     holding older versions joins, repeatedly. Newer overlapping tables
+//     may stay: they stay above what goes down. One L0 compaction runs at
+//     a time; when a column is blocked by a compaction running, the next
+//     deepest point outside it goes.
 //   - From L1..L5, one table is chosen: the one that overlaps the fewest
 //     bytes of the next level for its own size, which moves data down for
 //     the least rewriting. Its neighbours join while they share a boundary
@@ -113,6 +124,11 @@
 // in no further output-level tables, they join too, up to
 // Options.ExpandedCompactionFactor × TargetFileSize bytes: merging them now
 // is nearly free, later it would rewrite the same output tables again.
+// From L0 the tables that join so are those lying inside the range, with
+// the older tables they overlap: an L0 compaction takes the slice of L0
+// above the base-level tables under its column, cut along their
+// boundaries, not all of L0 with all of the base level when flushes are
+// split.
 // Finally the tables of the level below the output overlapping the whole
 // range are noted as grandparents: [Run] cuts an output table once it
 // overlaps more than Options.GrandparentOverlapFactor × TargetFileSize bytes

@@ -10,10 +10,16 @@ import (
 // Options tune the leveled compaction scheme. The zero value of each field
 // means its default; a nil *Options means all defaults.
 type Options struct {
-	// L0CompactionThreshold is the number of L0 tables that triggers a
-	// compaction of L0 into the base level. 0 means
-	// [DefaultL0CompactionThreshold].
+	// L0CompactionThreshold is the L0 read amplification (the most L0
+	// tables holding one user key, [Picker.L0ReadAmp]) that triggers a
+	// compaction of L0 into the base level, as Pebble's option of that
+	// name. 0 means [DefaultL0CompactionThreshold].
 	L0CompactionThreshold int
+	// L0CompactionFileThreshold is the number of L0 tables that triggers
+	// an L0 compaction whatever L0's read amplification, so that narrow
+	// flushes do not pile up without bound (Pebble's option of that
+	// name). 0 means [DefaultL0CompactionFileThreshold].
+	L0CompactionFileThreshold int
 	// LBaseMaxBytes is the target size of the base level in bytes (L1
 	// under StaticLevels). 0 means
 	// [DefaultLBaseMaxBytes].
@@ -64,12 +70,14 @@ type Options struct {
 // The defaults of Options, applied to its zero fields; kv's defaults for
 // the same settings are these.
 const (
-	DefaultL0CompactionThreshold    = 4
-	DefaultLBaseMaxBytes            = 64 << 20
-	DefaultLevelMultiplier          = 10
-	DefaultTargetFileSize           = 2 << 20
-	DefaultExpandedCompactionFactor = 25
-	DefaultGrandparentOverlapFactor = 10
+	DefaultL0CompactionThreshold = 4
+	// DefaultL0CompactionFileThreshold is Pebble v1.1.5's.
+	DefaultL0CompactionFileThreshold = 500
+	DefaultLBaseMaxBytes             = 64 << 20
+	DefaultLevelMultiplier           = 10
+	DefaultTargetFileSize            = 2 << 20
+	DefaultExpandedCompactionFactor  = 25
+	DefaultGrandparentOverlapFactor  = 10
 	// DefaultL0CompactionConcurrency and DefaultCompactionDebtConcurrency
 	// are Pebble v1.1.5's.
 	DefaultL0CompactionConcurrency   = 10
@@ -83,6 +91,7 @@ func (o *Options) withDefaults() Options {
 		r = *o
 	}
 	base.SetDefault(&r.L0CompactionThreshold, DefaultL0CompactionThreshold)
+	base.SetDefault(&r.L0CompactionFileThreshold, DefaultL0CompactionFileThreshold)
 	base.SetDefault(&r.LBaseMaxBytes, DefaultLBaseMaxBytes)
 	base.SetDefault(&r.LevelMultiplier, DefaultLevelMultiplier)
 	base.SetDefault(&r.TargetFileSize, DefaultTargetFileSize)

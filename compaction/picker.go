@@ -24,8 +24,9 @@ func NewPicker(opts *Options, cmp *Comparer) *Picker {
 	return &Picker{opts: opts.withDefaults(), cmp: cmp}
 }
 
-// Scores returns the compaction score of each level of v: for L0 its number
-// of tables over L0CompactionThreshold, for deeper levels their size over
+// Scores returns the compaction score of each level of v: for L0 its read
+// amplification ([Picker.L0ReadAmp]) over L0CompactionThreshold, or its
+// table count over L0CompactionFileThreshold when higher; for deeper levels their size over
 // their target size (see [Picker.Shape]). A level scoring 1 or more is
 // over its target. L6's score is reported but never acted on, since L6 has
 // nowhere to compact to. Pick weighs the scores against one another (see
@@ -48,20 +49,15 @@ func (p *Picker) Priorities(v *Version) [NumLevels]float64 {
 // level.
 func (p *Picker) scores(v *manifest.Version, shape Shape, busy map[*manifest.FileMetadata]bool) [manifest.NumLevels]float64 {
 	var s [manifest.NumLevels]float64
-	for level, files := range v.Levels {
-		var count int
+	s[0] = p.l0Score(v, busy)
+	for level := 1; level < manifest.NumLevels; level++ {
 		var size uint64
-		for _, f := range files {
+		for _, f := range v.Levels[level] {
 			if !busy[f] {
-				count++
 				size += f.Size
 			}
 		}
-		if level == 0 {
-			s[0] = float64(count) / float64(p.opts.L0CompactionThreshold)
-		} else {
-			s[level] = float64(size) / float64(shape.MaxBytes[level])
-		}
+		s[level] = float64(size) / float64(shape.MaxBytes[level])
 	}
 	return s
 }
@@ -119,27 +115,6 @@ func (p *Picker) Pick(v *Version, inProgress []*Compaction) *Compaction {
 	return nil
 }
 
-// pickL0 compacts the oldest L0 table not yet taken, with every L0 table
-// overlapping it (transitively), into baseLevel. A seed whose group is
-// blocked gives way to the next seed outside that group.
-func (p *Picker) pickL0(v *manifest.Version, baseLevel int, busy map[*manifest.FileMetadata]bool, inProgress []*Compaction) *Compaction {
-	cmp := p.cmp.Compare
-	tried := make(map[*manifest.FileMetadata]bool)
-	for _, seed := range v.Levels[0] {
-		if busy[seed] || tried[seed] {
-			continue
-		}
-		inputs := overlapsL0(v, cmp, seed.Smallest.UserKey, seed.Largest.UserKey)
-		for _, f := range inputs {
-			tried[f] = true
-		}
-		if c := p.build(v, 0, baseLevel, inputs, busy, true); c != nil && !c.Conflicts(cmp, inProgress) {
-			return c
-		}
-	}
-	return nil
-}
-
 // pickLevel compacts one table of level (1 ≤ level < L6) into level+1: the
 // free table that overlaps the fewest bytes of level+1 for its own size,
 // since it costs the least rewriting per byte moved down.
@@ -176,7 +151,8 @@ func (p *Picker) pickLevel(v *manifest.Version, level int, busy map[*manifest.Fi
 // It does not look at compactions in progress: the caller keeps them from
 // running meanwhile, or checks Compaction.Conflicts.
 //
-// From L0 it takes every overlapping table (transitively, as Pick does).
+// From L0 it takes every overlapping table, and every L0 table overlapping
+// those, transitively.
 // From L1..L5 it takes overlapping tables in key order up to
 // ExpandedCompactionFactor × TargetFileSize bytes (at least one table);
 // calling PickManual again after each compaction is installed walks the
@@ -293,7 +269,7 @@ func (p *Picker) expandInputs(v *manifest.Version, c *Compaction, busy map[*mani
 	s, l := keyRange(cmp, c.Inputs[0], c.Inputs[1])
 	var grown []*manifest.FileMetadata
 	if c.StartLevel == 0 {
-		grown = overlapsL0(v, cmp, s, l)
+		grown = expandL0(v, cmp, c.Inputs[0], s, l, busy)
 	} else {
 		files := v.Levels[c.StartLevel]
 		lo, hi := manifest.OverlapRange(files, cmp, s, l)
@@ -328,28 +304,4 @@ func expandBoundaries(files []*manifest.FileMetadata, cmp base.Compare, lo, hi i
 		hi++
 	}
 	return lo, hi
-}
-
-// leavesOlderL0 reports whether an L0 compaction of inputs would leave
-// behind an L0 table that overlaps their key range and holds versions older
-// than theirs: moved below it, the inputs' newer versions would be shadowed
-// by it. The transitive choice of overlapsL0 never does; build checks it
-// anyway, so that no compaction the picker returns can reorder versions.
-func leavesOlderL0(v *manifest.Version, cmp base.Compare, inputs []*manifest.FileMetadata) bool {
-	if len(inputs) == 0 {
-		return false
-	}
-	lo, hi := keyRange(cmp, inputs)
-	taken := make(map[*manifest.FileMetadata]bool, len(inputs))
-	var newest base.SeqNum
-	for _, f := range inputs {
-		taken[f] = true
-		newest = max(newest, f.LargestSeqNum)
-	}
-	for _, f := range v.Overlaps(0, cmp, lo, hi) {
-		if !taken[f] && f.SmallestSeqNum < newest {
-			return true
-		}
-	}
-	return false
 }

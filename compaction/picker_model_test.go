@@ -14,6 +14,8 @@ import (
 
 // TestPicker_Model drives the picker over random histories, under both
 // level schemes and random options: flushes add L0 tables of random keys,
+// split along the base level's tables as a store's flushes are
+// (Picker.FlushSplit), so L0 compactions take narrow columns of L0,
 // and compactions are picked against those running (up to four, the
 // picker eager to run more: L0CompactionConcurrency and
 // CompactionDebtConcurrency of 1) and finish in random order, each
@@ -90,6 +92,8 @@ func newPickerModel(rng *rand.Rand) *pickerModel {
 		LevelMultiplier:           2 + rng.IntN(3),
 		TargetFileSize:            1 << 10,
 		StaticLevels:              rng.IntN(2) == 0,
+		L0CompactionFileThreshold: 4 + rng.IntN(20),
+		FlushSplitBytes:           int64(1+rng.IntN(8)) << 10,
 		L0CompactionConcurrency:   1,
 		CompactionDebtConcurrency: 1,
 	}
@@ -102,8 +106,9 @@ func newPickerModel(rng *rand.Rand) *pickerModel {
 }
 
 func (m *pickerModel) describe() string {
-	return fmt.Sprintf("static %t, L0 trigger %d, lbase %d KiB, multiplier %d",
-		m.opts.StaticLevels, m.opts.L0CompactionThreshold, m.opts.LBaseMaxBytes>>10, m.opts.LevelMultiplier)
+	return fmt.Sprintf("static %t, L0 trigger %d read-amp or %d tables, lbase %d KiB, multiplier %d, flush split %d KiB",
+		m.opts.StaticLevels, m.opts.L0CompactionThreshold, m.opts.L0CompactionFileThreshold,
+		m.opts.LBaseMaxBytes>>10, m.opts.LevelMultiplier, m.opts.FlushSplitBytes>>10)
 }
 
 // step flushes, picks or finishes a compaction at random.
@@ -118,19 +123,41 @@ func (m *pickerModel) step(t *testing.T, ctx string) {
 	}
 }
 
-// flush adds an L0 table of keys in a random range.
+// flush adds the keys of a random range to L0, in tables cut along the
+// base level as Picker.FlushSplit says.
 func (m *pickerModel) flush(t *testing.T, ctx string) {
 	lo := m.rng.IntN(modelKeys)
 	hi := min(modelKeys-1, lo+m.rng.IntN(modelKeys/2))
 	m.seq++
-	keys := map[int]base.SeqNum{}
+	var written []int
 	for k := lo; k <= hi; k++ {
 		if k == lo || k == hi || m.rng.IntN(3) == 0 {
-			keys[k] = m.seq
+			written = append(written, k)
 			m.newest[k] = m.seq
 		}
 	}
-	m.install(t, ctx, &manifest.VersionEdit{NewFiles: []manifest.NewFileEntry{{Level: 0, Meta: m.table(keys)}}})
+	boundaries, splitBytes := m.p.FlushSplit(m.v)
+	edit := &manifest.VersionEdit{}
+	keys := map[int]base.SeqNum{}
+	for i, k := range written {
+		keys[k] = m.seq
+		if i+1 == len(written) || int64(len(keys))<<10 >= splitBytes && boundaryBetween(boundaries, k, written[i+1]) {
+			edit.NewFiles = append(edit.NewFiles, manifest.NewFileEntry{Level: 0, Meta: m.table(keys)})
+			keys = map[int]base.SeqNum{}
+		}
+	}
+	m.install(t, ctx, edit)
+}
+
+// boundaryBetween reports whether a table of boundaries ends at or after
+// key a and before key b.
+func boundaryBetween(boundaries []*manifest.FileMetadata, a, b int) bool {
+	for _, f := range boundaries {
+		if end := string(f.Largest.UserKey); end >= string(modelKey(a)) && end < string(modelKey(b)) {
+			return true
+		}
+	}
+	return false
 }
 
 // pickOne picks a compaction if the picker wants another, checks it and

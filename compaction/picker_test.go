@@ -18,7 +18,7 @@ import (
 // TestPicker runs testdata/picker (static level sizes) and
 // testdata/shape (dynamic ones). Commands:
 //
-//	define [l0-threshold=N] [lbase=SIZE] [multiplier=N] [target-file-size=SIZE] [levels=static]
+//	define [l0-threshold=N] [l0-file-threshold=N] [lbase=SIZE] [multiplier=N] [target-file-size=SIZE] [levels=static]
 //	       [l0-concurrency=N] [debt-concurrency=SIZE]
 //	L<n>
 //	  <filenum>:<smallest>-<largest> [size=SIZE]   (key "a" means a#<filenum>,SET)
@@ -117,6 +117,8 @@ func parsePickerOptions(t *testing.T, d *datadriven.TestData) *Options {
 		switch arg.Key {
 		case "l0-threshold":
 			opts.L0CompactionThreshold = int(parseSize(t, val))
+		case "l0-file-threshold":
+			opts.L0CompactionFileThreshold = int(parseSize(t, val))
 		case "lbase":
 			opts.LBaseMaxBytes = parseSize(t, val)
 		case "multiplier":

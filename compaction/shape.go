@@ -2,9 +2,7 @@ package compaction
 
 import (
 	"math"
-	"sort"
 
-	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
 )
 
@@ -17,7 +15,7 @@ type Shape struct {
 	// than LevelMultiplier each (L6 for a store holding nothing below L0).
 	BaseLevel int
 	// MaxBytes is the target size of each level. L0's is 0 (its target is
-	// a table count); levels above BaseLevel, which stay empty, have
+	// a read amplification); levels above BaseLevel, which stay empty, have
 	// math.MaxInt64, so they are never due.
 	MaxBytes [NumLevels]int64
 }
@@ -107,32 +105,6 @@ func (p *Picker) dynamicShape(v *Version, inProgress []*Compaction) Shape {
 // L0 sublevel count).
 func (p *Picker) L0ReadAmp(v *Version, inProgress []*Compaction) int {
 	return l0ReadAmp(v, p.cmp.Compare, busyTables(inProgress))
-}
-
-func l0ReadAmp(v *manifest.Version, cmp base.Compare, busy map[*manifest.FileMetadata]bool) int {
-	type edge struct {
-		key   []byte
-		delta int // +1 where a table starts, -1 after it ends
-	}
-	var edges []edge
-	for _, f := range v.Levels[0] {
-		if !busy[f] {
-			edges = append(edges, edge{f.Smallest.UserKey, 1}, edge{f.Largest.UserKey, -1})
-		}
-	}
-	// Starts before ends at equal keys: both bounds are inclusive.
-	sort.Slice(edges, func(i, j int) bool {
-		if c := cmp(edges[i].key, edges[j].key); c != 0 {
-			return c < 0
-		}
-		return edges[i].delta > edges[j].delta
-	})
-	depth, most := 0, 0
-	for _, e := range edges {
-		depth += e.delta
-		most = max(most, depth)
-	}
-	return most
 }
 
 // Debt estimates the bytes that compactions must still read and write to

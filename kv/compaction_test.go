@@ -51,17 +51,18 @@ func testOverwrite(t *testing.T, static bool) {
 	d, _ := openMem(t, o)
 	defer d.Close()
 
-	// Writers stall before making a memtable immutable once L0 holds
-	// L0StopWritesThreshold tables; memtables already immutable then (up to
-	// MemTableStopWritesThreshold of them, made while L0 was one table
-	// short) are still flushed into L0, one table each (FlushSplitBytes
-	// -1). That is the most L0 can hold.
+	// Writers stall before making a memtable immutable once L0's read
+	// amplification reaches L0StopWritesThreshold; memtables already
+	// immutable then (up to MemTableStopWritesThreshold of them, made while
+	// it was one short) are still flushed into L0, each adding at most one
+	// table over any key (FlushSplitBytes -1: one table each). That is the
+	// most L0's read amplification can reach.
 	l0Bound := d.opts.L0StopWritesThreshold - 1 + d.opts.MemTableStopWritesThreshold
 	maxL0 := 0
 	sampleL0 := func() {
-		maxL0 = max(maxL0, d.Metrics().Levels[0].NumFiles)
+		maxL0 = max(maxL0, d.Metrics().Compact.L0ReadAmp)
 		if maxL0 > l0Bound {
-			t.Fatalf("L0 holds %d tables, over the bound of %d\n%s", maxL0, l0Bound, d.Metrics())
+			t.Fatalf("L0's read amplification reached %d, over the bound of %d\n%s", maxL0, l0Bound, d.Metrics())
 		}
 	}
 	var live int64 // bytes of the latest keys and values
@@ -95,7 +96,7 @@ func testOverwrite(t *testing.T, static bool) {
 	}
 	compacted := d.Metrics()
 	oneCopy := totalTableBytes(compacted)
-	t.Logf("max L0 %d (bound %d); live data %d B; tables settled %d B (%.2f × one copy), fully compacted %d B\nsettled:\n%s",
+	t.Logf("max L0 read-amp %d (bound %d); live data %d B; tables settled %d B (%.2f × one copy), fully compacted %d B\nsettled:\n%s",
 		maxL0, l0Bound, live, totalTableBytes(settled), float64(totalTableBytes(settled))/float64(oneCopy), oneCopy, settled)
 
 	// Per-entry overhead (8-byte trailer, varint lengths, index, filter and
@@ -322,8 +323,9 @@ func fatalWithGoroutines(t *testing.T, msg string) {
 	t.Fatalf("%s; goroutines:\n%s", msg, buf)
 }
 
-// stallFixture builds a store whose L0 holds L0StopWritesThreshold tables
-// (4 flushes of the same 200 keys) with the L0→L1 compaction they trigger held at the
+// stallFixture builds a store whose L0 read amplification is
+// L0StopWritesThreshold (4 flushes of the same 200 keys, 4 tables over
+// each key) with the L0→L1 compaction they trigger held at the
 // gate, and starts a writer that writes more than a memtable holds. It
 // returns the DB, its filesystems, the writer's result channel and the
 // number of its writes acknowledged so far.
@@ -371,7 +373,7 @@ func stallFixture(t *testing.T) (*DB, *gateFS, chan error, *atomic.Int64) {
 	for stalled := false; !stalled; {
 		select {
 		case err := <-done:
-			t.Fatalf("the writer finished (err %v) while L0 holds L0StopWritesThreshold tables\n%s", err, d.Metrics())
+			t.Fatalf("the writer finished (err %v) while L0's read amplification is L0StopWritesThreshold\n%s", err, d.Metrics())
 		case <-time.After(time.Millisecond):
 		}
 		stalled = d.Metrics().WriteStalls > stalls
@@ -382,13 +384,46 @@ func stallFixture(t *testing.T) (*DB, *gateFS, chan error, *atomic.Int64) {
 	// Stalled it stays while the compaction is held.
 	select {
 	case err := <-done:
-		t.Fatalf("the stalled writer finished (err %v) while L0 holds L0StopWritesThreshold tables\n%s", err, d.Metrics())
+		t.Fatalf("the stalled writer finished (err %v) while L0's read amplification is L0StopWritesThreshold\n%s", err, d.Metrics())
 	case <-time.After(100 * time.Millisecond):
 	}
 	if m := d.Metrics(); m.Levels[0].NumFiles != 4 || acked.Load() == 400 {
 		t.Fatalf("stalled writer: %d writes acknowledged\n%s", acked.Load(), m)
 	}
 	return d, gate, done, acked
+}
+
+// TestCompaction_L0ReadAmpNotTableCount checks that L0's compaction
+// trigger and the write stalls count L0's read amplification, not its
+// tables: flushes of disjoint key ranges leave L0 with more tables than
+// L0StopWritesThreshold but one over any key, which neither stalls writers
+// nor calls for a compaction.
+func TestCompaction_L0ReadAmpNotTableCount(t *testing.T) {
+	o := &Options{MemTableSize: 32 << 10, L0CompactionThreshold: 2, L0SlowdownWritesThreshold: 2,
+		L0StopWritesThreshold: 3}
+	d, _ := openMem(t, o)
+	defer d.Close()
+	const flushes = 6
+	for r := 0; r < flushes; r++ {
+		for i := 0; i < 100; i++ {
+			if err := d.Set(fmt.Appendf(nil, "r%d-k%04d", r, i), []byte("v"), NoSync); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := d.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.waitCompactionsIdle()
+	m := d.Metrics()
+	if m.Levels[0].NumFiles != flushes || m.Compact.L0ReadAmp != 1 {
+		t.Fatalf("L0 holds %d tables with read-amp %d, want %d with read-amp 1\n%s",
+			m.Levels[0].NumFiles, m.Compact.L0ReadAmp, flushes, m)
+	}
+	if m.WriteStalls != 0 || m.Compact.Count != 0 || m.Levels[0].Score >= 1 {
+		t.Fatalf("disjoint L0 tables stalled writers (%d) or were compacted (%d, L0 score %.2f)\n%s",
+			m.WriteStalls, m.Compact.Count, m.Levels[0].Score, m)
+	}
 }
 
 // TestCompaction_WriteStall stalls a writer at L0StopWritesThreshold with
@@ -691,8 +726,9 @@ func tableCounts(m Metrics) []int {
 // static; dynamic, where L0 compacts to) may run over its target,
 // LBaseMaxBytes under both, while L0 waits, but only so far: once it
 // scores above L0 it must go down first. L0 scores at most
-// L0StopWritesThreshold/L0CompactionThreshold (writers stall there), and
-// one L0 compaction brings in at most L0StopWritesThreshold memtables, so
+// L0StopWritesThreshold/L0CompactionThreshold (writers stall at that read
+// amplification), and one L0 compaction brings in at most
+// L0StopWritesThreshold memtables over any key range, so
 // the base level never needs to exceed that many targets plus that many
 // memtables.
 func TestCompaction_SustainedWritesKeepBaseBounded(t *testing.T) {

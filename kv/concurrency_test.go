@@ -185,8 +185,8 @@ func TestDB_WriteStall(t *testing.T) {
 	wg.Wait()
 	d.waitCompactionsIdle()
 	m := d.Metrics()
-	if m.Levels[0].NumFiles > 3 {
-		t.Errorf("L0 has %d tables, over the stop threshold", m.Levels[0].NumFiles)
+	if m.Compact.L0ReadAmp > 3 {
+		t.Errorf("L0's read amplification is %d, over the stop threshold", m.Compact.L0ReadAmp)
 	}
 	if m.Flush.Count == 0 || m.Compact.Count+m.Levels[1].Moves == 0 {
 		t.Errorf("no background work: %s", m)

@@ -67,8 +67,9 @@ type LevelMetrics struct {
 	Lookups     LookupMetrics // this level's share (Gets and PrefixSeeks stay 0 here)
 	// Score is the compaction picker's priority for the level
 	// (compaction.Picker.Priorities, Pebble's score ratio): its size over
-	// its target, or L0's table count over L0CompactionThreshold, divided
-	// by the next level's when 1 or more. At 1 or more the level wants
+	// its target, or L0's read amplification over L0CompactionThreshold
+	// (its table count over 500 when higher), divided by the next level's
+	// when 1 or more. At 1 or more the level wants
 	// compacting.
 	Score float64
 	// Compactions counts the compactions that wrote into this level;

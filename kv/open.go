@@ -65,6 +65,9 @@ type DB struct {
 		// Compact calls that want the background compactor paused.
 		compacting []*compaction.Compaction
 		manual     int
+		// l0ReadAmp caches the current version's L0 read amplification
+		// for the write stalls (see l0StallLocked).
+		l0ReadAmp l0ReadAmpCache
 		// bgErr is the first failure of a flush, a compaction or the
 		// manifest. It stops writes and background work for good.
 		bgErr error

@@ -125,17 +125,21 @@ type Options struct {
 	// MaxOpenFiles bounds the number of tables kept open. Default 500.
 	MaxOpenFiles int
 
-	// L0CompactionThreshold is the number of L0 tables that triggers a
-	// compaction of L0 into the base level. Default 4.
+	// L0CompactionThreshold is the L0 read amplification (the most L0
+	// tables holding one user key: those a lookup may consult) that
+	// triggers a compaction of L0 into the base level, as in Pebble; L0
+	// compacts too once it holds 500 tables, whatever their overlap.
+	// Default 4.
 	L0CompactionThreshold int
-	// L0SlowdownWritesThreshold is the number of L0 tables at which each
+	// L0SlowdownWritesThreshold is the L0 read amplification at which each
 	// write group is delayed by a millisecond, to let compaction catch up.
 	// Default 8.
 	L0SlowdownWritesThreshold int
-	// L0StopWritesThreshold is the number of L0 tables at which writers stall
-	// until compaction brings the count down. Default 12. Memtables already
-	// waiting for a flush are still flushed, so L0 may briefly hold up to
-	// MemTableStopWritesThreshold tables more.
+	// L0StopWritesThreshold is the L0 read amplification at which writers
+	// stall until compaction brings it down, as Pebble's option of that
+	// name. Default 12. Memtables already waiting for a flush are still
+	// flushed, so it may briefly rise by up to MemTableStopWritesThreshold
+	// more.
 	L0StopWritesThreshold int
 	// LBaseMaxBytes is the target size of the base level, the level L0
 	// compacts into (L1 under StaticLevels). Default 64 MiB.
@@ -147,7 +151,7 @@ type Options struct {
 	// Default 2 MiB.
 	TargetFileSize int64
 	// DisableAutomaticCompactions turns off background compactions; only
-	// DB.Compact compacts. Writers never stall on L0 tables then.
+	// DB.Compact compacts. Writers never stall on L0 then.
 	DisableAutomaticCompactions bool
 	// FlushSplitBytes is the size from which a flush cuts its L0 table at
 	// the next boundary between tables of the level L0 compacts into, so

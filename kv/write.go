@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/manifest"
 )
 
 // The commit pipeline. Writers queue in arrival order. The writer at the
@@ -272,8 +273,9 @@ var errSeqNumsExhausted = errors.New("kv: sequence numbers exhausted")
 
 // makeRoomForWrite returns the memtable to write n bytes into. When the
 // memtable is full it switches to a new one and a new WAL; it stalls while
-// too many memtables wait for a flush, or too many tables sit in L0 for
-// compaction to keep up, and slows writes a little before that. It fails
+// too many memtables wait for a flush, or while L0's read amplification is
+// too high for compaction to keep up, and slows writes a little before
+// that. It fails
 // once the DB is closed or background work has failed.
 func (d *DB) makeRoomForWrite(n int) (*memTable, error) {
 	d.mu.Lock()
@@ -308,11 +310,28 @@ func (d *DB) makeRoomForWrite(n int) (*memTable, error) {
 	}
 }
 
-// l0StallLocked reports whether L0 holds threshold tables or more while
-// background compaction is on to reduce them.
+// l0StallLocked reports whether L0's read amplification (the most L0
+// tables holding one user key, compacting or not, as Pebble counts for its
+// L0StopWritesThreshold) is threshold or more while background compaction
+// is on to reduce it.
 func (d *DB) l0StallLocked(threshold int) bool {
-	return !d.opts.DisableAutomaticCompactions &&
-		len(d.mu.versions.current.Levels[0]) >= threshold
+	return !d.opts.DisableAutomaticCompactions && d.l0ReadAmpLocked() >= threshold
+}
+
+// l0ReadAmpCache holds the L0 read amplification of one version, so that
+// writers check it without sweeping L0 on every write.
+type l0ReadAmpCache struct {
+	v   *manifest.Version
+	amp int
+}
+
+// l0ReadAmpLocked returns the L0 read amplification of the current version.
+func (d *DB) l0ReadAmpLocked() int {
+	c := &d.mu.l0ReadAmp
+	if v := d.mu.versions.current; c.v != v {
+		c.v, c.amp = v, d.picker.L0ReadAmp(v, nil)
+	}
+	return c.amp
 }
 
 // rotateMemTableLocked makes the memtable immutable and starts a new one

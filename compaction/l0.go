@@ -1,0 +1,208 @@
+package compaction
+
+import (
+	"sort"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/manifest"
+)
+
+// l0Point is a user key where an L0 table starts, with the number of L0
+// tables holding it: L0's depth there.
+type l0Point struct {
+	key   []byte
+	depth int
+}
+
+// l0Depths sweeps the bounds of v's L0 tables not in busy in key order and
+// returns the depth at each table's smallest key. L0's depth only rises
+// where a table starts, so the deepest point of L0 is among them.
+func l0Depths(v *manifest.Version, cmp base.Compare, busy map[*manifest.FileMetadata]bool) []l0Point {
+	type edge struct {
+		key   []byte
+		delta int // +1 where a table starts, -1 after it ends
+	}
+	var edges []edge
+	for _, f := range v.Levels[0] {
+		if !busy[f] {
+			edges = append(edges, edge{f.Smallest.UserKey, 1}, edge{f.Largest.UserKey, -1})
+		}
+	}
+	// Starts before ends at equal keys: both bounds are inclusive.
+	sort.Slice(edges, func(i, j int) bool {
+		if c := cmp(edges[i].key, edges[j].key); c != 0 {
+			return c < 0
+		}
+		return edges[i].delta > edges[j].delta
+	})
+	points := make([]l0Point, 0, len(edges)/2)
+	depth := 0
+	for _, e := range edges {
+		depth += e.delta
+		if e.delta > 0 {
+			points = append(points, l0Point{e.key, depth})
+		}
+	}
+	return points
+}
+
+func l0ReadAmp(v *manifest.Version, cmp base.Compare, busy map[*manifest.FileMetadata]bool) int {
+	most := 0
+	for _, p := range l0Depths(v, cmp, busy) {
+		most = max(most, p.depth)
+	}
+	return most
+}
+
+// l0Score is L0's compaction score: its read amplification (leaving out
+// busy) over L0CompactionThreshold, or its table count over
+// L0CompactionFileThreshold when that is higher, as in Pebble: a store
+// whose flushes are split narrow piles up many tables of low read
+// amplification, and compacting them late would make one huge backlog.
+func (p *Picker) l0Score(v *manifest.Version, busy map[*manifest.FileMetadata]bool) float64 {
+	count := 0
+	for _, f := range v.Levels[0] {
+		if !busy[f] {
+			count++
+		}
+	}
+	amp := float64(l0ReadAmp(v, p.cmp.Compare, busy)) / float64(p.opts.L0CompactionThreshold)
+	return max(amp, float64(count)/float64(p.opts.L0CompactionFileThreshold))
+}
+
+// pickL0 compacts a column of L0 into baseLevel: every free L0 table
+// holding the user key where L0 is deepest, with the older L0 tables they
+// overlap (l0Closure). Of points equally deep, the one whose oldest table
+// is oldest goes first. A point whose column is blocked gives way to the
+// next point outside it. The column's key range then grows to the
+// boundaries of the base-level tables under it, and the L0 tables inside
+// that range join when they pull in no more of the base level (see
+// expandInputs), so one L0 compaction takes the part of L0 above a few
+// base-level tables, not all of L0 with all of the base level.
+func (p *Picker) pickL0(v *manifest.Version, baseLevel int, busy map[*manifest.FileMetadata]bool, inProgress []*Compaction) *Compaction {
+	cmp := p.cmp.Compare
+	points := l0Depths(v, cmp, busy)
+	oldest := make([]int, len(points)) // index in L0 of the oldest free table at the point
+	for i, pt := range points {
+		for j, f := range v.Levels[0] {
+			if !busy[f] && f.Overlaps(cmp, pt.key, pt.key) {
+				oldest[i] = j
+				break
+			}
+		}
+	}
+	order := make([]int, len(points))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		pa, pb := order[a], order[b]
+		if points[pa].depth != points[pb].depth {
+			return points[pa].depth > points[pb].depth
+		}
+		return oldest[pa] < oldest[pb]
+	})
+	var tried [][2][]byte // key ranges of the columns tried
+	for _, i := range order {
+		key := points[i].key
+		if inRanges(cmp, tried, key) {
+			continue
+		}
+		var column []*manifest.FileMetadata
+		for _, f := range v.Levels[0] {
+			if !busy[f] && f.Overlaps(cmp, key, key) {
+				column = append(column, f)
+			}
+		}
+		inputs := l0Closure(v, cmp, column)
+		s, l := keyRange(cmp, inputs)
+		tried = append(tried, [2][]byte{s, l})
+		if c := p.build(v, 0, baseLevel, inputs, busy, true); c != nil && !c.Conflicts(cmp, inProgress) {
+			return c
+		}
+	}
+	return nil
+}
+
+func inRanges(cmp base.Compare, ranges [][2][]byte, key []byte) bool {
+	for _, r := range ranges {
+		if cmp(r[0], key) <= 0 && cmp(key, r[1]) <= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// l0Closure returns the L0 tables of v in seeds and, repeatedly, every L0
+// table that overlaps one of them and may hold older versions (a smaller
+// SmallestSeqNum than its LargestSeqNum), in L0's order. Compacting them
+// down leaves no older version of any of their keys above a newer one;
+// newer overlapping tables may stay, since they stay above.
+func l0Closure(v *manifest.Version, cmp base.Compare, seeds []*manifest.FileMetadata) []*manifest.FileMetadata {
+	taken := make(map[*manifest.FileMetadata]bool, len(seeds))
+	for _, f := range seeds {
+		taken[f] = true
+	}
+	for grew := true; grew; {
+		grew = false
+		files := v.Levels[0]
+		for i := len(files) - 1; i >= 0; i-- { // newest first, so one pass mostly suffices
+			if f := files[i]; !taken[f] && olderOverlapTaken(cmp, f, files, taken) {
+				taken[f], grew = true, true
+			}
+		}
+	}
+	out := make([]*manifest.FileMetadata, 0, len(taken))
+	for _, f := range v.Levels[0] {
+		if taken[f] {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// olderOverlapTaken reports whether f overlaps a table in taken holding
+// versions newer than some of f's.
+func olderOverlapTaken(cmp base.Compare, f *manifest.FileMetadata, files []*manifest.FileMetadata, taken map[*manifest.FileMetadata]bool) bool {
+	for _, t := range files {
+		if taken[t] && f.SmallestSeqNum < t.LargestSeqNum && f.Overlaps(cmp, t.Smallest.UserKey, t.Largest.UserKey) {
+			return true
+		}
+	}
+	return false
+}
+
+// leavesOlderL0 reports whether an L0 compaction of inputs would leave
+// behind an L0 table that overlaps one of them and holds versions older
+// than it: moved below that table, the input's newer versions would be
+// shadowed by it. l0Closure never does; build checks it anyway, so that no
+// compaction the picker returns can reorder versions.
+func leavesOlderL0(v *manifest.Version, cmp base.Compare, inputs []*manifest.FileMetadata) bool {
+	taken := make(map[*manifest.FileMetadata]bool, len(inputs))
+	for _, f := range inputs {
+		taken[f] = true
+	}
+	for _, f := range v.Levels[0] {
+		if !taken[f] && olderOverlapTaken(cmp, f, inputs, taken) {
+			return true
+		}
+	}
+	return false
+}
+
+// expandL0 returns the L0 inputs grown by every free L0 table lying within
+// [s, l], with their closure (l0Closure).
+func expandL0(v *manifest.Version, cmp base.Compare, inputs []*manifest.FileMetadata, s, l []byte,
+	busy map[*manifest.FileMetadata]bool) []*manifest.FileMetadata {
+	seeds := append([]*manifest.FileMetadata(nil), inputs...)
+	in := make(map[*manifest.FileMetadata]bool, len(inputs))
+	for _, f := range inputs {
+		in[f] = true
+	}
+	for _, f := range v.Levels[0] {
+		if !in[f] && !busy[f] && cmp(s, f.Smallest.UserKey) <= 0 && cmp(f.Largest.UserKey, l) <= 0 {
+			seeds = append(seeds, f)
+		}
+	}
+	return l0Closure(v, cmp, seeds)
+}
