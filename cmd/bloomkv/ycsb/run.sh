@@ -10,7 +10,11 @@
 #
 # Usage: cmd/bloomkv/ycsb/run.sh [--keys N] [--values BYTES] [--duration D]
 #        [--threads "1 2"] [--workloads "A B C D E F"] [--rounds R]
-#        [--dir DIR] [--tsv FILE] [--keep]
+#        [--bloomkv-comparer mvcc|bytewise] [--dir DIR] [--tsv FILE] [--keep]
+#        cmd/bloomkv/ycsb/run.sh --report-only --dir DIR [same options]
+#
+# --report-only prints the tables again from the results a run with --keep
+# left in DIR (the rounds it finished, if it was stopped).
 #
 # Exit status: 0 done, 1 failure, 2 bad arguments, 3 the modules could not
 # be fetched (no module cache entry and no proxy).
@@ -23,12 +27,14 @@ duration=10s
 threads="1 2"
 workloads="A B C D E F"
 rounds=3
+comparer=mvcc
 dir=""
 tsv=""
 keep=0
+report_only=0
 
 usage() {
-	sed -n '/^# Usage/,/^#  *\[--dir/p' "$0" | sed 's/^# \{0,1\}//' >&2
+	sed -n '/^# Usage/,/^# --report-only prints/p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 }
 
@@ -40,9 +46,11 @@ while [ $# -gt 0 ]; do
 	--threads) threads=$2; shift 2 ;;
 	--workloads) workloads=$2; shift 2 ;;
 	--rounds) rounds=$2; shift 2 ;;
+	--bloomkv-comparer) comparer=$2; shift 2 ;;
 	--dir) dir=$2; shift 2 ;;
 	--tsv) tsv=$2; shift 2 ;;
 	--keep) keep=1; shift ;;
+	--report-only) report_only=1; keep=1; shift ;;
 	-h | --help) usage ;;
 	*) echo "run.sh: unknown argument $1" >&2; usage ;;
 	esac
@@ -50,9 +58,15 @@ done
 for n in "$keys" "$values" "$rounds"; do
 	[[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: $n is not a positive number" >&2; exit 2; }
 done
+[[ "$comparer" =~ ^(mvcc|bytewise)$ ]] || { echo "run.sh: --bloomkv-comparer is mvcc or bytewise" >&2; exit 2; }
 for w in $workloads; do
 	[[ "$w" =~ ^[A-F]$ ]] || { echo "run.sh: workload $w is not one of A-F" >&2; exit 2; }
 done
+
+if [ "$report_only" = 1 ] && [ ! -s "$dir/results.tsv" ]; then
+	echo "run.sh: --report-only needs --dir with the results.tsv of a run" >&2
+	exit 2
+fi
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../../.." && pwd)
@@ -132,10 +146,16 @@ patch_once() {
 	sed -i -e "$3" "$1"
 }
 
-# ycsb runs the driver from $dir/cwd, where it leaves its CPU profiles.
+# ycsb runs the driver on the store in $1 with engine $2, from $dir/cwd,
+# where it leaves its CPU profiles.
 ycsb() {
+	local db=$1 e=$2
+	shift 2
+	if [ "$e" = bloomkv ]; then
+		set -- --bloomkv-comparer "$comparer" "$@"
+	fi
 	mkdir -p "$dir/cwd"
-	(cd "$dir/cwd" && "$dir/pebble-ycsb" bench ycsb "$@")
+	(cd "$dir/cwd" && "$dir/pebble-ycsb" bench ycsb "$db" --engine "$e" "$@")
 }
 
 # load writes $keys records into $dir/<engine>.loaded and waits for its
@@ -143,7 +163,7 @@ ycsb() {
 load() {
 	local e=$1 start
 	start=$(date +%s.%N)
-	ycsb "$dir/$e.loaded" --engine "$e" --wipe --initial-keys "$keys" --values "$values" \
+	ycsb "$dir/$e.loaded" "$e" --wipe --initial-keys "$keys" --values "$values" \
 		--workload read=1 --num-ops 1 --duration 0 --wait-compactions >"$dir/logs/load-$e.log" 2>&1 ||
 		{ cat "$dir/logs/load-$e.log" >&2; exit 1; }
 	printf 'load\t%s\t%s\t%s\n' "$e" "$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')" \
@@ -158,7 +178,7 @@ run() {
 	log=$dir/logs/$round-$c-$w-$e.log
 	rm -rf "$dir/db"
 	cp -r "$dir/$e.loaded" "$dir/db"
-	ycsb "$dir/db" --engine "$e" --workload "$w" --initial-keys 0 --prepopulated-keys "$keys" \
+	ycsb "$dir/db" "$e" --workload "$w" --initial-keys 0 --prepopulated-keys "$keys" \
 		--values "$values" --duration "$duration" --concurrency "$c" >"$log" 2>&1 ||
 		{ cat "$log" >&2; exit 1; }
 	awk -v pre="$round\t$c\t$w\t$e" -v logf="$log" '
@@ -187,8 +207,10 @@ report() {
 		print k SUBSEP "ops", $6
 		if ($5 != "all") { print k SUBSEP "p50", $7; print k SUBSEP "p99", $8; print k SUBSEP "max", $9 }
 	}' "$dir/results.tsv" | median)
+	rounds=$(cut -f1 "$dir/results.tsv" | sort -u | wc -l)
 	echo "YCSB through Pebble $pebble_version's cmd/pebble: $keys records of $values B, $duration per run," \
-		"medians of $rounds alternated round(s); ratio = bloomkv / Pebble (above 1: bloomkv ahead)"
+		"medians of $rounds alternated round(s), bloomkv's comparer $comparer;" \
+		"ratio = bloomkv / Pebble (above 1: bloomkv ahead)"
 	echo
 	echo "Throughput (ops/s):"
 	echo
@@ -229,6 +251,10 @@ report() {
 	awk -F '\t' '{ printf "  %-8s %8s s %10s KiB\n", $2, $3, $4 }' "$dir/loads.tsv"
 }
 
+if [ "$report_only" = 1 ]; then
+	report
+	exit 0
+fi
 mkdir -p "$dir/logs"
 : >"$dir/results.tsv"
 : >"$dir/loads.tsv"
