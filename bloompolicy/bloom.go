@@ -68,10 +68,14 @@ func cached[T any](key sizingKey, f func() T) T {
 	return v
 }
 
+// MaxBitsPerKey is the most bits per key a Bloom spends: the bound of
+// NewBitsPerKey, of the sizes New may choose, and of a Budget's runs.
+const MaxBitsPerKey = 100
+
 // New returns a Bloom whose filters have an expected false-positive rate of
 // at most targetFPR (and close to it) for the layout actually written, at
 // every key count. targetFPR must lie strictly between 0 and 1, and be
-// reachable within 100 bits per key.
+// reachable within MaxBitsPerKey bits per key.
 func New(targetFPR float64) (*Bloom, error) {
 	if math.IsNaN(targetFPR) || targetFPR <= 0 || targetFPR >= 1 {
 		return nil, fmt.Errorf("bloompolicy: target false-positive rate %v is not strictly between 0 and 1", targetFPR)
@@ -81,7 +85,7 @@ func New(targetFPR float64) (*Bloom, error) {
 		return bs
 	})
 	if !bs.ok {
-		return nil, fmt.Errorf("bloompolicy: target false-positive rate %v needs more than %d bits per key", targetFPR, maxBitsPerKey)
+		return nil, fmt.Errorf("bloompolicy: target false-positive rate %v needs more than %d bits per key", targetFPR, MaxBitsPerKey)
 	}
 	b := &Bloom{target: targetFPR, bitsPerKey: bs.bitsPerKey, probes: bs.probes, expectedFPR: bs.fpr}
 	b.plainMaxKeys = int(plainMaxBytes * 8 / TextbookBitsPerKey(targetFPR))
@@ -91,15 +95,15 @@ func New(targetFPR float64) (*Bloom, error) {
 // NewBitsPerKey returns a Bloom whose filters spend bitsPerKey bits per key
 // (the one-byte trailer and rounding up to whole bytes or cache lines
 // aside), with the probe count that gives the lowest false-positive rate for
-// that memory. bitsPerKey must be positive, finite and at most 100.
+// that memory. bitsPerKey must be positive, finite and at most MaxBitsPerKey.
 func NewBitsPerKey(bitsPerKey float64) (*Bloom, error) {
 	switch {
 	case math.IsNaN(bitsPerKey) || math.IsInf(bitsPerKey, 0):
 		return nil, fmt.Errorf("bloompolicy: bits per key %v is not a finite number", bitsPerKey)
 	case bitsPerKey <= 0:
 		return nil, fmt.Errorf("bloompolicy: bits per key %v is not positive", bitsPerKey)
-	case bitsPerKey > maxBitsPerKey:
-		return nil, fmt.Errorf("bloompolicy: bits per key %v exceeds the limit of %d", bitsPerKey, maxBitsPerKey)
+	case bitsPerKey > MaxBitsPerKey:
+		return nil, fmt.Errorf("bloompolicy: bits per key %v exceeds the limit of %d", bitsPerKey, MaxBitsPerKey)
 	}
 	bs := cached(sizingKey{bits: bitsPerKey, large: true}, func() (bs blockedSize) {
 		bs.probes, bs.fpr = blockedProbesFor(bitsPerKey)

@@ -20,9 +20,6 @@ const (
 	// cost of probing.
 	maxProbes = 32
 
-	// maxBitsPerKey bounds NewBitsPerKey and the sizes New may choose.
-	maxBitsPerKey = 100
-
 	// plainMaxBytes bounds the plain layout's body, measured at the
 	// textbook bits per key of the target or at the fixed bits per key (a
 	// body sized exactly for a target may come out a few bytes larger): a

@@ -33,7 +33,7 @@ import (
 // field.
 type Budget struct {
 	// BitsPerKey is the average number of filter bits per key over all the
-	// runs' keys (greater than 0, at most 100).
+	// runs' keys (greater than 0, at most MaxBitsPerKey).
 	BitsPerKey float64
 	// FalsePositives is the expected number of false positives of a lookup
 	// of an absent key that reaches every run: the sum of the runs' rates
@@ -47,8 +47,8 @@ func (b Budget) Validate() error {
 	case b.BitsPerKey != 0 && b.FalsePositives != 0:
 		return fmt.Errorf("bloompolicy: budget sets both BitsPerKey (%v) and FalsePositives (%v)", b.BitsPerKey, b.FalsePositives)
 	case b.BitsPerKey != 0:
-		if math.IsNaN(b.BitsPerKey) || b.BitsPerKey < 0 || b.BitsPerKey > maxBitsPerKey {
-			return fmt.Errorf("bloompolicy: budget of %v bits per key is not in (0, %d]", b.BitsPerKey, maxBitsPerKey)
+		if math.IsNaN(b.BitsPerKey) || b.BitsPerKey < 0 || b.BitsPerKey > MaxBitsPerKey {
+			return fmt.Errorf("bloompolicy: budget of %v bits per key is not in (0, %d]", b.BitsPerKey, MaxBitsPerKey)
 		}
 	case b.FalsePositives != 0:
 		if math.IsNaN(b.FalsePositives) || math.IsInf(b.FalsePositives, 0) || b.FalsePositives < 0 {
@@ -98,9 +98,9 @@ const policySteps = 16
 // of the runs' false-positive rates, by Monkey's rule: rates proportional
 // to the runs' key counts. A budget of bits per key is met on average over
 // all keys; a budget of false positives is met as the sum over every run of
-// its rate. Runs of no keys cost nothing and get the most bits, 100 per key;
-// no run gets more. Allocate fails when the budget is invalid or cannot be
-// met within 100 bits per key.
+// its rate. Runs of no keys cost nothing and get the most bits,
+// MaxBitsPerKey per key; no run gets more. Allocate fails when the budget is invalid or cannot be
+// met within MaxBitsPerKey bits per key.
 func Allocate(runs []Runs, budget Budget) ([]RunFilter, error) {
 	if err := budget.Validate(); err != nil {
 		return nil, err
@@ -124,7 +124,7 @@ func Allocate(runs []Runs, budget Budget) ([]RunFilter, error) {
 		return a.filters(c), nil
 	}
 	if a.fps(0) > budget.FalsePositives {
-		return nil, fmt.Errorf("bloompolicy: %v false positives need more than %d bits per key", budget.FalsePositives, maxBitsPerKey)
+		return nil, fmt.Errorf("bloompolicy: %v false positives need more than %d bits per key", budget.FalsePositives, MaxBitsPerKey)
 	}
 	// The smaller constant of the bracket stays within the sum of rates.
 	c, _ := a.solve(func(c float64) float64 { return a.fps(c) - budget.FalsePositives }, largest)
@@ -138,11 +138,11 @@ type allocation struct {
 }
 
 // filter returns the sizing of a run of n keys at constant c: the bits of
-// the rate c*n, at most 100 bits per key, and no filter at a rate of 1 or
+// the rate c*n, at most MaxBitsPerKey bits per key, and no filter at a rate of 1 or
 // more.
 func (a *allocation) filter(c float64, n int64) RunFilter {
 	if n == 0 {
-		return a.curve.filterAt(maxBitsPerKey)
+		return a.curve.filterAt(MaxBitsPerKey)
 	}
 	return a.curve.filterAt(a.curve.bitsFor(c * float64(n)))
 }
@@ -215,7 +215,7 @@ const curveSteps = 16
 
 // rateCurve tabulates the blocked layout's false-positive rate, with the
 // best probe count, at every 1/curveSteps bit per key from 0 to
-// maxBitsPerKey: fpr[j] is the rate at j/curveSteps bits. It falls as j
+// MaxBitsPerKey: fpr[j] is the rate at j/curveSteps bits. It falls as j
 // grows.
 type rateCurve struct {
 	fpr []float64
@@ -230,7 +230,7 @@ func newRateCurve() *rateCurve {
 	for k := range models {
 		models[k] = &lineModel{k: k}
 	}
-	rc := &rateCurve{fpr: make([]float64, maxBitsPerKey*curveSteps+1)}
+	rc := &rateCurve{fpr: make([]float64, MaxBitsPerKey*curveSteps+1)}
 	rc.fpr[0] = 1
 	for j := 1; j < len(rc.fpr); j++ {
 		bits := float64(j) / curveSteps
@@ -243,21 +243,21 @@ func newRateCurve() *rateCurve {
 // fprAt returns the rate at bits per key, interpolating log rates between
 // grid points.
 func (rc *rateCurve) fprAt(bits float64) float64 {
-	x := math.Min(math.Max(bits, 0), maxBitsPerKey) * curveSteps
+	x := math.Min(math.Max(bits, 0), MaxBitsPerKey) * curveSteps
 	j := min(int(x), len(rc.fpr)-2)
 	t := x - float64(j)
 	return math.Exp((1-t)*math.Log(rc.fpr[j]) + t*math.Log(rc.fpr[j+1]))
 }
 
 // bitsFor returns the bits per key at which the rate is p, interpolating as
-// fprAt does: 0 for p >= 1, maxBitsPerKey for rates below the curve's end.
+// fprAt does: 0 for p >= 1, MaxBitsPerKey for rates below the curve's end.
 func (rc *rateCurve) bitsFor(p float64) float64 {
 	if p >= 1 {
 		return 0
 	}
 	last := len(rc.fpr) - 1
 	if p <= rc.fpr[last] {
-		return maxBitsPerKey
+		return MaxBitsPerKey
 	}
 	// The first grid point with a rate at or below p.
 	lo, hi := 0, last

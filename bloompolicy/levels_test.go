@@ -113,7 +113,7 @@ func TestAllocate_Edges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if filters[0].BitsPerKey != maxBitsPerKey || math.Abs(filters[1].BitsPerKey-10) > 1e-6 {
+	if filters[0].BitsPerKey != MaxBitsPerKey || math.Abs(filters[1].BitsPerKey-10) > 1e-6 {
 		t.Errorf("empty run: %+v", filters)
 	}
 	// A budget of 3 false positives over two runs: the large one needs no
@@ -129,7 +129,7 @@ func TestAllocate_Edges(t *testing.T) {
 		t.Errorf("Policy of no filter = %v, %v", p, err)
 	}
 	filters, err = Allocate([]Runs{{Count: 2, Keys: 10}}, Budget{BitsPerKey: 100})
-	if err != nil || filters[0].BitsPerKey != maxBitsPerKey {
+	if err != nil || filters[0].BitsPerKey != MaxBitsPerKey {
 		t.Errorf("budget of the most bits: %+v, %v", filters, err)
 	}
 	if filters, err := Allocate(nil, Budget{BitsPerKey: 10}); err != nil || len(filters) != 0 {
@@ -189,7 +189,7 @@ func TestRateCurve(t *testing.T) {
 			t.Fatalf("rate rises from %.4g to %.4g at %v bits", rc.fpr[j-1], rc.fpr[j], float64(j)/curveSteps)
 		}
 	}
-	if rc.bitsFor(1) != 0 || rc.bitsFor(0) != maxBitsPerKey {
+	if rc.bitsFor(1) != 0 || rc.bitsFor(0) != MaxBitsPerKey {
 		t.Errorf("bitsFor at the ends: %v, %v", rc.bitsFor(1), rc.bitsFor(0))
 	}
 }

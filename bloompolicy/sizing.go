@@ -178,16 +178,16 @@ func blockedProbesFor(bitsPerKey float64) (k int, fpr float64) {
 // blockedBitsFor returns the fewest bits per key (to 1/1024 of a bit) with
 // which the blocked layout meets target, the probe count that achieves it
 // and the resulting rate. ok is false if no probe count reaches target
-// within maxBitsPerKey.
+// within MaxBitsPerKey.
 func blockedBitsFor(target float64) (bitsPerKey float64, k int, fpr float64, ok bool) {
 	bitsPerKey = math.Inf(1)
 	for c := 1; c <= maxProbes; c++ {
 		lm := &lineModel{k: c}
-		if lm.fpr(maxBitsPerKey) > target {
+		if lm.fpr(MaxBitsPerKey) > target {
 			continue // c probes cannot get there
 		}
 		// Bisect on bits per key: the rate falls as bits grow.
-		lo, hi := 0.0, float64(maxBitsPerKey)
+		lo, hi := 0.0, float64(MaxBitsPerKey)
 		for hi-lo > 1.0/1024 {
 			mid := (lo + hi) / 2
 			if lm.fpr(mid) <= target {

@@ -19,33 +19,79 @@
 //
 // Each level has a target. L0's is a number of tables
 // (Options.L0CompactionThreshold, 4 by default), because every L0 table
-// costs every read a lookup. L1's is a size (Options.LBaseMaxBytes, 64 MiB),
-// and each deeper level's is Options.LevelMultiplier (10) times the one
-// above, so nearly all the data sits in the deepest levels and each byte is
-// rewritten about LevelMultiplier times per level it descends:
+// costs every read a lookup. The deeper levels' targets are sizes, and
+// each byte is rewritten about as many times per level it descends as
+// the next level is larger than its own, so the targets grow by about
+// Options.LevelMultiplier (10) per level, leaving nearly all the data in
+// the deepest level.
 //
-//	level   target (defaults)
+// # Level sizes
+//
+// By default the targets are derived from the bottom level up, as Pebble
+// and RocksDB's level_compaction_dynamic_level_bytes do ([Picker.Shape]).
+// The bottom level, L6, is to hold all but a LevelMultiplier-th of the
+// store. The base level, the one L0 compacts into, is the deepest level
+// whose share (dividing by LevelMultiplier per level up from L6) stays
+// within Options.LBaseMaxBytes (64 MiB), but never below the shallowest
+// level holding data; the targets from the base level down grow from
+// LBaseMaxBytes by one ratio per level, so that they end at L6's. Levels
+// above the base level stay empty. A store of 1 GiB, say:
+//
+//	level   target (defaults, 1 GiB in L1..L6)
 //	L0      4 tables
-//	L1      64 MiB
-//	L2      640 MiB
-//	L3      6.25 GiB
-//	L4      62.5 GiB
-//	L5      625 GiB
-//	L6      6.1 TiB (reported only: L6 has nowhere to compact to)
+//	L1-L3   none: above the base level, empty
+//	L4      64 MiB  (base level)
+//	L5      243 MiB (64 MiB × 3.8)
+//	L6      922 MiB (the store less a tenth)
+//
+// A new store writes L0 straight into L6; as it grows, the base level
+// moves up one level each time L6's share outgrows another
+// LevelMultiplier. Compared with fixed targets from L1 down (LevelDB's
+// scheme, kept as Options.StaticLevels: L1 64 MiB, L2 640 MiB, ...), a
+// small store has fewer levels for its data to pass through, and a level
+// is never far larger than the data below it, so each byte is rewritten
+// fewer times. The base level moving changes only where compactions
+// write; data already in a level stays there until compacted down, and a
+// store reopened after a crash derives its base level anew from where its
+// data lies.
 //
 // A level's score is its table count (L0) or size (deeper) divided by its
-// target; [Picker.Scores] reports them. [Picker.Pick] compacts the level of
-// L0..L5 with the highest score of 1 or more into the level below it (L0
-// on a tie, since L0 tables slow every read). Tables already being
-// compacted count for nothing.
+// target; [Picker.Scores] reports them. Its priority is its score, divided,
+// when 1 or more, by the score of the level it compacts into (L0's by the
+// base level's; at least 0.01): a level over its target waits while the
+// level below is further over its own, so data moves down the tree before
+// more piles onto it (Pebble's score ratio; [Picker.Priorities]).
+// [Picker.Pick] compacts the level of L0 and the base level..L5 with the
+// highest priority of 1 or more (L0 on a tie, since L0 tables slow every
+// read), L0 into the base level, the others into the level below. Tables
+// already being compacted count for nothing.
 //
-// Comparing L0 with the deeper levels by score, rather than always taking
-// L0 first once due, is what keeps L1 bounded under sustained writes: were
-// L0 always first, a writer that keeps L0 due would leave L1 to grow with
-// the store, and each L0 compaction would rewrite all of it. The store
-// stalls writers at a bound on L0's table count (kv's
-// L0StopWritesThreshold), which bounds L0's score, so L1 goes down before
-// it grows past that many times its target.
+// Weighing L0 against the deeper levels, rather than always taking L0
+// first once due, is what keeps the base level bounded under sustained
+// writes: were L0 always first, a writer that keeps L0 due would leave the
+// base level to grow with the store, and each L0 compaction would rewrite
+// all of it. The store stalls writers at a bound on L0's table count (kv's
+// L0StopWritesThreshold), which bounds L0's score, so the base level goes
+// down before it grows past that many times its target.
+//
+// # Concurrent compactions
+//
+// Compactions that share no table, are not both from L0, and do not write
+// overlapping key ranges into the same level may run at once
+// ([Compaction.Conflicts]); Pick takes the compactions running into
+// account. [Picker.WantsAnother] says when a store should run one more
+// beside them, Pebble's rule: one more for each Options.L0CompactionConcurrency
+// of L0 read amplification ([Picker.L0ReadAmp], the most L0 tables holding
+// one key) or each Options.CompactionDebtConcurrency bytes of estimated
+// compaction debt ([Picker.Debt]).
+//
+// # Flush splits
+//
+// A flush cuts its L0 table, once it holds Options.FlushSplitBytes, just
+// past the end of a table of the base level ([Picker.FlushSplit],
+// RunConfig.SplitBoundaries): the flushes' L0 tables then line up with
+// the base level's tables, so an L0 compaction can take the slice of L0
+// above a few of them rather than every L0 table.
 //
 // # Choosing the inputs
 //
@@ -55,7 +101,8 @@
 //
 //   - From L0, the oldest table seeds the inputs, and every L0 table
 //     overlapping them joins, repeatedly, until no L0 table outside shares
-//     a key with them. One L0 compaction runs at a time.
+//     a key with them. One L0 compaction runs at a time; when the oldest
+//     group is blocked by a compaction running, the next group goes.
 //   - From L1..L5, one table is chosen: the one that overlaps the fewest
 //     bytes of the next level for its own size, which moves data down for
 //     the least rewriting. Its neighbours join while they share a boundary
@@ -77,8 +124,9 @@
 //
 // A [Manual] walk, from [Picker.NewManual], serves DB.Compact: it pushes
 // the tables of a key range down one level at a time ([Picker.PickManual]),
-// from L0 to the deepest level holding keys of the range, and rewrites
-// them in place there when nothing was pushed into it.
+// from L0 (into the base level) to the deepest level holding keys of the
+// range, and rewrites them in place there when nothing was pushed into
+// it.
 //
 // # What Run drops
 //
@@ -103,8 +151,9 @@
 // before.
 //
 // Run writes the kept entries through sstable.Writer, each table with its
-// own per-block filters, and cuts tables at RunConfig.TargetFileSize and
-// along the grandparents, always between two user keys: a key's versions
+// own per-block filters, and cuts tables at RunConfig.TargetFileSize,
+// along the grandparents and at RunConfig.SplitBoundaries, always between
+// two user keys: a key's versions
 // never span two tables, which keeps the levels free of shared boundary
 // keys.
 package compaction

@@ -10,7 +10,8 @@ import "github.com/bloomkv/bloomkv/internal/manifest"
 // (nothing lay above it in the range), the bottom's tables in the range are
 // rewritten in place. Afterwards the range's keys sit in one level, without
 // the versions no snapshot needs and without tombstones where nothing older
-// remains below. A range only L0 holds is pushed into L1.
+// remains below. A range only L0 holds is pushed into the base level (see
+// Picker.Shape).
 //
 // Manual compactions are never trivial moves (Compaction.TrivialMove): each
 // rewrites its inputs, so that what no reader can see is dropped on the

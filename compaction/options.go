@@ -11,14 +11,16 @@ import (
 // means its default; a nil *Options means all defaults.
 type Options struct {
 	// L0CompactionThreshold is the number of L0 tables that triggers a
-	// compaction of L0 into L1. 0 means
+	// compaction of L0 into the base level. 0 means
 	// [DefaultL0CompactionThreshold].
 	L0CompactionThreshold int
-	// LBaseMaxBytes is the target size of L1 in bytes. 0 means
+	// LBaseMaxBytes is the target size of the base level in bytes (L1
+	// under StaticLevels). 0 means
 	// [DefaultLBaseMaxBytes].
 	LBaseMaxBytes int64
 	// LevelMultiplier is the ratio between the target sizes of adjacent
-	// levels below L1: L(n+1) may hold LevelMultiplier times as much as Ln.
+	// levels below the base level: L(n+1) may hold about LevelMultiplier
+	// times as much as Ln (exactly, under StaticLevels).
 	// 0 means [DefaultLevelMultiplier].
 	LevelMultiplier int
 	// TargetFileSize is the size at which compaction output tables are cut.
@@ -35,6 +37,28 @@ type Options struct {
 	// later compaction of that table stays small. 0 means
 	// [DefaultGrandparentOverlapFactor].
 	GrandparentOverlapFactor int
+	// FlushSplitBytes is the size past which a flush cuts its L0 table at
+	// the next boundary between two tables of the base level (see
+	// [Picker.FlushSplit]), so that an L0 compaction can take a narrow
+	// slice of L0 with the base-level tables under it. 0 means 2 ×
+	// TargetFileSize, as in Pebble; a negative value turns the split off.
+	FlushSplitBytes int64
+	// StaticLevels sizes the levels from the top down, as LevelDB does:
+	// L1 is always the base level, LBaseMaxBytes its target, and each
+	// deeper level's target LevelMultiplier times the one above. When
+	// false (the default) the targets are derived from the bottom level
+	// up, as Pebble and RocksDB's level_compaction_dynamic_level_bytes
+	// do: see "Level sizes" in the package documentation.
+	StaticLevels bool
+	// L0CompactionConcurrency and CompactionDebtConcurrency say when a
+	// store may run more than one compaction at once (see
+	// [Picker.WantsAnother]): one more for each multiple of
+	// L0CompactionConcurrency in L0's read amplification, or of
+	// CompactionDebtConcurrency in the estimated compaction debt
+	// ([Picker.Debt]). 0 means [DefaultL0CompactionConcurrency] and
+	// [DefaultCompactionDebtConcurrency].
+	L0CompactionConcurrency   int
+	CompactionDebtConcurrency int64
 }
 
 // The defaults of Options, applied to its zero fields; kv's defaults for
@@ -46,6 +70,10 @@ const (
 	DefaultTargetFileSize           = 2 << 20
 	DefaultExpandedCompactionFactor = 25
 	DefaultGrandparentOverlapFactor = 10
+	// DefaultL0CompactionConcurrency and DefaultCompactionDebtConcurrency
+	// are Pebble v1.1.5's.
+	DefaultL0CompactionConcurrency   = 10
+	DefaultCompactionDebtConcurrency = 1 << 30
 )
 
 // withDefaults returns a copy of o with every zero field set to its default.
@@ -60,6 +88,11 @@ func (o *Options) withDefaults() Options {
 	base.SetDefault(&r.TargetFileSize, DefaultTargetFileSize)
 	base.SetDefault(&r.ExpandedCompactionFactor, DefaultExpandedCompactionFactor)
 	base.SetDefault(&r.GrandparentOverlapFactor, DefaultGrandparentOverlapFactor)
+	if r.FlushSplitBytes == 0 {
+		r.FlushSplitBytes = 2 * r.TargetFileSize
+	}
+	base.SetDefault(&r.L0CompactionConcurrency, DefaultL0CompactionConcurrency)
+	base.SetDefault(&r.CompactionDebtConcurrency, DefaultCompactionDebtConcurrency)
 	return r
 }
 
@@ -70,10 +103,11 @@ func (o *Options) MaxGrandparentOverlap() int64 {
 	return int64(r.GrandparentOverlapFactor) * r.TargetFileSize
 }
 
-// LevelMaxBytes returns the target size of level (1 ≤ level <
+// LevelMaxBytes returns the static target size of level (1 ≤ level <
 // [NumLevels]): LBaseMaxBytes for L1, multiplied by LevelMultiplier
-// for each level below. L0 is governed by its table count instead and
-// returns 0.
+// for each level below. These are the targets under StaticLevels; under
+// dynamic sizes [Picker.Shape] gives the targets of one version. L0 is
+// governed by its table count instead and returns 0.
 func (o *Options) LevelMaxBytes(level int) int64 {
 	if level <= 0 || level >= manifest.NumLevels {
 		return 0

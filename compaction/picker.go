@@ -26,16 +26,27 @@ func NewPicker(opts *Options, cmp *Comparer) *Picker {
 
 // Scores returns the compaction score of each level of v: for L0 its number
 // of tables over L0CompactionThreshold, for deeper levels their size over
-// their target size (Options.LevelMaxBytes). A level scoring 1 or more is
-// due for compaction. L6's score is reported but never acted on, since L6
-// has nowhere to compact to.
+// their target size (see [Picker.Shape]). A level scoring 1 or more is
+// over its target. L6's score is reported but never acted on, since L6 has
+// nowhere to compact to. Pick weighs the scores against one another (see
+// the package documentation).
 func (p *Picker) Scores(v *Version) [NumLevels]float64 {
-	return p.scores(v, nil)
+	return p.scores(v, p.Shape(v, nil), nil)
 }
 
-// scores computes the scores of v leaving out the tables in busy, which
-// in-progress compactions are already moving out of their level.
-func (p *Picker) scores(v *manifest.Version, busy map[*manifest.FileMetadata]bool) [manifest.NumLevels]float64 {
+// Priorities returns the priority of each level of v, the weighed score
+// Pick goes by (see the package documentation): a level of L0..L5 with
+// priority 1 or more is due. As Pebble's LevelMetrics.Score, which is its
+// score ratio.
+func (p *Picker) Priorities(v *Version) [NumLevels]float64 {
+	shape := p.Shape(v, nil)
+	return priorities(p.scores(v, shape, nil), shape.BaseLevel)
+}
+
+// scores computes the scores of v under shape leaving out the tables in
+// busy, which in-progress compactions are already moving out of their
+// level.
+func (p *Picker) scores(v *manifest.Version, shape Shape, busy map[*manifest.FileMetadata]bool) [manifest.NumLevels]float64 {
 	var s [manifest.NumLevels]float64
 	for level, files := range v.Levels {
 		var count int
@@ -49,37 +60,54 @@ func (p *Picker) scores(v *manifest.Version, busy map[*manifest.FileMetadata]boo
 		if level == 0 {
 			s[0] = float64(count) / float64(p.opts.L0CompactionThreshold)
 		} else {
-			s[level] = float64(size) / float64(p.opts.LevelMaxBytes(level))
+			s[level] = float64(size) / float64(shape.MaxBytes[level])
 		}
 	}
 	return s
 }
 
+// minNextScore bounds from below the score a level's score is divided by
+// in priorities, so that an empty next level does not make it absurd.
+const minNextScore = 0.01
+
+// priorities weighs the scores as Pebble does: a level's score over 1 is
+// divided by the score of the level it compacts into (L0's by the base
+// level's), so a level whose next level is further over its target waits
+// for that one, and data moves down the tree before more piles onto it.
+func priorities(scores [manifest.NumLevels]float64, baseLevel int) [manifest.NumLevels]float64 {
+	prio := scores
+	prev := 0
+	for level := baseLevel; level < manifest.NumLevels; level++ {
+		if prio[prev] >= 1 {
+			prio[prev] /= max(scores[level], minNextScore)
+		}
+		prev = level
+	}
+	return prio
+}
+
 // Pick returns the most pressing compaction of v that does not conflict
 // with any of inProgress (see Compaction.Conflicts), or nil when no level is
-// due or every due level is blocked. The levels L0..L5 scoring 1 or more
-// are tried highest score first, the shallower level first on a tie.
+// due or every due level is blocked. L0 and the levels from the base level
+// to L5 whose priority (see the package documentation) is 1 or more are
+// tried highest priority first, the shallower level first on a tie; L0
+// compacts into the base level, the others into the level below.
 func (p *Picker) Pick(v *Version, inProgress []*Compaction) *Compaction {
-	busy := make(map[*manifest.FileMetadata]bool)
-	for _, c := range inProgress {
-		for _, files := range c.Inputs {
-			for _, f := range files {
-				busy[f] = true
-			}
-		}
-	}
-	scores := p.scores(v, busy)
+	busy := busyTables(inProgress)
+	shape := p.Shape(v, inProgress)
+	scores := p.scores(v, shape, busy)
+	prio := priorities(scores, shape.BaseLevel)
 	levels := make([]int, 0, manifest.NumLevels-1)
 	for level := 0; level < manifest.NumLevels-1; level++ {
-		if scores[level] >= 1 {
+		if prio[level] >= 1 {
 			levels = append(levels, level)
 		}
 	}
-	sort.SliceStable(levels, func(i, j int) bool { return scores[levels[i]] > scores[levels[j]] })
+	sort.SliceStable(levels, func(i, j int) bool { return prio[levels[i]] > prio[levels[j]] })
 	for _, level := range levels {
 		var c *Compaction
 		if level == 0 {
-			c = p.pickL0(v, busy, inProgress)
+			c = p.pickL0(v, shape.BaseLevel, busy, inProgress)
 		} else {
 			c = p.pickLevel(v, level, busy, inProgress)
 		}
@@ -92,9 +120,9 @@ func (p *Picker) Pick(v *Version, inProgress []*Compaction) *Compaction {
 }
 
 // pickL0 compacts the oldest L0 table not yet taken, with every L0 table
-// overlapping it (transitively), into L1. A seed whose group is blocked
-// gives way to the next seed outside that group.
-func (p *Picker) pickL0(v *manifest.Version, busy map[*manifest.FileMetadata]bool, inProgress []*Compaction) *Compaction {
+// overlapping it (transitively), into baseLevel. A seed whose group is
+// blocked gives way to the next seed outside that group.
+func (p *Picker) pickL0(v *manifest.Version, baseLevel int, busy map[*manifest.FileMetadata]bool, inProgress []*Compaction) *Compaction {
 	cmp := p.cmp.Compare
 	tried := make(map[*manifest.FileMetadata]bool)
 	for _, seed := range v.Levels[0] {
@@ -105,7 +133,7 @@ func (p *Picker) pickL0(v *manifest.Version, busy map[*manifest.FileMetadata]boo
 		for _, f := range inputs {
 			tried[f] = true
 		}
-		if c := p.build(v, 0, 1, inputs, busy, true); c != nil && !c.Conflicts(cmp, inProgress) {
+		if c := p.build(v, 0, baseLevel, inputs, busy, true); c != nil && !c.Conflicts(cmp, inProgress) {
 			return c
 		}
 	}
@@ -141,7 +169,8 @@ func (p *Picker) pickLevel(v *manifest.Version, level int, busy map[*manifest.Fi
 }
 
 // PickManual returns a compaction of the tables of level overlapping
-// [start, end] (nil bounds are unbounded) into level+1, or for L6 a rewrite
+// [start, end] (nil bounds are unbounded) into level+1 (from L0: into the
+// base level, see [Picker.Shape]), or for L6 a rewrite
 // of them in place (see [Manual]); nil when level holds no such table or is
 // out of range. It is one step of a [Manual] walk, which serves DB.Compact.
 // It does not look at compactions in progress: the caller keeps them from
@@ -161,8 +190,10 @@ func (p *Picker) PickManual(v *Version, level int, start, end []byte) *Compactio
 	}
 	cmp := p.cmp.Compare
 	var inputs []*manifest.FileMetadata
+	output := level + 1
 	if level == 0 {
 		inputs = overlapsL0(v, cmp, start, end)
+		output = p.Shape(v, nil).BaseLevel
 	} else {
 		files := v.Levels[level]
 		lo, hi := manifest.OverlapRange(files, cmp, start, end)
@@ -175,7 +206,7 @@ func (p *Picker) PickManual(v *Version, level int, start, end []byte) *Compactio
 		}
 		inputs = p.boundedInputs(files, lo, hi)
 	}
-	return p.buildManual(v, level, level+1, inputs)
+	return p.buildManual(v, level, output, inputs)
 }
 
 // pickRewrite returns a compaction of all the tables of level (L1..L6)

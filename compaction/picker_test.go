@@ -2,6 +2,7 @@ package compaction
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -14,12 +15,17 @@ import (
 	"github.com/cockroachdb/datadriven"
 )
 
-// TestPicker runs testdata/picker. Commands:
+// TestPicker runs testdata/picker (static level sizes) and
+// testdata/shape (dynamic ones). Commands:
 //
-//	define [l0-threshold=N] [lbase=SIZE] [multiplier=N] [target-file-size=SIZE]
+//	define [l0-threshold=N] [lbase=SIZE] [multiplier=N] [target-file-size=SIZE] [levels=static]
+//	       [l0-concurrency=N] [debt-concurrency=SIZE]
 //	L<n>
 //	  <filenum>:<smallest>-<largest> [size=SIZE]   (key "a" means a#<filenum>,SET)
 //	scores
+//	shape                the base level, each level's target, score and priority,
+//	                     L0's read amplification and the debt, against the kept
+//	                     compactions
 //	pick [keep]          picks against the compactions kept so far; keep adds the result
 //	clear                forgets the kept compactions
 //	manual level=N [start=K] [end=K] [keep]
@@ -29,6 +35,12 @@ import (
 //	                     and the version they leave
 //	elide                one user key per line: may the last compaction drop its tombstones?
 func TestPicker(t *testing.T) {
+	for _, file := range []string{"testdata/picker", "testdata/shape"} {
+		t.Run(file, func(t *testing.T) { runPickerScript(t, file) })
+	}
+}
+
+func runPickerScript(t *testing.T, file string) {
 	var (
 		v          *manifest.Version
 		p          *Picker
@@ -36,7 +48,7 @@ func TestPicker(t *testing.T) {
 		last       *Compaction
 		nextNum    base.FileNum // of the tables compact-range installs
 	)
-	datadriven.RunTest(t, "testdata/picker", func(t *testing.T, d *datadriven.TestData) string {
+	datadriven.RunTest(t, file, func(t *testing.T, d *datadriven.TestData) string {
 		switch d.Cmd {
 		case "define":
 			p = NewPicker(parsePickerOptions(t, d), nil)
@@ -49,6 +61,8 @@ func TestPicker(t *testing.T) {
 				fmt.Fprintf(&b, "L%d: %.2f\n", level, s)
 			}
 			return b.String()
+		case "shape":
+			return formatShape(p, v, inProgress)
 		case "pick":
 			last = p.Pick(v, inProgress)
 			if last != nil && d.HasArg("keep") {
@@ -109,6 +123,15 @@ func parsePickerOptions(t *testing.T, d *datadriven.TestData) *Options {
 			opts.LevelMultiplier = int(parseSize(t, val))
 		case "target-file-size":
 			opts.TargetFileSize = parseSize(t, val)
+		case "l0-concurrency":
+			opts.L0CompactionConcurrency = int(parseSize(t, val))
+		case "debt-concurrency":
+			opts.CompactionDebtConcurrency = parseSize(t, val)
+		case "levels":
+			if val != "static" {
+				t.Fatalf("levels=%s: only levels=static is known", val)
+			}
+			opts.StaticLevels = true
 		default:
 			t.Fatalf("unknown option %q", arg.Key)
 		}
@@ -185,6 +208,31 @@ func parseFile(t *testing.T, line string) *manifest.FileMetadata {
 		f.Size = uint64(parseSize(t, val))
 	}
 	return f
+}
+
+// formatShape prints what Pick weighs on v with inProgress running.
+func formatShape(p *Picker, v *manifest.Version, inProgress []*Compaction) string {
+	var b strings.Builder
+	shape := p.Shape(v, inProgress)
+	busy := busyTables(inProgress)
+	scores := p.scores(v, shape, busy)
+	prio := priorities(scores, shape.BaseLevel)
+	fmt.Fprintf(&b, "base level: L%d\n", shape.BaseLevel)
+	fmt.Fprintf(&b, "L0: %d tables, score %.2f, priority %.2f\n", len(v.Levels[0]), scores[0], prio[0])
+	for level := 1; level < NumLevels; level++ {
+		if level < shape.BaseLevel && len(v.Levels[level]) == 0 {
+			continue
+		}
+		target := "none"
+		if shape.MaxBytes[level] != math.MaxInt64 {
+			target = fmt.Sprintf("%.2fMB", float64(shape.MaxBytes[level])/(1<<20))
+		}
+		fmt.Fprintf(&b, "L%d: %.2fMB, target %s, score %.2f, priority %.2f\n", level,
+			float64(totalSize(v.Levels[level]))/(1<<20), target, scores[level], prio[level])
+	}
+	fmt.Fprintf(&b, "L0 read-amp %d, debt %.2fMB, wants another: %t\n", p.L0ReadAmp(v, inProgress),
+		float64(p.Debt(v, inProgress))/(1<<20), p.WantsAnother(v, inProgress))
+	return b.String()
 }
 
 func formatCompaction(c *Compaction) string {

@@ -57,6 +57,15 @@ type RunConfig struct {
 	// it (DefaultGrandparentOverlapFactor × TargetFileSize); with
 	// TargetFileSize 0 too, there is no bound.
 	MaxGrandparentOverlap int64
+	// SplitBoundaries are tables in key order, normally a level's, along
+	// which Run cuts once a table holds SplitBytes (estimated size) or
+	// more: before the first user key past the end of one of them. A flush
+	// passes the base level's tables (Picker.FlushSplit), so that its L0
+	// tables line up with the tables they will be compacted into.
+	SplitBoundaries []*FileMetadata
+	// SplitBytes is the size from which Run cuts at a SplitBoundaries
+	// boundary; 0 means no such cuts.
+	SplitBytes int64
 }
 
 // RunStats accounts for one Run.
@@ -91,8 +100,9 @@ type RunStats struct {
 // tombstone of cfg.RangeDels that the same readers see deletes it.
 // Tombstones that no snapshot needs are dropped where cfg.ElideTombstone
 // and cfg.ElideRangeTombstone allow. The entries kept are written to new
-// tables, each cut once it reaches cfg.TargetFileSize or overlaps too many
-// grandparent bytes, always between two user keys, so no key's versions
+// tables, each cut once it reaches cfg.TargetFileSize, overlaps too many
+// grandparent bytes, or holds cfg.SplitBytes at a boundary of
+// cfg.SplitBoundaries, always between two user keys, so no key's versions
 // span two tables; the range tombstones kept are cut at the same
 // boundaries, so that the tables' key ranges, tombstones included, do not
 // overlap. Run returns the tables' metadata in key order, and nothing when
@@ -117,6 +127,7 @@ func Run(input InternalIterator, cfg RunConfig) ([]*FileMetadata, RunStats, erro
 	r.iter = newCompactionIter(cfg.Comparer.Compare, input, cfg.Snapshots, cfg.ElideTombstone, frags, &stats)
 	r.pending = r.iter.keptRangeDels(frags, cfg.ElideRangeTombstone)
 	r.gp = grandparentLimiter{cmp: cfg.Comparer.Compare, files: cfg.Grandparents, limit: cfg.grandparentLimit()}
+	r.split = boundarySplitter{cmp: cfg.Comparer.Compare, files: cfg.SplitBoundaries, bytes: cfg.SplitBytes}
 	err := r.run()
 	if r.w != nil {
 		// Only after a failure: the table is incomplete, its error moot.
@@ -156,6 +167,7 @@ type runner struct {
 	stats  *RunStats
 	iter   *compactionIter
 	gp     grandparentLimiter
+	split  boundarySplitter
 	tables []*manifest.FileMetadata
 
 	w       *sstable.Writer // the table being written; nil between tables
@@ -179,7 +191,7 @@ func (r *runner) run() error {
 			break
 		}
 		key := versions[0].key.UserKey
-		if r.gp.cutBefore(key, r.w != nil) || r.full {
+		if r.gp.cutBefore(key, r.w != nil) || r.split.cutBefore(key, r.w) || r.full {
 			if err := r.finishTable(key, nil); err != nil {
 				return err
 			}
@@ -318,3 +330,23 @@ func (g *grandparentLimiter) cutBefore(userKey []byte, tableOpen bool) bool {
 
 // reset starts counting for a new table.
 func (g *grandparentLimiter) reset() { g.overlap = 0 }
+
+// boundarySplitter tells when the table being written, once it holds
+// bytes, has reached the end of one of files: it is then cut there.
+type boundarySplitter struct {
+	cmp   base.Compare
+	files []*manifest.FileMetadata
+	bytes int64 // 0: no cuts
+	next  int   // first table of files whose end the keys have not passed
+}
+
+// cutBefore reports whether the open table w (nil: none) should end before
+// userKey.
+func (s *boundarySplitter) cutBefore(userKey []byte, w *sstable.Writer) bool {
+	passed := false
+	for s.next < len(s.files) && s.cmp(userKey, s.files[s.next].Largest.UserKey) > 0 {
+		s.next++
+		passed = true
+	}
+	return passed && w != nil && s.bytes > 0 && w.EstimatedSize() >= uint64(s.bytes)
+}

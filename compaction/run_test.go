@@ -135,6 +135,7 @@ func checkBoundaries(t testing.TB, tables []*manifest.FileMetadata) {
 //
 //	run [target-file-size=N] [snapshots=(...)] [elide=(...)|elide=all]
 //	    [grandparents=(a-b:SIZE,...)] [max-overlap=SIZE]
+//	    [boundaries=(a-b,...)] [split-bytes=SIZE]
 //	    [range-dels=(a-c#5,...)] [below=(a-b,...)]
 //	<entries, as in testdata/compaction_iter>
 //
@@ -167,6 +168,12 @@ func TestRun(t *testing.T) {
 					f := parseFile(t, fmt.Sprintf("%d:%s size=%s", 100+i, bounds, size))
 					cfg.Grandparents = append(cfg.Grandparents, f)
 				}
+			case "boundaries":
+				for i, v := range arg.Vals {
+					cfg.SplitBoundaries = append(cfg.SplitBoundaries, parseFile(t, fmt.Sprintf("%d:%s", 200+i, v)))
+				}
+			case "split-bytes":
+				cfg.SplitBytes = parseSize(t, arg.SingleVal(t))
 			}
 		}
 		d.CmdArgs = filterArgs(d.CmdArgs, "snapshots", "elide")

@@ -3,6 +3,7 @@ package kv_test
 import (
 	"flag"
 	"fmt"
+	"runtime/metrics"
 	"testing"
 	"time"
 )
@@ -37,6 +38,15 @@ import (
 // Write amplification, by engine: bloomkv's Metrics().WriteAmp, (WAL bytes
 // + flushed + compacted bytes) / WAL bytes; Pebble's
 // Metrics().Total().WriteAmp(), the same ratio over the bytes its WAL wrote.
+//
+// Peak heap (peak-heap-MB): the most live Go heap (as a garbage collection
+// found it: /gc/heap/live:bytes) during the fill, sampled every
+// heapSampleEvery, less what the engine kept on that heap for its block
+// cache and memtables at the time (see startHeapSampler): what the store
+// needs beyond the memory its options budget. Garbage not yet collected does not count: how much
+// of it the runtime lets pile up depends on the live heap (GOGC), not on
+// the engine. Pebble v1.1.5 allocates its cache and memtables outside the
+// Go heap when built with cgo (pebbleManualOnHeap says which).
 func BenchmarkFillLarge(b *testing.B) {
 	sizes := []int{1_000_000}
 	if *fill10M {
@@ -66,6 +76,7 @@ func fillLarge(b *testing.B, e benchEngine, engine string, n int) {
 	b.StopTimer()
 	var probe fillProbe
 	var elapsed time.Duration
+	heap := startHeapSampler(e)
 	for c := 1; c <= fillCheckpoints; c++ {
 		start := time.Now()
 		b.StartTimer()
@@ -77,6 +88,7 @@ func fillLarge(b *testing.B, e benchEngine, engine string, n int) {
 			engine, 100*c/fillCheckpoints, c*n/fillCheckpoints, elapsed.Round(time.Millisecond),
 			e.levels(), probe.sortedRuns, probe, e.fillStats().writeAmp)
 	}
+	peakHeap := heap.stop()
 	if err := e.flush(); err != nil {
 		b.Fatal(err)
 	}
@@ -87,10 +99,11 @@ func fillLarge(b *testing.B, e benchEngine, engine string, n int) {
 	settled := time.Since(settleStart)
 	st := e.fillStats()
 	probe = probeLookups(b, e, n)
-	b.Logf("%s settled %v after the fill: tables per level %v, sorted runs %d, %s, write-amp %.2f",
-		engine, settled.Round(time.Millisecond), e.levels(), probe.sortedRuns, probe, st.writeAmp)
+	b.Logf("%s settled %v after the fill: tables per level %v, sorted runs %d, %s, write-amp %.2f, peak heap beyond cache and memtables %.1f MB",
+		engine, settled.Round(time.Millisecond), e.levels(), probe.sortedRuns, probe, st.writeAmp, float64(peakHeap)/1e6)
 	b.ReportMetric(float64(n)/elapsed.Seconds(), "keys/s")
 	b.ReportMetric(st.writeAmp, "write-amp")
+	b.ReportMetric(float64(peakHeap)/1e6, "peak-heap-MB")
 	b.ReportMetric(float64(probe.sortedRuns), "sorted-runs")
 	name := map[bool]string{true: "tables", false: "filter-checks"}[probe.countsTables]
 	b.ReportMetric(probe.present, name+"/get-present")
@@ -110,16 +123,25 @@ type fillStats struct {
 	countsTables bool
 	sortedRuns   int
 	writeAmp     float64
+	// tableBytes is the size of the engine's tables.
+	tableBytes int64
+	// onHeap is what the engine holds on the Go heap for its block cache
+	// and memtables.
+	onHeap int64
 }
 
 func (e *bloomkvEngine) fillStats() fillStats {
 	m := e.db.Metrics()
-	s := fillStats{tablesChecked: float64(m.Lookups.TablesConsidered), countsTables: true, writeAmp: m.WriteAmp}
+	s := fillStats{tablesChecked: float64(m.Lookups.TablesConsidered), countsTables: true, writeAmp: m.WriteAmp,
+		onHeap: m.BlockCache.Size + m.MemTable.Size}
 	s.sortedRuns = m.Levels[0].NumFiles
 	for _, l := range m.Levels[1:] {
 		if l.NumFiles > 0 {
 			s.sortedRuns++
 		}
+	}
+	for _, l := range m.Levels {
+		s.tableBytes += l.Size
 	}
 	return s
 }
@@ -127,11 +149,16 @@ func (e *bloomkvEngine) fillStats() fillStats {
 func (e *pebbleEngine) fillStats() fillStats {
 	m := e.db.Metrics()
 	total := m.Total()
-	return fillStats{
+	s := fillStats{
 		tablesChecked: float64(m.Filter.Hits + m.Filter.Misses),
 		sortedRuns:    m.ReadAmp(),
 		writeAmp:      total.WriteAmp(),
+		tableBytes:    total.Size,
 	}
+	if pebbleManualOnHeap {
+		s.onHeap = m.BlockCache.Size + int64(m.MemTable.Size)
+	}
+	return s
 }
 
 // fillProbe is what lookups consulted at one checkpoint.
@@ -167,4 +194,115 @@ func probeLookups(b *testing.B, e benchEngine, written int) fillProbe {
 		}
 	}
 	return p
+}
+
+// heapSampleEvery is how often startHeapSampler samples.
+const heapSampleEvery = 10 * time.Millisecond
+
+// heapSampler tracks the peak of the live Go heap less the engine's
+// on-heap cache and memtables (fillStats.onHeap).
+type heapSampler struct {
+	done chan struct{}
+	peak chan int64
+}
+
+// startHeapSampler samples until stop. The live heap is what the last
+// garbage collection marked, so each collection's figure is set against
+// the most the engine held for its cache and memtables between it and
+// the collection before: blocks evicted since it marked them (the tables
+// of a finished compaction) must not count as beyond the cache.
+func startHeapSampler(e benchEngine) *heapSampler {
+	h := &heapSampler{done: make(chan struct{}), peak: make(chan int64, 1)}
+	go func() {
+		sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/cycles/total:gc-cycles"}}
+		ticker := time.NewTicker(heapSampleEvery)
+		defer ticker.Stop()
+		var peak, held int64
+		var cycles uint64
+		for {
+			held = max(held, e.fillStats().onHeap)
+			metrics.Read(sample)
+			if c := sample[1].Value.Uint64(); c != cycles {
+				cycles = c
+				peak = max(peak, int64(sample[0].Value.Uint64())-held)
+				held = e.fillStats().onHeap
+			}
+			select {
+			case <-h.done:
+				h.peak <- peak
+				return
+			case <-ticker.C:
+			}
+		}
+	}()
+	return h
+}
+
+// stop ends the sampling and returns the peak in bytes.
+func (h *heapSampler) stop() int64 {
+	close(h.done)
+	return <-h.peak
+}
+
+// BenchmarkOverwriteSpaceAmp writes overwriteKeys keys in random order
+// overwriteRounds times, each round with new values, NoSync, with flushes
+// and compactions running, on the engines and options of bench_test.go;
+// run it with -benchtime=1x. Once background work has settled, it reports
+// space-amp: the bytes of the engine's tables over the bytes they take
+// after a manual compaction of everything, one copy of the live data. Also
+// reported: keys/s of the writes and write-amp. A million keys make about
+// 60 MB of tables, near LBaseMaxBytes (64 MiB) × 1: the size where a
+// dynamic level scheme moves its base level up from L6.
+func BenchmarkOverwriteSpaceAmp(b *testing.B) {
+	for _, eng := range benchEngines {
+		b.Run("engine="+eng.name, func(b *testing.B) {
+			b.SetBytes(int64(overwriteKeys*overwriteRounds) * (17 + benchValueSize))
+			for i := 0; i < b.N; i++ {
+				overwriteSpaceAmp(b, eng.open(b, b.TempDir(), true), eng.name)
+			}
+		})
+	}
+}
+
+const (
+	overwriteKeys   = 1_000_000
+	overwriteRounds = 3
+)
+
+// overwriteSpaceAmp runs one overwrite workload on e, then closes e.
+func overwriteSpaceAmp(b *testing.B, e benchEngine, engine string) {
+	var key []byte
+	start := time.Now()
+	for r := 0; r < overwriteRounds; r++ {
+		for i := 0; i < overwriteKeys; i++ {
+			key = benchKey(key, uint64(2*i), true)
+			if err := e.set(key, benchValue(uint64(i)+uint64(r)*104729), false); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	if err := e.flush(); err != nil {
+		b.Fatal(err)
+	}
+	if !waitIdle(e, 30*time.Minute) {
+		b.Logf("%s: background work still running after 30 minutes", engine)
+	}
+	settled := e.fillStats()
+	levels := e.levels()
+	if err := e.compactAll(); err != nil {
+		b.Fatal(err)
+	}
+	oneCopy := e.fillStats().tableBytes
+	b.Logf("%s: settled tables %.1f MB in levels %v, one copy %.1f MB: space-amp %.3f, write-amp %.2f",
+		engine, float64(settled.tableBytes)/1e6, levels, float64(oneCopy)/1e6,
+		float64(settled.tableBytes)/float64(oneCopy), settled.writeAmp)
+	b.ReportMetric(float64(overwriteKeys*overwriteRounds)/elapsed.Seconds(), "keys/s")
+	b.ReportMetric(float64(settled.tableBytes)/float64(oneCopy), "space-amp")
+	b.ReportMetric(settled.writeAmp, "write-amp")
+	if err := e.close(); err != nil {
+		b.Fatal(err)
+	}
+	b.StartTimer()
 }

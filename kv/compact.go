@@ -11,21 +11,25 @@ import (
 	"github.com/bloomkv/bloomkv/internal/manifest"
 )
 
-// maybeScheduleCompactionLocked starts a background compaction when the
-// picker finds one worth doing and none runs. Compactions run one at a
-// time; Compact pauses them.
+// maybeScheduleCompactionLocked starts background compactions while the
+// picker finds ones worth doing that conflict with none running, up to
+// Options.MaxConcurrentCompactions at once and as long as the picker
+// wants another beside those running (compaction.Picker.WantsAnother).
+// Compact pauses them.
 func (d *DB) maybeScheduleCompactionLocked() {
-	if d.opts.DisableAutomaticCompactions || len(d.mu.compacting) > 0 || d.mu.manual > 0 ||
-		d.mu.bgErr != nil || d.closed.Load() {
+	if d.opts.DisableAutomaticCompactions || d.mu.manual > 0 || d.mu.bgErr != nil || d.closed.Load() {
 		return
 	}
-	c := d.picker.Pick(d.mu.versions.current, nil)
-	if c == nil {
-		return
+	v := d.mu.versions.current
+	for len(d.mu.compacting) < d.opts.MaxConcurrentCompactions && d.picker.WantsAnother(v, d.mu.compacting) {
+		c := d.picker.Pick(v, d.mu.compacting)
+		if c == nil {
+			return
+		}
+		d.mu.compacting = append(d.mu.compacting, c)
+		d.bgWG.Add(1)
+		go d.backgroundCompaction(c)
 	}
-	d.mu.compacting = append(d.mu.compacting, c)
-	d.bgWG.Add(1)
-	go d.backgroundCompaction(c)
 }
 
 // backgroundCompaction runs c, then looks for the next compaction.

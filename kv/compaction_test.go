@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bloomkv/bloomkv/compaction"
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
 	"github.com/cockroachdb/pebble/vfs"
@@ -27,24 +28,34 @@ import (
 // invariants and every reader sees what it should.
 
 // TestCompaction_Overwrite writes the same 2,000 keys 20 times with small
-// memtables and level targets. L0 stays bounded throughout, the tables take
-// little more than one copy of the live data once compactions settle, and
-// every key reads its latest value.
+// memtables and level targets, under both level schemes. L0 stays bounded
+// throughout, the tables take little more than one copy of the live data
+// once compactions settle, and every key reads its latest value.
 func TestCompaction_Overwrite(t *testing.T) {
+	for _, static := range []bool{true, false} {
+		t.Run(fmt.Sprintf("static=%t", static), func(t *testing.T) { testOverwrite(t, static) })
+	}
+}
+
+func testOverwrite(t *testing.T, static bool) {
 	const keys, rounds, valueSize = 2000, 20, 100
 	// One copy of the data (2,000 × 108 B of keys and values, about 250 KB
-	// in tables) fits in L2's target (10 × 32 KiB), so the settled shape is
-	// L2 holding one version of every key, L1 under its 32 KiB target and
-	// L0 under its compaction trigger: one table.
+	// in tables) fits in L2's static target (10 × 32 KiB), so the settled
+	// static shape is L2 holding one version of every key, L1 under its
+	// 32 KiB target and L0 under its compaction trigger: one table. The
+	// dynamic shape puts the copy in L6, with the levels from the base
+	// level down to L5 under their targets.
 	o := &Options{MemTableSize: 32 << 10, L0CompactionThreshold: 2, L0SlowdownWritesThreshold: 3,
-		L0StopWritesThreshold: 4, LBaseMaxBytes: 32 << 10, TargetFileSize: 8 << 10, BlockSize: 1 << 10}
+		L0StopWritesThreshold: 4, LBaseMaxBytes: 32 << 10, TargetFileSize: 8 << 10, BlockSize: 1 << 10,
+		StaticLevels: static, FlushSplitBytes: -1}
 	d, _ := openMem(t, o)
 	defer d.Close()
 
 	// Writers stall before making a memtable immutable once L0 holds
 	// L0StopWritesThreshold tables; memtables already immutable then (up to
 	// MemTableStopWritesThreshold of them, made while L0 was one table
-	// short) are still flushed into L0. That is the most L0 can hold.
+	// short) are still flushed into L0, one table each (FlushSplitBytes
+	// -1). That is the most L0 can hold.
 	l0Bound := d.opts.L0StopWritesThreshold - 1 + d.opts.MemTableStopWritesThreshold
 	maxL0 := 0
 	sampleL0 := func() {
@@ -73,6 +84,7 @@ func TestCompaction_Overwrite(t *testing.T) {
 	}
 	d.waitCompactionsIdle()
 	settled := d.Metrics()
+	upper := upperTargets(d)
 	for i := 0; i < keys; i++ {
 		mustGet(t, d, string(overwriteKey(i)), string(overwriteValue(rounds-1, i, valueSize)))
 	}
@@ -83,8 +95,8 @@ func TestCompaction_Overwrite(t *testing.T) {
 	}
 	compacted := d.Metrics()
 	oneCopy := totalTableBytes(compacted)
-	t.Logf("max L0 %d (bound %d); live data %d B; tables settled %d B, fully compacted %d B\nsettled:\n%s",
-		maxL0, l0Bound, live, totalTableBytes(settled), oneCopy, settled)
+	t.Logf("max L0 %d (bound %d); live data %d B; tables settled %d B (%.2f × one copy), fully compacted %d B\nsettled:\n%s",
+		maxL0, l0Bound, live, totalTableBytes(settled), float64(totalTableBytes(settled))/float64(oneCopy), oneCopy, settled)
 
 	// Per-entry overhead (8-byte trailer, varint lengths, index, filter and
 	// block trailers) is about 16 B on 108-byte entries: one copy must stay
@@ -93,17 +105,41 @@ func TestCompaction_Overwrite(t *testing.T) {
 		t.Errorf("fully compacted tables take %d B, over 1.2 × the %d B of live data", oneCopy, live)
 	}
 	// Settled: the bottom level holds at most one copy, each level above it
-	// is under its target (L1 < LBaseMaxBytes), and L0 under its trigger
-	// holds at most L0CompactionThreshold-1 tables, each at most a memtable.
-	// With these options that is about 1.26 × one copy (measured: 1.13).
-	limit := oneCopy + o.LBaseMaxBytes + int64(o.L0CompactionThreshold-1)*o.MemTableSize
+	// is under its target, and L0 under its trigger holds at most
+	// L0CompactionThreshold-1 tables, each at most a memtable. Static, the
+	// levels above are L1 (< LBaseMaxBytes): about 1.26 × one copy with
+	// these options (measured: 1.13). Dynamic, they are the base level and
+	// those down to L5, whose targets add up to more on a store this close
+	// to LevelMultiplier × LBaseMaxBytes (measured: about 1.5).
+	limit := oneCopy + upper + int64(o.L0CompactionThreshold-1)*o.MemTableSize
 	if got := totalTableBytes(settled); got > limit {
-		t.Errorf("settled tables take %d B, over one copy (%d B) + L1 target + L0 allowance = %d B\n%s",
-			got, oneCopy, limit, settled)
+		t.Errorf("settled tables take %d B, over one copy (%d B) + targets above the bottom (%d B) + L0 allowance = %d B\n%s",
+			got, oneCopy, upper, limit, settled)
 	}
 	for i := 0; i < keys; i++ {
 		mustGet(t, d, string(overwriteKey(i)), string(overwriteValue(rounds-1, i, valueSize)))
 	}
+}
+
+// upperTargets returns the sum of the targets of the levels from the base
+// level down to the one above the deepest holding data, as d's picker
+// sizes them now.
+func upperTargets(d *DB) int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	v := d.mu.versions.current
+	shape := d.picker.Shape(v, nil)
+	bottom := 0
+	for level := range v.Levels {
+		if len(v.Levels[level]) > 0 {
+			bottom = level
+		}
+	}
+	var n int64
+	for level := shape.BaseLevel; level < bottom; level++ {
+		n += shape.MaxBytes[level]
+	}
+	return n
 }
 
 func overwriteKey(i int) []byte { return fmt.Appendf(nil, "key%05d", (i*7919)%2000) }
@@ -454,9 +490,13 @@ func TestCompaction_Invariants(t *testing.T) {
 		steps = 8000
 	}
 	o := &Options{MemTableSize: 4 << 10, L0CompactionThreshold: 2, LBaseMaxBytes: 8 << 10,
-		LevelMultiplier: 2 + rng.IntN(2), TargetFileSize: 2 << 10, BlockSize: 256}
+		LevelMultiplier: 2 + rng.IntN(2), TargetFileSize: 2 << 10, BlockSize: 256,
+		StaticLevels: rng.IntN(2) == 0}
 	d, fs := openMem(t, o)
 	defer d.Close()
+	concurrent := 1 + rng.IntN(3)
+	eagerConcurrency(d, concurrent)
+	t.Logf("static levels %t, multiplier %d, up to %d compactions at once", o.StaticLevels, o.LevelMultiplier, concurrent)
 
 	type heldSnap struct {
 		s     *Snapshot
@@ -469,7 +509,7 @@ func TestCompaction_Invariants(t *testing.T) {
 		}
 	}()
 	model := map[string]string{}
-	deepest := 0
+	deepest, levels := 0, 0
 	for step := 1; step <= steps; step++ {
 		k := fmt.Sprintf("key%05d", rng.IntN(keys))
 		if rng.IntN(4) == 0 {
@@ -496,6 +536,7 @@ func TestCompaction_Invariants(t *testing.T) {
 				t.Fatalf("seed %d: step %d: %v\n%s", seed, step, err, d.Metrics())
 			}
 			deepest = max(deepest, deepestLevel(d.Metrics()))
+			levels = max(levels, levelsInUse(d.Metrics()))
 		}
 	}
 	if err := d.Flush(); err != nil {
@@ -503,10 +544,11 @@ func TestCompaction_Invariants(t *testing.T) {
 	}
 	d.waitCompactionsIdle()
 	m := d.Metrics()
-	deepest = max(deepest, deepestLevel(m))
-	t.Logf("tables per level %v, %d compactions, deepest level L%d", tableCounts(m), m.Compact.Count, deepest)
-	if deepest < 3 {
-		t.Errorf("seed %d: compactions reached only L%d; the workload should reach L3 or deeper", seed, deepest)
+	deepest, levels = max(deepest, deepestLevel(m)), max(levels, levelsInUse(m))
+	t.Logf("tables per level %v, %d compactions, deepest level L%d, at most %d levels below L0 in use",
+		tableCounts(m), m.Compact.Count, deepest, levels)
+	if levels < 3 {
+		t.Errorf("seed %d: compactions used at most %d levels below L0; the workload should fill three or more", seed, levels)
 	}
 	if err := checkTree(d); err != nil {
 		t.Fatalf("seed %d: %v\n%s", seed, err, m)
@@ -521,6 +563,32 @@ func TestCompaction_Invariants(t *testing.T) {
 	if onDisk, live := tableFiles(t, fs, "db"), versionTables(d); !slices.Equal(onDisk, live) {
 		t.Errorf("seed %d: tables on disk %v, current Version %v", seed, onDisk, live)
 	}
+}
+
+// levelsInUse counts the levels below L0 holding tables.
+func levelsInUse(m Metrics) int {
+	n := 0
+	for _, l := range m.Levels[1:] {
+		if l.NumFiles > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// eagerConcurrency lets d run up to n background compactions at once, and
+// gives it a picker that wants another whenever L0 holds an overlapping
+// table or any debt is due, where Pebble's defaults would wait for an L0
+// read amplification of 10 or a debt of 1 GiB: a small store then runs
+// compactions side by side as a large one does.
+func eagerConcurrency(d *DB, n int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.opts.MaxConcurrentCompactions = n
+	co := *d.compactOpts
+	co.L0CompactionConcurrency, co.CompactionDebtConcurrency = 1, 1
+	d.compactOpts = &co
+	d.picker = compaction.NewPicker(&co, d.cmp)
 }
 
 func deepestLevel(m Metrics) int {
@@ -618,35 +686,205 @@ func tableCounts(m Metrics) []int {
 	return n
 }
 
-// TestCompaction_SustainedWritesKeepL1Bounded writes 60,000 fresh keys as
-// fast as one writer can. L1 may run over its target while L0 waits, but
-// only so far: once L1 scores above L0 it must go down to L2 first. L0
-// scores at most L0StopWritesThreshold/L0CompactionThreshold (writers stall
-// there), and one L0 compaction brings in at most L0StopWritesThreshold
-// memtables, so L1 never needs to exceed that many targets plus that many
+// TestCompaction_SustainedWritesKeepBaseBounded writes 60,000 fresh keys
+// as fast as one writer can, under both level schemes. The base level (L1
+// static; dynamic, where L0 compacts to) may run over its target,
+// LBaseMaxBytes under both, while L0 waits, but only so far: once it
+// scores above L0 it must go down first. L0 scores at most
+// L0StopWritesThreshold/L0CompactionThreshold (writers stall there), and
+// one L0 compaction brings in at most L0StopWritesThreshold memtables, so
+// the base level never needs to exceed that many targets plus that many
 // memtables.
-func TestCompaction_SustainedWritesKeepL1Bounded(t *testing.T) {
-	o := &Options{MemTableSize: 64 << 10, LBaseMaxBytes: 256 << 10, TargetFileSize: 32 << 10}
-	d, _ := openMem(t, o)
+func TestCompaction_SustainedWritesKeepBaseBounded(t *testing.T) {
+	for _, static := range []bool{true, false} {
+		t.Run(fmt.Sprintf("static=%t", static), func(t *testing.T) {
+			o := &Options{MemTableSize: 64 << 10, LBaseMaxBytes: 256 << 10, TargetFileSize: 32 << 10, StaticLevels: static}
+			d, _ := openMem(t, o)
+			defer d.Close()
+			stop, trigger := int64(d.opts.L0StopWritesThreshold), int64(d.opts.L0CompactionThreshold)
+			limit := stop*o.LBaseMaxBytes/trigger + stop*o.MemTableSize
+			var maxBase int64
+			bases := map[int]bool{}
+			for i := 0; i < 60000; i++ {
+				k := fmt.Appendf(nil, "k%016x", uint64(i)*0x9e3779b97f4a7c15)
+				if err := d.Set(k, overwriteValue(0, i, 100), NoSync); err != nil {
+					t.Fatal(err)
+				}
+				if i%500 == 0 {
+					m := d.Metrics()
+					bases[m.Compact.BaseLevel] = true
+					if m.Compact.BaseLevel < manifest.NumLevels-1 { // the bottom is no base to bound
+						maxBase = max(maxBase, m.Levels[m.Compact.BaseLevel].Size)
+					}
+				}
+			}
+			if err := d.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			d.waitCompactionsIdle()
+			t.Logf("base levels %v; the base level peaked at %d KiB (target %d KiB, bound %d KiB)",
+				slices.Sorted(maps.Keys(bases)), maxBase>>10, o.LBaseMaxBytes>>10, limit>>10)
+			if maxBase > limit {
+				t.Errorf("the base level reached %d B, over %d B\n%s", maxBase, limit, d.Metrics())
+			}
+			if !static && len(bases) < 2 {
+				t.Errorf("the base level never moved up from L%d as the store grew", slices.Collect(maps.Keys(bases))[0])
+			}
+		})
+	}
+}
+
+// TestCompaction_Concurrent runs background compactions side by side (up
+// to three, with a picker eager to run them: see eagerConcurrency) while
+// two writers fill their own key ranges and a third goroutine compacts
+// random ranges by hand, which pauses the background ones. Some
+// background compactions must overlap in time; afterwards the tree keeps
+// its ordering invariants, every key reads its latest value, and the
+// table files on disk are the current Version's. Run it with -race.
+func TestCompaction_Concurrent(t *testing.T) {
+	seed := invariantsSeed()
+	t.Logf("seed %d (replay with -run '%s' -seed %d)", seed, t.Name(), seed)
+	// Small tables over several levels, and flushes cut at every table
+	// boundary of the base level, give compactions key ranges and levels
+	// apart to run in.
+	o := &Options{MemTableSize: 8 << 10, L0CompactionThreshold: 2, LBaseMaxBytes: 8 << 10, LevelMultiplier: 2,
+		TargetFileSize: 2 << 10, BlockSize: 512, FlushSplitBytes: 1}
+	d, fs := openMem(t, o)
 	defer d.Close()
-	stop, trigger := int64(d.opts.L0StopWritesThreshold), int64(d.opts.L0CompactionThreshold)
-	limit := stop*o.LBaseMaxBytes/trigger + stop*o.MemTableSize
-	var maxL1 int64
-	for i := 0; i < 60000; i++ {
-		k := fmt.Appendf(nil, "k%016x", uint64(i)*0x9e3779b97f4a7c15)
-		if err := d.Set(k, overwriteValue(0, i, 100), NoSync); err != nil {
-			t.Fatal(err)
+	eagerConcurrency(d, 3)
+	writes := 12000
+	if testing.Short() {
+		writes = 5000
+	}
+	var (
+		wg          sync.WaitGroup
+		mostRunning atomic.Int64
+		done        atomic.Bool
+		models      [2]map[string]string
+	)
+	for w := range models {
+		models[w] = map[string]string{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(seed, uint64(w)))
+			for i := 0; i < writes; i++ {
+				k, v := fmt.Sprintf("w%d/%05d", w, rng.IntN(4000)), fmt.Sprintf("%d.%s", i, make([]byte, rng.IntN(80)))
+				if err := d.Set([]byte(k), []byte(v), NoSync); err != nil {
+					t.Errorf("writer %d: %v", w, err)
+					return
+				}
+				models[w][k] = v
+			}
+		}()
+	}
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for !done.Load() {
+			d.mu.Lock()
+			running := int64(len(d.mu.compacting))
+			d.mu.Unlock()
+			mostRunning.Store(max(mostRunning.Load(), running))
+			time.Sleep(100 * time.Microsecond)
 		}
-		if i%500 == 0 {
-			maxL1 = max(maxL1, d.Metrics().Levels[1].Size)
+	}()
+	manualDone := make(chan error, 1)
+	go func() {
+		rng := rand.New(rand.NewPCG(seed, 2))
+		for !done.Load() {
+			w, lo := rng.IntN(2), rng.IntN(4000)
+			start, end := fmt.Sprintf("w%d/%05d", w, lo), fmt.Sprintf("w%d/%05d", w, lo+rng.IntN(400))
+			if err := d.Compact([]byte(start), []byte(end)); err != nil {
+				manualDone <- err
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
+		manualDone <- nil
+	}()
+	wg.Wait()
+	done.Store(true)
+	<-sampled
+	if err := <-manualDone; err != nil {
+		t.Fatalf("seed %d: Compact: %v", seed, err)
 	}
 	if err := d.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	d.waitCompactionsIdle()
-	t.Logf("L1 peaked at %d KiB (target %d KiB, bound %d KiB)", maxL1>>10, o.LBaseMaxBytes>>10, limit>>10)
-	if maxL1 > limit {
-		t.Errorf("L1 reached %d B, over %d B\n%s", maxL1, limit, d.Metrics())
+	m := d.Metrics()
+	t.Logf("tables per level %v, %d compactions, at most %d running at once", tableCounts(m), m.Compact.Count, mostRunning.Load())
+	if mostRunning.Load() < 2 {
+		t.Errorf("seed %d: background compactions never ran side by side", seed)
+	}
+	if err := checkTree(d); err != nil {
+		t.Fatalf("seed %d: %v\n%s", seed, err, m)
+	}
+	for _, model := range models {
+		for k, v := range model {
+			mustGet(t, d, k, v)
+		}
+	}
+	if onDisk, live := tableFiles(t, fs, "db"), versionTables(d); !slices.Equal(onDisk, live) {
+		t.Errorf("seed %d: tables on disk %v, current Version %v", seed, onDisk, live)
+	}
+}
+
+// TestCompaction_FlushSplitsAlongBaseLevel flushes a memtable spanning a
+// base level of many tables: the flush cuts its L0 tables once they hold
+// FlushSplitBytes, each cut just past the end of a base-level table, so
+// every L0 table but the last ends where a base-level table does. With a
+// negative FlushSplitBytes, the flush writes one table.
+func TestCompaction_FlushSplitsAlongBaseLevel(t *testing.T) {
+	for _, split := range []int64{4 << 10, -1} {
+		t.Run(fmt.Sprintf("split=%d", split), func(t *testing.T) {
+			o := &Options{DisableAutomaticCompactions: true, TargetFileSize: 2 << 10, BlockSize: 512,
+				FlushSplitBytes: split}
+			d, _ := openMem(t, o)
+			defer d.Close()
+			for i := 0; i < 2000; i++ {
+				if err := d.Set(fmt.Appendf(nil, "k%05d", i*5), make([]byte, 20), NoSync); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := d.Compact(nil, nil); err != nil { // into L6, the base level of a small store
+				t.Fatal(err)
+			}
+			for i := 0; i < 2000; i++ {
+				if err := d.Set(fmt.Appendf(nil, "k%05d", i*5+1), make([]byte, 20), NoSync); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := d.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			d.mu.Lock()
+			v := d.mu.versions.current
+			l0, baseFiles := v.Levels[0], v.Levels[d.picker.Shape(v, nil).BaseLevel]
+			d.mu.Unlock()
+			t.Logf("%d L0 tables over %d base-level tables", len(l0), len(baseFiles))
+			if split < 0 {
+				if len(l0) != 1 {
+					t.Fatalf("the flush wrote %d tables, want 1", len(l0))
+				}
+				return
+			}
+			if len(l0) < 3 || len(baseFiles) < 10 {
+				t.Fatalf("want several L0 tables over many base-level tables, got %d over %d", len(l0), len(baseFiles))
+			}
+			slices.SortFunc(l0, func(a, b *manifest.FileMetadata) int { return d.cmp.Compare(a.Smallest.UserKey, b.Smallest.UserKey) })
+			for i, f := range l0[:len(l0)-1] {
+				if f.Size < uint64(split) {
+					t.Errorf("L0 table %s of %d B was cut before holding FlushSplitBytes", f, f.Size)
+				}
+				next := l0[i+1].Smallest.UserKey
+				if !slices.ContainsFunc(baseFiles, func(b *manifest.FileMetadata) bool {
+					return d.cmp.Compare(f.Largest.UserKey, b.Largest.UserKey) <= 0 && d.cmp.Compare(b.Largest.UserKey, next) < 0
+				}) {
+					t.Errorf("L0 tables %s and %s are not cut at the end of a base-level table", f, l0[i+1])
+				}
+			}
+		})
 	}
 }

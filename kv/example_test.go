@@ -160,10 +160,10 @@ func ExampleOptions_filterBudget() {
 		}
 	}
 	write(0, 20000)
-	db.Compact(nil, nil) // L1: 20,000 keys, the only run: it gets the budget
+	db.Compact(nil, nil) // L6: 20,000 keys, the only run: it gets the budget
 	for _, from := range []int{20000, 21000} {
 		write(from, from+1000)
-		db.Flush() // an L0 table of 1,000 keys, sized against L1
+		db.Flush() // an L0 table of 1,000 keys, sized against L6
 	}
 	for i, l := range db.Metrics().Levels {
 		if l.NumFiles > 0 {
@@ -172,5 +172,5 @@ func ExampleOptions_filterBudget() {
 	}
 	// Output:
 	// L0: 2000 keys, 17.1 filter bits per key
-	// L1: 20000 keys, 10.1 filter bits per key
+	// L6: 20000 keys, 10.1 filter bits per key
 }

@@ -94,21 +94,22 @@ func (d *DB) tableFilterLocked(level int, moving []*manifest.FileMetadata, flush
 	case o.FilterBudget == nil:
 		return o.FilterPolicy
 	}
-	runs, i := budgetRuns(d.mu.versions.current, d.compactOpts, level, moving, flushed)
+	v := d.mu.versions.current
+	runs, i := budgetRuns(v, d.picker.Shape(v, d.mu.compacting), level, moving, flushed)
 	return budgetPolicy(runs, i, *o.FilterBudget)
 }
 
 // budgetPolicy returns the Bloom policy budget gives runs[i], nil if the
 // run gets no filter. A budget the layout cannot meet (a sum of rates so
-// small that some run would need more than 100 bits per key) gives the
-// table the most bits there are.
+// small that some run would need more than bloompolicy.MaxBitsPerKey bits
+// per key) gives the table the most bits there are.
 func budgetPolicy(runs []bloompolicy.Runs, i int, budget bloompolicy.Budget) bloompolicy.FilterPolicy {
 	var b *bloompolicy.Bloom
 	filters, err := bloompolicy.Allocate(runs, budget)
 	if err == nil {
 		b, err = filters[i].Policy()
 	} else {
-		b, err = bloompolicy.RunFilter{BitsPerKey: 100}.Policy()
+		b, err = bloompolicy.RunFilter{BitsPerKey: bloompolicy.MaxBitsPerKey}.Policy()
 	}
 	if b == nil || err != nil {
 		return nil // no filter: the budget gave this run none
@@ -120,11 +121,12 @@ func budgetPolicy(runs []bloompolicy.Runs, i int, budget bloompolicy.Budget) blo
 // after a write into level, and the index of the run the new tables join.
 // L0 tables are one run each (flushed > 0 adds one for the table being
 // flushed); levels L1 and deeper are one run each, of their keys, where
-// moving's keys have left their level for level. A level above the deepest
-// one holding keys counts at least its target size (LevelMaxBytes at the
-// store's average bytes per entry): the size it settles at as the store
-// grows, rather than what a compaction just left in it.
-func budgetRuns(v *manifest.Version, co *compaction.Options, level int,
+// moving's keys have left their level for level. A level from the base
+// level down to above the deepest one holding keys counts at least its
+// target size (shape.MaxBytes at the store's average bytes per entry): the
+// size it settles at as the store grows, rather than what a compaction
+// just left in it. Levels above the base level stay empty.
+func budgetRuns(v *manifest.Version, shape compaction.Shape, level int,
 	moving []*manifest.FileMetadata, flushed int64) ([]bloompolicy.Runs, int) {
 	leaving := make(map[*manifest.FileMetadata]bool, len(moving))
 	for _, f := range moving {
@@ -160,8 +162,8 @@ func budgetRuns(v *manifest.Version, co *compaction.Options, level int,
 	}
 	for l := 1; l <= bottom; l++ {
 		n := keys[l]
-		if l < bottom && totalBytes > 0 {
-			n = max(n, int64(float64(co.LevelMaxBytes(l))*totalKeys/totalBytes))
+		if l < bottom && l >= shape.BaseLevel && totalBytes > 0 {
+			n = max(n, int64(float64(shape.MaxBytes[l])*totalKeys/totalBytes))
 		}
 		if l == level {
 			target = len(runs)

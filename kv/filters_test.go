@@ -18,6 +18,7 @@ import (
 func twoLevelStore(t *testing.T, o *Options, n int) vfs.FS {
 	t.Helper()
 	o.DisableAutomaticCompactions = true
+	o.StaticLevels = true // the compacted half in L1
 	d, fs := openMem(t, o)
 	for half := range 2 {
 		for i := 0; i < n; i++ {
@@ -139,7 +140,7 @@ func TestFilters_LevelPolicies(t *testing.T) {
 	d.Close()
 
 	// Swap the budgets, and give L1 a policy of another name.
-	o := &Options{Levels: []LevelOptions{{FilterPolicy: bloom(5)}, {FilterPolicy: &exactPolicy{}}}}
+	o := &Options{Levels: []LevelOptions{{FilterPolicy: bloom(5)}, {FilterPolicy: &exactPolicy{}}}, StaticLevels: true}
 	d = reopen(t, fs, o)
 	m = lookupAll(t, d, n)
 	for _, fp := range m.Levels[0:2] {
@@ -248,7 +249,8 @@ func TestBudgetRuns(t *testing.T) {
 	v.Levels[1] = []*manifest.FileMetadata{table(30)}
 	v.Levels[2] = []*manifest.FileMetadata{table(1000), table(1000)}
 	// L1's target, 5000 bytes, is 50 entries at 100 bytes each.
-	co := &compaction.Options{LBaseMaxBytes: 5000, LevelMultiplier: 10}
+	co := &compaction.Options{LBaseMaxBytes: 5000, LevelMultiplier: 10, StaticLevels: true}
+	shape := compaction.NewPicker(co, nil).Shape(v, nil)
 	for _, tc := range []struct {
 		name    string
 		level   int
@@ -262,7 +264,7 @@ func TestBudgetRuns(t *testing.T) {
 		{"L1 into L2", 2, v.Levels[1], 0, []int64{10, 20, 50, 2030}, 3},
 		{"L2 into L3", 3, v.Levels[2][:1], 0, []int64{10, 20, 50, 1000, 1000}, 4},
 	} {
-		runs, target := budgetRuns(v, co, tc.level, tc.moving, tc.flushed)
+		runs, target := budgetRuns(v, shape, tc.level, tc.moving, tc.flushed)
 		var want []bloompolicy.Runs
 		for _, n := range tc.want {
 			want = append(want, bloompolicy.Runs{Count: 1, Keys: n})

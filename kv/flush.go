@@ -130,17 +130,20 @@ func (d *DB) flushOneLocked() error {
 	return nil
 }
 
-// writeL0 writes a memtable out as L0 tables (normally one; none when the
-// memtable holds nothing), keeping every version an open snapshot sees.
+// writeL0 writes a memtable out as L0 tables, keeping every version an
+// open snapshot sees: none when the memtable holds nothing, one unless it
+// outgrows compaction.Options.FlushSplitBytes, which cuts it along the
+// tables of the base level (compaction.Picker.FlushSplit).
 func (d *DB) writeL0(mem *memTable, snaps []base.SeqNum, cancel func() bool) ([]*manifest.FileMetadata, error) {
 	var input base.InternalIterator = mem.NewIter(nil, nil)
 	if cancel != nil {
 		input = &cancelIter{InternalIterator: input, canceled: cancel}
 	}
+	cfg := compaction.RunConfig{Snapshots: snaps, RangeDels: mem.RangeDels()}
 	d.mu.Lock()
 	filter := d.tableFilterLocked(0, nil, int64(mem.Len()))
+	cfg.SplitBoundaries, cfg.SplitBytes = d.picker.FlushSplit(d.mu.versions.current)
 	d.mu.Unlock()
-	cfg := compaction.RunConfig{Snapshots: snaps, RangeDels: mem.RangeDels()}
 	files, _, err := d.runOutputs(input, cfg, filter)
 	if err != nil {
 		return nil, fmt.Errorf("kv: flushing memtable of WAL %s: %w", mem.logNum(), err)

@@ -65,7 +65,10 @@ type LevelMetrics struct {
 	Keys        int64         // entries in the level's tables, every version and tombstone
 	FilterBytes int64         // bytes of filter blocks, offsets and trailers included (read or not: see Options.DisableFilters)
 	Lookups     LookupMetrics // this level's share (Gets and PrefixSeeks stay 0 here)
-	// Score is the compaction picker's score: above 1 the level wants
+	// Score is the compaction picker's priority for the level
+	// (compaction.Picker.Priorities, Pebble's score ratio): its size over
+	// its target, or L0's table count over L0CompactionThreshold, divided
+	// by the next level's when 1 or more. At 1 or more the level wants
 	// compacting.
 	Score float64
 	// Compactions counts the compactions that wrote into this level;
@@ -106,6 +109,16 @@ type Metrics struct {
 		BytesRead    int64
 		BytesWritten int64
 		InProgress   int
+		// BaseLevel is the level L0 compacts into (see
+		// Options.StaticLevels and compaction.Picker.Shape).
+		BaseLevel int
+		// EstimatedDebt estimates the bytes compactions must still read
+		// and write to bring every level within its target
+		// (compaction.Picker.Debt), as Pebble's metric of that name.
+		EstimatedDebt uint64
+		// L0ReadAmp is the most L0 tables that hold one user key: the L0
+		// tables a lookup may consult (Pebble's L0 sublevel count).
+		L0ReadAmp int
 	}
 	WAL struct {
 		Files   int   // WALs live: those of the memtable and of the unflushed ones
@@ -238,7 +251,10 @@ func (d *DB) shapeMetrics(m *Metrics) {
 	d.mu.Unlock()
 	defer d.unrefVersion(v)
 
-	scores := d.picker.Scores(v)
+	scores := d.picker.Priorities(v)
+	m.Compact.BaseLevel = d.picker.Shape(v, nil).BaseLevel
+	m.Compact.EstimatedDebt = d.picker.Debt(v, nil)
+	m.Compact.L0ReadAmp = d.picker.L0ReadAmp(v, nil)
 	for i, files := range v.Levels {
 		l := &m.Levels[i]
 		l.NumFiles = len(files)
@@ -278,6 +294,8 @@ func (m Metrics) String() string {
 	fmt.Fprintf(&b, "flushes %d (%d B), compactions %d (read %d B, wrote %d B), write-amp %.2f\n",
 		m.Flush.Count, m.Flush.BytesWritten, m.Compact.Count, m.Compact.BytesRead,
 		m.Compact.BytesWritten, m.WriteAmp)
+	fmt.Fprintf(&b, "base level L%d, L0 read-amp %d, compaction debt %d B, %d compactions running\n",
+		m.Compact.BaseLevel, m.Compact.L0ReadAmp, m.Compact.EstimatedDebt, m.Compact.InProgress)
 	fmt.Fprintf(&b, "memtables %d (%d B), block cache %d B in %d blocks (hits %d, misses %d)\n",
 		m.MemTable.Count, m.MemTable.Size, m.BlockCache.Size, m.BlockCache.Count,
 		m.BlockCache.Hits, m.BlockCache.Misses)

@@ -217,6 +217,8 @@ func compactionOptions(o *Options) *compaction.Options {
 		LBaseMaxBytes:         o.LBaseMaxBytes,
 		LevelMultiplier:       o.LevelMultiplier,
 		TargetFileSize:        o.TargetFileSize,
+		StaticLevels:          o.StaticLevels,
+		FlushSplitBytes:       o.FlushSplitBytes,
 	}
 }
 

@@ -27,6 +27,8 @@ const (
 	DefaultLevelMultiplier           = compaction.DefaultLevelMultiplier
 	DefaultTargetFileSize            = compaction.DefaultTargetFileSize
 	DefaultMaxManifestFileSize       = 4 << 20
+	// DefaultMaxConcurrentCompactions is Pebble v1.1.5's.
+	DefaultMaxConcurrentCompactions = 1
 	// DefaultFilterFPR is the target false-positive rate of the filter
 	// policy used when Options.FilterPolicy is nil.
 	DefaultFilterFPR = 0.01
@@ -123,8 +125,8 @@ type Options struct {
 	// MaxOpenFiles bounds the number of tables kept open. Default 500.
 	MaxOpenFiles int
 
-	// L0CompactionThreshold is the number of L0 tables that triggers an
-	// L0→L1 compaction. Default 4.
+	// L0CompactionThreshold is the number of L0 tables that triggers a
+	// compaction of L0 into the base level. Default 4.
 	L0CompactionThreshold int
 	// L0SlowdownWritesThreshold is the number of L0 tables at which each
 	// write group is delayed by a millisecond, to let compaction catch up.
@@ -135,7 +137,8 @@ type Options struct {
 	// waiting for a flush are still flushed, so L0 may briefly hold up to
 	// MemTableStopWritesThreshold tables more.
 	L0StopWritesThreshold int
-	// LBaseMaxBytes is the target size of L1. Default 64 MiB.
+	// LBaseMaxBytes is the target size of the base level, the level L0
+	// compacts into (L1 under StaticLevels). Default 64 MiB.
 	LBaseMaxBytes int64
 	// LevelMultiplier is the ratio between the target sizes of consecutive
 	// levels. Default 10.
@@ -146,10 +149,51 @@ type Options struct {
 	// DisableAutomaticCompactions turns off background compactions; only
 	// DB.Compact compacts. Writers never stall on L0 tables then.
 	DisableAutomaticCompactions bool
+	// FlushSplitBytes is the size from which a flush cuts its L0 table at
+	// the next boundary between tables of the level L0 compacts into, so
+	// that L0 compactions can take narrow slices (Pebble's option of that
+	// name). 0 means 2 × TargetFileSize; negative, one table per flush.
+	FlushSplitBytes int64
+	// StaticLevels sizes the levels from L1 down, as LevelDB does: L1 is
+	// always the level L0 compacts into, with target LBaseMaxBytes, and
+	// each deeper level's target is LevelMultiplier times the one above.
+	// By default the targets are derived from the bottom level up, as in
+	// Pebble (see the compaction package's documentation): data goes
+	// from L0 straight to L6 while the store is small, and the level L0
+	// compacts into moves up as the store grows. A store opened under one
+	// scheme after the other converges on it as compactions run.
+	StaticLevels bool
+	// MaxConcurrentCompactions is the most background compactions that
+	// run at once, each on tables and key ranges no other one touches.
+	// Beyond the first, one more starts only while L0's read
+	// amplification or the estimated compaction debt is high (Pebble's
+	// rule: see compaction.Picker.WantsAnother). Default 1, as in Pebble.
+	MaxConcurrentCompactions int
 
 	// MaxManifestFileSize is the size at which the MANIFEST is rewritten
 	// from a snapshot of the current version. Default 4 MiB.
 	MaxManifestFileSize int64
+
+	// BackgroundWALWrites weakens NoSync writes to Pebble's promise, for
+	// speed: a NoSync write is acknowledged once its WAL record is in a
+	// buffer in memory, and a goroutine of the DB writes the buffer to the
+	// WAL file a moment later, many writes in one system call. By default
+	// (false) each commit writes its records to the file before it is
+	// acknowledged, so an acknowledged NoSync write survives a crash of
+	// the process.
+	//
+	// With it, a crash of the process loses the NoSync writes still in the
+	// buffer: at most the last MiB of WAL records, the bound at which
+	// writers wait for the background writer. What survives any crash is
+	// still a prefix of the acknowledged writes, batches whole, never one
+	// with an earlier one missing. A Sync write keeps its full promise,
+	// and extends it to every write acknowledged before it: it waits until
+	// the buffer is written, then syncs. Flush, Close and the switch to a
+	// new memtable also write out the buffer first. A failed background
+	// write is reported by every later write (Sync or not), Flush and
+	// Close, and the DB accepts no more writes; the NoSync writes
+	// acknowledged after the failed bytes were buffered are lost.
+	BackgroundWALWrites bool
 }
 
 // resolve returns a copy of o with defaults filled in, or an error naming
@@ -203,6 +247,7 @@ func (o *Options) checkSigns() error {
 		{"LevelMultiplier", int64(o.LevelMultiplier)},
 		{"TargetFileSize", o.TargetFileSize},
 		{"MaxManifestFileSize", o.MaxManifestFileSize},
+		{"MaxConcurrentCompactions", int64(o.MaxConcurrentCompactions)},
 	}
 	for _, f := range ints {
 		if f.v < 0 {
@@ -233,6 +278,7 @@ func (o *Options) fillDefaults() {
 	base.SetDefault(&o.LevelMultiplier, DefaultLevelMultiplier)
 	base.SetDefault(&o.TargetFileSize, DefaultTargetFileSize)
 	base.SetDefault(&o.MaxManifestFileSize, DefaultMaxManifestFileSize)
+	base.SetDefault(&o.MaxConcurrentCompactions, DefaultMaxConcurrentCompactions)
 }
 
 // checkComparer rejects a comparer that lacks a function or a name the

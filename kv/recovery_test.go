@@ -170,7 +170,7 @@ func TestRecovery_ManifestContradictions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o := &Options{DisableAutomaticCompactions: true}
+			o := &Options{DisableAutomaticCompactions: true, StaticLevels: true}
 			d, fs := openCompacted(t, o)
 			v, next := d.mu.versions.current, d.mu.versions.nextFile
 			if len(v.Levels[1]) != 1 || v.Levels[1][0].FileNum != next-1 {
@@ -227,7 +227,7 @@ func TestRecovery_NewerTableFormat(t *testing.T) {
 // does not hold, by a MANIFEST edit that is sound on its own: reads of the
 // table report corruption instead of trusting the wrong range.
 func TestRecovery_TableContradictsManifest(t *testing.T) {
-	o := &Options{DisableAutomaticCompactions: true}
+	o := &Options{DisableAutomaticCompactions: true, StaticLevels: true}
 	d, fs := openCompacted(t, o)
 	f := d.mu.versions.current.Levels[1][0]
 	moved := &manifest.FileMetadata{FileNum: f.FileNum, Size: f.Size, Smallest: f.Smallest,

@@ -24,6 +24,10 @@ type walWriter struct {
 	name string
 	file vfs.File
 	w    *record.Writer
+	// flusher, with Options.BackgroundWALWrites, takes w's output and
+	// writes it to file from its own goroutine (see wal_flusher.go); nil
+	// otherwise, and w writes to file.
+	flusher *walFlusher
 	// closed makes close idempotent: a failed rotation has closed the
 	// file already when Close comes to it.
 	closed bool
@@ -41,11 +45,25 @@ func (d *DB) createWAL(num base.FileNum) (*walWriter, error) {
 		f.Close()
 		return nil, fmt.Errorf("kv: syncing directory for WAL %s: %w", name, err)
 	}
-	return &walWriter{num: num, name: name, file: f, w: record.NewWriter(f)}, nil
+	return d.newWALWriter(num, name, f, f, 0), nil
+}
+
+// newWALWriter returns the writer of WAL num, which continues a stream of
+// size bytes: dst takes the bytes after them, in f. With
+// Options.BackgroundWALWrites a flusher goroutine writes them to dst.
+func (d *DB) newWALWriter(num base.FileNum, name string, f vfs.File, dst io.Writer, size int64) *walWriter {
+	l := &walWriter{num: num, name: name, file: f}
+	if d.opts.BackgroundWALWrites {
+		l.flusher = newWALFlusher(dst, name)
+		dst = l.flusher
+	}
+	l.w = record.NewWriterAt(dst, size)
+	return l
 }
 
 // writeGroup appends one record per batch of the group, pushes them to the
-// file in one write, and syncs if asked.
+// file in one write (to the flusher's buffer with BackgroundWALWrites), and
+// syncs if asked: then every byte before the group's is in the file too.
 func (l *walWriter) writeGroup(group []*writer, sync bool, m *dbMetrics) error {
 	var n int64
 	for _, w := range group {
@@ -58,6 +76,9 @@ func (l *walWriter) writeGroup(group []*writer, sync bool, m *dbMetrics) error {
 		return fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
 	}
 	if sync {
+		if err := l.drain(); err != nil {
+			return err
+		}
 		if err := l.file.Sync(); err != nil {
 			return fmt.Errorf("kv: syncing WAL %s: %w", l.name, err)
 		}
@@ -68,13 +89,28 @@ func (l *walWriter) writeGroup(group []*writer, sync bool, m *dbMetrics) error {
 	return nil
 }
 
-// close flushes and syncs the WAL, then closes it. Later calls do nothing.
+// drain waits until the flusher, if any, has written every byte pushed to
+// it.
+func (l *walWriter) drain() error {
+	if l.flusher == nil {
+		return nil
+	}
+	return l.flusher.drain()
+}
+
+// close flushes and syncs the WAL, then closes it; the flusher, if any,
+// drains and stops first. Later calls do nothing.
 func (l *walWriter) close() error {
 	if l.closed {
 		return nil
 	}
 	l.closed = true
 	err := l.w.Flush()
+	if l.flusher != nil {
+		if ferr := l.flusher.close(); err == nil {
+			err = ferr
+		}
+	}
 	if err == nil {
 		err = l.file.Sync()
 	}
@@ -130,8 +166,7 @@ func (d *DB) reopenWAL(num base.FileNum, size int64) (*walWriter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kv: reopening WAL %s: %w", name, err)
 	}
-	w := record.NewWriterAt(io.NewOffsetWriter(f, size), size)
-	return &walWriter{num: num, name: name, file: f, w: w}, nil
+	return d.newWALWriter(num, name, f, io.NewOffsetWriter(f, size), size), nil
 }
 
 // recordPos names a record of a log file (WAL or MANIFEST) by its byte

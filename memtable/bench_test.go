@@ -29,19 +29,29 @@ func filled(keys [][]byte, value []byte) *MemTable {
 	return m
 }
 
+// BenchmarkMemTable_Add adds keys in random order to memtables of 1M
+// entries (entries=1M) and of the 32K entries a 4 MiB memtable of 100-byte
+// values holds (entries=32K), starting a new one when full.
 func BenchmarkMemTable_Add(b *testing.B) {
 	keys := benchKeys(1 << 20)
 	value := make([]byte, 100)
-	m := New(nil)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := range b.N {
-		if i%len(keys) == 0 && i > 0 {
-			m = New(nil)
-		}
-		m.Add(base.MakeInternalKey(keys[i%len(keys)], base.SeqNum(i+1), base.KindSet), value)
+	for _, size := range []struct {
+		name    string
+		entries int
+	}{{"1M", 1 << 20}, {"32K", 32 << 10}} {
+		b.Run("entries="+size.name, func(b *testing.B) {
+			m := New(nil)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				if i%size.entries == 0 && i > 0 {
+					m = New(nil)
+				}
+				m.Add(base.MakeInternalKey(keys[i%len(keys)], base.SeqNum(i+1), base.KindSet), value)
+			}
+			b.ReportMetric(float64(m.Size())/float64(max(1, m.Len())), "bytes/entry")
+		})
 	}
-	b.ReportMetric(float64(m.Size())/float64(max(1, m.Len())), "bytes/entry")
 }
 
 // BenchmarkMemTable_AddSequential adds keys in ascending order, as a

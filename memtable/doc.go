@@ -27,9 +27,12 @@
 // reaches level i+1 with probability 1/4, so searches take O(log n) steps),
 // and a backward link at level 0, which makes Prev O(1).
 //
-// Keys and values are copied into large chunks of memory (an arena) rather
-// than allocated one by one, and nodes and their towers are carved from
-// slabs, to keep the number of objects the garbage collector tracks small.
+// A node's tower sits right before it in memory, so a search step reads
+// the link and the key prefix it compares in one cache line. Keys and
+// values are copied into large chunks of memory (an arena) rather than
+// allocated one by one, and nodes with their towers are carved from slabs
+// of three sizes (height 1, up to 4, up to 16), to keep the number of
+// objects the garbage collector tracks small.
 // Nothing is freed or moved until the whole MemTable is unreachable, so the
 // slices Get and iterators return stay valid for as long as the caller holds
 // them.

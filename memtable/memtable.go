@@ -17,13 +17,20 @@ import (
 // level, 16 levels keep searches logarithmic up to about 4^16 entries.
 const maxHeight = 16
 
-// nodeOverhead is what Size counts for each entry besides its key, value and
-// tower links.
-const nodeOverhead = int64(unsafe.Sizeof(node{}))
-
 // node is one entry of the skiplist. Everything but the links is set before
 // the node is published and never changes after.
+//
+// A node's forward links sit together, next to its key prefix, so a search
+// step at any level reads one cache line of the node it passes: next0 is
+// the level-0 link, and the links of levels 1 and up precede the node in
+// the object it was allocated in (see tallNode, link), level i at i links
+// below next0:
+//
+//	[ level h-1 | ... | level 1 ] [ next0 | prefix | key | value | prev ]
+//	 \_______ tallNode.up ______/  \_______________ node ______________/
 type node struct {
+	// next0 is the next entry at level 0. It must stay the first field.
+	next0 atomic.Pointer[node]
 	// prefix is keyPrefix(key.UserKey) under a bytewise order, else 0:
 	// a search step decides most compares from it, without reading the
 	// key's bytes elsewhere in memory.
@@ -33,11 +40,40 @@ type node struct {
 	// prev is the entry before this one at level 0 (the head for the
 	// first entry).
 	prev atomic.Pointer[node]
-	// tower[i] is the next entry at level i.
-	tower []atomic.Pointer[node]
 }
 
-func (n *node) next(level int) *node { return n.tower[level].Load() }
+// linkSize is the size of one forward link.
+const linkSize = int(unsafe.Sizeof(atomic.Pointer[node]{}))
+
+// tallNode is the allocation of a node of height up to n+1: its links of
+// levels 1..n, highest first, then the node. Nodes of height 1 are
+// allocated bare. Arenas carve them from slabs of three classes.
+type tallNode[U any] struct {
+	up U // [n]atomic.Pointer[node]
+	n  node
+}
+
+type (
+	// node4 holds a node of height 2 to 4 (about 23% of them).
+	node4 = tallNode[[3]atomic.Pointer[node]]
+	// node16 holds a node of height 5 to maxHeight (about 0.4%), and
+	// the heads.
+	node16 = tallNode[[maxHeight - 1]atomic.Pointer[node]]
+)
+
+// The links above level 0 must end right where the node begins.
+var (
+	_ = [1]struct{}{}[unsafe.Offsetof(node4{}.n)-3*uintptr(linkSize)]
+	_ = [1]struct{}{}[unsafe.Offsetof(node16{}.n)-(maxHeight-1)*uintptr(linkSize)]
+)
+
+// link returns n's forward link at level, which must be below n's height:
+// at level 0 next0, above it a link of the tallNode holding n.
+func (n *node) link(level int) *atomic.Pointer[node] {
+	return (*atomic.Pointer[node])(unsafe.Add(unsafe.Pointer(&n.next0), -level*linkSize))
+}
+
+func (n *node) next(level int) *node { return n.link(level).Load() }
 
 // skiplist is one sorted list of nodes. A MemTable keeps two: its point
 // entries, and its range tombstones.
@@ -61,7 +97,7 @@ type splice struct {
 }
 
 func (l *skiplist) init(cmp *Comparer) {
-	l.cmp, l.head = cmp, &node{tower: make([]atomic.Pointer[node], maxHeight)}
+	l.cmp, l.head = cmp, &new(node16).n
 	l.bytewise = reflect.ValueOf(cmp.Compare).Pointer() == reflect.ValueOf(bytes.Compare).Pointer()
 	l.height.Store(1)
 }
@@ -122,7 +158,7 @@ func (m *MemTable) Add(key InternalKey, value []byte) error {
 	if err != nil {
 		return err
 	}
-	m.size.Add(nodeOverhead + int64(len(key.UserKey)+len(value)) + int64(h)*int64(unsafe.Sizeof(atomic.Pointer[node]{})))
+	m.size.Add(int64(nodeSize(h) + len(key.UserKey) + len(value)))
 	m.count.Add(1)
 	if list == &m.rangeDels {
 		m.numDels.Add(1)
@@ -151,13 +187,13 @@ func (l *skiplist) insert(key InternalKey, value []byte, a *arena) (int, error) 
 		l.height.Store(int32(h))
 	}
 	for i := range h {
-		x.tower[i].Store(spl.next[i])
+		x.link(i).Store(spl.next[i])
 	}
 	x.prev.Store(spl.prev[0])
 	// Publishing at level 0 first means a reader that finds x at any level
 	// can also walk to it, and on from it, at level 0.
 	for i := range h {
-		spl.prev[i].tower[i].Store(x)
+		spl.prev[i].link(i).Store(x)
 		spl.prev[i] = x
 	}
 	if spl.next[0] != nil {

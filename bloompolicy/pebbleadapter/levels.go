@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
+	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/cockroachdb/pebble"
 )
 
@@ -104,10 +105,16 @@ func fillLevels(opts *pebble.Options) {
 // SetLevelFilters), index = level; levels without data have Count 0, as
 // does L6 with NoL6Filter.
 func levelRuns(opts *pebble.Options, b LevelBudget) [numLevels]bloompolicy.Runs {
-	l0Runs := orDefault(opts.L0CompactionThreshold, pebbleDefaultL0CompactionThreshold)
-	lbase := orDefault(opts.LBaseMaxBytes, pebbleDefaultLBaseMaxBytes)
-	mult := float64(orDefault(opts.Experimental.LevelMultiplier, pebbleDefaultLevelMultiplier))
-	memtable := orDefault(opts.MemTableSize, pebbleDefaultMemTableSize)
+	// The options are read through copies: pebble.Options.EnsureDefaults
+	// would change the caller's Levels entries and EventListener in place
+	// and wrap FS with a disk-health goroutine.
+	l0Runs, lbase := opts.L0CompactionThreshold, opts.LBaseMaxBytes
+	multInt, memtable := opts.Experimental.LevelMultiplier, opts.MemTableSize
+	base.SetDefault(&l0Runs, pebbleDefaultL0CompactionThreshold)
+	base.SetDefault(&lbase, pebbleDefaultLBaseMaxBytes)
+	base.SetDefault(&multInt, pebbleDefaultLevelMultiplier)
+	base.SetDefault(&memtable, pebbleDefaultMemTableSize)
+	mult := float64(multInt)
 
 	var runs [numLevels]bloompolicy.Runs
 	keysPerByte := 1 / b.BytesPerKey
@@ -124,15 +131,4 @@ func levelRuns(opts *pebble.Options, b LevelBudget) [numLevels]bloompolicy.Runs 
 		runs[numLevels-1].Count = 0
 	}
 	return runs
-}
-
-// orDefault returns v, or def when v is not positive: Pebble's rule for its
-// numeric options. (pebble.Options.EnsureDefaults is not called on a copy
-// instead: it changes the caller's Levels entries and EventListener in
-// place and wraps FS with a disk-health goroutine.)
-func orDefault[T int | int64 | uint64](v, def T) T {
-	if v <= 0 {
-		return def
-	}
-	return v
 }

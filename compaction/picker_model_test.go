@@ -1,0 +1,257 @@
+package compaction
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/manifest"
+)
+
+// TestPicker_Model drives the picker over random histories, under both
+// level schemes and random options: flushes add L0 tables of random keys,
+// and compactions are picked against those running (up to four, the
+// picker eager to run more: L0CompactionConcurrency and
+// CompactionDebtConcurrency of 1) and finish in random order, each
+// replacing its inputs with one table holding, per key, the newest version
+// of its inputs. After every step:
+//
+//   - no compaction picked conflicts with one running;
+//   - L0 compacts into the base level, which lies at or above every level
+//     holding data, and other levels into the next;
+//   - the levels below L0 stay sorted (Version.CheckOrdering);
+//   - a read, newest L0 table first and then level by level, finds the
+//     newest version of every key written.
+//
+// Once the writes stop and the compactions drain, no level is due.
+func TestPicker_Model(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, seed))
+	rounds := 20
+	if testing.Short() {
+		rounds = 5
+	}
+	mostRunning, bases := 0, map[int]bool{}
+	for round := range rounds {
+		m := newPickerModel(rng)
+		ctx := fmt.Sprintf("seed %d round %d (%s)", seed, round, m.describe())
+		for step := 0; step < 400; step++ {
+			m.step(t, ctx)
+		}
+		for len(m.running) > 0 || m.pickOne(t, ctx) {
+			if len(m.running) > 0 {
+				m.finish(t, ctx, rng.IntN(len(m.running)))
+			}
+		}
+		m.checkSettled(t, ctx)
+		mostRunning = max(mostRunning, m.mostRunning)
+		for level := range m.bases {
+			bases[level] = true
+		}
+	}
+	t.Logf("at most %d compactions running at once; base levels %v", mostRunning, slices.Sorted(maps.Keys(bases)))
+	if mostRunning < 2 || len(bases) < 2 {
+		t.Errorf("seed %d: the histories never ran compactions side by side or never moved the base level", seed)
+	}
+}
+
+// describeSizes describes v's tables with their sizes.
+func describeSizes(v *manifest.Version) string {
+	return v.Describe(func(f *manifest.FileMetadata) string { return fmt.Sprintf("size=%d", f.Size) })
+}
+
+// pickerModel is the state of one history of TestPicker_Model.
+type pickerModel struct {
+	rng      *rand.Rand
+	opts     Options
+	p        *Picker
+	v        *manifest.Version
+	running  []*Compaction
+	contents map[*manifest.FileMetadata]map[int]base.SeqNum // each table's keys and their versions
+	newest   map[int]base.SeqNum                            // what a read must find
+	seq      base.SeqNum
+	nextNum  base.FileNum
+
+	mostRunning int          // the most compactions running at once
+	bases       map[int]bool // the base levels L0 compacted into
+}
+
+const modelKeys = 300
+
+func newPickerModel(rng *rand.Rand) *pickerModel {
+	opts := Options{
+		L0CompactionThreshold:     2 + rng.IntN(3),
+		LBaseMaxBytes:             int64(4+rng.IntN(12)) << 10,
+		LevelMultiplier:           2 + rng.IntN(3),
+		TargetFileSize:            1 << 10,
+		StaticLevels:              rng.IntN(2) == 0,
+		L0CompactionConcurrency:   1,
+		CompactionDebtConcurrency: 1,
+	}
+	v, err := NewVersion(nil, [NumLevels][]*FileMetadata{})
+	if err != nil {
+		panic(err)
+	}
+	return &pickerModel{rng: rng, opts: opts, p: NewPicker(&opts, nil), v: v, nextNum: 1,
+		contents: map[*manifest.FileMetadata]map[int]base.SeqNum{}, newest: map[int]base.SeqNum{}, bases: map[int]bool{}}
+}
+
+func (m *pickerModel) describe() string {
+	return fmt.Sprintf("static %t, L0 trigger %d, lbase %d KiB, multiplier %d",
+		m.opts.StaticLevels, m.opts.L0CompactionThreshold, m.opts.LBaseMaxBytes>>10, m.opts.LevelMultiplier)
+}
+
+// step flushes, picks or finishes a compaction at random.
+func (m *pickerModel) step(t *testing.T, ctx string) {
+	switch r := m.rng.IntN(10); {
+	case r < 4:
+		m.flush(t, ctx)
+	case r < 7 || len(m.running) == 0:
+		m.pickOne(t, ctx)
+	default:
+		m.finish(t, ctx, m.rng.IntN(len(m.running)))
+	}
+}
+
+// flush adds an L0 table of keys in a random range.
+func (m *pickerModel) flush(t *testing.T, ctx string) {
+	lo := m.rng.IntN(modelKeys)
+	hi := min(modelKeys-1, lo+m.rng.IntN(modelKeys/2))
+	m.seq++
+	keys := map[int]base.SeqNum{}
+	for k := lo; k <= hi; k++ {
+		if k == lo || k == hi || m.rng.IntN(3) == 0 {
+			keys[k] = m.seq
+			m.newest[k] = m.seq
+		}
+	}
+	m.install(t, ctx, &manifest.VersionEdit{NewFiles: []manifest.NewFileEntry{{Level: 0, Meta: m.table(keys)}}})
+}
+
+// pickOne picks a compaction if the picker wants another, checks it and
+// keeps it running; it reports whether one was picked.
+func (m *pickerModel) pickOne(t *testing.T, ctx string) bool {
+	if len(m.running) >= 4 || !m.p.WantsAnother(m.v, m.running) {
+		return false
+	}
+	shape := m.p.Shape(m.v, m.running)
+	c := m.p.Pick(m.v, m.running)
+	if c == nil {
+		return false
+	}
+	for _, r := range m.running {
+		if c.Conflicts(base.DefaultComparer.Compare, []*Compaction{r}) || sharesFile(c, r) {
+			t.Fatalf("%s: %s conflicts with running %s", ctx, c, r)
+		}
+	}
+	switch {
+	case c.StartLevel == 0 && c.OutputLevel != shape.BaseLevel:
+		t.Fatalf("%s: %s: L0 goes to the base level L%d", ctx, c, shape.BaseLevel)
+	case c.StartLevel > 0 && c.OutputLevel != c.StartLevel+1:
+		t.Fatalf("%s: %s skips a level", ctx, c)
+	}
+	for level := 1; level < shape.BaseLevel; level++ {
+		if len(m.v.Levels[level]) > 0 {
+			t.Fatalf("%s: L%d holds tables above the base level L%d", ctx, level, shape.BaseLevel)
+		}
+	}
+	m.running = append(m.running, c)
+	m.mostRunning = max(m.mostRunning, len(m.running))
+	if c.StartLevel == 0 {
+		m.bases[c.OutputLevel] = true
+	}
+	return true
+}
+
+// finish completes running[i]: its inputs make way for one table holding
+// the newest version of each of their keys.
+func (m *pickerModel) finish(t *testing.T, ctx string, i int) {
+	c := m.running[i]
+	m.running = slices.Delete(m.running, i, i+1)
+	edit := &manifest.VersionEdit{DeletedFiles: map[manifest.DeletedFileEntry]bool{}}
+	merged := map[int]base.SeqNum{}
+	for j, level := range []int{c.StartLevel, c.OutputLevel} {
+		for _, f := range c.Inputs[j] {
+			edit.DeletedFiles[manifest.DeletedFileEntry{Level: level, FileNum: f.FileNum}] = true
+			for k, s := range m.contents[f] {
+				merged[k] = max(merged[k], s)
+			}
+		}
+	}
+	edit.NewFiles = []manifest.NewFileEntry{{Level: c.OutputLevel, Meta: m.table(merged)}}
+	m.install(t, ctx+": finishing "+c.String(), edit)
+}
+
+// table returns the metadata of a new table holding keys, 1 KiB a key.
+func (m *pickerModel) table(keys map[int]base.SeqNum) *manifest.FileMetadata {
+	f := &manifest.FileMetadata{FileNum: m.nextNum, Size: uint64(len(keys)) << 10, NumEntries: uint64(len(keys))}
+	m.nextNum++
+	lo, hi := modelKeys, -1
+	f.SmallestSeqNum = base.SeqNumMax
+	for k, s := range keys {
+		lo, hi = min(lo, k), max(hi, k)
+		f.SmallestSeqNum, f.LargestSeqNum = min(f.SmallestSeqNum, s), max(f.LargestSeqNum, s)
+	}
+	f.Smallest = base.MakeInternalKey(modelKey(lo), keys[lo], base.KindSet)
+	f.Largest = base.MakeInternalKey(modelKey(hi), keys[hi], base.KindSet)
+	m.contents[f] = keys
+	return f
+}
+
+func modelKey(k int) []byte { return fmt.Appendf(nil, "k%03d", k) }
+
+// install applies edit and checks the version it makes.
+func (m *pickerModel) install(t *testing.T, ctx string, edit *manifest.VersionEdit) {
+	v, err := m.v.Apply(base.DefaultComparer.Compare, edit)
+	if err != nil {
+		t.Fatalf("%s: %v", ctx, err)
+	}
+	m.v = v
+	if err := v.CheckOrdering(base.DefaultComparer.Compare); err != nil {
+		t.Fatalf("%s: %v\n%s", ctx, err, describeSizes(v))
+	}
+	for k, want := range m.newest {
+		if got := m.read(k); got != want {
+			t.Fatalf("%s: a read of %s finds version %d, want %d\n%s", ctx, modelKey(k), got, want, describeSizes(v))
+		}
+	}
+}
+
+// read returns the version of k a lookup finds: in the newest L0 table
+// holding it, else in the first level holding it.
+func (m *pickerModel) read(k int) base.SeqNum {
+	var best base.SeqNum
+	var bestTable *manifest.FileMetadata
+	for _, f := range m.v.Levels[0] {
+		if s, ok := m.contents[f][k]; ok && (bestTable == nil || f.LargestSeqNum > bestTable.LargestSeqNum) {
+			best, bestTable = s, f
+		}
+	}
+	if bestTable != nil {
+		return best
+	}
+	for _, files := range m.v.Levels[1:] {
+		for _, f := range overlapsSorted(files, base.DefaultComparer.Compare, modelKey(k), modelKey(k)) {
+			if s, ok := m.contents[f][k]; ok {
+				return s
+			}
+		}
+	}
+	return 0
+}
+
+// checkSettled checks that with nothing running, nothing is due.
+func (m *pickerModel) checkSettled(t *testing.T, ctx string) {
+	shape := m.p.Shape(m.v, nil)
+	prio := priorities(m.p.scores(m.v, shape, nil), shape.BaseLevel)
+	for level := 0; level < NumLevels-1; level++ {
+		if prio[level] >= 1 {
+			t.Fatalf("%s: nothing more is picked but L%d has priority %.2f\n%s", ctx, level, prio[level], describeSizes(m.v))
+		}
+	}
+}

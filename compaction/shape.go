@@ -1,0 +1,202 @@
+package compaction
+
+import (
+	"math"
+	"sort"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/manifest"
+)
+
+// Shape is how the picker sizes the levels of one version: where L0
+// compacts to and what each level below may hold.
+type Shape struct {
+	// BaseLevel is the level L0 compacts into: L1 under
+	// Options.StaticLevels; otherwise the shallowest level that holds
+	// data, raised while the levels down to the bottom would grow by more
+	// than LevelMultiplier each (L6 for a store holding nothing below L0).
+	BaseLevel int
+	// MaxBytes is the target size of each level. L0's is 0 (its target is
+	// a table count); levels above BaseLevel, which stay empty, have
+	// math.MaxInt64, so they are never due.
+	MaxBytes [NumLevels]int64
+}
+
+// Shape returns the level targets of v. inProgress are the compactions
+// running on v: an L0 compaction's output level counts as holding data,
+// so the base level does not move below it while it runs.
+func (p *Picker) Shape(v *Version, inProgress []*Compaction) Shape {
+	var s Shape
+	if p.opts.StaticLevels {
+		s.BaseLevel = 1
+		for level := 1; level < manifest.NumLevels; level++ {
+			s.MaxBytes[level] = p.opts.LevelMaxBytes(level)
+		}
+		return s
+	}
+	return p.dynamicShape(v, inProgress)
+}
+
+// dynamicShape sizes the levels from the bottom up, as Pebble does. The
+// bottom level's target is the store's size less a LevelMultiplier-th
+// (what the levels above it hold when each is LevelMultiplier times
+// smaller than the next); the base level is the deepest one whose share,
+// dividing by LevelMultiplier per level up, stays within LBaseMaxBytes;
+// and the targets between them grow from LBaseMaxBytes at the base by one
+// smoothed ratio per level, so that they end at the bottom's size.
+func (p *Picker) dynamicShape(v *Version, inProgress []*Compaction) Shape {
+	var s Shape
+	for level := range s.MaxBytes {
+		s.MaxBytes[level] = math.MaxInt64
+	}
+	s.MaxBytes[0] = 0
+	first := -1 // shallowest level below L0 holding data
+	var size uint64
+	for level := 1; level < manifest.NumLevels; level++ {
+		if n := totalSize(v.Levels[level]); n > 0 {
+			if first < 0 {
+				first = level
+			}
+			size += n
+		}
+	}
+	for _, c := range inProgress {
+		if c.StartLevel == 0 && (first < 0 || c.OutputLevel < first) {
+			first = c.OutputLevel
+		}
+	}
+	if size == 0 {
+		s.BaseLevel = manifest.NumLevels - 1
+		if first > 0 {
+			s.BaseLevel = first
+		}
+		return s
+	}
+	mult := float64(p.opts.LevelMultiplier)
+	size += totalSize(v.Levels[0])
+	bottom := float64(size - size/uint64(p.opts.LevelMultiplier))
+	cur := bottom
+	for level := manifest.NumLevels - 2; level >= first; level-- {
+		cur /= mult
+	}
+	lbase := float64(p.opts.LBaseMaxBytes)
+	s.BaseLevel = first
+	for s.BaseLevel > 1 && cur > lbase {
+		s.BaseLevel--
+		cur /= mult
+	}
+	ratio := 1.0
+	if s.BaseLevel < manifest.NumLevels-1 {
+		ratio = math.Pow(bottom/lbase, 1/float64(manifest.NumLevels-1-s.BaseLevel))
+	}
+	target := lbase
+	for level := s.BaseLevel; level < manifest.NumLevels; level++ {
+		if level > s.BaseLevel {
+			target *= ratio
+		}
+		if t := math.Round(target); t < math.MaxInt64 {
+			s.MaxBytes[level] = max(int64(t), 1)
+		}
+	}
+	return s
+}
+
+// L0ReadAmp returns the read amplification of v's L0 leaving out the
+// tables in inProgress: the most tables not being compacted that hold any
+// one user key, the number a lookup may consult in L0 at worst (Pebble's
+// L0 sublevel count).
+func (p *Picker) L0ReadAmp(v *Version, inProgress []*Compaction) int {
+	return l0ReadAmp(v, p.cmp.Compare, busyTables(inProgress))
+}
+
+func l0ReadAmp(v *manifest.Version, cmp base.Compare, busy map[*manifest.FileMetadata]bool) int {
+	type edge struct {
+		key   []byte
+		delta int // +1 where a table starts, -1 after it ends
+	}
+	var edges []edge
+	for _, f := range v.Levels[0] {
+		if !busy[f] {
+			edges = append(edges, edge{f.Smallest.UserKey, 1}, edge{f.Largest.UserKey, -1})
+		}
+	}
+	// Starts before ends at equal keys: both bounds are inclusive.
+	sort.Slice(edges, func(i, j int) bool {
+		if c := cmp(edges[i].key, edges[j].key); c != 0 {
+			return c < 0
+		}
+		return edges[i].delta > edges[j].delta
+	})
+	depth, most := 0, 0
+	for _, e := range edges {
+		depth += e.delta
+		most = max(most, depth)
+	}
+	return most
+}
+
+// Debt estimates the bytes that compactions must still read and write to
+// bring every level of v within its target (Pebble's estimate): all of L0
+// merged into the base level, then each level's excess over its target
+// merged into the next, the next level's tables rewritten in proportion.
+func (p *Picker) Debt(v *Version, inProgress []*Compaction) uint64 {
+	s := p.Shape(v, inProgress)
+	added := totalSize(v.Levels[0])
+	var debt uint64
+	if base := totalSize(v.Levels[s.BaseLevel]); added > 0 && base > 0 {
+		debt += added + base
+	}
+	for level := s.BaseLevel; level < manifest.NumLevels-1; level++ {
+		size := totalSize(v.Levels[level]) + added
+		if size <= uint64(s.MaxBytes[level]) {
+			added = 0
+			continue
+		}
+		added = size - uint64(s.MaxBytes[level])
+		if next := totalSize(v.Levels[level+1]); next > 0 {
+			debt += uint64(float64(added) * (float64(next)/float64(size) + 1))
+		}
+	}
+	return debt
+}
+
+// WantsAnother reports whether a store running the compactions inProgress
+// on v should start one more, Pebble v1.1.5's rule: always when none runs;
+// otherwise only while L0's read amplification (L0ReadAmp) reaches
+// len(inProgress) × L0CompactionConcurrency or the debt (Debt) reaches
+// len(inProgress) × CompactionDebtConcurrency. The store caps the count
+// with its own limit (kv's MaxConcurrentCompactions).
+func (p *Picker) WantsAnother(v *Version, inProgress []*Compaction) bool {
+	n := len(inProgress)
+	if n == 0 {
+		return true
+	}
+	return p.L0ReadAmp(v, inProgress) >= n*p.opts.L0CompactionConcurrency ||
+		p.Debt(v, inProgress) >= uint64(n)*uint64(p.opts.CompactionDebtConcurrency)
+}
+
+// FlushSplit returns where a flush into L0 of v cuts its tables (set them
+// as RunConfig.SplitBoundaries and RunConfig.SplitBytes): along the tables
+// of the base level, once a table holds Options.FlushSplitBytes. Flushed
+// tables then line up with the base level, and each L0 compaction can
+// take the slice of L0 above a few base-level tables instead of all of
+// it. No boundaries when the split is off.
+func (p *Picker) FlushSplit(v *Version) (boundaries []*FileMetadata, splitBytes int64) {
+	if p.opts.FlushSplitBytes < 0 {
+		return nil, 0
+	}
+	return v.Levels[p.Shape(v, nil).BaseLevel], p.opts.FlushSplitBytes
+}
+
+// busyTables returns the input tables of inProgress.
+func busyTables(inProgress []*Compaction) map[*manifest.FileMetadata]bool {
+	busy := make(map[*manifest.FileMetadata]bool)
+	for _, c := range inProgress {
+		for _, files := range c.Inputs {
+			for _, f := range files {
+				busy[f] = true
+			}
+		}
+	}
+	return busy
+}

@@ -1,0 +1,158 @@
+package kv_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/bloomkv/bloomkv/kv"
+	"github.com/cockroachdb/pebble"
+)
+
+// Benchmarks of the write path, bloomkv beside Pebble v1.1.5 on the
+// engines and options of bench_test.go, plus a third engine,
+// engine=bloomkv-bgwal: bloomkv with Options.BackgroundWALWrites, whose
+// NoSync writes reach the OS from a background goroutine as Pebble's do
+// (engine=bloomkv keeps the default promise: an acknowledged NoSync write
+// is in the OS). Each fills a fresh store with b.N keys (benchKey(2i),
+// benchValue(i)), flushes and compactions running in the background;
+// one operation is one key written.
+
+// writeEngines are the engines the write benchmarks compare.
+var writeEngines = append(benchEngines[:len(benchEngines):len(benchEngines)], struct {
+	name string
+	open func(b *testing.B, dir string, autoCompact bool) benchEngine
+}{"bloomkv-bgwal", openBloomkvBackgroundWAL})
+
+// openBloomkvBackgroundWAL opens a bloomkv store with the benchmarks'
+// options and BackgroundWALWrites.
+func openBloomkvBackgroundWAL(b *testing.B, dir string, autoCompact bool) benchEngine {
+	opts := bloomkvBenchOptions(b, autoCompact)
+	opts.BackgroundWALWrites = true
+	return openBloomkvWith(b, dir, opts)
+}
+
+// batchEngine is an engine that also commits batches.
+type batchEngine interface {
+	benchEngine
+	// applyBatch writes keys lo..hi-1 (as writeKeys does) in one batch.
+	applyBatch(lo, hi int, random, sync bool) error
+}
+
+func (e *bloomkvEngine) applyBatch(lo, hi int, random, sync bool) error {
+	b := e.db.NewBatch()
+	var key []byte
+	for i := lo; i < hi; i++ {
+		key = benchKey(key, uint64(2*i), random)
+		if err := b.Set(key, benchValue(uint64(i))); err != nil {
+			return err
+		}
+	}
+	o := kv.NoSync
+	if sync {
+		o = kv.Sync
+	}
+	return e.db.Apply(b, o)
+}
+
+func (e *pebbleEngine) applyBatch(lo, hi int, random, sync bool) error {
+	b := e.db.NewBatch()
+	defer b.Close()
+	var key []byte
+	for i := lo; i < hi; i++ {
+		key = benchKey(key, uint64(2*i), random)
+		if err := b.Set(key, benchValue(uint64(i)), nil); err != nil {
+			return err
+		}
+	}
+	o := pebble.NoSync
+	if sync {
+		o = pebble.Sync
+	}
+	return e.db.Apply(b, o)
+}
+
+// runFill runs fill on a fresh store of each write engine, timing the
+// writes only.
+func runFill(b *testing.B, name string, engines []string, fill func(b *testing.B, e benchEngine)) {
+	for _, eng := range writeEngines {
+		if !contains(engines, eng.name) {
+			continue
+		}
+		b.Run(fmt.Sprintf("%s/engine=%s", name, eng.name), func(b *testing.B) {
+			e := eng.open(b, b.TempDir(), true)
+			b.SetBytes(17 + benchValueSize)
+			b.ResetTimer()
+			fill(b, e)
+			b.StopTimer()
+			if be, ok := e.(*bloomkvEngine); ok {
+				m := be.db.Metrics()
+				b.ReportMetric(float64(m.WAL.Syncs)/float64(b.N), "syncs/op")
+				b.ReportMetric(float64(m.WAL.Writes)/float64(b.N), "groups/op")
+			}
+			if err := e.close(); err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+}
+
+func contains(names []string, name string) bool {
+	for _, n := range names {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+var allWriteEngines = []string{"bloomkv", "bloomkv-bgwal", "pebble"}
+
+// BenchmarkWriteFill writes one key per Set, NoSync, in random or
+// sequential order.
+func BenchmarkWriteFill(b *testing.B) {
+	for _, order := range []string{"random", "sequential"} {
+		runFill(b, "order="+order, allWriteEngines, func(b *testing.B, e benchEngine) {
+			writeKeys(b, e, 0, b.N, order == "random", false)
+		})
+	}
+}
+
+// BenchmarkWriteFillBatch writes batches of 1000 keys, NoSync, in random
+// order (the last batch may be shorter).
+func BenchmarkWriteFillBatch(b *testing.B) {
+	const batchKeys = 1000
+	runFill(b, "order=random/batch=1000", allWriteEngines, func(b *testing.B, e benchEngine) {
+		for lo := 0; lo < b.N; lo += batchKeys {
+			if err := e.(batchEngine).applyBatch(lo, min(lo+batchKeys, b.N), true, false); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkWriteFillSync writes one key per Set, Sync, in random order,
+// from 1 or 8 goroutines at once, each writing its share of the keys.
+// syncs/op shows how many writers share an fsync (bloomkv only).
+func BenchmarkWriteFillSync(b *testing.B) {
+	for _, writers := range []int{1, 8} {
+		runFill(b, fmt.Sprintf("writers=%d", writers), []string{"bloomkv", "pebble"}, func(b *testing.B, e benchEngine) {
+			var wg sync.WaitGroup
+			for w := range writers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					var key []byte
+					for i := w; i < b.N; i += writers {
+						key = benchKey(key, uint64(2*i), true)
+						if err := e.set(key, benchValue(uint64(i)), true); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+		})
+	}
+}

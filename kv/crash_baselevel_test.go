@@ -1,0 +1,173 @@
+package kv_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/bloomkv/bloomkv/kv"
+	"github.com/cockroachdb/pebble/vfs"
+)
+
+// TestCrash_BaseLevelMoves cuts the power while background compactions
+// (two at a time) reshape a store under the dynamic level sizes: its data
+// starts in L6 alone, with flushed tables in L0, and is large enough for
+// the base level to move up, so the compactions write L0 into a level
+// that held nothing before the crash and push data between the levels
+// below. Whatever the point, the reopened store, whose base level is
+// derived anew from where the data now lives, holds exactly the flushed
+// contents; its own compactions then reshape it without losing any of
+// them, and leave no level above the base level holding data.
+func TestCrash_BaseLevelMoves(t *testing.T) {
+	points := 60
+	if testing.Short() {
+		points = 10
+	}
+	forEachSeed(t, 1, func(t *testing.T, seed uint64) {
+		fs, _ := baseLevelFixture(t, seed)
+		start := fs.count()
+		m := runReshape(t, fs)
+		total := fs.count() - start
+		t.Logf("the compactions make %d filesystem changes; settled with base level L%d:\n%s",
+			total, m.Compact.BaseLevel, m)
+		if m.Compact.BaseLevel == 6 {
+			t.Fatalf("seed %d: the base level stayed L6: the fixture is too small", seed)
+		}
+		for _, k := range crashPoints(newRand(seed), total, points) {
+			fs, want := baseLevelFixture(t, seed)
+			fs.arm(fs.count() + k)
+			runReshape(t, fs)
+			what := fmt.Sprintf("seed %d, crash %d operations into the compactions", seed, k)
+			fs.FS.(*vfs.MemFS).ResetToSyncedState()
+			checkReshaped(t, fs.FS, want, what)
+			if t.Failed() {
+				return
+			}
+		}
+	})
+}
+
+// baseLevelOptions are the options of TestCrash_BaseLevelMoves's stores:
+// small tables and level targets, so that the base level moves.
+func baseLevelOptions(fs vfs.FS, auto bool) *kv.Options {
+	return &kv.Options{FS: fs, DisableAutomaticCompactions: !auto, MaxConcurrentCompactions: 2,
+		MemTableSize: 16 << 10, LBaseMaxBytes: 8 << 10, TargetFileSize: 2 << 10, BlockSize: 256,
+		L0CompactionThreshold: 2}
+}
+
+// baseLevelFixture builds, with automatic compactions off, a store whose
+// L6 holds about 125 KiB and whose L0 holds six flushes, closes it
+// and returns its filesystem and contents.
+func baseLevelFixture(t *testing.T, seed uint64) (*crashFS, map[string]string) {
+	t.Helper()
+	rng := newRand(seed)
+	fs := newCrashFS(vfs.NewStrictMem())
+	db, err := kv.Open("db", baseLevelOptions(fs, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	put := func(k string) {
+		v := randomLetters(rng, 20+rng.IntN(60))
+		want[k] = v
+		if err := db.Set([]byte(k), []byte(v), kv.NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 1500; i++ {
+		put(fmt.Sprintf("b%04d", i))
+	}
+	if err := db.Compact(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	for round := 0; round < 6; round++ {
+		for i := 0; i < 250; i++ {
+			k := fmt.Sprintf("b%04d", rng.IntN(1600))
+			if rng.IntN(6) == 0 {
+				delete(want, k)
+				if err := db.Delete([]byte(k), kv.NoSync); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			put(k)
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return fs, want
+}
+
+// runReshape opens the store on fs with automatic compactions on, waits
+// until they are done or the power is off, and closes it. It returns the
+// metrics of the settled store.
+func runReshape(t *testing.T, fs *crashFS) kv.Metrics {
+	t.Helper()
+	db, err := kv.Open("db", baseLevelOptions(fs, true))
+	if err != nil {
+		if fs.isCrashed() {
+			return kv.Metrics{}
+		}
+		t.Fatal(err)
+	}
+	m := waitSettled(t, db, func() bool { return fs.isCrashed() })
+	if err := db.Close(); err != nil && !fs.isCrashed() {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// waitSettled waits until db runs no compaction and none is due, or stop
+// reports true, and returns db's metrics then.
+func waitSettled(t *testing.T, db *kv.DB, stop func() bool) kv.Metrics {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+		m := db.Metrics()
+		due := false
+		for _, l := range m.Levels[:len(m.Levels)-1] {
+			due = due || l.Score >= 1
+		}
+		if (m.Compact.InProgress == 0 && !due) || stop() {
+			return m
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("compactions still running or due after a minute:\n%s", m)
+		}
+	}
+}
+
+// checkReshaped opens the crashed store on fs: it holds want; its
+// compactions, run to the end, keep it so and leave nothing above the
+// base level.
+func checkReshaped(t *testing.T, fs vfs.FS, want map[string]string, what string) {
+	t.Helper()
+	for pass, auto := range []bool{false, true} {
+		db, err := kv.Open("db", baseLevelOptions(fs, auto))
+		if err != nil {
+			t.Fatalf("%s: Open (pass %d): %v", what, pass, err)
+		}
+		var m kv.Metrics
+		if auto {
+			m = waitSettled(t, db, func() bool { return false })
+		}
+		got, err := readAll(db.NewIter)
+		if cerr := db.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			t.Fatalf("%s: pass %d: %v", what, pass, err)
+		}
+		if d := diffMaps(got, want); d != "" {
+			t.Fatalf("%s: pass %d: contents differ: %s", what, pass, d)
+		}
+		for level := 1; auto && level < m.Compact.BaseLevel; level++ {
+			if m.Levels[level].NumFiles > 0 {
+				t.Fatalf("%s: L%d holds tables above the base level L%d:\n%s", what, level, m.Compact.BaseLevel, m)
+			}
+		}
+	}
+}

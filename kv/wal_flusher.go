@@ -1,0 +1,162 @@
+package kv
+
+import (
+	"fmt"
+	"io"
+	"sync"
+)
+
+// With Options.BackgroundWALWrites, a WAL's record writer does not write to
+// the file itself: it appends its bytes to a walFlusher's buffer, which a
+// goroutine of the WAL's own writes to the file in arrival order, taking
+// whatever has piled up since its last write in one call. A commit then
+// costs a copy into memory, not a system call; the flusher's writes reach
+// the OS a moment later. The file only ever receives a prefix of the
+// stream, so a crash loses a suffix of the acknowledged writes, never one
+// in the middle.
+//
+//	leader ── Write ──▶ buf ──(flusher goroutine: one Write per batch of bytes)──▶ file
+//	                     ▲
+//	        waits here only when buf holds walBufferLimit bytes
+//
+// drain waits until every byte buffered so far is in the file: a Sync
+// write drains before it syncs, and closing the WAL (at a memtable switch,
+// Flush and Close) drains before it syncs and closes. The first failed
+// file write is sticky: the flusher writes nothing after it (that would
+// leave a hole), and every later Write and drain returns it, so no write
+// is acknowledged after it is known, and no Sync write succeeds after it.
+
+// walBufferLimit is the number of buffered bytes at which a writer waits
+// for the flusher: the back-pressure that bounds both the memory held and
+// the acknowledged writes a crash can lose.
+const walBufferLimit = 1 << 20
+
+// walBuffers recycles the buffers of closed flushers, grown to what the
+// load needs, for the next WAL's: a memtable switch does not start them
+// over from empty.
+var walBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// getWALBuffer returns an empty buffer from walBuffers.
+func getWALBuffer() []byte { return (*walBuffers.Get().(*[]byte))[:0] }
+
+// putWALBuffer gives b to walBuffers unless it is too big to keep.
+func putWALBuffer(b []byte) {
+	if b != nil && cap(b) <= maxSpareBuffer {
+		walBuffers.Put(&b)
+	}
+}
+
+// maxSpareBuffer bounds the buffer the flusher keeps for reuse, so one
+// big batch does not pin its memory for the life of the WAL.
+const maxSpareBuffer = 4 * walBufferLimit
+
+// walFlusher is the buffer and background writer of one WAL. The
+// goroutine starts with the first Write, so a WAL that is never written
+// has none, and stops at close.
+type walFlusher struct {
+	dst  io.Writer // the WAL file, or a writer at its end when continued
+	name string
+
+	mu      sync.Mutex
+	work    sync.Cond // the flusher waits on it for bytes or close
+	drained sync.Cond // writers wait on it for the flusher's progress
+	buf     []byte    // bytes not yet taken by the flusher
+	spare   []byte    // the buffer of the last write, for reuse
+	writing bool      // the flusher is writing bytes it took from buf
+	started bool
+	closing bool
+	err     error         // the first failed write; sticky
+	done    chan struct{} // closed when the goroutine ends
+}
+
+func newWALFlusher(dst io.Writer, name string) *walFlusher {
+	f := &walFlusher{dst: dst, name: name, done: make(chan struct{})}
+	f.buf, f.spare = getWALBuffer(), getWALBuffer()
+	f.work.L, f.drained.L = &f.mu, &f.mu
+	return f
+}
+
+// Write buffers p for the flusher. It waits while the buffer holds
+// walBufferLimit bytes or more, and fails once a write of the flusher has
+// failed.
+func (f *walFlusher) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for f.err == nil && len(f.buf) >= walBufferLimit {
+		f.drained.Wait()
+	}
+	if f.err != nil {
+		return 0, f.err
+	}
+	if f.closing {
+		return 0, fmt.Errorf("kv: WAL %s written after close", f.name)
+	}
+	f.buf = append(f.buf, p...)
+	if !f.started {
+		f.started = true
+		go f.run()
+	}
+	f.work.Signal()
+	return len(p), nil
+}
+
+// run is the flusher goroutine: it writes out the buffer until the WAL
+// closes or a write fails.
+func (f *walFlusher) run() {
+	defer close(f.done)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for f.err == nil {
+		for len(f.buf) == 0 && !f.closing {
+			f.work.Wait()
+		}
+		if len(f.buf) == 0 {
+			return
+		}
+		data := f.buf
+		f.buf, f.spare, f.writing = f.spare[:0], nil, true
+		f.mu.Unlock()
+		_, err := f.dst.Write(data)
+		f.mu.Lock()
+		f.writing = false
+		if cap(data) <= maxSpareBuffer {
+			f.spare = data[:0]
+		}
+		if err != nil {
+			f.err = fmt.Errorf("kv: writing WAL %s in the background: %w", f.name, err)
+			f.buf = nil
+		}
+		f.drained.Broadcast()
+	}
+}
+
+// drain waits until every byte buffered so far is written to the file, and
+// returns the flusher's error, if any.
+func (f *walFlusher) drain() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for f.err == nil && (len(f.buf) > 0 || f.writing) {
+		f.drained.Wait()
+	}
+	return f.err
+}
+
+// close drains the buffer and stops the goroutine; Write fails after it.
+// It returns the flusher's error, if any.
+func (f *walFlusher) close() error {
+	err := f.drain()
+	f.mu.Lock()
+	f.closing = true
+	started := f.started
+	f.work.Signal()
+	f.mu.Unlock()
+	if started {
+		<-f.done
+	}
+	f.mu.Lock()
+	putWALBuffer(f.buf)
+	putWALBuffer(f.spare)
+	f.buf, f.spare = nil, nil
+	f.mu.Unlock()
+	return err
+}
