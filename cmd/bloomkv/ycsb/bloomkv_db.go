@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"time"
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
 	"github.com/bloomkv/bloomkv/kv"
@@ -24,9 +25,9 @@ import (
 // cmd/pebble's own options) or "bloomkv" (newBloomkvDB).
 var engine = "pebble"
 
-// flushAtOpen makes newEngineDB flush the store once it is open, before
-// the workload starts (see newEngineDB).
-var flushAtOpen bool
+// settleAtOpen makes newEngineDB flush the store once it is open and wait
+// for its compactions (see newEngineDB).
+var settleAtOpen bool
 
 // bloomkvOrder is the comparer bloomkv runs with: "mvcc" (Pebble's) or
 // "bytewise" (see bloomkvComparer).
@@ -36,18 +37,19 @@ func init() {
 	ycsbCmd.Flags().StringVar(&engine, "engine", engine, "store to run on: pebble or bloomkv")
 	ycsbCmd.Flags().StringVar(&bloomkvOrder, "bloomkv-comparer", bloomkvOrder,
 		"bloomkv's comparer: mvcc (Pebble's) or bytewise (the same order for YCSB's keys)")
-	ycsbCmd.Flags().BoolVar(&flushAtOpen, "flush-at-open", false,
-		"flush the store once open, so that the workload starts with an empty memtable")
+	ycsbCmd.Flags().BoolVar(&settleAtOpen, "settle-at-open", false,
+		"flush the store once open and wait until no compaction is due or running")
 }
 
 // newEngineDB opens the store the --engine flag names. run.sh makes
 // runTest call it in place of newPebbleDB.
 //
-// With --flush-at-open it then flushes the memtable. Reopening a store,
-// Pebble flushes the writes it replays from the WAL to L0 tables before
-// Open returns; bloomkv keeps them as its memtable (see kv's doc). The
-// flush gives both engines the same start, all data in tables, outside the
-// timed part of the run.
+// With --settle-at-open it then flushes the memtable and waits for the
+// compactions that follows. Reopening a store, Pebble flushes the writes
+// it replays from the WAL to L0 tables before Open returns; bloomkv keeps
+// them as its memtable (see kv's doc). run.sh settles each loaded store
+// once, so that every run of both engines starts with all data in tables
+// and no compaction due.
 func newEngineDB(dir string) DB {
 	var db DB
 	switch engine {
@@ -58,12 +60,38 @@ func newEngineDB(dir string) DB {
 	default:
 		log.Fatalf("unknown --engine %q: want pebble or bloomkv", engine)
 	}
-	if flushAtOpen {
+	if settleAtOpen {
 		if err := db.Flush(); err != nil {
 			log.Fatal(err)
 		}
+		waitSettled(db)
 	}
 	return db
+}
+
+// waitSettled waits until the store has had no compaction running and no
+// level scoring 1 or more (what both engines' pickers compact) for
+// settledPolls polls in a row. cmd/pebble's --wait-compactions stops at
+// scores above 1, which leaves a bloomkv L0 of one table (score 1) due.
+func waitSettled(db DB) {
+	const settledPolls = 5
+	deadline := time.Now().Add(30 * time.Minute)
+	for quiet := 0; quiet < settledPolls; {
+		if time.Now().After(deadline) {
+			log.Fatalf("compactions still due after 30 minutes:\n%s", db.Metrics())
+		}
+		time.Sleep(100 * time.Millisecond)
+		quiet++
+		m := db.Metrics()
+		if m.Compact.NumInProgress > 0 {
+			quiet = 0
+		}
+		for _, l := range m.Levels[:len(m.Levels)-1] {
+			if l.Score >= 1 {
+				quiet = 0
+			}
+		}
+	}
 }
 
 // bloomkvBitsPerKey is the Bloom filter density, newPebbleDB's
