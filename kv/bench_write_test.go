@@ -89,6 +89,7 @@ func runFill(b *testing.B, name string, engines []string, fill func(b *testing.B
 				m := be.db.Metrics()
 				b.ReportMetric(float64(m.WAL.Syncs)/float64(b.N), "syncs/op")
 				b.ReportMetric(float64(m.WAL.Writes)/float64(b.N), "groups/op")
+				b.ReportMetric(float64(m.WriteStalls), "stalls")
 			}
 			if err := e.close(); err != nil {
 				b.Fatal(err)

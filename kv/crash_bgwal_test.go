@@ -252,3 +252,25 @@ func TestBackgroundWAL_ConcurrentWriters(t *testing.T) {
 		t.Fatalf("%d keys after reopening, want %d", len(got), writers*perWriter)
 	}
 }
+
+// TestDB_ModelBackgroundWAL runs the randomized model test of
+// model_test.go with BackgroundWALWrites: every acknowledged write is
+// readable at once, through Get, iterators and snapshots, across flushes,
+// compactions and reopens.
+func TestDB_ModelBackgroundWAL(t *testing.T) {
+	seeds, steps := 2, 3000
+	if testing.Short() {
+		seeds, steps = 1, 1000
+	}
+	forEachSeed(t, seeds, func(t *testing.T, seed uint64) {
+		r := newModelRun(t, seed)
+		defer r.closeAll()
+		r.check(r.db.Close(), "Close, to reopen with BackgroundWALWrites")
+		r.opts.BackgroundWALWrites = true
+		r.open()
+		for range steps {
+			r.step()
+		}
+		r.checkFull()
+	})
+}

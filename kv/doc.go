@@ -8,8 +8,14 @@
 // read with Get, an Iterator or a Snapshot, and Close. DB and Snapshot methods are safe for
 // concurrent use; an Iterator or a Batch belongs to one goroutine at a time.
 // Writes take a [WriteOptions]: [Sync] waits for the WAL to reach stable
-// storage, [NoSync] does not (a clean Close still keeps it, in the synced
-// WAL; see Recovery). Metrics reports
+// storage, so the write survives a power loss; [NoSync] does not, but is
+// written to the WAL file before it is acknowledged, so it survives a crash
+// of the process (and a clean Close keeps it, in the synced WAL; see
+// Recovery). Options.BackgroundWALWrites trades that for speed, as Pebble
+// does: NoSync writes are acknowledged from a buffer that a goroutine
+// writes to the WAL a moment later, so a process crash may lose the last
+// of them (a prefix of the acknowledged writes always survives, and Sync
+// writes, Flush and Close write the buffer out first). Metrics reports
 // how many tables, filters and blocks each lookup touched.
 //
 // # Prefixes
@@ -29,7 +35,10 @@
 // failed flush, compaction or MANIFEST update, stops the DB from accepting
 // writes for good (whether the failed write reached the disk is unknown, so
 // nothing after it may be acknowledged); reads go on, and Close reports the
-// error. Reopening the store recovers every acknowledged write.
+// error. Reopening the store recovers every acknowledged write (with
+// BackgroundWALWrites, a failed background write of the WAL loses the
+// NoSync writes acknowledged after its bytes were buffered, and no Sync
+// write succeeds after it).
 //
 // # How it works
 //
@@ -37,7 +46,10 @@
 // log (WAL) and inserted into the memtable. Concurrent writers queue; the
 // first in line (the leader) writes the whole queue as one WAL write with at
 // most one fsync, inserts it, and publishes the new sequence number, which
-// makes the group visible to readers at once.
+// makes the group visible to readers at once. With BackgroundWALWrites the
+// WAL write goes to a buffer that a goroutine of the WAL writes to the file,
+// many groups in one call; a group with a Sync write waits for it to catch
+// up before the fsync.
 //
 // When the memtable reaches Options.MemTableSize it becomes immutable and a
 // new memtable with a new WAL takes its place. A background goroutine

@@ -54,7 +54,7 @@ func (d *DB) createWAL(num base.FileNum) (*walWriter, error) {
 func (d *DB) newWALWriter(num base.FileNum, name string, f vfs.File, dst io.Writer, size int64) *walWriter {
 	l := &walWriter{num: num, name: name, file: f}
 	if d.opts.BackgroundWALWrites {
-		l.flusher = newWALFlusher(dst, name)
+		l.flusher = newWALFlusher(dst, name, &d.commit.walBuffers)
 		dst = l.flusher
 	}
 	l.w = record.NewWriterAt(dst, size)

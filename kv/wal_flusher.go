@@ -31,24 +31,42 @@ import (
 // the acknowledged writes a crash can lose.
 const walBufferLimit = 1 << 20
 
-// walBuffers recycles the buffers of closed flushers, grown to what the
-// load needs, for the next WAL's: a memtable switch does not start them
-// over from empty.
-var walBuffers = sync.Pool{New: func() any { return new([]byte) }}
+// maxSpareBuffer bounds a buffer kept for reuse, so one big batch does not
+// pin its memory for the life of the DB.
+const maxSpareBuffer = 4 * walBufferLimit
 
-// getWALBuffer returns an empty buffer from walBuffers.
-func getWALBuffer() []byte { return (*walBuffers.Get().(*[]byte))[:0] }
-
-// putWALBuffer gives b to walBuffers unless it is too big to keep.
-func putWALBuffer(b []byte) {
-	if b != nil && cap(b) <= maxSpareBuffer {
-		walBuffers.Put(&b)
-	}
+// walBuffers keeps the buffers of a DB's closed flusher, grown to what
+// the load needs, for the next WAL's flusher: a memtable switch does not
+// start them over from empty. (A sync.Pool would not do: a garbage
+// collection empties it, and a busy DB collects between switches.)
+type walBuffers struct {
+	mu   sync.Mutex
+	bufs [][]byte
 }
 
-// maxSpareBuffer bounds the buffer the flusher keeps for reuse, so one
-// big batch does not pin its memory for the life of the WAL.
-const maxSpareBuffer = 4 * walBufferLimit
+// get returns an empty buffer, a kept one if there is one.
+func (c *walBuffers) get() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := len(c.bufs)
+	if n == 0 {
+		return nil
+	}
+	b := c.bufs[n-1][:0]
+	c.bufs[n-1] = nil
+	c.bufs = c.bufs[:n-1]
+	return b
+}
+
+// put keeps b for a later get, unless it is too big to keep or two are
+// kept already.
+func (c *walBuffers) put(b []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if b != nil && cap(b) <= maxSpareBuffer && len(c.bufs) < 2 {
+		c.bufs = append(c.bufs, b)
+	}
+}
 
 // walFlusher is the buffer and background writer of one WAL. The
 // goroutine starts with the first Write, so a WAL that is never written
@@ -56,6 +74,7 @@ const maxSpareBuffer = 4 * walBufferLimit
 type walFlusher struct {
 	dst  io.Writer // the WAL file, or a writer at its end when continued
 	name string
+	bufs *walBuffers // where the buffers come from and go back to
 
 	mu      sync.Mutex
 	work    sync.Cond // the flusher waits on it for bytes or close
@@ -69,9 +88,9 @@ type walFlusher struct {
 	done    chan struct{} // closed when the goroutine ends
 }
 
-func newWALFlusher(dst io.Writer, name string) *walFlusher {
-	f := &walFlusher{dst: dst, name: name, done: make(chan struct{})}
-	f.buf, f.spare = getWALBuffer(), getWALBuffer()
+func newWALFlusher(dst io.Writer, name string, bufs *walBuffers) *walFlusher {
+	f := &walFlusher{dst: dst, name: name, bufs: bufs, done: make(chan struct{})}
+	f.buf, f.spare = bufs.get(), bufs.get()
 	f.work.L, f.drained.L = &f.mu, &f.mu
 	return f
 }
@@ -154,8 +173,8 @@ func (f *walFlusher) close() error {
 		<-f.done
 	}
 	f.mu.Lock()
-	putWALBuffer(f.buf)
-	putWALBuffer(f.spare)
+	f.bufs.put(f.buf)
+	f.bufs.put(f.spare)
 	f.buf, f.spare = nil, nil
 	f.mu.Unlock()
 	return err

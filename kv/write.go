@@ -39,6 +39,9 @@ type commitPipeline struct {
 	// err is the sticky failure of a WAL write or sync: once set, nothing
 	// more is acknowledged.
 	err error
+	// walBuffers passes the buffers of BackgroundWALWrites from each
+	// WAL's flusher to the next's.
+	walBuffers walBuffers
 }
 
 // writer is one queued request.

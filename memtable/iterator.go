@@ -77,7 +77,7 @@ func (it *iterator) Prev() bool {
 
 // checkUpper invalidates the iterator if it ran past the upper bound.
 func (it *iterator) checkUpper() bool {
-	if it.n != nil && it.upper != nil && it.m.cmp.Compare(it.n.key.UserKey, it.upper) >= 0 {
+	if it.n != nil && it.upper != nil && it.m.cmp.Compare(it.n.userKey(), it.upper) >= 0 {
 		it.n = nil
 	}
 	return it.n != nil
@@ -86,7 +86,7 @@ func (it *iterator) checkUpper() bool {
 // checkLower invalidates the iterator if it ran before the lower bound or
 // onto the head.
 func (it *iterator) checkLower() bool {
-	if it.n == it.m.points.head || (it.n != nil && it.lower != nil && it.m.cmp.Compare(it.n.key.UserKey, it.lower) < 0) {
+	if it.n == it.m.points.head || (it.n != nil && it.lower != nil && it.m.cmp.Compare(it.n.userKey(), it.lower) < 0) {
 		it.n = nil
 	}
 	return it.n != nil
@@ -96,10 +96,10 @@ func (it *iterator) checkLower() bool {
 func (it *iterator) Valid() bool { return it.n != nil }
 
 // Key implements [InternalIterator].
-func (it *iterator) Key() base.InternalKey { return it.n.key }
+func (it *iterator) Key() base.InternalKey { return it.n.key() }
 
 // Value implements [InternalIterator].
-func (it *iterator) Value() []byte { return it.n.value }
+func (it *iterator) Value() []byte { return it.n.value() }
 
 // Error implements [InternalIterator].
 func (it *iterator) Error() error { return nil }

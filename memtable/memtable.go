@@ -26,20 +26,44 @@ const maxHeight = 16
 // the object it was allocated in (see tallNode, link), level i at i links
 // below next0:
 //
-//	[ level h-1 | ... | level 1 ] [ next0 | prefix | key | value | prev ]
-//	 \_______ tallNode.up ______/  \_______________ node ______________/
+//	[ level h-1 | ... | level 1 ] [ next0 | prefix | trailer | data | lens | prev ]
+//	 \_______ tallNode.up ______/  \__________________ node __________________/
+//
+// The key and value bytes are in the arena, at data; the node keeps a
+// pointer and two lengths rather than two slices, so more nodes fit in the
+// cache lines a search walks.
 type node struct {
 	// next0 is the next entry at level 0. It must stay the first field.
 	next0 atomic.Pointer[node]
 	// prefix is keyPrefix(key.UserKey) under a bytewise order, else 0:
 	// a search step decides most compares from it, without reading the
 	// key's bytes elsewhere in memory.
-	prefix uint64
-	key    base.InternalKey
-	value  []byte
+	prefix  uint64
+	trailer uint64
+	// data is the key's first byte, followed by the value's: keyLen and
+	// valueLen bytes. It is nil or points into the arena's memory.
+	data             *byte
+	keyLen, valueLen int
 	// prev is the entry before this one at level 0 (the head for the
 	// first entry).
 	prev atomic.Pointer[node]
+}
+
+// userKey returns the node's user key, which aliases the arena.
+func (n *node) userKey() []byte { return unsafe.Slice(n.data, n.keyLen) }
+
+// key returns the node's internal key, which aliases the arena.
+func (n *node) key() base.InternalKey {
+	return base.InternalKey{UserKey: n.userKey(), Trailer: n.trailer}
+}
+
+// value returns the node's value, which aliases the arena.
+func (n *node) value() []byte {
+	if n.valueLen == 0 {
+		// Not past the key: that may be the end of the arena's memory.
+		return unsafe.Slice(n.data, 0)
+	}
+	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(n.data), n.keyLen)), n.valueLen)
 }
 
 // linkSize is the size of one forward link.
@@ -209,8 +233,8 @@ func newNode(a *arena, key base.InternalKey, value []byte, height int) *node {
 	copy(buf, key.UserKey)
 	copy(buf[k:], value)
 	x := a.node(height)
-	x.key = base.InternalKey{UserKey: buf[:k:k], Trailer: key.Trailer}
-	x.value = buf[k:]
+	x.trailer = key.Trailer
+	x.data, x.keyLen, x.valueLen = unsafe.SliceData(buf), k, len(value)
 	return x
 }
 
@@ -277,7 +301,7 @@ func (l *skiplist) compare(n *node, key base.InternalKey, kp uint64) int {
 	case n.prefix > kp:
 		return 1
 	}
-	return base.InternalCompare(l.cmp.Compare, n.key, key)
+	return base.InternalCompare(l.cmp.Compare, n.key(), key)
 }
 
 // findGE returns the first node whose key sorts at or after key, or nil.
@@ -326,10 +350,10 @@ func (l *skiplist) findLast() *node {
 func (m *MemTable) Get(userKey []byte, seq SeqNum) (value []byte, kind Kind, found bool) {
 	seq = min(seq, base.SeqNumMax)
 	n := m.points.findGE(base.MakeInternalKey(userKey, seq, base.KindMax))
-	found = n != nil && m.cmp.Compare(n.key.UserKey, userKey) == 0
+	found = n != nil && m.cmp.Compare(n.userKey(), userKey) == 0
 	var pointSeq SeqNum
 	if found {
-		pointSeq = n.key.SeqNum()
+		pointSeq = n.key().SeqNum()
 	}
 	if m.numDels.Load() > 0 && rangedel.Deletes(m.cmp.Compare, m.RangeDels(), userKey, seq, found, pointSeq) {
 		return nil, base.KindRangeDelete, true
@@ -337,7 +361,7 @@ func (m *MemTable) Get(userKey []byte, seq SeqNum) (value []byte, kind Kind, fou
 	if !found {
 		return nil, 0, false
 	}
-	return n.value, n.key.Kind(), true
+	return n.value(), n.key().Kind(), true
 }
 
 // RangeDels returns the table's range tombstones, fragmented (see
@@ -355,7 +379,7 @@ func (m *MemTable) RangeDels() []RangeTombstone {
 	// Counted before the walk: the walk sees at least n tombstones.
 	var ts []RangeTombstone
 	for x := m.rangeDels.head.next(0); x != nil; x = x.next(0) {
-		ts = append(ts, RangeTombstone{Start: x.key.UserKey, End: x.value, Seq: x.key.SeqNum()})
+		ts = append(ts, RangeTombstone{Start: x.userKey(), End: x.value(), Seq: x.key().SeqNum()})
 	}
 	c := &fragments{n: n, frags: rangedel.Fragment(m.cmp.Compare, ts)}
 	m.frags.Store(c)
