@@ -100,9 +100,9 @@ const bloomkvBitsPerKey = 10
 
 // bloomkvL0Threshold is newPebbleDB's L0CompactionThreshold (2) in
 // bloomkv's terms. Pebble scores L0 as 2 × its sublevels / the threshold,
-// so 2 compacts L0 as soon as it holds one sublevel; bloomkv scores the
-// number of L0 tables over its threshold, and 1 compacts as soon as it
-// holds one table (a flush writes one).
+// so 2 compacts L0 as soon as it holds one sublevel (one flush); bloomkv
+// scores the number of L0 tables over its threshold, and 1 compacts as
+// soon as it holds one table.
 const bloomkvL0Threshold = 1
 
 // bloomkvComparer returns the comparer --bloomkv-comparer names. "mvcc"
@@ -134,8 +134,8 @@ func bloomkvComparer() (*sstable.Comparer, error) {
 
 // bloomkvOptions are newPebbleDB's options as far as bloomkv has them:
 // the same comparer, memtable size and stall, block size, block cache
-// (--cache), open files, L0 trigger and stall, L1 size and 10 bits/key
-// Bloom filters. bloomkv has no L0 slowdown in Pebble v1, so it is set to
+// (--cache), open files, L0 trigger and stall, base level size, flush
+// split, concurrent compactions and 10 bits/key Bloom filters. bloomkv has no L0 slowdown in Pebble v1, so it is set to
 // the stop threshold (no slowdown either). What bloomkv lacks or does its
 // own way is listed in the README ("YCSB against Pebble").
 func bloomkvOptions() (*kv.Options, error) {
@@ -166,6 +166,9 @@ func bloomkvOptions() (*kv.Options, error) {
 		L0SlowdownWritesThreshold:   1000,
 		L0StopWritesThreshold:       1000,
 		LBaseMaxBytes:               64 << 20,
+		TargetFileSize:              2 << 20, // Pebble's L0 target; it doubles per level
+		FlushSplitBytes:             2 << 20, // newPebbleDB's Levels[0].TargetFileSize
+		MaxConcurrentCompactions:    3,
 	}, nil
 }
 
