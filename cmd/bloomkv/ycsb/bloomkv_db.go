@@ -1,0 +1,297 @@
+//go:build bloomkvycsb
+
+// This file is not part of any bloomkv package: run.sh copies it into a
+// copy of Pebble v1.1.5's cmd/pebble (package main), where it implements
+// that command's DB, iterator and batch interfaces (cmd/pebble/db.go) over
+// bloomkv's kv package, and adds the ycsb command's --engine flag. The
+// bloomkvycsb build tag keeps it out of bloomkv's own builds.
+
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/bloomkv/bloomkv/bloompolicy"
+	"github.com/bloomkv/bloomkv/kv"
+	"github.com/bloomkv/bloomkv/sstable"
+	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/vfs"
+)
+
+// engine is the store the ycsb command runs on: "pebble" (newPebbleDB,
+// cmd/pebble's own options) or "bloomkv" (newBloomkvDB).
+var engine = "pebble"
+
+// settleAtOpen makes newEngineDB flush the store once it is open and wait
+// for its compactions (see newEngineDB).
+var settleAtOpen bool
+
+// bloomkvOrder is the comparer bloomkv runs with: "mvcc" (Pebble's) or
+// "bytewise" (see bloomkvComparer).
+var bloomkvOrder = "mvcc"
+
+func init() {
+	ycsbCmd.Flags().StringVar(&engine, "engine", engine, "store to run on: pebble or bloomkv")
+	ycsbCmd.Flags().StringVar(&bloomkvOrder, "bloomkv-comparer", bloomkvOrder,
+		"bloomkv's comparer: mvcc (Pebble's) or bytewise (the same order for YCSB's keys)")
+	ycsbCmd.Flags().BoolVar(&settleAtOpen, "settle-at-open", false,
+		"flush the store once open and wait until no compaction is due or running")
+}
+
+// newEngineDB opens the store the --engine flag names. run.sh makes
+// runTest call it in place of newPebbleDB.
+//
+// With --settle-at-open it then flushes the memtable and waits for the
+// compactions that follows. Reopening a store, Pebble flushes the writes
+// it replays from the WAL to L0 tables before Open returns; bloomkv keeps
+// them as its memtable (see kv's doc). run.sh settles each loaded store
+// once, so that every run of both engines starts with all data in tables
+// and no compaction due.
+func newEngineDB(dir string) DB {
+	var db DB
+	switch engine {
+	case "pebble":
+		db = newPebbleDB(dir)
+	case "bloomkv":
+		db = newBloomkvDB(dir)
+	default:
+		log.Fatalf("unknown --engine %q: want pebble or bloomkv", engine)
+	}
+	if settleAtOpen {
+		if err := db.Flush(); err != nil {
+			log.Fatal(err)
+		}
+		waitSettled(db)
+	}
+	return db
+}
+
+// waitSettled waits until the store has had no compaction running and no
+// level scoring 1 or more (what both engines' pickers compact) for
+// settledPolls polls in a row. cmd/pebble's --wait-compactions stops at
+// scores above 1, which leaves a bloomkv L0 of one table (score 1) due.
+func waitSettled(db DB) {
+	const settledPolls = 5
+	deadline := time.Now().Add(30 * time.Minute)
+	for quiet := 0; quiet < settledPolls; {
+		if time.Now().After(deadline) {
+			log.Fatalf("compactions still due after 30 minutes:\n%s", db.Metrics())
+		}
+		time.Sleep(100 * time.Millisecond)
+		quiet++
+		m := db.Metrics()
+		if m.Compact.NumInProgress > 0 {
+			quiet = 0
+		}
+		for _, l := range m.Levels[:len(m.Levels)-1] {
+			if l.Score >= 1 {
+				quiet = 0
+			}
+		}
+	}
+}
+
+// bloomkvBitsPerKey is the Bloom filter density, newPebbleDB's
+// bloom.FilterPolicy(10).
+const bloomkvBitsPerKey = 10
+
+// bloomkvL0Threshold is newPebbleDB's L0CompactionThreshold (2) in
+// bloomkv's terms. Pebble scores L0 as 2 × its sublevels / the threshold,
+// so 2 compacts L0 as soon as it holds one sublevel (one flush); bloomkv
+// scores the number of L0 tables over its threshold, and 1 compacts as
+// soon as it holds one table.
+const bloomkvL0Threshold = 1
+
+// bloomkvComparer returns the comparer --bloomkv-comparer names. "mvcc"
+// is cmd/pebble's mvccComparer: the same functions, so both engines order
+// and split YCSB's MVCC-encoded keys with the same code. "bytewise" is
+// bloomkv's default comparer, whose order is the same for these keys
+// (they all end in the same 10-byte timestamp, after a 0 byte that sorts
+// a key before any longer one it prefixes), and which bloomkv's memtable
+// and tables search faster. Both split off the timestamp, so filters
+// hold the keys' prefixes, as Pebble's do.
+func bloomkvComparer() (*sstable.Comparer, error) {
+	var split func(key []byte) int = mvccComparer.Split
+	switch bloomkvOrder {
+	case "mvcc":
+		var (
+			sep  func(dst, a, b []byte) []byte = mvccComparer.Separator
+			succ func(dst, a []byte) []byte    = mvccComparer.Successor
+		)
+		return &sstable.Comparer{Compare: mvccCompare, Separator: sep, Successor: succ,
+			Split: split, SplitName: "cockroach_mvcc_split", Name: mvccComparer.Name}, nil
+	case "bytewise":
+		c := *sstable.DefaultComparer
+		c.Split, c.SplitName = split, "cockroach_mvcc_split"
+		return &c, nil
+	default:
+		return nil, fmt.Errorf("unknown --bloomkv-comparer %q: want mvcc or bytewise", bloomkvOrder)
+	}
+}
+
+// bloomkvOptions are newPebbleDB's options as far as bloomkv has them:
+// the same comparer, memtable size and stall, block size, block cache
+// (--cache), open files, L0 trigger and stall, base level size, flush
+// split, concurrent compactions and 10 bits/key Bloom filters. bloomkv has no L0 slowdown in Pebble v1, so it is set to
+// the stop threshold (no slowdown either). What bloomkv lacks or does its
+// own way is listed in the README ("YCSB against Pebble").
+func bloomkvOptions() (*kv.Options, error) {
+	if disableWAL {
+		return nil, errors.New("bloomkv has no option to disable the WAL (--disable-wal)")
+	}
+	if pathToLocalSharedStorage != "" {
+		return nil, errors.New("bloomkv has no shared storage (--shared-storage)")
+	}
+	cmp, err := bloomkvComparer()
+	if err != nil {
+		return nil, err
+	}
+	filter, err := bloompolicy.NewBitsPerKey(bloomkvBitsPerKey)
+	if err != nil {
+		return nil, err
+	}
+	return &kv.Options{
+		FS:                          vfs.Default,
+		Comparer:                    cmp,
+		FilterPolicy:                filter,
+		MemTableSize:                64 << 20,
+		MemTableStopWritesThreshold: 4,
+		BlockSize:                   32 << 10,
+		BlockCacheSize:              cacheSize,
+		MaxOpenFiles:                16384,
+		L0CompactionThreshold:       bloomkvL0Threshold,
+		L0SlowdownWritesThreshold:   1000,
+		L0StopWritesThreshold:       1000,
+		LBaseMaxBytes:               64 << 20,
+		TargetFileSize:              2 << 20, // Pebble's L0 target; it doubles per level
+		FlushSplitBytes:             2 << 20, // newPebbleDB's Levels[0].TargetFileSize
+		MaxConcurrentCompactions:    3,
+	}, nil
+}
+
+// bloomkvDB adapts a kv.DB to cmd/pebble's DB interface.
+type bloomkvDB struct {
+	d *kv.DB
+	// ballast is newPebbleDB's: 1 GiB of heap that is never touched, so
+	// the garbage collector runs as rarely under both engines.
+	ballast []byte
+}
+
+func newBloomkvDB(dir string) DB {
+	opts, err := bloomkvOptions()
+	if err != nil {
+		log.Fatal(err)
+	}
+	d, err := kv.Open(dir, opts)
+	if err != nil {
+		log.Fatal(err)
+	}
+	return bloomkvDB{d: d, ballast: make([]byte, 1<<30)}
+}
+
+func (b bloomkvDB) Flush() error { return b.d.Flush() }
+
+// NewIter opens a kv.Iterator, which has the iterator interface's methods
+// as they are. Only bounds carry over from Pebble's IterOptions; options
+// that would change what the iterator shows are refused.
+func (b bloomkvDB) NewIter(opts *pebble.IterOptions) iterator {
+	var o *kv.IterOptions
+	if opts != nil {
+		if opts.KeyTypes != pebble.IterKeyTypePointsOnly || opts.TableFilter != nil ||
+			opts.PointKeyFilters != nil || opts.SkipPoint != nil {
+			log.Fatal("bloomkv binding: only the bounds of pebble.IterOptions are supported")
+		}
+		o = &kv.IterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound}
+	}
+	it, err := b.d.NewIter(o)
+	if err != nil {
+		log.Fatal(err)
+	}
+	return it
+}
+
+func (b bloomkvDB) NewBatch() batch { return &bloomkvBatch{d: b.d, b: b.d.NewBatch()} }
+
+// Scan is pebbleDB's own Scan, which uses nothing of its receiver but the
+// iterator it is given: both engines' scans copy out the same bytes with
+// the same code.
+func (b bloomkvDB) Scan(iter iterator, key []byte, count int64, reverse bool) error {
+	return pebbleDB{}.Scan(iter, key, count, reverse)
+}
+
+// Metrics translates bloomkv's metrics into Pebble's, for what cmd/pebble
+// prints and decides from them: level sizes and scores
+// (--wait-compactions), read amplification (every L0 table is a sublevel
+// in bloomkv), bytes read and written (w-amp).
+func (b bloomkvDB) Metrics() *pebble.Metrics {
+	m := b.d.Metrics()
+	var p pebble.Metrics
+	for i, l := range m.Levels {
+		if i >= len(p.Levels) {
+			break
+		}
+		pl := &p.Levels[i]
+		pl.NumFiles, pl.Size, pl.Score = int64(l.NumFiles), l.Size, l.Score
+		pl.Sublevels = int32(min(l.NumFiles, 1))
+		pl.BytesIn, pl.BytesRead = uint64(l.BytesIn), uint64(l.BytesRead)
+		pl.TablesMoved = uint64(l.Moves)
+		p.Compact.MoveCount += l.Moves
+		if i == 0 {
+			pl.Sublevels = int32(l.NumFiles)
+			pl.BytesFlushed = uint64(l.BytesWritten)
+		} else {
+			pl.BytesCompacted = uint64(l.BytesWritten)
+		}
+	}
+	p.Flush.Count = m.Flush.Count
+	// bloomkv's compactions all merge their inputs (Pebble's "default"
+	// kind); moves are counted apart, as Pebble counts them among its own.
+	p.Compact.DefaultCount = m.Compact.Count
+	p.Compact.Count = m.Compact.Count + p.Compact.MoveCount
+	p.Compact.NumInProgress = int64(m.Compact.InProgress)
+	p.WAL.Files = int64(m.WAL.Files)
+	p.WAL.BytesIn, p.WAL.BytesWritten = uint64(m.WAL.BytesIn), uint64(m.WAL.BytesIn)
+	p.MemTable.Size, p.MemTable.Count = uint64(m.MemTable.Size), int64(m.MemTable.Count)
+	p.BlockCache = pebble.CacheMetrics{Size: m.BlockCache.Size, Count: m.BlockCache.Count,
+		Hits: m.BlockCache.Hits, Misses: m.BlockCache.Misses}
+	p.Snapshots.Count = m.Snapshots
+	return &p
+}
+
+// bloomkvBatch adapts a kv.Batch, committed by DB.Apply, to cmd/pebble's
+// batch interface.
+type bloomkvBatch struct {
+	d *kv.DB
+	b *kv.Batch
+}
+
+// bloomkvWriteOptions maps Pebble's write options to bloomkv's: a nil
+// *pebble.WriteOptions syncs in Pebble, where a nil *kv.WriteOptions does
+// not.
+func bloomkvWriteOptions(opts *pebble.WriteOptions) *kv.WriteOptions {
+	if opts.GetSync() {
+		return kv.Sync
+	}
+	return kv.NoSync
+}
+
+func (b *bloomkvBatch) Close() error { return nil }
+
+func (b *bloomkvBatch) Commit(opts *pebble.WriteOptions) error {
+	return b.d.Apply(b.b, bloomkvWriteOptions(opts))
+}
+
+func (b *bloomkvBatch) Set(key, value []byte, _ *pebble.WriteOptions) error {
+	return b.b.Set(key, value)
+}
+
+func (b *bloomkvBatch) Delete(key []byte, _ *pebble.WriteOptions) error {
+	return b.b.Delete(key)
+}
+
+func (b *bloomkvBatch) LogData(data []byte, _ *pebble.WriteOptions) error {
+	return fmt.Errorf("bloomkv binding: LogData (%d bytes): bloomkv batches hold no log-only records", len(data))
+}
