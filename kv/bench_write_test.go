@@ -2,6 +2,7 @@ package kv_test
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 
@@ -76,7 +77,7 @@ func (e *pebbleEngine) applyBatch(lo, hi int, random, sync bool) error {
 // writes only.
 func runFill(b *testing.B, name string, engines []string, fill func(b *testing.B, e benchEngine)) {
 	for _, eng := range writeEngines {
-		if !contains(engines, eng.name) {
+		if !slices.Contains(engines, eng.name) {
 			continue
 		}
 		b.Run(fmt.Sprintf("%s/engine=%s", name, eng.name), func(b *testing.B) {
@@ -96,15 +97,6 @@ func runFill(b *testing.B, name string, engines []string, fill func(b *testing.B
 			}
 		})
 	}
-}
-
-func contains(names []string, name string) bool {
-	for _, n := range names {
-		if n == name {
-			return true
-		}
-	}
-	return false
 }
 
 var allWriteEngines = []string{"bloomkv", "bloomkv-bgwal", "pebble"}
