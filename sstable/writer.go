@@ -197,7 +197,7 @@ func (w *Writer) flushDataBlock() error {
 // Under a Split, when last and next have different prefixes, k also sorts
 // below next's prefix. Then a seek for a key of prefix p lands on a block
 // that holds a key >= it, or on one followed by no key of prefix p, so that
-// block's filter alone can rule p out (see tableIter.SeekPrefixGE).
+// block's filter alone can rule p out (see Iter.SeekPrefixGE).
 func (w *Writer) addIndexEntry(next *base.InternalKey) {
 	last := w.prevKey
 	var sep []byte
