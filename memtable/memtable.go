@@ -1,11 +1,9 @@
 package memtable
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"reflect"
 	"sync/atomic"
 	"unsafe"
 
@@ -122,7 +120,7 @@ type splice struct {
 
 func (l *skiplist) init(cmp *Comparer) {
 	l.cmp, l.head = cmp, &new(node16).n
-	l.bytewise = reflect.ValueOf(cmp.Compare).Pointer() == reflect.ValueOf(bytes.Compare).Pointer()
+	l.bytewise = cmp.Bytewise()
 	l.height.Store(1)
 }
 

@@ -264,7 +264,7 @@ func (r *Reader) readIndex() error {
 	if err := r.readBlockIter(&it, h, r.cmp.Compare); err != nil {
 		return err
 	}
-	bytewise := r.cmp.Name == base.DefaultComparer.Name
+	bytewise := r.cmp.Bytewise()
 	n := 0
 	for ok := it.First(); ok; ok = it.Next() {
 		if bytewise {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"reflect"
 )
 
 // Compare returns -1, 0 or +1 as a sorts before, equal to or after b.
@@ -76,6 +77,15 @@ func (c *Comparer) CheckSplit() error {
 		return fmt.Errorf("comparer %q: Split and SplitName must be set together", c.Name)
 	}
 	return nil
+}
+
+// Bytewise reports whether c orders keys by bytes.Compare itself, so that
+// the first bytes of keys (KeyPrefix) order them as the whole keys do. It
+// looks at the function, not the name: a comparer that merely calls itself
+// bytewise does not qualify, and one that wraps bytes.Compare in another
+// function is only searched without prefixes, never wrongly.
+func (c *Comparer) Bytewise() bool {
+	return reflect.ValueOf(c.Compare).Pointer() == reflect.ValueOf(bytes.Compare).Pointer()
 }
 
 // DefaultComparer orders keys bytewise, as bytes.Compare does.
