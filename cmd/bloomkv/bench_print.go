@@ -59,8 +59,8 @@ func writeBenchHeader(w io.Writer, p benchParams) {
 		p.Keys, p.KeySize, p.ValueSize, p.WriteHeavyKeys, p.Lookups, p.Lookups, fmtBytes(p.CacheBytes), p.Seed)
 	fmt.Fprintf(w, "target FPR %s: bloompolicy.New builds %.2f bits/key; Pebble's bloom gets the nearest whole number, %d\n",
 		fmtPercent(p.TargetFPR, 2), p.OursBitsPerKey, p.PebbleBitsPerKey)
-	fmt.Fprintf(w, "stores: memtable %s, tables cut at %s, L1 (Pebble: base level) %s and 10x per level below, "+
-		"L0 compaction at %d tables, %s blocks\n", fmtBytes(p.MemTableBytes), fmtBytes(p.TableBytes),
+	fmt.Fprintf(w, "stores: memtable %s, tables cut at %s, base level at most %s and 10x per level below, both engines sizing levels "+
+		"from the bottom up, L0 compaction at %d tables over a key, %s blocks\n", fmtBytes(p.MemTableBytes), fmtBytes(p.TableBytes),
 		fmtBytes(p.L1Bytes), kv.DefaultL0CompactionThreshold, fmtBytes(kv.DefaultBlockSize))
 	fmt.Fprintf(w, "shapes, in this order on each store:\n")
 	for _, s := range []string{shapeSettled, shapeWriteHeavy, shapeCompacted} {
