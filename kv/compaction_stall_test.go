@@ -1,0 +1,240 @@
+package kv
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/cockroachdb/pebble/vfs"
+)
+
+// Tests of write stalls: writers wait at L0StopWritesThreshold, counted
+// in L0 read-amp, while a flush or compaction is held back.
+
+// gateFS lets a number of tables be created, then holds every further
+// table creation until the test opens the gate: the flush or compaction
+// that reaches it waits, as on a disk that has stopped answering.
+type gateFS struct {
+	vfs.FS
+	pass   atomic.Int64  // table creations let through before the gate shuts
+	held   chan string   // receives the name of the first table held
+	opened chan struct{} // closed to let every held creation through
+	once   sync.Once
+}
+
+func newGateFS(fs vfs.FS, pass int) *gateFS {
+	g := &gateFS{FS: fs, held: make(chan string, 1), opened: make(chan struct{})}
+	g.pass.Store(int64(pass))
+	return g
+}
+
+func (g *gateFS) Create(name string) (vfs.File, error) {
+	if typ, _, ok := base.ParseFilename(g.PathBase(name)); ok && typ == base.FileTypeTable && g.pass.Add(-1) < 0 {
+		select {
+		case g.held <- name:
+		default:
+		}
+		<-g.opened
+	}
+	return g.FS.Create(name)
+}
+
+func (g *gateFS) open() { g.once.Do(func() { close(g.opened) }) }
+
+// waitFor waits for a value from ch, failing with a dump of every
+// goroutine when none comes within timeout: the test is deadlocked.
+func waitFor[T any](t *testing.T, ch <-chan T, timeout time.Duration, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(timeout):
+		fatalWithGoroutines(t, fmt.Sprintf("%s: nothing after %v", what, timeout))
+		panic("unreachable")
+	}
+}
+
+// fatalWithGoroutines fails the test with msg and a dump of every
+// goroutine, to show where a deadlock sits.
+func fatalWithGoroutines(t *testing.T, msg string) {
+	t.Helper()
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	t.Fatalf("%s; goroutines:\n%s", msg, buf)
+}
+
+// stallFixture builds a store whose L0 read amplification is
+// L0StopWritesThreshold (4 flushes of the same 200 keys, 4 tables over
+// each key) with the L0→L1 compaction they trigger held at the
+// gate, and starts a writer that writes more than a memtable holds. It
+// returns the DB, its filesystems, the writer's result channel and the
+// number of its writes acknowledged so far.
+func stallFixture(t *testing.T) (*DB, *gateFS, chan error, *atomic.Int64) {
+	mem := vfs.NewMem()
+	gate := newGateFS(mem, 4) // the four flushes pass; the compaction's first output waits
+	o := &Options{FS: gate, MemTableSize: 32 << 10, L0CompactionThreshold: 4, L0StopWritesThreshold: 4}
+	d, err := Open("db", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r := 0; r < 4; r++ {
+		for i := 0; i < 200; i++ {
+			if err := d.Set(fmt.Appendf(nil, "k%04d", i), fmt.Appendf(nil, "r%d", r), NoSync); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := d.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held := waitFor(t, gate.held, 30*time.Second, "waiting for the L0 compaction to start")
+	m := d.Metrics()
+	if m.Levels[0].NumFiles != 4 || m.Flush.Count != 4 || m.Compact.InProgress != 1 {
+		t.Fatalf("want 4 L0 tables and a compaction (held at %s) in progress:\n%s", held, m)
+	}
+	stalls := m.WriteStalls
+
+	done := make(chan error, 1)
+	acked := new(atomic.Int64)
+	go func() {
+		for i := 0; i < 400; i++ { // 400 × ~110 B: more than the 32 KiB memtable
+			if err := d.Set(fmt.Appendf(nil, "w%04d", i), make([]byte, 100), NoSync); err != nil {
+				done <- err
+				return
+			}
+			acked.Add(1)
+		}
+		done <- nil
+	}()
+
+	// The writer fills the memtable, then must wait for L0 to shrink
+	// before it can make the memtable immutable.
+	deadline := time.Now().Add(30 * time.Second)
+	for stalled := false; !stalled; {
+		select {
+		case err := <-done:
+			t.Fatalf("the writer finished (err %v) while L0's read amplification is L0StopWritesThreshold\n%s", err, d.Metrics())
+		case <-time.After(time.Millisecond):
+		}
+		stalled = d.Metrics().WriteStalls > stalls
+		if !stalled && time.Now().After(deadline) {
+			fatalWithGoroutines(t, "the writer never stalled")
+		}
+	}
+	// Stalled it stays while the compaction is held.
+	select {
+	case err := <-done:
+		t.Fatalf("the stalled writer finished (err %v) while L0's read amplification is L0StopWritesThreshold\n%s", err, d.Metrics())
+	case <-time.After(100 * time.Millisecond):
+	}
+	if m := d.Metrics(); m.Levels[0].NumFiles != 4 || acked.Load() == 400 {
+		t.Fatalf("stalled writer: %d writes acknowledged\n%s", acked.Load(), m)
+	}
+	return d, gate, done, acked
+}
+
+// TestCompaction_L0ReadAmpNotTableCount checks that L0's compaction
+// trigger and the write stalls count L0's read amplification, not its
+// tables: flushes of disjoint key ranges leave L0 with more tables than
+// L0StopWritesThreshold but one over any key, which neither stalls writers
+// nor calls for a compaction.
+func TestCompaction_L0ReadAmpNotTableCount(t *testing.T) {
+	o := &Options{MemTableSize: 32 << 10, L0CompactionThreshold: 2, L0SlowdownWritesThreshold: 2,
+		L0StopWritesThreshold: 3}
+	d, _ := openMem(t, o)
+	defer d.Close()
+	const flushes = 6
+	for r := 0; r < flushes; r++ {
+		for i := 0; i < 100; i++ {
+			if err := d.Set(fmt.Appendf(nil, "r%d-k%04d", r, i), []byte("v"), NoSync); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := d.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.waitCompactionsIdle()
+	m := d.Metrics()
+	if m.Levels[0].NumFiles != flushes || m.Compact.L0ReadAmp != 1 {
+		t.Fatalf("L0 holds %d tables with read-amp %d, want %d with read-amp 1\n%s",
+			m.Levels[0].NumFiles, m.Compact.L0ReadAmp, flushes, m)
+	}
+	if m.WriteStalls != 0 || m.Compact.Count != 0 || m.Levels[0].Score >= 1 {
+		t.Fatalf("disjoint L0 tables stalled writers (%d) or were compacted (%d, L0 score %.2f)\n%s",
+			m.WriteStalls, m.Compact.Count, m.Levels[0].Score, m)
+	}
+}
+
+// TestCompaction_WriteStall stalls a writer at L0StopWritesThreshold with
+// the L0 compaction held, then either lets the compaction finish (the
+// writer completes) or closes the DB (the writer fails with ErrClosed,
+// Close abandons the compaction and returns cleanly, leaving no partial
+// table behind, and nothing acknowledged is lost).
+func TestCompaction_WriteStall(t *testing.T) {
+	t.Run("resume", func(t *testing.T) {
+		d, gate, done, _ := stallFixture(t)
+		defer d.Close()
+		gate.open()
+		if err := waitFor(t, done, 30*time.Second, "waiting for the stalled writer after compaction"); err != nil {
+			t.Fatalf("stalled writer: %v", err)
+		}
+		d.waitCompactionsIdle()
+		if m := d.Metrics(); m.Levels[0].NumFiles >= 4 || m.Compact.Count == 0 {
+			t.Fatalf("compaction did not shrink L0:\n%s", m)
+		}
+		for i := 0; i < 200; i++ {
+			mustGet(t, d, fmt.Sprintf("k%04d", i), "r3")
+		}
+		for i := 0; i < 400; i++ {
+			mustGet(t, d, fmt.Sprintf("w%04d", i), string(make([]byte, 100)))
+		}
+	})
+
+	t.Run("close", func(t *testing.T) {
+		d, gate, done, acked := stallFixture(t)
+		closed := make(chan error, 1)
+		go func() { closed <- d.Close() }()
+		err := waitFor(t, done, 30*time.Second, "waiting for the stalled writer after Close")
+		if !errors.Is(err, ErrClosed) {
+			t.Errorf("stalled writer after Close: %v, want ErrClosed", err)
+		}
+		// Close now waits for the compaction held at the gate; once let
+		// through, the compaction sees the close and gives up.
+		gate.open()
+		if err := waitFor(t, closed, 30*time.Second, "waiting for Close"); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		if m := d.Metrics(); m.Compact.Count != 0 {
+			t.Errorf("the compaction completed after Close instead of being abandoned:\n%s", m)
+		}
+		onDisk := tableFiles(t, gate.FS, "db")
+		// Reopen without background compactions: one started at Open could
+		// replace tables before the check below lists the live ones.
+		d2, err := Open("db", &Options{FS: gate.FS, DisableAutomaticCompactions: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d2.Close()
+		// Recovery may add an L0 table (the WAL's writes); every table left
+		// on disk by Close must be one the store holds.
+		live := versionTables(d2)
+		for _, f := range onDisk {
+			if !slices.Contains(live, f) {
+				t.Errorf("table %s left on disk after Close is not in the store (it holds %v)", f, live)
+			}
+		}
+		for i := 0; i < 200; i++ {
+			mustGet(t, d2, fmt.Sprintf("k%04d", i), "r3")
+		}
+		for i := 0; i < int(acked.Load()); i++ {
+			mustGet(t, d2, fmt.Sprintf("w%04d", i), string(make([]byte, 100)))
+		}
+	})
+}
