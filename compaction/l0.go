@@ -46,6 +46,8 @@ func l0Depths(v *manifest.Version, cmp base.Compare, busy map[*manifest.FileMeta
 	return points
 }
 
+// l0ReadAmp returns L0's read amplification in v, leaving out busy: the
+// most L0 tables holding one user key, the deepest of l0Depths.
 func l0ReadAmp(v *manifest.Version, cmp base.Compare, busy map[*manifest.FileMetadata]bool) int {
 	most := 0
 	for _, p := range l0Depths(v, cmp, busy) {

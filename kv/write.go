@@ -275,8 +275,7 @@ var errSeqNumsExhausted = errors.New("kv: sequence numbers exhausted")
 // memtable is full it switches to a new one and a new WAL; it stalls while
 // too many memtables wait for a flush, or while L0's read amplification is
 // too high for compaction to keep up, and slows writes a little before
-// that. It fails
-// once the DB is closed or background work has failed.
+// that. It fails once the DB is closed or background work has failed.
 func (d *DB) makeRoomForWrite(n int) (*memTable, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
