@@ -128,95 +128,95 @@ func (i *Iterator) Close() error {
 }
 
 // first is Iterator.First.
-func (i *iterState) first() bool {
-	if i.lower != nil {
-		return i.seekGE(i.lower)
+func (s *iterState) first() bool {
+	if s.lower != nil {
+		return s.seekGE(s.lower)
 	}
-	if !i.reposition() {
+	if !s.reposition() {
 		return false
 	}
-	i.merging.First()
-	return i.findNext()
+	s.merging.First()
+	return s.findNext()
 }
 
 // last is Iterator.Last.
-func (i *iterState) last() bool {
-	if i.upper != nil {
-		return i.seekLT(i.upper)
+func (s *iterState) last() bool {
+	if s.upper != nil {
+		return s.seekLT(s.upper)
 	}
-	if !i.reposition() {
+	if !s.reposition() {
 		return false
 	}
-	i.merging.Last()
-	return i.findPrev()
+	s.merging.Last()
+	return s.findPrev()
 }
 
 // seekGE is Iterator.SeekGE.
-func (i *iterState) seekGE(key []byte) bool {
-	if i.prefixOnly {
-		return i.seekPrefixGE(key)
+func (s *iterState) seekGE(key []byte) bool {
+	if s.prefixOnly {
+		return s.seekPrefixGE(key)
 	}
-	if !i.reposition() {
+	if !s.reposition() {
 		return false
 	}
-	if i.lower != nil && i.cmp(key, i.lower) < 0 {
-		key = i.lower
+	if s.lower != nil && s.cmp(key, s.lower) < 0 {
+		key = s.lower
 	}
-	i.merging.SeekGE(key)
-	return i.findNext()
+	s.merging.SeekGE(key)
+	return s.findNext()
 }
 
 // seekLT is Iterator.SeekLT.
-func (i *iterState) seekLT(key []byte) bool {
-	if !i.reposition() {
+func (s *iterState) seekLT(key []byte) bool {
+	if !s.reposition() {
 		return false
 	}
-	if i.upper != nil && i.cmp(key, i.upper) > 0 {
-		key = i.upper
+	if s.upper != nil && s.cmp(key, s.upper) > 0 {
+		key = s.upper
 	}
-	i.merging.SeekLT(key)
-	return i.findPrev()
+	s.merging.SeekLT(key)
+	return s.findPrev()
 }
 
 // next is Iterator.Next.
-func (i *iterState) next() bool {
-	if !i.usable() || !i.valid {
+func (s *iterState) next() bool {
+	if !s.usable() || !s.valid {
 		return false
 	}
-	if i.dir < 0 {
+	if s.dir < 0 {
 		// merging is before the current key: come back to it.
-		i.merging.SeekGE(i.key)
+		s.merging.SeekGE(s.key)
 	}
-	i.skipCurrentKey()
-	ok := i.findNext()
-	if i.prefix != nil {
-		i.flushStats()
+	s.skipCurrentKey()
+	ok := s.findNext()
+	if s.prefix != nil {
+		s.flushStats()
 	}
 	return ok
 }
 
 // prev is Iterator.Prev.
-func (i *iterState) prev() bool {
-	if !i.usable() || !i.valid {
+func (s *iterState) prev() bool {
+	if !s.usable() || !s.valid {
 		return false
 	}
-	if i.prefix != nil {
-		i.valid, i.err = false, ErrReversePrefixIteration
+	if s.prefix != nil {
+		s.valid, s.err = false, ErrReversePrefixIteration
 		return false
 	}
-	if i.dir > 0 {
-		i.merging.SeekLT(i.key)
+	if s.dir > 0 {
+		s.merging.SeekLT(s.key)
 	}
-	return i.findPrev()
+	return s.findPrev()
 }
 
 // usable checks that the DB is open and no error stopped the iterator.
-func (i *iterState) usable() bool {
-	if i.err == nil {
-		i.err = i.db.checkOpen()
+func (s *iterState) usable() bool {
+	if s.err == nil {
+		s.err = s.db.checkOpen()
 	}
-	if i.err != nil {
-		i.valid = false
+	if s.err != nil {
+		s.valid = false
 		return false
 	}
 	return true
@@ -224,79 +224,79 @@ func (i *iterState) usable() bool {
 
 // skipCurrentKey moves merging past every entry of the current key; it must
 // be at one of them or before the first.
-func (i *iterState) skipCurrentKey() {
-	for i.merging.Valid() && i.cmp(i.merging.Key().UserKey, i.key) <= 0 {
-		i.merging.Next()
+func (s *iterState) skipCurrentKey() {
+	for s.merging.Valid() && s.cmp(s.merging.Key().UserKey, s.key) <= 0 {
+		s.merging.Next()
 	}
 }
 
 // findNext moves forward from merging's entry to the first key whose newest
 // visible version is a value.
-func (i *iterState) findNext() bool {
-	i.dir = +1
-	for i.merging.Valid() {
-		k := i.merging.Key()
-		if i.upper != nil && i.cmp(k.UserKey, i.upper) >= 0 || i.prefix != nil && !i.hasPrefix(k.UserKey) {
+func (s *iterState) findNext() bool {
+	s.dir = +1
+	for s.merging.Valid() {
+		k := s.merging.Key()
+		if s.upper != nil && s.cmp(k.UserKey, s.upper) >= 0 || s.prefix != nil && !s.hasPrefix(k.UserKey) {
 			break
 		}
-		if !k.Visible(i.seq) {
-			i.merging.Next()
+		if !k.Visible(s.seq) {
+			s.merging.Next()
 			continue
 		}
-		i.keyBuf = append(i.keyBuf[:0], k.UserKey...)
-		i.key = i.keyBuf
-		if k.Kind() == base.KindSet && (len(i.rangeDels) == 0 || !i.rangeDeleted(k.UserKey, k.SeqNum())) {
-			i.value, i.valid = i.merging.Value(), true
+		s.keyBuf = append(s.keyBuf[:0], k.UserKey...)
+		s.key = s.keyBuf
+		if k.Kind() == base.KindSet && (len(s.rangeDels) == 0 || !s.rangeDeleted(k.UserKey, k.SeqNum())) {
+			s.value, s.valid = s.merging.Value(), true
 			return true
 		}
-		i.skipCurrentKey()
+		s.skipCurrentKey()
 	}
-	return i.stop()
+	return s.stop()
 }
 
 // findPrev moves backward from merging's entry to the last key whose newest
 // visible version is a value. Moving backward meets a key's versions
 // oldest first, so it reads the whole key before deciding.
-func (i *iterState) findPrev() bool {
-	i.dir = -1
-	for i.merging.Valid() {
-		k := i.merging.Key()
-		if i.lower != nil && i.cmp(k.UserKey, i.lower) < 0 {
+func (s *iterState) findPrev() bool {
+	s.dir = -1
+	for s.merging.Valid() {
+		k := s.merging.Key()
+		if s.lower != nil && s.cmp(k.UserKey, s.lower) < 0 {
 			break
 		}
-		i.keyBuf = append(i.keyBuf[:0], k.UserKey...)
+		s.keyBuf = append(s.keyBuf[:0], k.UserKey...)
 		live := false
 		var liveSeq base.SeqNum
-		for i.merging.Valid() && i.cmp(i.merging.Key().UserKey, i.keyBuf) == 0 {
-			if k := i.merging.Key(); k.Visible(i.seq) {
+		for s.merging.Valid() && s.cmp(s.merging.Key().UserKey, s.keyBuf) == 0 {
+			if k := s.merging.Key(); k.Visible(s.seq) {
 				live, liveSeq = k.Kind() == base.KindSet, k.SeqNum()
 				if live {
 					// Values are immutable in every source (memtables,
 					// blocks): no need to copy it before moving on.
-					i.value = i.merging.Value()
+					s.value = s.merging.Value()
 				}
 			}
-			i.merging.Prev()
+			s.merging.Prev()
 		}
-		live = live && !i.rangeDeleted(i.keyBuf, liveSeq)
-		if i.merging.Error() != nil {
+		live = live && !s.rangeDeleted(s.keyBuf, liveSeq)
+		if s.merging.Error() != nil {
 			// The failure may hide a newer version of the key: show
 			// nothing rather than an older value.
 			break
 		}
 		if live {
-			i.key, i.valid = i.keyBuf, true
+			s.key, s.valid = s.keyBuf, true
 			return true
 		}
 	}
-	return i.stop()
+	return s.stop()
 }
 
 // stop marks the iterator exhausted, keeping any error of merging.
-func (i *iterState) stop() bool {
-	i.valid = false
-	if err := i.merging.Error(); err != nil {
-		i.err = err
+func (s *iterState) stop() bool {
+	s.valid = false
+	if err := s.merging.Error(); err != nil {
+		s.err = err
 	}
 	return false
 }

@@ -34,75 +34,75 @@ import (
 func (i *Iterator) SeekPrefixGE(key []byte) bool { return i.s != nil && i.s.seekPrefixGE(key) }
 
 // seekPrefixGE is Iterator.SeekPrefixGE.
-func (i *iterState) seekPrefixGE(key []byte) bool {
-	if !i.reposition() {
+func (s *iterState) seekPrefixGE(key []byte) bool {
+	if !s.reposition() {
 		return false
 	}
-	split := i.db.cmp.Split
+	split := s.db.cmp.Split
 	if split == nil {
-		return i.invalidPrefixSeek("the DB's Comparer has no Split")
+		return s.invalidPrefixSeek("the DB's Comparer has no Split")
 	}
-	i.prefixBuf = append(i.prefixBuf[:0], key[:split(key)]...)
-	i.prefix = i.prefixBuf
-	key, ok := i.clampPrefixSeek(key)
+	s.prefixBuf = append(s.prefixBuf[:0], key[:split(key)]...)
+	s.prefix = s.prefixBuf
+	key, ok := s.clampPrefixSeek(key)
 	if !ok {
 		return false
 	}
-	i.db.metrics.prefixSeeks.Add(1)
-	i.merging.SeekPrefixGE(i.prefix, key)
-	ok = i.findNext()
-	i.flushStats()
+	s.db.metrics.prefixSeeks.Add(1)
+	s.merging.SeekPrefixGE(s.prefix, key)
+	ok = s.findNext()
+	s.flushStats()
 	return ok
 }
 
 // clampPrefixSeek moves a seek key outside the bounds onto the bound it
 // crossed, as long as that bound has the same prefix.
-func (i *iterState) clampPrefixSeek(key []byte) ([]byte, bool) {
+func (s *iterState) clampPrefixSeek(key []byte) ([]byte, bool) {
 	switch {
-	case i.lower != nil && i.cmp(key, i.lower) < 0:
-		if !bytes.Equal(i.db.cmp.Prefix(i.lower), i.prefix) {
-			return nil, i.invalidPrefixSeek("key below LowerBound, of another prefix")
+	case s.lower != nil && s.cmp(key, s.lower) < 0:
+		if !bytes.Equal(s.db.cmp.Prefix(s.lower), s.prefix) {
+			return nil, s.invalidPrefixSeek("key below LowerBound, of another prefix")
 		}
-		return i.lower, true
-	case i.upper != nil && i.cmp(key, i.upper) > 0:
-		if !bytes.Equal(i.db.cmp.Prefix(i.upper), i.prefix) {
-			return nil, i.invalidPrefixSeek("key above UpperBound, of another prefix")
+		return s.lower, true
+	case s.upper != nil && s.cmp(key, s.upper) > 0:
+		if !bytes.Equal(s.db.cmp.Prefix(s.upper), s.prefix) {
+			return nil, s.invalidPrefixSeek("key above UpperBound, of another prefix")
 		}
-		return i.upper, true
+		return s.upper, true
 	}
 	return key, true
 }
 
 // invalidPrefixSeek fails the seek with an error wrapping
 // ErrInvalidPrefixSeek.
-func (i *iterState) invalidPrefixSeek(why string) bool {
-	i.valid, i.prefix = false, nil
-	i.err = fmt.Errorf("%w: %s", ErrInvalidPrefixSeek, why)
+func (s *iterState) invalidPrefixSeek(why string) bool {
+	s.valid, s.prefix = false, nil
+	s.err = fmt.Errorf("%w: %s", ErrInvalidPrefixSeek, why)
 	return false
 }
 
 // hasPrefix reports whether userKey's prefix is the prefix mode's.
-func (i *iterState) hasPrefix(userKey []byte) bool {
-	return bytes.HasPrefix(userKey, i.prefix) && i.db.cmp.Split(userKey) == len(i.prefix)
+func (s *iterState) hasPrefix(userKey []byte) bool {
+	return bytes.HasPrefix(userKey, s.prefix) && s.db.cmp.Split(userKey) == len(s.prefix)
 }
 
 // reposition readies the iterator for an absolute positioning call: it
 // leaves prefix mode and forgets an error of its misuse.
-func (i *iterState) reposition() bool {
-	i.prefix = nil
-	if errors.Is(i.err, ErrReversePrefixIteration) || errors.Is(i.err, ErrInvalidPrefixSeek) {
-		i.err = nil
+func (s *iterState) reposition() bool {
+	s.prefix = nil
+	if errors.Is(s.err, ErrReversePrefixIteration) || errors.Is(s.err, ErrInvalidPrefixSeek) {
+		s.err = nil
 	}
-	return i.usable()
+	return s.usable()
 }
 
 // flushStats adds what the tables' prefix seeks cost since the last flush
 // to the DB's lookup counters.
-func (i *iterState) flushStats() {
-	for level := range i.stats {
-		if s := &i.stats[level]; *s != (sstable.LookupStats{}) {
-			i.db.metrics.levels[level].lookups.addStats(s)
-			*s = sstable.LookupStats{}
+func (s *iterState) flushStats() {
+	for level := range s.stats {
+		if st := &s.stats[level]; *st != (sstable.LookupStats{}) {
+			s.db.metrics.levels[level].lookups.addStats(st)
+			*st = sstable.LookupStats{}
 		}
 	}
 }
