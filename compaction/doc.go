@@ -167,8 +167,13 @@
 // before.
 //
 // Run writes the kept entries through sstable.Writer, each table with its
-// own per-block filters, and cuts tables at RunConfig.TargetFileSize,
-// along the grandparents and at RunConfig.SplitBoundaries, always between
+// own per-block filters, and cuts tables near RunConfig.TargetFileSize,
+// where a grandparent starts when there are grandparents (between half
+// and twice the target, as Pebble and RocksDB cut), so that a level's
+// tables line up with those of the level below and a later compaction of
+// one rewrites whole tables of that level, not one more at each end; it
+// also cuts once a table overlaps too many grandparent bytes, and at
+// RunConfig.SplitBoundaries, always between
 // two user keys: a key's versions
 // never span two tables, which keeps the levels free of shared boundary
 // keys.
