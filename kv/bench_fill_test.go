@@ -273,21 +273,27 @@ func (h *heapSampler) stop() int64 {
 // after a manual compaction of everything, one copy of the live data. Also
 // reported: keys/s of the writes and write-amp.
 //
-// A million keys make about 60 MB of tables. It runs under two base-level
-// targets (LBaseMaxBytes, the same on both engines):
+// A million keys make about 126 MB of tables (the values are random
+// letters, which Snappy does not shorten). It runs under three base-level targets
+// (LBaseMaxBytes, the same on both engines), since a dynamic leveled LSM's
+// space amplification depends on where the store's size falls between two
+// moves of its base level:
 //
 //   - lbase=64MB, the benchmarks' own (kv.DefaultLBaseMaxBytes): the live
-//     data is about one LBaseMaxBytes, the size where a dynamic level
-//     scheme moves its base level up from L6. The base level may then hold
-//     LBaseMaxBytes of newer versions above L6's copy before it is due,
-//     another whole copy of the live data, so any leveled LSM with this
-//     target swings between 1 and about 2 (1.5 on average) here;
-//   - lbase=6MB, a tenth of the live data: the levels' steady shape, the
-//     base level a tenth of L6 (as a store of 600 MB has under 64 MiB), so
-//     that the levels above L6 hold about a ninth of it, and what stays
-//     above that is L0's memtables' worth.
+//     data is about twice LBaseMaxBytes, so L5 is the base level, one
+//     level above L6, with a target of half the live data. It may hold
+//     that much in newer versions above L6's whole copy before it is due,
+//     and L0 up to four memtables more: any leveled LSM with this target
+//     swings between 1 and about 1.6 here, 1.5 on average;
+//   - lbase=16MB: L5 is the base level at a seventh to a ninth of L6 (the
+//     store's size moves in that range as versions pile up and are
+//     dropped), near the LevelMultiplier of 10 of a store in its steady
+//     shape; the levels above L6 then hold about an eighth of it, and L0
+//     a few memtables;
+//   - lbase=6MB: the base level has just moved up to L4, with L4, L5 and L6
+//     about 4.3 times apart: the upper levels hold about a third of L6.
 func BenchmarkOverwriteSpaceAmp(b *testing.B) {
-	for _, lbase := range []int64{kv.DefaultLBaseMaxBytes, overwriteSteadyLBase} {
+	for _, lbase := range []int64{kv.DefaultLBaseMaxBytes, 16 << 20, 6 << 20} {
 		for _, eng := range overwriteEngines {
 			b.Run(fmt.Sprintf("lbase=%dMB/engine=%s", lbase>>20, eng.name), func(b *testing.B) {
 				b.SetBytes(int64(overwriteKeys*overwriteRounds) * (17 + benchValueSize))
@@ -298,10 +304,6 @@ func BenchmarkOverwriteSpaceAmp(b *testing.B) {
 		}
 	}
 }
-
-// overwriteSteadyLBase is the LBaseMaxBytes under which overwriteKeys
-// keys (about 60 MB of tables) are ten times the base level's target.
-const overwriteSteadyLBase = 6 << 20
 
 // overwriteEngines open the engines of BenchmarkOverwriteSpaceAmp with the
 // options of bench_test.go but for LBaseMaxBytes.
