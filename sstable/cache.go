@@ -1,6 +1,7 @@
 package sstable
 
 import (
+	"fmt"
 	"sync"
 
 	"github.com/bloomkv/bloomkv/internal/base"
@@ -143,8 +144,11 @@ func (c *Cache) set(file base.FileNum, off uint64, data []byte) {
 // them back. The cache evicts blocks to make room; while reservations
 // exceed the capacity it holds no blocks, and Metrics reports a Size over
 // the Capacity. A Reader reserves what it keeps in memory from NewReader
-// to Close.
+// to Close. n must not be negative.
 func (c *Cache) Reserve(n int64) (release func()) {
+	if n < 0 {
+		panic(fmt.Sprintf("sstable: negative cache reservation %d", n))
+	}
 	share := (n + cacheShards - 1) / cacheShards
 	c.reserve(share)
 	var once sync.Once
