@@ -81,6 +81,22 @@
 // amplification (kv's L0StopWritesThreshold), which bounds L0's score, so the base level goes
 // down before it grows past that many times its target.
 //
+// # Settling L0
+//
+// L0 is due at read amplification L0CompactionThreshold, as Pebble
+// documents its option of that name; Pebble v1.1.5 itself scores L0 at
+// 2 × read amplification / L0CompactionThreshold, so it compacts L0 from
+// half the threshold on, and a store whose writes stop settles with at
+// most one L0 table under each key. Doing the same while writes flow
+// costs write amplification: each L0 compaction takes half as many
+// flushes down into the same base-level tables, so a writer slower than
+// the compactions pays up to twice the base level's rewrites (Pebble pays
+// it too; its L0 piles up beyond the trigger only while compactions lag).
+// So [Picker.Pick] holds to the threshold, and [Picker.PickSettle]
+// compacts L0 from half of it, when no level is due, for a store whose
+// writes have stopped (kv: once every acknowledged write is in a table).
+// Lookups on the settled store consult one L0 table at most, as Pebble's.
+//
 // # Concurrent compactions
 //
 // Compactions that share no table, are not both from L0, and do not write

@@ -72,6 +72,38 @@ func (p *Picker) l0Score(v *manifest.Version, busy map[*manifest.FileMetadata]bo
 	return max(amp, float64(count)/float64(p.opts.L0CompactionFileThreshold))
 }
 
+// PickSettle returns a compaction of L0 into the base level of v once
+// L0's read amplification has reached half L0CompactionThreshold, where
+// Pebble v1.1.5 compacts it (its score, 2 × read amplification /
+// L0CompactionThreshold, at 1 or more), and at least 2; or nil when it
+// has not, when a level is due (see [Picker.Pick]) or when L0 is blocked
+// by inProgress. (Under a threshold of 1 or 2 Pebble also compacts an L0
+// of read amplification 1; settled is one table under each key, so
+// PickSettle leaves it.)
+// A store calls it when its writes have stopped (every acknowledged write
+// is in a table) and Pick finds nothing: it then settles, as Pebble's
+// does, with at most one L0 table under each key. See "Settling L0" in
+// the package documentation.
+func (p *Picker) PickSettle(v *Version, inProgress []*Compaction) *Compaction {
+	busy := busyTables(inProgress)
+	if amp := l0ReadAmp(v, p.cmp.Compare, busy); amp < 2 || 2*amp < p.opts.L0CompactionThreshold {
+		return nil
+	}
+	shape := p.Shape(v, inProgress)
+	scores := p.scores(v, shape, busy)
+	prio := priorities(scores, shape.BaseLevel)
+	for level := 0; level < manifest.NumLevels-1; level++ {
+		if prio[level] >= 1 {
+			return nil
+		}
+	}
+	c := p.pickL0(v, shape.BaseLevel, busy, inProgress)
+	if c != nil {
+		c.Score = scores[0]
+	}
+	return c
+}
+
 // pickL0 compacts a column of L0 into baseLevel: every free L0 table
 // holding the user key where L0 is deepest, with the older L0 tables they
 // overlap (l0Closure). Of points equally deep, the one whose oldest table

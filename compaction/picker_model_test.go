@@ -46,7 +46,7 @@ func TestPicker_Model(t *testing.T) {
 		for step := 0; step < 400; step++ {
 			m.step(t, ctx)
 		}
-		for len(m.running) > 0 || m.pickOne(t, ctx) {
+		for len(m.running) > 0 || m.pickOne(t, ctx, true) { // writes stopped: L0 settles too
 			if len(m.running) > 0 {
 				m.finish(t, ctx, rng.IntN(len(m.running)))
 			}
@@ -128,7 +128,7 @@ func (m *pickerModel) step(t *testing.T, ctx string) {
 	case r < 4:
 		m.flush(t, ctx)
 	case r < 7 || len(m.running) == 0:
-		m.pickOne(t, ctx)
+		m.pickOne(t, ctx, false)
 	default:
 		m.finish(t, ctx, m.rng.IntN(len(m.running)))
 	}
@@ -173,12 +173,15 @@ func boundaryBetween(boundaries []*manifest.FileMetadata, a, b int) bool {
 
 // pickOne picks a compaction if the picker wants another, checks it and
 // keeps it running; it reports whether one was picked.
-func (m *pickerModel) pickOne(t *testing.T, ctx string) bool {
+func (m *pickerModel) pickOne(t *testing.T, ctx string, settle bool) bool {
 	if len(m.running) >= 4 || !m.p.WantsAnother(m.v, m.running) {
 		return false
 	}
 	shape := m.p.Shape(m.v, m.running)
 	c := m.p.Pick(m.v, m.running)
+	if c == nil && settle {
+		c = m.p.PickSettle(m.v, m.running)
+	}
 	if c == nil {
 		return false
 	}
@@ -286,8 +289,13 @@ func (m *pickerModel) read(k int) base.SeqNum {
 	return 0
 }
 
-// checkSettled checks that with nothing running, nothing is due.
+// checkSettled checks that with nothing running, nothing is due, and L0
+// has settled: at most one table under each key, or less read
+// amplification than half L0CompactionThreshold (see PickSettle).
 func (m *pickerModel) checkSettled(t *testing.T, ctx string) {
+	if amp := l0ReadAmp(m.v, base.DefaultComparer.Compare, nil); amp >= 2 && 2*amp >= m.p.opts.L0CompactionThreshold {
+		t.Fatalf("%s: nothing more is picked but L0 has read amplification %d\n%s", ctx, amp, describeSizes(m.v))
+	}
 	shape := m.p.Shape(m.v, nil)
 	prio := priorities(m.p.scores(m.v, shape, nil), shape.BaseLevel)
 	for level := 0; level < NumLevels-1; level++ {

@@ -69,6 +69,12 @@ func runPickerScript(t *testing.T, file string) {
 				inProgress = append(inProgress, last)
 			}
 			return formatCompaction(last)
+		case "pick-settle":
+			last = p.PickSettle(v, inProgress)
+			if last != nil && d.HasArg("keep") {
+				inProgress = append(inProgress, last)
+			}
+			return formatCompaction(last)
 		case "clear":
 			inProgress = nil
 			return ""

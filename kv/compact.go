@@ -15,7 +15,11 @@ import (
 // picker finds ones worth doing that conflict with none running, up to
 // Options.MaxConcurrentCompactions at once and as long as the picker
 // wants another beside those running (compaction.Picker.WantsAnother).
-// Compact pauses them.
+// Compact pauses them. Once every acknowledged write is in a table (the
+// memtable empty, none waiting to flush) and nothing else is due, L0 goes
+// down from half Options.L0CompactionThreshold on
+// (compaction.Picker.PickSettle), as in Pebble: a store whose writes
+// stopped keeps at most one L0 table under each key.
 func (d *DB) maybeScheduleCompactionLocked() {
 	if d.opts.DisableAutomaticCompactions || d.mu.manual > 0 || d.mu.bgErr != nil || d.closed.Load() {
 		return
@@ -23,6 +27,9 @@ func (d *DB) maybeScheduleCompactionLocked() {
 	v := d.mu.versions.current
 	for len(d.mu.compacting) < d.opts.MaxConcurrentCompactions && d.picker.WantsAnother(v, d.mu.compacting) {
 		c := d.picker.Pick(v, d.mu.compacting)
+		if c == nil && d.mu.mem.empty() && len(d.mu.imm) == 0 {
+			c = d.picker.PickSettle(v, d.mu.compacting)
+		}
 		if c == nil {
 			return
 		}

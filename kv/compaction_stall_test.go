@@ -78,7 +78,10 @@ func fatalWithGoroutines(t *testing.T, msg string) {
 func stallFixture(t *testing.T) (*DB, *gateFS, chan error, *atomic.Int64) {
 	mem := vfs.NewMem()
 	gate := newGateFS(mem, 4) // the four flushes pass; the compaction's first output waits
-	o := &Options{FS: gate, MemTableSize: 32 << 10, L0CompactionThreshold: 4, L0StopWritesThreshold: 4}
+	// Compactions start only once L0 holds all four tables: between the
+	// flushes the store's writes stop, and L0 would settle.
+	o := &Options{FS: gate, MemTableSize: 32 << 10, L0CompactionThreshold: 4, L0StopWritesThreshold: 4,
+		DisableAutomaticCompactions: true}
 	d, err := Open("db", o)
 	if err != nil {
 		t.Fatal(err)
@@ -93,6 +96,10 @@ func stallFixture(t *testing.T) (*DB, *gateFS, chan error, *atomic.Int64) {
 			t.Fatal(err)
 		}
 	}
+	d.mu.Lock()
+	d.opts.DisableAutomaticCompactions = false
+	d.maybeScheduleCompactionLocked()
+	d.mu.Unlock()
 	held := waitFor(t, gate.held, 30*time.Second, "waiting for the L0 compaction to start")
 	m := d.Metrics()
 	if m.Levels[0].NumFiles != 4 || m.Flush.Count != 4 || m.Compact.InProgress != 1 {
