@@ -16,7 +16,8 @@ type Options struct {
 	// name is documented. (Pebble v1.1.5 scores L0 at 2 × sublevels /
 	// threshold, so its L0 compactions start at half the threshold: more
 	// of them, each smaller, and fewer L0 tables left once a store
-	// settles.) 0 means [DefaultL0CompactionThreshold].
+	// settles; [Picker.PickSettle] applies that trigger to a store whose
+	// writes have stopped.) 0 means [DefaultL0CompactionThreshold].
 	L0CompactionThreshold int
 	// L0CompactionFileThreshold is the number of L0 tables that triggers
 	// an L0 compaction whatever L0's read amplification, so that narrow

@@ -129,6 +129,10 @@ type Options struct {
 	// tables holding one user key: those a lookup may consult) that
 	// triggers a compaction of L0 into the base level, as in Pebble; L0
 	// compacts too once it holds 500 tables, whatever their overlap.
+	// Once every acknowledged write is in a table and nothing else is
+	// due, L0 compacts from half this read amplification on (at least 2),
+	// Pebble v1.1.5's trigger, so a store whose writes stopped keeps at
+	// most one L0 table under a key (compaction.Picker.PickSettle).
 	// Default 4.
 	L0CompactionThreshold int
 	// L0SlowdownWritesThreshold is the L0 read amplification at which each
