@@ -25,7 +25,7 @@ type Iter struct {
 	r            *Reader
 	cmp          base.Compare
 	lower, upper []byte
-	index, data  blockIter
+	index, data  bidiBlockIter
 	valid        bool
 	err          error
 	closed       bool
@@ -79,7 +79,7 @@ func (r *Reader) InitIter(it *Iter, lower, upper []byte, stats *LookupStats) err
 	if it.stats == nil {
 		it.stats = &it.ownStats
 	}
-	if err := r.initIndexIter(&it.index); err != nil {
+	if err := r.initIndexIter(&it.index.blockIter); err != nil {
 		it.Close()
 		return err
 	}
@@ -219,42 +219,38 @@ func (it *Iter) seekGE(key []byte) bool {
 		key = it.lower
 	}
 	target := base.MakeSearchKey(key)
-	if it.prefix != nil && it.r.filter != nil {
-		return it.seekPrefixBlock(target)
+	i, err := it.r.searchIndex(target)
+	switch {
+	case err != nil:
+		return it.fail(err)
+	case i == len(it.r.blockHandles):
+		return false
+	case it.prefix != nil && it.r.filter != nil:
+		// Prefix mode on a table with filters: the block's filter is
+		// asked before the index iterator is positioned, so a ruled-out
+		// prefix costs no index entry decoding either.
+		if !it.r.filterPolicy.MayContain(it.r.filter.filter(i), it.prefix) {
+			it.stats.FilterNegatives++
+			return false
+		}
+		it.asked = true
 	}
-	if !it.index.SeekGE(target) {
-		return it.settleIndex()
-	}
-	if !it.loadBlock(true) {
+	if !it.seekIndex(i) || !it.loadBlock(true) {
 		return false
 	}
 	return it.settle(it.data.SeekGE(target), true)
 }
 
-// seekPrefixBlock is seekGE in prefix mode on a table with filters: the
-// in-memory index search finds the block, whose filter is asked before
-// the index iterator is positioned, so a ruled-out prefix costs no index
-// entry decoding either.
-func (it *Iter) seekPrefixBlock(target base.InternalKey) bool {
-	r := it.r
-	i, err := r.searchIndex(target)
-	switch {
-	case err != nil:
-		return it.fail(err)
-	case i == len(r.blockHandles):
-		return false
-	case !r.filterPolicy.MayContain(r.filter.filter(i), it.prefix):
-		it.stats.FilterNegatives++
-		return false
-	}
+// seekIndex positions the index on entry i, which Reader.searchIndex
+// found in memory, sparing the seeks a binary search of the index block.
+// Every index entry is a restart point (NewReader checks), so entry i is
+// decoded alone.
+func (it *Iter) seekIndex(i int) bool {
 	if !it.index.seekRestart(i) {
 		return it.settleIndex()
 	}
-	it.block, it.asked = i, true
-	if !it.loadBlock(true) {
-		return false
-	}
-	return it.settle(it.data.SeekGE(target), true)
+	it.block = i
+	return true
 }
 
 // SeekPrefixGE moves to the first entry whose user key is >= key (and >=
@@ -280,14 +276,15 @@ func (it *Iter) SeekLT(key []byte) bool {
 		key = it.upper
 	}
 	target := base.MakeSearchKey(key)
-	if !it.index.SeekGE(target) {
+	i, err := it.r.searchIndex(target)
+	switch {
+	case err != nil:
+		return it.fail(err)
+	case i == len(it.r.blockHandles):
 		// Every block lies below target: the answer is the last entry.
-		if it.index.err != nil {
-			return it.fail(it.index.err)
-		}
 		return it.lastEntry()
 	}
-	if !it.loadBlock(false) {
+	if !it.seekIndex(i) || !it.loadBlock(false) {
 		return false
 	}
 	return it.settle(it.data.SeekLT(target), false)
