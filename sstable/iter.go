@@ -13,10 +13,13 @@ import (
 // reusing its buffers, so that walking many tables allocates nothing per
 // table.
 //
-// It is a two-level iterator: it walks the index block, and within each
-// data block the index leads to, the data block's entries. It keeps to the
-// user-key bounds [lower, upper). Errors are sticky: after one, the
-// iterator stays invalid and Error reports it, until InitIter.
+// It is a two-level iterator: it walks the data blocks in index order, by
+// their handles, which the Reader decoded from the index block when it
+// opened the table, and within each block the block's entries; seeks
+// find their block with Reader.searchIndex, in memory, so no iterator
+// decodes the index block again. It keeps to the user-key bounds
+// [lower, upper). Errors are sticky: after one, the iterator stays
+// invalid and Error reports it, until InitIter.
 //
 // After SeekPrefixGE the iterator is in prefix mode until the next absolute
 // positioning call: it asks each data block's filter about the prefix
@@ -25,14 +28,14 @@ type Iter struct {
 	r            *Reader
 	cmp          base.Compare
 	lower, upper []byte
-	index, data  bidiBlockIter
+	data         bidiBlockIter
+	block        int // the data block data is on; -1 or len(r.blockHandles) past either end
 	valid        bool
 	err          error
 	closed       bool
 
 	prefix   []byte       // prefix mode's prefix; nil outside prefix mode
 	pending  bool         // a filter said "maybe" for the block loaded last: the verdict awaits its keys
-	block    int          // in prefix mode on a table with filters, the data block the index is on
 	asked    bool         // the seek already asked block's filter (it said "maybe")
 	stats    *LookupStats // what prefix seeks cost; &ownStats when the caller wants none
 	ownStats LookupStats
@@ -70,18 +73,16 @@ func (r *Reader) NewIterWithStats(lower, upper []byte, stats *LookupStats) (Inte
 
 // InitIter readies it to iterate over the table as NewIterWithStats's
 // iterator does. it must be new (the zero Iter) or closed; it keeps its
-// buffers. On an error it is left closed.
+// buffers. It reads nothing: the table's index is in memory since
+// NewReader, and the first positioning call reads the one data block it
+// needs. So it never fails today; the error result leaves room for a
+// format whose iterators must read to start (it would leave it closed).
 func (r *Reader) InitIter(it *Iter, lower, upper []byte, stats *LookupStats) error {
-	index, data := it.index, it.data
-	index.release()
+	data := it.data
 	data.release()
-	*it = Iter{r: r, cmp: r.cmp.Compare, lower: lower, upper: upper, stats: stats, index: index, data: data}
+	*it = Iter{r: r, cmp: r.cmp.Compare, lower: lower, upper: upper, stats: stats, data: data}
 	if it.stats == nil {
 		it.stats = &it.ownStats
-	}
-	if err := r.initIndexIter(&it.index.blockIter); err != nil {
-		it.Close()
-		return err
 	}
 	return nil
 }
@@ -95,11 +96,11 @@ func (it *Iter) fail(err error) bool {
 	return false
 }
 
-// loadBlock points the data iterator at the block the index is on. In
-// prefix mode, moving forward, it asks the block's filter first: on
+// loadBlock points the data iterator at block it.block, which must exist.
+// In prefix mode, moving forward, it asks the block's filter first: on
 // "absent" it ends the iteration and returns false, without an error.
 func (it *Iter) loadBlock(forward bool) bool {
-	h, _ := decodeHandle(it.index.val) // checked by NewReader
+	h := it.r.blockHandles[it.block]
 	var stats *LookupStats
 	if it.prefix != nil && forward {
 		if !it.blockMayContainPrefix() {
@@ -121,8 +122,8 @@ func (it *Iter) loadBlock(forward bool) bool {
 	return true
 }
 
-// blockMayContainPrefix asks the filter of the data block the index is on
-// about the iterator's prefix; true when the table has no usable filter.
+// blockMayContainPrefix asks the filter of block it.block about the
+// iterator's prefix; true when the table has no usable filter.
 func (it *Iter) blockMayContainPrefix() bool {
 	r := it.r
 	if r.filter == nil {
@@ -132,7 +133,7 @@ func (it *Iter) blockMayContainPrefix() bool {
 		it.asked = false
 		return true
 	}
-	return it.block >= len(r.blockHandles) || r.filterPolicy.MayContain(r.filter.filter(it.block), it.prefix)
+	return r.filterPolicy.MayContain(r.filter.filter(it.block), it.prefix)
 }
 
 // countVerdict settles a pending filter verdict: the block just loaded
@@ -159,18 +160,12 @@ func (it *Iter) settle(ok, forward bool) bool {
 		if it.data.err != nil {
 			return it.fail(it.data.err)
 		}
-		var more bool
 		if forward {
-			more = it.index.Next()
 			it.block++
 		} else {
-			more = it.index.Prev()
 			it.block--
 		}
-		if !more {
-			if it.index.err != nil {
-				return it.fail(it.index.err)
-			}
+		if it.block < 0 || it.block >= len(it.r.blockHandles) {
 			it.valid = false
 			return false
 		}
@@ -227,30 +222,18 @@ func (it *Iter) seekGE(key []byte) bool {
 		return false
 	case it.prefix != nil && it.r.filter != nil:
 		// Prefix mode on a table with filters: the block's filter is
-		// asked before the index iterator is positioned, so a ruled-out
-		// prefix costs no index entry decoding either.
+		// asked before the block is read.
 		if !it.r.filterPolicy.MayContain(it.r.filter.filter(i), it.prefix) {
 			it.stats.FilterNegatives++
 			return false
 		}
 		it.asked = true
 	}
-	if !it.seekIndex(i) || !it.loadBlock(true) {
+	it.block = i
+	if !it.loadBlock(true) {
 		return false
 	}
 	return it.settle(it.data.SeekGE(target), true)
-}
-
-// seekIndex positions the index on entry i, which Reader.searchIndex
-// found in memory, sparing the seeks a binary search of the index block.
-// Every index entry is a restart point (NewReader checks), so entry i is
-// decoded alone.
-func (it *Iter) seekIndex(i int) bool {
-	if !it.index.seekRestart(i) {
-		return it.settleIndex()
-	}
-	it.block = i
-	return true
 }
 
 // SeekPrefixGE moves to the first entry whose user key is >= key (and >=
@@ -284,18 +267,11 @@ func (it *Iter) SeekLT(key []byte) bool {
 		// Every block lies below target: the answer is the last entry.
 		return it.lastEntry()
 	}
-	if !it.seekIndex(i) || !it.loadBlock(false) {
+	it.block = i
+	if !it.loadBlock(false) {
 		return false
 	}
 	return it.settle(it.data.SeekLT(target), false)
-}
-
-// settleIndex handles an index move that found no block.
-func (it *Iter) settleIndex() bool {
-	if it.index.err != nil {
-		return it.fail(it.index.err)
-	}
-	return false
 }
 
 // First moves to the first entry (with user key >= lower).
@@ -303,12 +279,10 @@ func (it *Iter) First() bool {
 	if it.lower != nil {
 		return it.SeekGE(it.lower)
 	}
-	if !it.usable() {
+	if !it.usable() || len(it.r.blockHandles) == 0 {
 		return false
 	}
-	if !it.index.First() {
-		return it.settleIndex()
-	}
+	it.block = 0
 	if !it.loadBlock(true) {
 		return false
 	}
@@ -328,9 +302,10 @@ func (it *Iter) Last() bool {
 
 // lastEntry moves to the table's last entry, bounded below by lower.
 func (it *Iter) lastEntry() bool {
-	if !it.index.Last() {
-		return it.settleIndex()
+	if len(it.r.blockHandles) == 0 {
+		return false
 	}
+	it.block = len(it.r.blockHandles) - 1
 	if !it.loadBlock(false) {
 		return false
 	}
@@ -369,7 +344,6 @@ func (it *Iter) Error() error { return it.err }
 // iterator keeps its buffers for a later InitIter.
 func (it *Iter) Close() error {
 	it.closed, it.valid = true, false
-	it.index.release()
 	it.data.release()
 	it.r, it.stats = nil, nil
 	return it.err
