@@ -289,8 +289,8 @@ func (s *iterState) findPrev() bool {
 		s.keyBuf = append(s.keyBuf[:0], k.UserKey...)
 		live := false
 		var liveSeq base.SeqNum
-		for s.merging.Valid() && s.sameKey(s.merging.Key().UserKey, s.keyBuf) {
-			if k := s.merging.Key(); k.Visible(s.seq) {
+		for {
+			if k.Visible(s.seq) {
 				live, liveSeq = k.Kind() == base.KindSet, k.SeqNum()
 				if live {
 					// Values are immutable in every source (memtables,
@@ -298,9 +298,14 @@ func (s *iterState) findPrev() bool {
 					s.value = s.merging.Value()
 				}
 			}
-			s.merging.Prev()
+			if !s.merging.Prev() {
+				break
+			}
+			if k = s.merging.Key(); !s.sameKey(k.UserKey, s.keyBuf) {
+				break
+			}
 		}
-		live = live && !s.rangeDeleted(s.keyBuf, liveSeq)
+		live = live && (len(s.rangeDels) == 0 || !s.rangeDeleted(s.keyBuf, liveSeq))
 		if s.merging.Error() != nil {
 			// The failure may hide a newer version of the key: show
 			// nothing rather than an older value.
