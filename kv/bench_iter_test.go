@@ -156,29 +156,37 @@ func BenchmarkIterCompacted(b *testing.B) {
 // key of a store of keys keys, reads n keys from there (fewer at the end
 // of the store) and closes it.
 func benchSeeks(b *testing.B, e iterEngine, keys, n int) {
-	var key, sink []byte
+	var buf seekBuffers
 	cpu := startCPU()
 	defer cpu.stop(b)
 	for i := 0; i < b.N; i++ {
-		j := mix64(uint64(i)) % uint64(keys)
-		key = benchKey(key, 2*j, true)
-		it, err := e.newIter()
-		if err != nil {
-			b.Fatal(err)
+		seekOnce(b, e, &buf, i, keys, n)
+	}
+}
+
+// seekBuffers are the buffers seekOnce reuses.
+type seekBuffers struct{ key, sink []byte }
+
+// seekOnce is benchSeeks' operation i.
+func seekOnce(b *testing.B, e iterEngine, buf *seekBuffers, i, keys, n int) {
+	j := mix64(uint64(i)) % uint64(keys)
+	buf.key = benchKey(buf.key, 2*j, true)
+	it, err := e.newIter()
+	if err != nil {
+		b.Fatal(err)
+	}
+	ok := it.SeekGE(buf.key)
+	if !ok || string(it.Key()) != string(buf.key) {
+		b.Fatalf("SeekGE(%s) landed on %q (%v)", buf.key, it.Key(), it.Error())
+	}
+	for read := 0; ok && read < n; read++ {
+		buf.sink = append(append(buf.sink[:0], it.Key()...), it.Value()...)
+		if read+1 < n {
+			ok = it.Next()
 		}
-		ok := it.SeekGE(key)
-		if !ok || string(it.Key()) != string(key) {
-			b.Fatalf("SeekGE(%s) landed on %q (%v)", key, it.Key(), it.Error())
-		}
-		for read := 0; ok && read < n; read++ {
-			sink = append(append(sink[:0], it.Key()...), it.Value()...)
-			if read+1 < n {
-				ok = it.Next()
-			}
-		}
-		if err := it.Close(); err != nil {
-			b.Fatal(err)
-		}
+	}
+	if err := it.Close(); err != nil {
+		b.Fatal(err)
 	}
 }
 
@@ -246,4 +254,82 @@ func fullScan(b *testing.B, e iterEngine, keys int, forward bool) {
 	if n != keys {
 		b.Fatalf("scan saw %d keys, want %d", n, keys)
 	}
+}
+
+// BenchmarkPaired measures bloomkv against Pebble on a machine that other
+// work shares: on the compacted store of benchPrefill keys (BenchmarkGet's
+// and BenchmarkScan's), it runs each operation on the two engines in
+// turn, pairSlice operations at a time, so that both meet the same load
+// at every moment, and times each engine by the CPU its thread used
+// (see cpuMeter). It reports bloomkv-cpu-ns/op, pebble-cpu-ns/op and
+// their ratio, ratio-cpu; ns/op is the wall time of one operation on
+// both engines together. The operations: Get of a present and of an
+// absent key (get-present, get-absent), and seek-one and range50 as
+// BenchmarkIter runs them.
+//
+//	go test ./kv -run '^$' -bench 'Paired' -benchtime 200000x -count 3
+func BenchmarkPaired(b *testing.B) {
+	var engines [2]benchEngine
+	for k, eng := range benchEngines {
+		engines[k] = loadStore(b, eng.open, b.TempDir(), "compacted")
+		defer func() {
+			if err := engines[k].close(); err != nil {
+				b.Error(err)
+			}
+		}()
+	}
+	for _, op := range pairedOps {
+		b.Run("op="+op.name, func(b *testing.B) { runPaired(b, engines, op.run) })
+	}
+}
+
+// pairSlice is how many operations BenchmarkPaired runs on one engine
+// before it turns to the other: a few milliseconds' worth.
+const pairSlice = 2000
+
+// pairedOps are BenchmarkPaired's operations; run does operation i.
+var pairedOps = []struct {
+	name string
+	run  func(b *testing.B, e benchEngine, buf *seekBuffers, i int)
+}{
+	{"get-present", func(b *testing.B, e benchEngine, buf *seekBuffers, i int) {
+		buf.key = benchKey(buf.key, 2*(mix64(uint64(i))%benchPrefill), true)
+		checkGet(b, e, buf.key, true)
+	}},
+	{"get-absent", func(b *testing.B, e benchEngine, buf *seekBuffers, i int) {
+		buf.key = benchKey(buf.key, 2*(mix64(uint64(i))%benchPrefill)+1, true)
+		checkGet(b, e, buf.key, false)
+	}},
+	{"seek-one", func(b *testing.B, e benchEngine, buf *seekBuffers, i int) {
+		seekOnce(b, e.(iterEngine), buf, i, benchPrefill, 1)
+	}},
+	{"range50", func(b *testing.B, e benchEngine, buf *seekBuffers, i int) {
+		seekOnce(b, e.(iterEngine), buf, i, benchPrefill, 50)
+	}},
+}
+
+// runPaired runs b.N operations on each engine, alternating every
+// pairSlice, and reports each engine's CPU time per operation.
+func runPaired(b *testing.B, engines [2]benchEngine, run func(*testing.B, benchEngine, *seekBuffers, int)) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var cpu [2]int64
+	var bufs [2]seekBuffers
+	for done := 0; done < b.N; done += pairSlice {
+		n := min(pairSlice, b.N-done)
+		for k, e := range engines {
+			start, ok := threadCPU()
+			for i := done; i < done+n; i++ {
+				run(b, e, &bufs[k], i)
+			}
+			end, ok2 := threadCPU()
+			if !ok || !ok2 {
+				b.Skip("no per-thread CPU time on this system")
+			}
+			cpu[k] += end - start
+		}
+	}
+	b.ReportMetric(float64(cpu[0])/float64(b.N), "bloomkv-cpu-ns/op")
+	b.ReportMetric(float64(cpu[1])/float64(b.N), "pebble-cpu-ns/op")
+	b.ReportMetric(float64(cpu[0])/float64(cpu[1]), "ratio-cpu")
 }
