@@ -110,6 +110,7 @@ func TestBlock_Bad(t *testing.T) {
 		{"first restart not 0", restarts(entries, 2, 1, 5)},
 		{"restart out of range", restarts(entries, 2, 0, 1000)},
 		{"restart mid-entry", restarts(entries, 2, 0, 3)},
+		{"first entry with shared prefix", restarts(append([]byte{1, 8, 0}, "abcdefgh"...), 1, 0)},
 		{"restart with shared prefix", restarts(entries, 2, 0, uint32(bytes.Index(entries, []byte("\x01\x0a"))))},
 		{"length overruns", restarts([]byte{0, 50, 0, 'a'}, 1, 0)},
 		{"bad varint", restarts(bytes.Repeat([]byte{0xff}, 12), 1, 0)},
