@@ -264,8 +264,9 @@ func fullScan(b *testing.B, e iterEngine, keys int, forward bool) {
 // (see cpuMeter). It reports bloomkv-cpu-ns/op, pebble-cpu-ns/op and
 // their ratio, ratio-cpu; ns/op is the wall time of one operation on
 // both engines together. The operations: Get of a present and of an
-// absent key (get-present, get-absent), and seek-one and range50 as
-// BenchmarkIter runs them.
+// absent key (get-present, get-absent), seek-one and range50 as
+// BenchmarkIter runs them, and whole forward and reverse scans
+// (scan-forward, scan-reverse; the engines alternate after each).
 //
 //	go test ./kv -run '^$' -bench 'Paired' -benchtime 200000x -count 3
 func BenchmarkPaired(b *testing.B) {
@@ -279,44 +280,52 @@ func BenchmarkPaired(b *testing.B) {
 		}()
 	}
 	for _, op := range pairedOps {
-		b.Run("op="+op.name, func(b *testing.B) { runPaired(b, engines, op.run) })
+		b.Run("op="+op.name, func(b *testing.B) { runPaired(b, engines, op.slice, op.run) })
 	}
 }
 
-// pairSlice is how many operations BenchmarkPaired runs on one engine
-// before it turns to the other: a few milliseconds' worth.
+// pairSlice is how many short operations BenchmarkPaired runs on one
+// engine before it turns to the other: a few milliseconds' worth.
 const pairSlice = 2000
 
-// pairedOps are BenchmarkPaired's operations; run does operation i.
+// pairedOps are BenchmarkPaired's operations; run does operation i, and
+// slice of them run on one engine before the other takes its turn.
 var pairedOps = []struct {
-	name string
-	run  func(b *testing.B, e benchEngine, buf *seekBuffers, i int)
+	name  string
+	slice int
+	run   func(b *testing.B, e benchEngine, buf *seekBuffers, i int)
 }{
-	{"get-present", func(b *testing.B, e benchEngine, buf *seekBuffers, i int) {
+	{"get-present", pairSlice, func(b *testing.B, e benchEngine, buf *seekBuffers, i int) {
 		buf.key = benchKey(buf.key, 2*(mix64(uint64(i))%benchPrefill), true)
 		checkGet(b, e, buf.key, true)
 	}},
-	{"get-absent", func(b *testing.B, e benchEngine, buf *seekBuffers, i int) {
+	{"get-absent", pairSlice, func(b *testing.B, e benchEngine, buf *seekBuffers, i int) {
 		buf.key = benchKey(buf.key, 2*(mix64(uint64(i))%benchPrefill)+1, true)
 		checkGet(b, e, buf.key, false)
 	}},
-	{"seek-one", func(b *testing.B, e benchEngine, buf *seekBuffers, i int) {
+	{"seek-one", pairSlice, func(b *testing.B, e benchEngine, buf *seekBuffers, i int) {
 		seekOnce(b, e.(iterEngine), buf, i, benchPrefill, 1)
 	}},
-	{"range50", func(b *testing.B, e benchEngine, buf *seekBuffers, i int) {
+	{"range50", pairSlice, func(b *testing.B, e benchEngine, buf *seekBuffers, i int) {
 		seekOnce(b, e.(iterEngine), buf, i, benchPrefill, 50)
+	}},
+	{"scan-forward", 1, func(b *testing.B, e benchEngine, _ *seekBuffers, _ int) {
+		fullScan(b, e.(iterEngine), benchPrefill, true)
+	}},
+	{"scan-reverse", 1, func(b *testing.B, e benchEngine, _ *seekBuffers, _ int) {
+		fullScan(b, e.(iterEngine), benchPrefill, false)
 	}},
 }
 
-// runPaired runs b.N operations on each engine, alternating every
-// pairSlice, and reports each engine's CPU time per operation.
-func runPaired(b *testing.B, engines [2]benchEngine, run func(*testing.B, benchEngine, *seekBuffers, int)) {
+// runPaired runs b.N operations on each engine, alternating every slice,
+// and reports each engine's CPU time per operation.
+func runPaired(b *testing.B, engines [2]benchEngine, slice int, run func(*testing.B, benchEngine, *seekBuffers, int)) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	var cpu [2]int64
 	var bufs [2]seekBuffers
-	for done := 0; done < b.N; done += pairSlice {
-		n := min(pairSlice, b.N-done)
+	for done := 0; done < b.N; done += slice {
+		n := min(slice, b.N-done)
 		for k, e := range engines {
 			start, ok := threadCPU()
 			for i := done; i < done+n; i++ {
