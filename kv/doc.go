@@ -54,7 +54,12 @@
 // When the memtable reaches Options.MemTableSize it becomes immutable and a
 // new memtable with a new WAL takes its place. A background goroutine
 // flushes immutable memtables to L0 tables, records each flush in the
-// MANIFEST and deletes the WAL it no longer needs. Another compacts: it asks
+// MANIFEST and retires the WAL it no longer needs: a few such files are
+// kept, and the next WAL takes one over (renamed, overwritten from the
+// start), so appending to it neither grows the file nor allocates blocks,
+// and a Sync write's fdatasync writes little more than the data; the WAL
+// records carry their WAL's number, so recovery stops where a recycled
+// file's new records end. A new WAL's space is preallocated. Another compacts: it asks
 // the compaction picker what to do, merges the inputs into new tables of the
 // output level, and retires the inputs in the same MANIFEST edit. Input files
 // are deleted once no Version (held by reads, iterators and snapshots'
@@ -99,7 +104,8 @@
 // A store's directory holds these files, numbered from one counter that
 // never reuses a number (six digits at least, zero-padded):
 //
-//	000012.log      WAL: one record per committed batch (internal/record framing)
+//	000012.log      WAL: one record per committed batch (internal/record framing,
+//	                recyclable chunks, each carrying the WAL's number)
 //	000010.sst      a table (see package sstable)
 //	MANIFEST-000011 log of version edits (internal/record framing)
 //	CURRENT         "MANIFEST-000011\n": the manifest in use, switched atomically
@@ -144,14 +150,20 @@
 // WALs they came from, and appends new writes to the last of those when
 // it ends cleanly (a new WAL otherwise): opening and closing a store over
 // and over, as the command-line tool does, neither adds an L0 table nor
-// piles up WALs, and reopening costs no table write. Those WALs are deleted
-// once the memtable is flushed and the MANIFEST's log number passes them.
+// piles up WALs, and reopening costs no table write. Those WALs are retired
+// once the memtable is flushed and the MANIFEST's log number passes them
+// (a WAL of an earlier Open is deleted, one this Open created may be
+// recycled; a recycled WAL is not continued at Open, its file being
+// longer than its records).
 // Only when the replayed writes exceed Options.MemTableSize does Open
 // write tables: it writes them all out as L0 tables (every replayed WAL
 // then becomes obsolete) and starts a new WAL.
 //
 // A WAL whose last record is torn (a crash in mid-write) ends recovery at
 // its last whole record, and is not continued; damage followed by valid
-// records is reported as corruption naming the file and offset. A table
+// records is reported as corruption naming the file and offset. A WAL
+// ends, too, at the first record of another WAL: the remains of the file's
+// earlier life, when it was recycled. Those must be of a WAL below the
+// MANIFEST's log number; records of a live WAL are a copy, and corruption. A table
 // whose footer names a newer format version gives ErrNewerFormat.
 package kv

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,7 +18,7 @@ import (
 )
 
 // appendRecords continues the log file name, which must end cleanly, with
-// recs, and returns the offset of each.
+// recs, in the format the store writes it, and returns the offset of each.
 func appendRecords(t *testing.T, fs vfs.FS, name string, recs ...[]byte) []int64 {
 	t.Helper()
 	size := int64(len(readFile(t, fs, name)))
@@ -27,6 +28,10 @@ func appendRecords(t *testing.T, fs vfs.FS, name string, recs ...[]byte) []int64
 	}
 	defer f.Close()
 	w := record.NewWriterAt(io.NewOffsetWriter(f, size), size)
+	if typ, num, ok := base.ParseFilename(fs.PathBase(name)); ok && typ == base.FileTypeLog {
+		// A WAL, written in recyclable chunks.
+		w = record.NewRecyclableWriterAt(io.NewOffsetWriter(f, size), size, uint32(num))
+	}
 	var offs []int64
 	for _, rec := range recs {
 		off, err := w.WriteRecord(rec)
@@ -51,7 +56,9 @@ func encodedBatch(seq base.SeqNum, keys ...string) []byte {
 	return b.data
 }
 
-// liveWAL returns the name of the one WAL of a closed store in fs.
+// liveWAL returns the name of the live WAL of a closed store in fs whose
+// memtable holds writes since its last flush: the newest (the older ones
+// are flushed WALs kept for recycling).
 func liveWAL(t *testing.T, fs vfs.FS) string {
 	t.Helper()
 	names, err := fs.List("db")
@@ -64,10 +71,10 @@ func liveWAL(t *testing.T, fs vfs.FS) string {
 			logs = append(logs, n)
 		}
 	}
-	if len(logs) != 1 {
-		t.Fatalf("want one WAL, found %v", logs)
+	if len(logs) == 0 {
+		t.Fatal("found no WAL")
 	}
-	return logs[0]
+	return slices.Max(logs)
 }
 
 // requireCorruptionAt checks that err wraps ErrCorruption and names the

@@ -43,6 +43,8 @@ type commitPipeline struct {
 	// walBuffers passes the buffers of BackgroundWALWrites from each
 	// WAL's flusher to the next's.
 	walBuffers walBuffers
+	// recycler keeps flushed WALs' files for the next WALs.
+	recycler walRecycler
 }
 
 // writer is one queued request.

@@ -28,8 +28,13 @@ func payload(seed, n int) []byte {
 // writeLog writes records and returns the stream, each record's offset and
 // the offset just past each record's last chunk.
 func writeLog(t testing.TB, records [][]byte) (log []byte, starts, ends []int64) {
+	return writeStream(t, records, NewWriter)
+}
+
+// writeStream is writeLog with the Writer newWriter returns.
+func writeStream(t testing.TB, records [][]byte, newWriter func(io.Writer) *Writer) (log []byte, starts, ends []int64) {
 	var buf bytes.Buffer
-	w := NewWriter(&buf)
+	w := newWriter(&buf)
 	for _, rec := range records {
 		off, err := w.WriteRecord(rec)
 		if err != nil {
@@ -406,18 +411,23 @@ var goldenLogs = []string{
 func readGoldenLogs(f *testing.F) [][]byte {
 	var logs [][]byte
 	for _, path := range goldenLogs {
-		file, err := vfs.Default.Open(path)
-		if err != nil {
-			f.Fatal(err)
-		}
-		data, err := io.ReadAll(file)
-		file.Close()
-		if err != nil {
-			f.Fatal(err)
-		}
-		logs = append(logs, data)
+		logs = append(logs, readFile(f, path))
 	}
 	return logs
+}
+
+// readFile returns the bytes of the file at path.
+func readFile(t testing.TB, path string) []byte {
+	file, err := vfs.Default.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	data, err := io.ReadAll(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }
 
 func FuzzReader(f *testing.F) {
