@@ -112,9 +112,20 @@ type walFlusher struct {
 
 func newWALFlusher(dst io.Writer, name string, bufs *walBuffers) *walFlusher {
 	f := &walFlusher{dst: dst, name: name, bufs: bufs, hurry: make(chan struct{}, 1), done: make(chan struct{})}
-	f.buf, f.spare = bufs.get(), bufs.get()
 	f.work.L, f.drained.L = &f.mu, &f.mu
 	return f
+}
+
+// start takes the buffers and starts the goroutine, at the first Write:
+// a memtable switch creates the new WAL before it closes the old one, so
+// only then are the old WAL's buffers back in f.bufs.
+func (f *walFlusher) start() {
+	f.started = true
+	f.buf, f.spare = f.bufs.get(), f.bufs.get()
+	if f.buf == nil {
+		f.buf = make([]byte, 0, 2*walFlushBytes)
+	}
+	go f.run()
 }
 
 // Write buffers p for the flusher. It waits while the buffer holds
@@ -132,11 +143,10 @@ func (f *walFlusher) Write(p []byte) (int, error) {
 	if f.closing {
 		return 0, fmt.Errorf("kv: WAL %s written after close", f.name)
 	}
-	f.buf = append(f.buf, p...)
 	if !f.started {
-		f.started = true
-		go f.run()
+		f.start()
 	}
+	f.buf = append(f.buf, p...)
 	f.wakeLocked(len(f.buf) >= walFlushBytes)
 	return len(p), nil
 }
