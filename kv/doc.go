@@ -13,10 +13,11 @@
 // of the process (and a clean Close keeps it, in the synced WAL; see
 // Recovery). Options.BackgroundWALWrites trades that for speed, as Pebble
 // does: NoSync writes are acknowledged from a buffer that a goroutine
-// writes to the WAL a moment later, so a process crash may lose the last
-// of them (a prefix of the acknowledged writes always survives, and Sync
-// writes, Flush and Close write the buffer out first). Metrics reports
-// how many tables, filters and blocks each lookup touched.
+// writes to the WAL a moment later (within about a millisecond), so a
+// process crash may lose the last of them (a prefix of the acknowledged
+// writes always survives, and Sync writes, Flush and Close write the
+// buffer out first). Metrics reports how many tables, filters and blocks
+// each lookup touched.
 //
 // # Prefixes
 //
@@ -46,7 +47,10 @@
 // log (WAL) and inserted into the memtable. Concurrent writers queue; the
 // first in line (the leader) writes the whole queue as one WAL write with at
 // most one fsync, inserts it, and publishes the new sequence number, which
-// makes the group visible to readers at once. With BackgroundWALWrites the
+// makes the group visible to readers at once. A leader about to fsync
+// after a group of several writers first yields the processor once, so
+// that the writers just released can queue their next writes in time to
+// share the fsync. With BackgroundWALWrites the
 // WAL write goes to a buffer that a goroutine of the WAL writes to the file,
 // many groups in one call; a group with a Sync write waits for it to catch
 // up before the fsync.
