@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -17,11 +18,12 @@ import (
 	"github.com/cockroachdb/pebble/vfs"
 )
 
-// appendRecords continues the log file name, which must end cleanly, with
-// recs, in the format the store writes it, and returns the offset of each.
+// appendRecords continues the log file name, which must end cleanly (zeros
+// may follow its last record), with recs, in the format the store writes
+// it, and returns the offset of each.
 func appendRecords(t *testing.T, fs vfs.FS, name string, recs ...[]byte) []int64 {
 	t.Helper()
-	size := int64(len(readFile(t, fs, name)))
+	size := logEnd(t, fs, name)
 	f, err := fs.OpenReadWrite(name)
 	if err != nil {
 		t.Fatal(err)
@@ -44,6 +46,22 @@ func appendRecords(t *testing.T, fs vfs.FS, name string, recs ...[]byte) []int64
 		t.Fatal(err)
 	}
 	return offs
+}
+
+// logEnd returns the offset just past the last record of the log file
+// name (a WAL may hold zeros past it).
+func logEnd(t *testing.T, fs vfs.FS, name string) int64 {
+	t.Helper()
+	data := readFile(t, fs, name)
+	r := record.NewReader(bytes.NewReader(data), name)
+	if typ, num, ok := base.ParseFilename(fs.PathBase(name)); ok && typ == base.FileTypeLog {
+		r = record.NewLogReader(bytes.NewReader(data), name, uint32(num))
+	}
+	for {
+		if _, err := r.Next(); err != nil {
+			return r.End()
+		}
+	}
 }
 
 // encodedBatch returns the WAL record of a batch setting keys from seq on.

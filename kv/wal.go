@@ -21,10 +21,10 @@ import (
 //
 // A Sync write syncs the WAL with SyncData (fdatasync), which skips
 // metadata a read does not need. The file's space is preallocated ahead
-// of the writes (walPreallocWriter), and a recycled file is overwritten
-// within its old size, so most syncs have no block allocation or file
-// size to record either: on most file systems a sync of a recycled WAL
-// writes only the data.
+// of the writes, zero-filled ahead of them before a sync
+// (walPreallocWriter), and a recycled file is overwritten within its old
+// size, so most syncs have no block allocation or file size to record
+// either: a sync of the WAL writes only the data.
 
 // walWriter appends to one WAL.
 type walWriter struct {
@@ -32,6 +32,9 @@ type walWriter struct {
 	name string
 	file vfs.File
 	w    *record.Writer
+	// space writes the bytes to file, preallocating and zero-filling
+	// the file's space ahead of them.
+	space *walPreallocWriter
 	// flusher, with Options.BackgroundWALWrites, takes w's output and
 	// writes it to file from its own goroutine (see wal_flusher.go); nil
 	// otherwise, and w writes to file.
@@ -47,7 +50,7 @@ type walWriter struct {
 // synced.
 func (d *DB) createWAL(num base.FileNum) (*walWriter, error) {
 	name := base.MakeFilename(base.FileTypeLog, num)
-	f, err := d.recycleWAL(name)
+	f, size, err := d.recycleWAL(name)
 	if f == nil && err == nil {
 		f, err = d.fs.Create(d.path(name))
 	}
@@ -58,7 +61,9 @@ func (d *DB) createWAL(num base.FileNum) (*walWriter, error) {
 		f.Close()
 		return nil, fmt.Errorf("kv: syncing directory for WAL %s: %w", name, err)
 	}
-	return d.newWALWriter(num, name, f, f, 0, true), nil
+	l := d.newWALWriter(num, name, f, f, 0, true)
+	l.space.filled = size
+	return l, nil
 }
 
 // newWALWriter returns the writer of WAL num, which continues a stream of
@@ -67,7 +72,8 @@ func (d *DB) createWAL(num base.FileNum) (*walWriter, error) {
 // Options.BackgroundWALWrites a flusher goroutine writes them to dst.
 func (d *DB) newWALWriter(num base.FileNum, name string, f vfs.File, dst io.Writer, size int64, recyclable bool) *walWriter {
 	l := &walWriter{num: num, name: name, file: f}
-	dst = newWALPreallocWriter(f, dst, size, walPreallocSize(d.opts.MemTableSize))
+	l.space = newWALPreallocWriter(f, dst, size, walPreallocSize(d.opts.MemTableSize))
+	dst = l.space
 	if d.opts.BackgroundWALWrites {
 		l.flusher = newWALFlusher(dst, name, &d.commit.walBuffers)
 		dst = l.flusher
@@ -97,6 +103,9 @@ func (l *walWriter) writeGroup(group []*writer, sync bool, m *dbMetrics) error {
 	if sync {
 		if err := l.drain(); err != nil {
 			return err
+		}
+		if err := l.space.fillAhead(); err != nil {
+			return fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
 		}
 		if err := l.file.SyncData(); err != nil {
 			return fmt.Errorf("kv: syncing WAL %s: %w", l.name, err)
@@ -143,9 +152,10 @@ func (l *walWriter) close() error {
 }
 
 // walTail is where the replay of a WAL stopped: end is the offset just
-// past its last whole record, clean whether the file ends there (no torn
-// tail, no remains of a recycled file's earlier log), so that it may be
-// continued, and recyclable whether its records are in recyclable chunks.
+// past its last whole record, clean whether the file holds nothing but
+// zeros after it (no torn tail, no remains of a recycled file's earlier
+// log), so that it may be continued, and recyclable whether its records
+// are in recyclable chunks.
 type walTail struct {
 	end        int64
 	clean      bool
@@ -186,7 +196,31 @@ func (d *DB) replayWAL(num base.FileNum, apply func(batch []byte, where recordPo
 	if err != nil {
 		return walTail{}, fmt.Errorf("kv: recovering WAL %s: %w", name, err)
 	}
-	return walTail{end: r.End(), clean: st.Size() == r.End(), recyclable: r.Recyclable()}, nil
+	clean, err := zeroFrom(f, r.End(), st.Size())
+	if err != nil {
+		return walTail{}, fmt.Errorf("kv: recovering WAL %s: %w", name, err)
+	}
+	return walTail{end: r.End(), clean: clean, recyclable: r.Recyclable()}, nil
+}
+
+// zeroFrom reports whether the bytes of f from off to size are all zero
+// (the zeros a sync writes past a WAL's end), or there are none. It stops
+// reading at the first byte that is not.
+func zeroFrom(f vfs.File, off, size int64) (bool, error) {
+	buf := make([]byte, 32<<10)
+	for off < size {
+		n, err := f.ReadAt(buf[:min(int64(len(buf)), size-off)], off)
+		for _, c := range buf[:n] {
+			if c != 0 {
+				return false, nil
+			}
+		}
+		off += int64(n)
+		if err != nil && (err != io.EOF || off < size) {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // checkWALRemains checks the chunks a WAL's replay stopped at, if they are
@@ -211,9 +245,16 @@ func (d *DB) reopenWAL(num base.FileNum, tail walTail) (*walWriter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kv: reopening WAL %s: %w", name, err)
 	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("kv: reopening WAL %s: %w", name, err)
+	}
 	// An empty WAL has no format yet: it takes the recyclable one.
 	recyclable := tail.recyclable || tail.end == 0
-	return d.newWALWriter(num, name, f, io.NewOffsetWriter(f, tail.end), tail.end, recyclable), nil
+	l := d.newWALWriter(num, name, f, io.NewOffsetWriter(f, tail.end), tail.end, recyclable)
+	l.space.filled = st.Size()
+	return l, nil
 }
 
 // recordPos names a record of a log file (WAL or MANIFEST) by its byte

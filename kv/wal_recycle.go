@@ -83,21 +83,27 @@ func (d *DB) retireWALs(nums []base.FileNum) {
 }
 
 // recycleWAL renames a kept WAL file to name and opens it for writing
-// from offset 0. It returns a nil file when none is kept.
-func (d *DB) recycleWAL(name string) (vfs.File, error) {
+// from offset 0, and returns it with its size. It returns a nil file when
+// none is kept.
+func (d *DB) recycleWAL(name string) (vfs.File, int64, error) {
 	num, ok := d.commit.recycler.take()
 	if !ok {
-		return nil, nil
+		return nil, 0, nil
 	}
 	if err := d.fs.Rename(d.path(base.MakeFilename(base.FileTypeLog, num)), d.path(name)); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	f, err := d.fs.OpenReadWrite(d.path(name))
 	if err != nil {
-		return nil, err
+		return nil, 0, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, err
 	}
 	d.metrics.walsRecycled.Add(1)
-	return f, nil
+	return f, st.Size(), nil
 }
 
 // walPreallocSize returns the size of the chunks in which a WAL's space is
@@ -111,16 +117,31 @@ func walPreallocSize(memTableSize int64) int64 {
 // file, preallocating the file's space a chunk at a time ahead of them.
 // Preallocation is advice: a file system that cannot do it grows the
 // file as it is written, so its failure is ignored.
+//
+// Before a sync, fillAhead also makes sure the file extends well past the
+// last byte written, writing zeros past its end if it does not (as
+// PostgreSQL zero-fills its WAL segments): the syncs that follow then
+// have only data to write, the file's size and the allocation of its
+// blocks being recorded once, by the first. A recycled file needs none
+// until the WAL outgrows it. Recovery reads the zeros past the last
+// record as the end of the WAL.
 type walPreallocWriter struct {
 	file      vfs.File
 	dst       io.Writer
 	off       int64 // the file offset of the next byte written
 	allocated int64 // the file offset up to which space is preallocated
+	filled    int64 // the file's size: the offset up to which it holds bytes
 	chunk     int64
 }
 
+// zeros is what fillAhead writes, a piece at a time.
+var zeros [64 << 10]byte
+
+// maxFillAhead bounds the zeros written at a time.
+const maxFillAhead = 1 << 20
+
 func newWALPreallocWriter(file vfs.File, dst io.Writer, off, chunk int64) *walPreallocWriter {
-	return &walPreallocWriter{file: file, dst: dst, off: off, allocated: off, chunk: max(chunk, 1)}
+	return &walPreallocWriter{file: file, dst: dst, off: off, allocated: off, filled: off, chunk: max(chunk, 1)}
 }
 
 // Write preallocates what p needs, if not done already, and writes p.
@@ -132,5 +153,25 @@ func (w *walPreallocWriter) Write(p []byte) (int, error) {
 	}
 	n, err := w.dst.Write(p)
 	w.off += int64(n)
+	w.filled = max(w.filled, w.off)
 	return n, err
+}
+
+// fillAhead writes zeros past the file's end when fewer than half of
+// min(chunk, maxFillAhead) bytes lie between the last byte written and
+// the end. Called only while nothing else writes the file: before a
+// sync, once every byte of the WAL is written.
+func (w *walPreallocWriter) fillAhead() error {
+	ahead := min(w.chunk, maxFillAhead)
+	if w.filled-w.off >= ahead/2 {
+		return nil
+	}
+	for end := w.off + ahead; w.filled < end; {
+		n, err := w.file.WriteAt(zeros[:min(int64(len(zeros)), end-w.filled)], w.filled)
+		w.filled += int64(n)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
