@@ -164,7 +164,8 @@
 // then becomes obsolete) and starts a new WAL.
 //
 // A WAL whose last record is torn (a crash in mid-write) ends recovery at
-// its last whole record, and is not continued; damage followed by valid
+// its last whole record, and is not continued (one followed only by zeros,
+// which a sync writes ahead of the records, ends cleanly); damage followed by valid
 // records is reported as corruption naming the file and offset. A WAL
 // ends, too, at the first record of another WAL: the remains of the file's
 // earlier life, when it was recycled. Those must be of a WAL below the
