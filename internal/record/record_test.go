@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/bloomkv/bloomkv/internal/base"
-	"github.com/cockroachdb/pebble/vfs"
 )
 
 // payload returns n bytes that differ from record to record.
@@ -414,20 +413,6 @@ func readGoldenLogs(f *testing.F) [][]byte {
 		logs = append(logs, readFile(f, path))
 	}
 	return logs
-}
-
-// readFile returns the bytes of the file at path.
-func readFile(t testing.TB, path string) []byte {
-	file, err := vfs.Default.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer file.Close()
-	data, err := io.ReadAll(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
 }
 
 func FuzzReader(f *testing.F) {

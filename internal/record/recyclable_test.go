@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/cockroachdb/pebble/vfs"
 )
 
 // Tests of the recyclable chunk format: logs that carry their log number,
@@ -235,4 +236,18 @@ func FuzzLogReader(f *testing.F) {
 			}
 		}
 	})
+}
+
+// readFile returns the bytes of the file at path.
+func readFile(t testing.TB, path string) []byte {
+	file, err := vfs.Default.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	data, err := io.ReadAll(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }
