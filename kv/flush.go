@@ -117,6 +117,9 @@ func (d *DB) flushOneLocked() error {
 	if err := d.mu.versions.logAndApply(edit); err != nil {
 		return err
 	}
+	// Clear the slot first: the backing array stays reachable through the
+	// shorter slice, and would keep the flushed memtable alive with it.
+	d.mu.imm[0] = nil
 	d.mu.imm = d.mu.imm[1:]
 	d.updateReadStateLocked()
 	d.metrics.flushes.Add(1)

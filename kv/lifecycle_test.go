@@ -3,9 +3,11 @@ package kv
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
 	"github.com/bloomkv/bloomkv/internal/base"
@@ -240,4 +242,31 @@ func TestManifest_Rollover(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		mustGet(t, d, fmt.Sprintf("k%d", i), "v")
 	}
+}
+
+// TestFlush_ReleasesMemTable checks that nothing keeps a memtable alive
+// once it has been flushed and no read uses it: its memory goes back to
+// the garbage collector before the next memtable fills.
+func TestFlush_ReleasesMemTable(t *testing.T) {
+	d, _ := openMem(t, &Options{DisableAutomaticCompactions: true})
+	defer d.Close()
+	if err := d.Set([]byte("k"), []byte("v"), NoSync); err != nil {
+		t.Fatal(err)
+	}
+	freed := make(chan struct{})
+	d.mu.Lock()
+	runtime.AddCleanup(d.mu.mem, func(ch chan struct{}) { close(ch) }, freed)
+	d.mu.Unlock()
+	if err := d.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for range 100 {
+		runtime.GC()
+		select {
+		case <-freed:
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	t.Fatal("the flushed memtable is still reachable")
 }

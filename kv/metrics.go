@@ -139,6 +139,10 @@ type Metrics struct {
 	// WAL bytes: how many bytes reached the disk per byte written by users.
 	WriteAmp float64
 
+	// BlockCache describes the block cache. Its Size counts the data
+	// blocks held and, as Reserved, the index, filter and other in-memory
+	// structures of the open tables, charged to its capacity (see
+	// sstable.Reader).
 	BlockCache sstable.CacheMetrics
 	MemTable   struct {
 		Size  int64 // bytes held by the memtable and immutable memtables
@@ -302,8 +306,8 @@ func (m Metrics) String() string {
 		m.Compact.BytesWritten, m.WriteAmp)
 	fmt.Fprintf(&b, "base level L%d, L0 read-amp %d, compaction debt %d B, %d compactions running\n",
 		m.Compact.BaseLevel, m.Compact.L0ReadAmp, m.Compact.EstimatedDebt, m.Compact.InProgress)
-	fmt.Fprintf(&b, "memtables %d (%d B), block cache %d B in %d blocks (hits %d, misses %d)\n",
-		m.MemTable.Count, m.MemTable.Size, m.BlockCache.Size, m.BlockCache.Count,
+	fmt.Fprintf(&b, "memtables %d (%d B), block cache %d B in %d blocks and %d B reserved by open tables (hits %d, misses %d)\n",
+		m.MemTable.Count, m.MemTable.Size, m.BlockCache.Size, m.BlockCache.Count, m.BlockCache.Reserved,
 		m.BlockCache.Hits, m.BlockCache.Misses)
 	return b.String()
 }

@@ -41,3 +41,37 @@ func TestMetrics_String(t *testing.T) {
 		t.Fatalf("totals missing (%q) in\n%s", want, s)
 	}
 }
+
+// TestMetrics_BlockCache checks what the block cache holds: compactions
+// read their inputs without caching blocks, and a Get caches its data
+// block and reserves the index and filter blocks of the table it opens.
+func TestMetrics_BlockCache(t *testing.T) {
+	d, _ := openMem(t, &Options{MemTableSize: 8 << 10, L0CompactionThreshold: 2, TargetFileSize: 16 << 10})
+	defer d.Close()
+	for i := range 3000 {
+		if err := d.Set(fmt.Appendf(nil, "key%05d", (i*7919)%3000), []byte("value"), NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Compact([]byte("key"), []byte("kez")); err != nil {
+		t.Fatal(err)
+	}
+	m := d.Metrics()
+	if m.Compact.Count == 0 {
+		t.Fatal("no compaction ran")
+	}
+	if m.BlockCache.Count != 0 || m.BlockCache.Misses == 0 {
+		t.Fatalf("after compactions: block cache %+v, want lookups and no block", m.BlockCache)
+	}
+	mustGet(t, d, "key00042", "value")
+	m = d.Metrics()
+	if c := m.BlockCache; c.Count != 1 || c.Reserved == 0 || c.Size <= c.Reserved {
+		t.Fatalf("after a Get: block cache %+v, want one block and a reservation", c)
+	}
+	if s := m.String(); !strings.Contains(s, fmt.Sprintf("%d B reserved by open tables", m.BlockCache.Reserved)) {
+		t.Fatalf("reservation missing in\n%s", s)
+	}
+}

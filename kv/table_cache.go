@@ -198,25 +198,28 @@ func (c *tableCache) rangeDels(f *manifest.FileMetadata) ([]sstable.RangeTombsto
 	return e.reader.RangeDels(), nil
 }
 
-// newIter returns an iterator over f's entries with user keys in
-// [lower, upper) that holds the table open until closed.
-func (c *tableCache) newIter(f *manifest.FileMetadata, lower, upper []byte) (base.InternalIterator, error) {
-	return c.newIterWithStats(f, lower, upper, nil)
-}
-
-// newIterWithStats is newIter, with the cost of its prefix seeks added to
-// stats (see sstable.Reader.NewIterWithStats).
-func (c *tableCache) newIterWithStats(f *manifest.FileMetadata, lower, upper []byte, stats *sstable.LookupStats) (base.InternalIterator, error) {
-	t := new(tableIter)
-	if err := c.initIter(t, f, lower, upper, stats); err != nil {
+// newIter returns an iterator over all of f's entries for one pass, as a
+// compaction reads its inputs (sstable.Reader.NewCompactionIter: blocks
+// not in the block cache are read into a buffer of the iterator's, and
+// not cached), that holds the table open until closed.
+func (c *tableCache) newIter(f *manifest.FileMetadata) (base.InternalIterator, error) {
+	e, err := c.get(f)
+	if err != nil {
+		return nil, err
+	}
+	t := &tableIter{cache: c, entry: e}
+	if err := e.reader.InitCompactionIter(&t.Iter); err != nil {
+		c.release(e)
 		return nil, err
 	}
 	return t, nil
 }
 
-// initIter readies t, new or closed, to iterate over f's entries as
-// newIterWithStats's iterator does, reusing t's buffers: an iterator that
-// keeps t allocates nothing per table it opens.
+// initIter readies t, new or closed, to iterate over f's entries with user
+// keys in [lower, upper), reading through the block cache, reusing t's
+// buffers: an iterator that keeps t allocates nothing per table it opens.
+// t holds the table open until closed; the cost of its prefix seeks is
+// added to stats (see sstable.Reader.NewIterWithStats).
 func (c *tableCache) initIter(t *tableIter, f *manifest.FileMetadata, lower, upper []byte, stats *sstable.LookupStats) error {
 	e, err := c.get(f)
 	if err != nil {

@@ -1,6 +1,7 @@
 package sstable
 
 import (
+	"fmt"
 	"sync"
 
 	"github.com/bloomkv/bloomkv/internal/base"
@@ -9,14 +10,24 @@ import (
 // cacheShards is the number of independently locked parts of a Cache.
 const cacheShards = 16
 
-// cacheEntryOverhead is what one cached block costs beyond its bytes
-// (entry struct, map slot); it is charged against the capacity too.
-const cacheEntryOverhead = 96
+// cacheEntryOverhead is what one cached block costs beyond its buffer,
+// charged against the capacity too: the entry (72 bytes, allocated as 80)
+// and its slot in the shard's map, 113-137 bytes in all as measured over
+// maps of 200 to 100,000 entries at their load factors.
+const cacheEntryOverhead = 128
 
 // Cache keeps recently read blocks in memory, shared by all the readers
 // of a store. It holds at most its capacity in bytes, evicting the least
 // recently used blocks first, and is split into shards so concurrent
 // readers rarely contend.
+//
+// A block is charged what it occupies on the heap: the capacity of its
+// buffer (which the reader allocates rounded up to the allocator's size
+// class, see Reader) plus cacheEntryOverhead. Memory kept outside the cache
+// can be charged against its capacity too (see Reserve): an open Reader
+// reserves what its index, filter and other in-memory structures take, as
+// Pebble keeps those blocks in its cache, so the cache's capacity bounds
+// all the table memory a store holds.
 //
 // Cached blocks are immutable. A block handed out stays valid after it is
 // evicted: the cache drops its reference and the garbage collector frees
@@ -27,8 +38,12 @@ type Cache struct {
 
 // CacheMetrics reports a Cache's contents and effectiveness.
 type CacheMetrics struct {
-	// Size is the bytes charged, overhead included; Count the blocks held.
+	// Size is the bytes charged: the blocks held, overhead included, and
+	// Reserved. Count is the blocks held.
 	Size, Count int64
+	// Reserved is the part of Size charged through Reserve: for a store,
+	// the index, filter and other in-memory structures of its open tables.
+	Reserved int64
 	// Hits and Misses count the lookups that found a block or did not.
 	Hits, Misses int64
 	// Capacity is the configured bound of Size.
@@ -47,12 +62,15 @@ type cacheEntry struct {
 	filePrev, fileNext *cacheEntry // the blocks of one file
 }
 
-func (e *cacheEntry) charge() int64 { return int64(len(e.data)) + cacheEntryOverhead }
+// charge is what e costs: its buffer's capacity, all of which it keeps
+// alive, and the overhead.
+func (e *cacheEntry) charge() int64 { return int64(cap(e.data)) + cacheEntryOverhead }
 
 type cacheShard struct {
 	mu           sync.Mutex
 	capacity     int64
-	size         int64
+	size         int64 // charged for the blocks held
+	reserved     int64 // charged through Reserve
 	entries      map[cacheKey]*cacheEntry
 	files        map[base.FileNum]*cacheEntry // head of each file's list
 	lru          cacheEntry                   // sentinel of the recency list
@@ -96,18 +114,19 @@ func (c *Cache) get(file base.FileNum, off uint64) []byte {
 }
 
 // set caches data, which must never be modified again, as the block at
-// (file, off). A block larger than a shard's capacity is not cached.
+// (file, off). A block larger than the room its shard has beside the
+// reservations is not cached.
 func (c *Cache) set(file base.FileNum, off uint64, data []byte) {
 	k := cacheKey{file, off}
 	s := c.shard(k)
 	e := &cacheEntry{key: k, data: data}
-	if e.charge() > s.capacity {
-		return
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old := s.entries[k]; old != nil {
 		s.remove(old)
+	}
+	if e.charge() > s.capacity-s.reserved {
+		return
 	}
 	s.entries[k] = e
 	s.pushFront(e)
@@ -117,8 +136,34 @@ func (c *Cache) set(file base.FileNum, off uint64, data []byte) {
 	}
 	s.files[file] = e
 	s.size += e.charge()
-	for s.size > s.capacity {
-		s.remove(s.lru.prev)
+	s.evict()
+}
+
+// Reserve charges n bytes of memory kept outside the cache against its
+// capacity, until the returned function, which must be called once, gives
+// them back. The cache evicts blocks to make room; while reservations
+// exceed the capacity it holds no blocks, and Metrics reports a Size over
+// the Capacity. A Reader reserves what it keeps in memory from NewReader
+// to Close. n must not be negative.
+func (c *Cache) Reserve(n int64) (release func()) {
+	if n < 0 {
+		panic(fmt.Sprintf("sstable: negative cache reservation %d", n))
+	}
+	share := (n + cacheShards - 1) / cacheShards
+	c.reserve(share)
+	var once sync.Once
+	return func() { once.Do(func() { c.reserve(-share) }) }
+}
+
+// reserve adds share to every shard's reservation (share < 0 gives it
+// back).
+func (c *Cache) reserve(share int64) {
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		s.reserved += share
+		s.evict()
+		s.mu.Unlock()
 	}
 }
 
@@ -141,7 +186,8 @@ func (c *Cache) Metrics() CacheMetrics {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		m.Size += s.size
+		m.Size += s.size + s.reserved
+		m.Reserved += s.reserved
 		m.Count += int64(len(s.entries))
 		m.Hits += s.hits
 		m.Misses += s.misses
@@ -149,6 +195,14 @@ func (c *Cache) Metrics() CacheMetrics {
 		s.mu.Unlock()
 	}
 	return m
+}
+
+// evict drops least recently used blocks until the shard's blocks and
+// reservations fit its capacity, or no block is left.
+func (s *cacheShard) evict() {
+	for s.size+s.reserved > s.capacity && s.lru.prev != &s.lru {
+		s.remove(s.lru.prev)
+	}
 }
 
 func (s *cacheShard) pushFront(e *cacheEntry) {

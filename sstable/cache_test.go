@@ -17,9 +17,10 @@ func TestCache_GetSet(t *testing.T) {
 	if got := c.get(1, 0); string(got) != "block" {
 		t.Fatalf("get = %q", got)
 	}
-	c.set(1, 0, []byte("again"))
+	again := []byte("again")
+	c.set(1, 0, again)
 	m := c.Metrics()
-	if m.Count != 1 || m.Hits != 1 || m.Misses != 1 || m.Size != 5+cacheEntryOverhead {
+	if m.Count != 1 || m.Hits != 1 || m.Misses != 1 || m.Size != int64(cap(again))+cacheEntryOverhead {
 		t.Fatalf("metrics %+v", m)
 	}
 }
@@ -29,13 +30,7 @@ func TestCache_GetSet(t *testing.T) {
 func TestCache_Evicts(t *testing.T) {
 	const blockLen = 1000
 	c := NewCache(cacheShards * 4 * (blockLen + cacheEntryOverhead)) // 4 blocks per shard
-	s := c.shard(cacheKey{1, 0})
-	var offs []uint64 // offsets that land in the same shard
-	for off := uint64(0); len(offs) < 5; off += 4096 {
-		if c.shard(cacheKey{1, off}) == s {
-			offs = append(offs, off)
-		}
-	}
+	offs := sameShardOffsets(c, 5)
 	for _, off := range offs[:4] {
 		c.set(1, off, make([]byte, blockLen))
 	}
@@ -55,6 +50,88 @@ func TestCache_Evicts(t *testing.T) {
 	c.set(1, 1, make([]byte, 1<<20)) // larger than a shard: not cached
 	if c.get(1, 1) != nil {
 		t.Fatal("oversized block cached")
+	}
+}
+
+// sameShardOffsets returns n offsets of file 1 whose blocks land in one
+// shard of c.
+func sameShardOffsets(c *Cache, n int) []uint64 {
+	s := c.shard(cacheKey{1, 0})
+	var offs []uint64
+	for off := uint64(0); len(offs) < n; off += 4096 {
+		if c.shard(cacheKey{1, off}) == s {
+			offs = append(offs, off)
+		}
+	}
+	return offs
+}
+
+// TestCache_Accounting checks what the cache charges: a block's capacity
+// and the entry overhead, and reservations, which evict blocks to make
+// room and may exceed the capacity.
+func TestCache_Accounting(t *testing.T) {
+	const shardCap = 8 << 10
+	const entry = 2048 + cacheEntryOverhead // a 100-byte block in a 2048-byte buffer
+	type step struct {
+		set     int   // cache the next block, of 100 bytes in a buffer of this capacity
+		reserve int64 // or reserve this many bytes per shard
+		release bool  // or release the oldest reservation not yet released
+	}
+	for _, tc := range []struct {
+		name                    string
+		steps                   []step
+		wantCount, wantReserved int64
+		wantSize                int64
+		cached                  bool // whether a block set after the steps is kept
+	}{
+		{name: "capacity charged", steps: []step{{set: 2048}},
+			wantCount: 1, wantSize: entry, cached: true},
+		{name: "blocks fill the shard", steps: []step{{set: 2048}, {set: 2048}, {set: 2048}, {set: 2048}, {set: 2048}},
+			wantCount: 3, wantSize: 3 * entry, cached: true},
+		{name: "reservation evicts", steps: []step{{set: 2048}, {set: 2048}, {set: 2048}, {reserve: 3000}},
+			wantCount: 2, wantReserved: cacheShards * 3000, wantSize: 2*entry + cacheShards*3000, cached: true},
+		{name: "release makes room", steps: []step{{set: 2048}, {set: 2048}, {set: 2048}, {reserve: 3000}, {release: true}, {set: 2048}},
+			wantCount: 3, wantSize: 3 * entry, cached: true},
+		{name: "reservations add up", steps: []step{{reserve: 1000}, {reserve: 2000}, {release: true}},
+			wantReserved: cacheShards * 2000, wantSize: cacheShards * 2000, cached: true},
+		{name: "reservation over capacity", steps: []step{{set: 2048}, {reserve: shardCap + 1}},
+			wantReserved: cacheShards * (shardCap + 1), wantSize: cacheShards * (shardCap + 1)},
+		{name: "no room beside reservation", steps: []step{{reserve: shardCap - entry + 1}},
+			wantReserved: cacheShards * (shardCap - entry + 1), wantSize: cacheShards * (shardCap - entry + 1)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewCache(cacheShards * shardCap)
+			offs := sameShardOffsets(c, len(tc.steps)+1)
+			var releases []func()
+			for i, s := range tc.steps {
+				switch {
+				case s.set > 0:
+					c.set(1, offs[i], make([]byte, 100, s.set))
+				case s.reserve > 0:
+					releases = append(releases, c.Reserve(cacheShards*s.reserve))
+				case s.release:
+					releases[0]()
+					releases[0]() // a second call does nothing
+					releases = releases[1:]
+				}
+			}
+			m := c.Metrics()
+			if m.Count != tc.wantCount || m.Reserved != tc.wantReserved || m.Size != tc.wantSize {
+				t.Fatalf("count %d reserved %d size %d, want %d %d %d",
+					m.Count, m.Reserved, m.Size, tc.wantCount, tc.wantReserved, tc.wantSize)
+			}
+			last := offs[len(tc.steps)]
+			c.set(1, last, make([]byte, 100, 2048))
+			if got := c.get(1, last) != nil; got != tc.cached {
+				t.Fatalf("block set after the steps cached: %v, want %v", got, tc.cached)
+			}
+			for _, release := range releases {
+				release()
+			}
+			if m := c.Metrics(); m.Reserved != 0 || m.Size > m.Capacity {
+				t.Fatalf("after releasing all: %+v", m)
+			}
+		})
 	}
 }
 

@@ -62,11 +62,11 @@ func countSnappyBlocks(t *testing.T, data []byte) int {
 	return n
 }
 
-// verifyTable opens data and reads everything back: iteration both ways
-// and Get of every key at every seqnum of interest. Any error must wrap
-// ErrCorruption; any data returned must be exactly right. It returns the
-// first error seen (nil if the damage went unnoticed by reads), having
-// also run Check.
+// verifyTable opens data and reads everything back: iteration both ways,
+// a compaction iterator's pass and Get of every key at every seqnum of
+// interest. Any error must wrap ErrCorruption; any data returned must be
+// exactly right. It returns the first error seen (nil if the damage went
+// unnoticed by reads), having also run Check.
 func verifyTable(entries []testEntry, data []byte, policy bloompolicy.FilterPolicy) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -84,6 +84,7 @@ func verifyTable(entries []testEntry, data []byte, policy bloompolicy.FilterPoli
 			first = err
 		}
 	}
+	note(verifyCompactionIter(r, entries)) // first, while no block is cached
 	note(verifyIter(r, entries, true))
 	note(verifyIter(r, entries, false))
 	note(verifyRangeDels(r, entries))
@@ -110,6 +111,22 @@ func verifyIter(r *Reader, entries []testEntry, forward bool) error {
 	if err != nil {
 		return err
 	}
+	return checkIterEntries(it, entries, forward)
+}
+
+// verifyCompactionIter walks the table with a compaction iterator and
+// compares with entries.
+func verifyCompactionIter(r *Reader, entries []testEntry) error {
+	it, err := r.NewCompactionIter()
+	if err != nil {
+		return err
+	}
+	return checkIterEntries(it, entries, true)
+}
+
+// checkIterEntries walks it one way, closes it and compares what it
+// returned with entries' point entries.
+func checkIterEntries(it InternalIterator, entries []testEntry, forward bool) error {
 	var got []string
 	if forward {
 		for ok := it.First(); ok; ok = it.Next() {

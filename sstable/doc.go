@@ -11,7 +11,10 @@
 // from the entries, in a block of their own that a Reader loads once and
 // keeps; a filter speaks only of the entries, never of them. Blocks read
 // from the file are kept in a [Cache] shared by all the readers of a
-// store.
+// store, whose capacity also bounds what each open Reader keeps in
+// memory (its index and filter blocks, reserved in the cache); a
+// compaction's pass over a table ([Reader.NewCompactionIter]) does not
+// fill it.
 //
 // # File
 //

@@ -87,7 +87,7 @@ func fixBlockChecksum(data []byte, dataEnd uint64, h BlockHandle) []byte {
 	case blockTypeNone:
 		return block[:n]
 	case blockTypeSnappy:
-		out, err := (&Reader{}).decompress(block[:n], h.Offset)
+		out, err := (&Reader{}).decompress(block[:n], h.Offset, nil)
 		if err != nil {
 			return nil
 		}

@@ -82,6 +82,9 @@ func TestReader_IOErrors(t *testing.T) {
 			if err == nil {
 				err = verifyIter(r, entries, true)
 			}
+			if err == nil {
+				err = verifyCompactionIter(r, entries)
+			}
 			r.Close()
 		}
 		if count.Load() <= n {

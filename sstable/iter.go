@@ -36,6 +36,9 @@ type Iter struct {
 	asked    bool         // the seek already asked block's filter (it said "maybe")
 	stats    *LookupStats // what prefix seeks cost; &ownStats when the caller wants none
 	ownStats LookupStats
+
+	compaction bool   // from InitCompactionIter: blocks not cached are read into blockBuf
+	blockBuf   []byte // the compaction iterator's block buffer, reused
 }
 
 // NewIter returns an iterator over the table's internal keys whose user
@@ -111,7 +114,7 @@ func (it *Iter) loadBlock(forward bool) bool {
 		stats = it.stats
 		stats.BlockReads++
 	}
-	data, err := it.r.dataBlock(h, stats)
+	data, err := it.dataBlock(h, stats)
 	if err == nil {
 		err = it.data.init(data, it.cmp, it.r.name, h.Offset)
 	}

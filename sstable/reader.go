@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
 	"github.com/bloomkv/bloomkv/internal/base"
@@ -16,9 +17,10 @@ import (
 )
 
 // Reader reads a table. The index block, the filter block, the range
-// tombstones and the properties stay in memory from NewReader to Close;
-// data blocks are read on demand through the block cache. A Reader is safe
-// for concurrent use.
+// tombstones and the properties stay in memory from NewReader to Close,
+// reserved in the block cache (see Cache.Reserve) when the Reader has one:
+// the cache's capacity bounds them with the data blocks, which are read on
+// demand through it. A Reader is safe for concurrent use.
 type Reader struct {
 	f       vfs.File
 	opts    ReaderOptions
@@ -45,6 +47,10 @@ type Reader struct {
 	// rangeDels are the table's range tombstones, fragmented, loaded at
 	// open.
 	rangeDels []RangeTombstone
+
+	// unreserve gives back what the Reader reserved in the cache; nil
+	// without a cache.
+	unreserve func()
 }
 
 // MetaEntry is one entry of the metaindex: a named block and its handle.
@@ -73,7 +79,36 @@ func NewReader(f vfs.File, opts ReaderOptions) (*Reader, error) {
 		f.Close()
 		return nil, err
 	}
+	if opts.Cache != nil {
+		r.unreserve = opts.Cache.Reserve(r.memSize())
+	}
 	return r, nil
+}
+
+// memSize returns the bytes the Reader keeps on the heap from NewReader to
+// Close: itself, its index block and the handles and prefixes decoded from
+// it, its filter block and the filters' offsets, its range tombstones,
+// metaindex and properties. Buffers count by capacity.
+func (r *Reader) memSize() int64 {
+	n := unsafe.Sizeof(*r) + uintptr(cap(r.index)) +
+		uintptr(cap(r.blockHandles))*unsafe.Sizeof(BlockHandle{}) +
+		uintptr(cap(r.indexPrefixes))*unsafe.Sizeof(uint64(0)) +
+		uintptr(cap(r.rangeDels))*unsafe.Sizeof(RangeTombstone{}) +
+		uintptr(cap(r.metaindex))*unsafe.Sizeof(MetaEntry{})
+	if r.filter != nil {
+		n += unsafe.Sizeof(*r.filter) + uintptr(cap(r.filter.data)) +
+			uintptr(cap(r.filter.offsets))*unsafe.Sizeof(uint32(0))
+	}
+	for _, t := range r.rangeDels {
+		n += uintptr(cap(t.Start) + cap(t.End))
+	}
+	for _, e := range r.metaindex {
+		n += uintptr(len(e.Name))
+	}
+	p := &r.props
+	n += uintptr(cap(p.SmallestKey) + cap(p.LargestKey) +
+		len(p.FilterPolicyName) + len(p.FilterSplitName) + len(p.ComparerName))
+	return int64(n)
 }
 
 // open loads everything NewReader keeps in memory.
@@ -138,18 +173,25 @@ func (r *Reader) readAt(p []byte, off uint64) error {
 }
 
 // readBlock reads the block h locates, verifies its checksum and returns
-// its uncompressed contents, freshly allocated.
+// its uncompressed contents in a new buffer, allocated rounded up to the
+// allocator's size class and with that capacity: what it occupies, which
+// is what the block cache charges for it.
 func (r *Reader) readBlock(h BlockHandle) ([]byte, error) {
+	return r.readBlockInto(h, nil)
+}
+
+// readBlockInto is readBlock, with the contents in dst's memory when it
+// is large enough (dst's contents are overwritten), else in a new buffer.
+// The stored bytes are read into a pooled buffer, so only the contents
+// are allocated.
+func (r *Reader) readBlockInto(h BlockHandle, dst []byte) ([]byte, error) {
 	if h.Offset > r.dataEnd || h.Length > r.dataEnd-h.Offset || blockTrailerLen > r.dataEnd-h.Offset-h.Length {
 		return nil, r.corruptf(h.Offset, "block handle %s beyond the blocks' end %d", h, r.dataEnd)
 	}
 	n := int(h.Length)
 	raw := rawBlocks.Get().(*[]byte)
 	buf := slices.Grow((*raw)[:0], n+blockTrailerLen)[:n+blockTrailerLen]
-	data, keep, err := r.decodeBlock(buf, h.Offset)
-	if keep {
-		buf = nil // handed out as the block's contents
-	}
+	data, err := r.decodeBlock(buf, h.Offset, dst)
 	if cap(buf) <= maxRawBlockBuf {
 		*raw = buf
 		rawBlocks.Put(raw)
@@ -157,7 +199,7 @@ func (r *Reader) readBlock(h BlockHandle) ([]byte, error) {
 	return data, err
 }
 
-// rawBlocks recycles the buffers compressed blocks are read into: once
+// rawBlocks recycles the buffers blocks are read into: once copied or
 // inflated, their bytes are garbage.
 var rawBlocks = sync.Pool{New: func() any { return new([]byte) }}
 
@@ -166,39 +208,40 @@ var rawBlocks = sync.Pool{New: func() any { return new([]byte) }}
 const maxRawBlockBuf = 256 << 10
 
 // decodeBlock reads into buf, sized for the block and its trailer, the
-// block at off, checks it and returns its contents; keep reports that they
-// are buf itself (an uncompressed block), which the caller must then not
-// reuse.
-func (r *Reader) decodeBlock(buf []byte, off uint64) (data []byte, keep bool, err error) {
+// block at off, checks it and returns its contents, in dst's memory as
+// readBlockInto describes.
+func (r *Reader) decodeBlock(buf []byte, off uint64, dst []byte) ([]byte, error) {
 	n := len(buf) - blockTrailerLen
 	if err := r.readAt(buf, off); err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	if got, want := checksum(buf[:n+1]), binary.LittleEndian.Uint32(buf[n+1:]); got != want {
-		return nil, false, r.corruptf(off, "block checksum %#08x, want %#08x", got, want)
+		return nil, r.corruptf(off, "block checksum %#08x, want %#08x", got, want)
 	}
 	switch blockType(buf[n]) {
 	case blockTypeNone:
-		return buf[:n:n], true, nil
+		// append sizes a new buffer to a size class, as slices.Grow does.
+		return append(dst[:0], buf[:n]...), nil
 	case blockTypeSnappy:
-		data, err := r.decompress(buf[:n], off)
-		return data, false, err
+		return r.decompress(buf[:n], off, dst)
 	}
-	return nil, false, r.corruptf(off, "unknown compression type %d", buf[n])
+	return nil, r.corruptf(off, "unknown compression type %d", buf[n])
 }
 
-// decompress inflates a Snappy block, refusing decoded lengths Snappy
-// cannot reach from src (no allocation from a lying header).
-func (r *Reader) decompress(src []byte, off uint64) ([]byte, error) {
+// decompress inflates a Snappy block into dst's memory, or a new buffer,
+// refusing decoded lengths Snappy cannot reach from src (no allocation
+// from a lying header).
+func (r *Reader) decompress(src []byte, off uint64, dst []byte) ([]byte, error) {
 	n, err := snappy.DecodedLen(src)
 	if err != nil || n > 24*len(src)+32 {
 		return nil, r.corruptf(off, "bad snappy block header")
 	}
-	out, err := snappy.Decode(make([]byte, n), src)
+	dst = slices.Grow(dst[:0], n)[:n]
+	out, err := snappy.Decode(dst, src)
 	if err != nil || len(out) != n {
 		return nil, r.corruptf(off, "bad snappy block: %v", err)
 	}
-	return out, nil
+	return dst, nil
 }
 
 // readBlockIter reads the block h locates and points it at it; cmp is as
@@ -264,7 +307,14 @@ func (r *Reader) readIndex() error {
 	if err := r.readBlockIter(&it, h, r.cmp.Compare); err != nil {
 		return err
 	}
+	// Every entry is a restart point (checked below), so the restart
+	// count, bounded by the block's size, sizes the decoded slices; they
+	// are allocated rounded up to a size class, as Reserve is told.
 	bytewise := r.cmp.Bytewise()
+	r.blockHandles = slices.Grow(r.blockHandles, it.numRestarts)
+	if bytewise {
+		r.indexPrefixes = slices.Grow(r.indexPrefixes, it.numRestarts)
+	}
 	n := 0
 	for ok := it.First(); ok; ok = it.Next() {
 		if bytewise {
@@ -331,6 +381,9 @@ func (r *Reader) Close() error {
 	}
 	err := r.f.Close()
 	r.f = nil
+	if r.unreserve != nil {
+		r.unreserve()
+	}
 	if err != nil {
 		return fmt.Errorf("sstable: %s: close: %w", r.name, err)
 	}
