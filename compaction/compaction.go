@@ -2,6 +2,7 @@ package compaction
 
 import (
 	"fmt"
+	"iter"
 	"strings"
 
 	"github.com/bloomkv/bloomkv/internal/base"
@@ -18,6 +19,12 @@ type Compaction struct {
 	// OutputLevel that overlap them (empty when OutputLevel == StartLevel).
 	// Both are in their level's order.
 	Inputs [2][]*FileMetadata
+	// Middle are, in a multi-level compaction, the tables of StartLevel+1
+	// that overlap Inputs[0]: they merge with Inputs[0] and Inputs[1]
+	// straight into OutputLevel, StartLevel+2, rather than being written
+	// into StartLevel+1 first (see "Multi-level compactions" in the package
+	// documentation). Empty in every other compaction.
+	Middle []*FileMetadata
 	// Smallest and Largest are the user keys bounding all inputs.
 	Smallest, Largest []byte
 	// Grandparents are the tables of the level below OutputLevel that
@@ -39,7 +46,25 @@ type Compaction struct {
 
 // InputBytes returns the total size of the input tables.
 func (c *Compaction) InputBytes() uint64 {
-	return totalSize(c.Inputs[0]) + totalSize(c.Inputs[1])
+	return totalSize(c.Inputs[0]) + totalSize(c.Middle) + totalSize(c.Inputs[1])
+}
+
+// Tables yields every input table with its level: Inputs[0] at
+// StartLevel, Middle at StartLevel+1, Inputs[1] at OutputLevel. The
+// compaction's edit deletes each from its level.
+func (c *Compaction) Tables() iter.Seq2[int, *FileMetadata] {
+	return func(yield func(int, *FileMetadata) bool) {
+		for _, in := range []struct {
+			level int
+			files []*FileMetadata
+		}{{c.StartLevel, c.Inputs[0]}, {c.StartLevel + 1, c.Middle}, {c.OutputLevel, c.Inputs[1]}} {
+			for _, f := range in.files {
+				if !yield(in.level, f) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // TrivialMove reports whether the compaction is to be done by moving its
@@ -49,7 +74,7 @@ func (c *Compaction) InputBytes() uint64 {
 // tombstones and shadowed versions included, which is why manual
 // compactions, made to drop them, never move.
 func (c *Compaction) TrivialMove() bool {
-	return !c.Manual && c.StartLevel != c.OutputLevel && len(c.Inputs[0]) == 1 && len(c.Inputs[1]) == 0 &&
+	return !c.Manual && c.StartLevel != c.OutputLevel && len(c.Inputs[0]) == 1 && len(c.Middle) == 0 && len(c.Inputs[1]) == 0 &&
 		int64(totalSize(c.Grandparents)) <= c.MaxGrandparentOverlap
 }
 
@@ -114,10 +139,15 @@ func (c *Compaction) below(v *Version, cmp Compare) func(start, end []byte) bool
 }
 
 // String formats the compaction for logs and tests:
-// "L1->L2 [000004] + [000007 000008] range [a, k]".
+// "L1->L2 [000004] + [000007 000008] range [a, k]", with the middle
+// level's tables after a second "+" in a multi-level compaction.
 func (c *Compaction) String() string {
-	return fmt.Sprintf("L%d->L%d %s + %s range [%s, %s]", c.StartLevel, c.OutputLevel,
-		formatFiles(c.Inputs[0]), formatFiles(c.Inputs[1]), c.Smallest, c.Largest)
+	middle := ""
+	if len(c.Middle) > 0 {
+		middle = " + " + formatFiles(c.Middle)
+	}
+	return fmt.Sprintf("L%d->L%d %s%s + %s range [%s, %s]", c.StartLevel, c.OutputLevel,
+		formatFiles(c.Inputs[0]), middle, formatFiles(c.Inputs[1]), c.Smallest, c.Largest)
 }
 
 func formatFiles(files []*manifest.FileMetadata) string {
@@ -129,14 +159,10 @@ func formatFiles(files []*manifest.FileMetadata) string {
 }
 
 func sharesFile(a, b *Compaction) bool {
-	for _, fa := range a.Inputs {
-		for _, f := range fa {
-			for _, fb := range b.Inputs {
-				for _, g := range fb {
-					if f == g {
-						return true
-					}
-				}
+	for _, f := range a.Tables() {
+		for _, g := range b.Tables() {
+			if f == g {
+				return true
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/bloomkv/bloomkv/internal/manifest"
@@ -51,6 +52,8 @@ func TestCompaction_Conflicts(t *testing.T) {
 		cm.Inputs[0] = inputs
 		return cm
 	}
+	multi := mk(1, 3, "a", "f", a) // L1 a-c carried on into L3, L2 d-f merged on the way
+	multi.Middle = []*manifest.FileMetadata{b}
 	for _, tc := range []struct {
 		name string
 		c, p *Compaction
@@ -61,6 +64,8 @@ func TestCompaction_Conflicts(t *testing.T) {
 		{"both from L0", mk(0, 1, "a", "c", a), mk(0, 1, "x", "z", c), true},
 		{"same output, overlapping ranges", mk(1, 2, "a", "e", a), mk(1, 2, "e", "f", b), true},
 		{"other output, overlapping ranges", mk(1, 2, "a", "e", a), mk(2, 3, "e", "f", b), false},
+		{"shared middle table", mk(2, 3, "d", "f", b), multi, true},
+		{"multi-level, same output, overlapping ranges", mk(2, 3, "e", "z", c), multi, true},
 	} {
 		if got := tc.c.Conflicts(bytes.Compare, []*Compaction{tc.p}); got != tc.want {
 			t.Errorf("%s: Conflicts = %t, want %t", tc.name, got, tc.want)
@@ -80,6 +85,20 @@ func TestCompaction_String(t *testing.T) {
 	}
 	if got := cm.InputBytes(); got != 16 {
 		t.Fatalf("InputBytes = %d, want 16", got)
+	}
+	cm.OutputLevel, cm.Middle = 3, []*manifest.FileMetadata{parseFile(t, "5:a-d size=20")}
+	if got, want := cm.String(), "L1->L3 [000004] + [000005] + [000007 000008] range [a, k]"; got != want {
+		t.Fatalf("multi-level String = %q, want %q", got, want)
+	}
+	if got := cm.InputBytes(); got != 36 {
+		t.Fatalf("multi-level InputBytes = %d, want 36", got)
+	}
+	var tables []string
+	for level, f := range cm.Tables() {
+		tables = append(tables, fmt.Sprintf("L%d:%s", level, f.FileNum))
+	}
+	if got, want := strings.Join(tables, " "), "L1:000004 L2:000005 L3:000007 L3:000008"; got != want {
+		t.Fatalf("Tables = %s, want %s", got, want)
 	}
 }
 

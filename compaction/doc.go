@@ -138,6 +138,22 @@
 // [Compaction.TrivialMove]: the table can change level without being
 // rewritten.
 //
+// # Multi-level compactions
+//
+// A compaction from L1..L4 may carry on one level further, as Pebble
+// v1.1.5's do by default: its output level's tables become the middle
+// level of a compaction into the level below, which merges the start
+// level's inputs, the middle level's and the tables under them there, so
+// the middle level's bytes are written once, into the deeper level, rather
+// than into their own level now and again on the way down later. The
+// picker extends a compaction so when that writes no more per byte moved
+// down (Pebble's WriteAmpHeuristic): (upper + middle + lower) / (upper +
+// middle) against (upper + middle) / upper, in bytes of the start, middle
+// and deeper level's inputs. It does not when the deeper level holds
+// nothing under the range (the outputs could then move down unchanged
+// later), when the compaction already reads ExpandedCompactionFactor ×
+// TargetFileSize bytes, or from L0.
+//
 // A [Manual] walk, from [Picker.NewManual], serves DB.Compact: it pushes
 // the tables of a key range down one level at a time ([Picker.PickManual]),
 // from L0 (into the base level) to the deepest level holding keys of the
@@ -167,8 +183,13 @@
 // before.
 //
 // Run writes the kept entries through sstable.Writer, each table with its
-// own per-block filters, and cuts tables at RunConfig.TargetFileSize,
-// along the grandparents and at RunConfig.SplitBoundaries, always between
+// own per-block filters, and cuts tables near RunConfig.TargetFileSize,
+// where a grandparent starts when there are grandparents (between half
+// and twice the target, as Pebble and RocksDB cut), so that a level's
+// tables line up with those of the level below and a later compaction of
+// one rewrites whole tables of that level, not one more at each end; it
+// also cuts once a table overlaps too many grandparent bytes, and at
+// RunConfig.SplitBoundaries, always between
 // two user keys: a key's versions
 // never span two tables, which keeps the levels free of shared boundary
 // keys.

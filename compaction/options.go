@@ -13,7 +13,10 @@ type Options struct {
 	// L0CompactionThreshold is the L0 read amplification (the most L0
 	// tables holding one user key, [Picker.L0ReadAmp]) that triggers a
 	// compaction of L0 into the base level, as Pebble's option of that
-	// name. 0 means [DefaultL0CompactionThreshold].
+	// name is documented. (Pebble v1.1.5 scores L0 at 2 × sublevels /
+	// threshold, so its L0 compactions start at half the threshold: more
+	// of them, each smaller, and fewer L0 tables left once a store
+	// settles.) 0 means [DefaultL0CompactionThreshold].
 	L0CompactionThreshold int
 	// L0CompactionFileThreshold is the number of L0 tables that triggers
 	// an L0 compaction whatever L0's read amplification, so that narrow

@@ -137,10 +137,52 @@ func (p *Picker) pickLevel(v *manifest.Version, level int, busy map[*manifest.Fi
 	for _, cand := range cands {
 		c := p.build(v, level, level+1, p.boundedInputs(files, cand.index, cand.index+1), busy, true)
 		if c != nil && !c.Conflicts(cmp, inProgress) {
-			return c
+			return p.multiLevel(v, c, busy, inProgress)
 		}
 	}
 	return nil
+}
+
+// multiLevel returns c carried one level further down when that writes
+// less per byte moved down, Pebble v1.1.5's rule (its WriteAmpHeuristic):
+// c's output tables become the middle level of a compaction into the level
+// below, which takes the tables there overlapping the inputs. A two-level
+// compaction writes (upper + middle) / upper bytes per upper byte; the
+// multi-level one (upper + middle + lower) / (upper + middle) per byte it
+// moves down, and saves writing the middle level's bytes once now and
+// again later. Otherwise c itself; also when c moves a table, outputs to
+// L6, already reads more than the expansion limit, or the level below
+// holds nothing under it (then c's outputs can later move down unchanged:
+// carrying them further now saves nothing), or when the bigger compaction
+// would take a busy table or conflict with one running.
+func (p *Picker) multiLevel(v *manifest.Version, c *Compaction, busy map[*manifest.FileMetadata]bool, inProgress []*Compaction) *Compaction {
+	if c.StartLevel == 0 || c.OutputLevel+1 >= manifest.NumLevels || len(c.Inputs[1]) == 0 ||
+		c.InputBytes() > p.expandLimit() {
+		return c
+	}
+	cmp := p.cmp.Compare
+	ml := &Compaction{StartLevel: c.StartLevel, OutputLevel: c.OutputLevel + 1, Middle: c.Inputs[1],
+		MaxGrandparentOverlap: c.MaxGrandparentOverlap}
+	ml.Inputs[0] = c.Inputs[0]
+	ml.Inputs[1] = overlapsSorted(v.Levels[ml.OutputLevel], cmp, c.Smallest, c.Largest)
+	for _, f := range ml.Inputs[1] {
+		if busy[f] {
+			return c
+		}
+	}
+	upper, middle := float64(totalSize(c.Inputs[0])), float64(totalSize(c.Inputs[1]))
+	lower := float64(totalSize(ml.Inputs[1]))
+	if lower == 0 || (upper+middle+lower)/(upper+middle) > (upper+middle)/upper {
+		return c
+	}
+	ml.Smallest, ml.Largest = keyRange(cmp, ml.Inputs[0], ml.Middle, ml.Inputs[1])
+	if ml.OutputLevel+1 < manifest.NumLevels {
+		ml.Grandparents = overlapsSorted(v.Levels[ml.OutputLevel+1], cmp, ml.Smallest, ml.Largest)
+	}
+	if ml.Conflicts(cmp, inProgress) {
+		return c
+	}
+	return ml
 }
 
 // PickManual returns a compaction of the tables of level overlapping

@@ -24,7 +24,8 @@ import (
 //
 //   - no compaction picked conflicts with one running;
 //   - L0 compacts into the base level, which lies at or above every level
-//     holding data, and other levels into the next;
+//     holding data, and other levels into the next, or, multi-level, the
+//     one after;
 //   - the levels below L0 stay sorted (Version.CheckOrdering);
 //   - a read, newest L0 table first and then level by level, finds the
 //     newest version of every key written.
@@ -38,9 +39,9 @@ func TestPicker_Model(t *testing.T) {
 	if testing.Short() {
 		rounds = 5
 	}
-	mostRunning, bases := 0, map[int]bool{}
+	mostRunning, bases, multiLevel := 0, map[int]bool{}, 0
 	for round := range rounds {
-		m := newPickerModel(rng)
+		m := newPickerModel(rng, round%2 == 1)
 		ctx := fmt.Sprintf("seed %d round %d (%s)", seed, round, m.describe())
 		for step := 0; step < 400; step++ {
 			m.step(t, ctx)
@@ -52,13 +53,15 @@ func TestPicker_Model(t *testing.T) {
 		}
 		m.checkSettled(t, ctx)
 		mostRunning = max(mostRunning, m.mostRunning)
+		multiLevel += m.multiLevel
 		for level := range m.bases {
 			bases[level] = true
 		}
 	}
-	t.Logf("at most %d compactions running at once; base levels %v", mostRunning, slices.Sorted(maps.Keys(bases)))
-	if mostRunning < 2 || len(bases) < 2 {
-		t.Errorf("seed %d: the histories never ran compactions side by side or never moved the base level", seed)
+	t.Logf("at most %d compactions running at once; base levels %v; %d multi-level compactions",
+		mostRunning, slices.Sorted(maps.Keys(bases)), multiLevel)
+	if mostRunning < 2 || len(bases) < 2 || multiLevel == 0 {
+		t.Errorf("seed %d: the histories never ran compactions side by side, never moved the base level or never carried a compaction on a level", seed)
 	}
 }
 
@@ -81,11 +84,14 @@ type pickerModel struct {
 
 	mostRunning int          // the most compactions running at once
 	bases       map[int]bool // the base levels L0 compacted into
+	multiLevel  int          // multi-level compactions picked
 }
 
 const modelKeys = 300
 
-func newPickerModel(rng *rand.Rand) *pickerModel {
+// newPickerModel returns a history with random options; wideExpansion sets
+// an expansion limit far above the default.
+func newPickerModel(rng *rand.Rand, wideExpansion bool) *pickerModel {
 	opts := Options{
 		L0CompactionThreshold:     2 + rng.IntN(3),
 		LBaseMaxBytes:             int64(4+rng.IntN(12)) << 10,
@@ -97,6 +103,11 @@ func newPickerModel(rng *rand.Rand) *pickerModel {
 		L0CompactionConcurrency:   1,
 		CompactionDebtConcurrency: 1,
 	}
+	if wideExpansion {
+		// Each compaction here writes one table; a wide expansion limit
+		// lets the bigger ones carry on a level (multi-level compactions).
+		opts.ExpandedCompactionFactor = 1000
+	}
 	v, err := NewVersion(nil, [NumLevels][]*FileMetadata{})
 	if err != nil {
 		panic(err)
@@ -106,9 +117,9 @@ func newPickerModel(rng *rand.Rand) *pickerModel {
 }
 
 func (m *pickerModel) describe() string {
-	return fmt.Sprintf("static %t, L0 trigger %d read-amp or %d tables, lbase %d KiB, multiplier %d, flush split %d KiB",
+	return fmt.Sprintf("static %t, L0 trigger %d read-amp or %d tables, lbase %d KiB, multiplier %d, flush split %d KiB, expansion factor %d",
 		m.opts.StaticLevels, m.opts.L0CompactionThreshold, m.opts.L0CompactionFileThreshold,
-		m.opts.LBaseMaxBytes>>10, m.opts.LevelMultiplier, m.opts.FlushSplitBytes>>10)
+		m.opts.LBaseMaxBytes>>10, m.opts.LevelMultiplier, m.opts.FlushSplitBytes>>10, m.p.opts.ExpandedCompactionFactor)
 }
 
 // step flushes, picks or finishes a compaction at random.
@@ -179,13 +190,18 @@ func (m *pickerModel) pickOne(t *testing.T, ctx string) bool {
 	switch {
 	case c.StartLevel == 0 && c.OutputLevel != shape.BaseLevel:
 		t.Fatalf("%s: %s: L0 goes to the base level L%d", ctx, c, shape.BaseLevel)
-	case c.StartLevel > 0 && c.OutputLevel != c.StartLevel+1:
+	case c.StartLevel > 0 && len(c.Middle) == 0 && c.OutputLevel != c.StartLevel+1:
 		t.Fatalf("%s: %s skips a level", ctx, c)
+	case len(c.Middle) > 0 && (c.StartLevel == 0 || c.OutputLevel != c.StartLevel+2):
+		t.Fatalf("%s: %s: a multi-level compaction goes from L1..L4 two levels down", ctx, c)
 	}
 	for level := 1; level < shape.BaseLevel; level++ {
 		if len(m.v.Levels[level]) > 0 {
 			t.Fatalf("%s: L%d holds tables above the base level L%d", ctx, level, shape.BaseLevel)
 		}
+	}
+	if len(c.Middle) > 0 {
+		m.multiLevel++
 	}
 	m.running = append(m.running, c)
 	m.mostRunning = max(m.mostRunning, len(m.running))
@@ -202,12 +218,10 @@ func (m *pickerModel) finish(t *testing.T, ctx string, i int) {
 	m.running = slices.Delete(m.running, i, i+1)
 	edit := &manifest.VersionEdit{DeletedFiles: map[manifest.DeletedFileEntry]bool{}}
 	merged := map[int]base.SeqNum{}
-	for j, level := range []int{c.StartLevel, c.OutputLevel} {
-		for _, f := range c.Inputs[j] {
-			edit.DeletedFiles[manifest.DeletedFileEntry{Level: level, FileNum: f.FileNum}] = true
-			for k, s := range m.contents[f] {
-				merged[k] = max(merged[k], s)
-			}
+	for level, f := range c.Tables() {
+		edit.DeletedFiles[manifest.DeletedFileEntry{Level: level, FileNum: f.FileNum}] = true
+		for k, s := range m.contents[f] {
+			merged[k] = max(merged[k], s)
 		}
 	}
 	edit.NewFiles = []manifest.NewFileEntry{{Level: c.OutputLevel, Meta: m.table(merged)}}

@@ -249,6 +249,9 @@ func formatCompaction(c *Compaction) string {
 		fmt.Fprintf(&b, ", score %.2f", c.Score)
 	}
 	fmt.Fprintf(&b, "\n  L%d: %s\n", c.StartLevel, formatFiles(c.Inputs[0]))
+	if len(c.Middle) > 0 {
+		fmt.Fprintf(&b, "  L%d: %s (middle)\n", c.StartLevel+1, formatFiles(c.Middle))
+	}
 	if c.OutputLevel != c.StartLevel {
 		fmt.Fprintf(&b, "  L%d: %s\n", c.OutputLevel, formatFiles(c.Inputs[1]))
 	}
@@ -277,10 +280,8 @@ func walkManual(t *testing.T, p *Picker, v *manifest.Version, start, end []byte,
 		}
 		b.WriteString(formatCompaction(c))
 		edit := &manifest.VersionEdit{DeletedFiles: map[manifest.DeletedFileEntry]bool{}}
-		for i, level := range []int{c.StartLevel, c.OutputLevel} {
-			for _, f := range c.Inputs[i] {
-				edit.DeletedFiles[manifest.DeletedFileEntry{Level: level, FileNum: f.FileNum}] = true
-			}
+		for level, f := range c.Tables() {
+			edit.DeletedFiles[manifest.DeletedFileEntry{Level: level, FileNum: f.FileNum}] = true
 		}
 		edit.NewFiles = []manifest.NewFileEntry{{Level: c.OutputLevel, Meta: simulatedOutput(*next, c)}}
 		var err error
@@ -298,11 +299,9 @@ func walkManual(t *testing.T, p *Picker, v *manifest.Version, start, end []byte,
 // simulatedOutput is a table numbered num standing for the output of c.
 func simulatedOutput(num base.FileNum, c *Compaction) *manifest.FileMetadata {
 	f := &manifest.FileMetadata{FileNum: num, Size: c.InputBytes(), SmallestSeqNum: base.SeqNum(num)}
-	for _, files := range c.Inputs {
-		for _, in := range files {
-			f.SmallestSeqNum = min(f.SmallestSeqNum, in.SmallestSeqNum)
-			f.LargestSeqNum = max(f.LargestSeqNum, in.LargestSeqNum)
-		}
+	for _, in := range c.Tables() {
+		f.SmallestSeqNum = min(f.SmallestSeqNum, in.SmallestSeqNum)
+		f.LargestSeqNum = max(f.LargestSeqNum, in.LargestSeqNum)
 	}
 	f.Smallest = base.MakeInternalKey(c.Smallest, f.LargestSeqNum, base.KindSet)
 	f.Largest = base.MakeInternalKey(c.Largest, f.SmallestSeqNum, base.KindSet)

@@ -43,12 +43,16 @@ type RunConfig struct {
 	NewOutput func() (FileNum, vfs.File, error)
 	// Writer are the options of the tables written.
 	Writer sstable.WriterOptions
-	// TargetFileSize is the size at which Run closes a table and starts the
-	// next one, at the next user key. 0 means one table.
+	// TargetFileSize is the size of the tables Run writes: without
+	// Grandparents it closes a table once it reaches this size and starts
+	// the next at the next user key; with them it cuts tables where the
+	// grandparents start, between half and twice this size (see split.go).
+	// 0 means one table.
 	TargetFileSize int64
 	// Grandparents are the tables of the level below the output
-	// (Compaction.Grandparents), in key order. Run also closes a table,
-	// at a user-key boundary, once it overlaps more than
+	// (Compaction.Grandparents), in key order. Run cuts tables where they
+	// start, so that the output's tables line up with them, and closes a
+	// table, at a user-key boundary, once it overlaps more than
 	// MaxGrandparentOverlap bytes of them.
 	Grandparents []*FileMetadata
 	// MaxGrandparentOverlap bounds the bytes of grandparents one table may
@@ -100,8 +104,9 @@ type RunStats struct {
 // tombstone of cfg.RangeDels that the same readers see deletes it.
 // Tombstones that no snapshot needs are dropped where cfg.ElideTombstone
 // and cfg.ElideRangeTombstone allow. The entries kept are written to new
-// tables, each cut once it reaches cfg.TargetFileSize, overlaps too many
-// grandparent bytes, or holds cfg.SplitBytes at a boundary of
+// tables, each cut near cfg.TargetFileSize (where a grandparent starts,
+// when there are grandparents), once it overlaps too many grandparent
+// bytes, or once it holds cfg.SplitBytes at a boundary of
 // cfg.SplitBoundaries, always between two user keys, so no key's versions
 // span two tables; the range tombstones kept are cut at the same
 // boundaries, so that the tables' key ranges, tombstones included, do not
@@ -191,7 +196,7 @@ func (r *runner) run() error {
 			break
 		}
 		key := versions[0].key.UserKey
-		if r.gp.cutBefore(key, r.w != nil) || r.split.cutBefore(key, r.w) || r.full {
+		if r.cutBefore(key) {
 			if err := r.finishTable(key, nil); err != nil {
 				return err
 			}
@@ -199,7 +204,7 @@ func (r *runner) run() error {
 		if err := r.add(versions); err != nil {
 			return err
 		}
-		if r.cfg.TargetFileSize > 0 && r.w.EstimatedSize() >= uint64(r.cfg.TargetFileSize) {
+		if r.cfg.TargetFileSize > 0 && r.gp.sizeCut(r.w.EstimatedSize(), uint64(r.cfg.TargetFileSize)) {
 			if r.full = r.spans(key); !r.full {
 				if err := r.finishTable(nil, key); err != nil {
 					return err
@@ -219,6 +224,20 @@ func (r *runner) run() error {
 		return r.finishTable(nil, nil)
 	}
 	return nil
+}
+
+// cutBefore reports whether the open table, if any, should end before key
+// (see "Where Run cuts its output tables" in split.go), short of its size
+// after the key, which run checks once key is written.
+func (r *runner) cutBefore(key []byte) bool {
+	open := r.w != nil
+	reached := r.gp.advance(key, open)
+	split := r.split.cutBefore(key, r.w)
+	if !open {
+		return false
+	}
+	aligned := reached && r.cfg.TargetFileSize > 0 && r.gp.alignedCut(r.w.EstimatedSize(), uint64(r.cfg.TargetFileSize))
+	return r.full || split || aligned || r.gp.overLimit()
 }
 
 // spans reports whether a pending tombstone holds key and reaches past it.
@@ -302,51 +321,4 @@ func (r *runner) addRangeDels(w *sstable.Writer, next, last []byte) error {
 		r.lower = append(make([]byte, 0, len(next)), next...)
 	}
 	return nil
-}
-
-// grandparentLimiter tells when the table being written has come to
-// overlap more than limit bytes of the grandparent tables, so that
-// compacting it later into the level below would rewrite too much. It
-// counts a grandparent once the keys written have passed it.
-type grandparentLimiter struct {
-	cmp     base.Compare
-	files   []*manifest.FileMetadata
-	limit   int64 // 0: no limit
-	next    int   // first grandparent not yet passed
-	overlap int64 // bytes of grandparents passed by the open table
-}
-
-// cutBefore reports whether the open table (tableOpen) should end before
-// userKey.
-func (g *grandparentLimiter) cutBefore(userKey []byte, tableOpen bool) bool {
-	for g.next < len(g.files) && g.cmp(userKey, g.files[g.next].Largest.UserKey) > 0 {
-		if tableOpen {
-			g.overlap += int64(g.files[g.next].Size)
-		}
-		g.next++
-	}
-	return tableOpen && g.limit > 0 && g.overlap > g.limit
-}
-
-// reset starts counting for a new table.
-func (g *grandparentLimiter) reset() { g.overlap = 0 }
-
-// boundarySplitter tells when the table being written, once it holds
-// bytes, has reached the end of one of files: it is then cut there.
-type boundarySplitter struct {
-	cmp   base.Compare
-	files []*manifest.FileMetadata
-	bytes int64 // 0: no cuts
-	next  int   // first table of files whose end the keys have not passed
-}
-
-// cutBefore reports whether the open table w (nil: none) should end before
-// userKey.
-func (s *boundarySplitter) cutBefore(userKey []byte, w *sstable.Writer) bool {
-	passed := false
-	for s.next < len(s.files) && s.cmp(userKey, s.files[s.next].Largest.UserKey) > 0 {
-		s.next++
-		passed = true
-	}
-	return passed && w != nil && s.bytes > 0 && w.EstimatedSize() >= uint64(s.bytes)
 }

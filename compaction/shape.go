@@ -164,10 +164,8 @@ func (p *Picker) FlushSplit(v *Version) (boundaries []*FileMetadata, splitBytes 
 func busyTables(inProgress []*Compaction) map[*manifest.FileMetadata]bool {
 	busy := make(map[*manifest.FileMetadata]bool)
 	for _, c := range inProgress {
-		for _, files := range c.Inputs {
-			for _, f := range files {
-				busy[f] = true
-			}
+		for _, f := range c.Tables() {
+			busy[f] = true
 		}
 	}
 	return busy

@@ -6,6 +6,8 @@ import (
 	"runtime/metrics"
 	"testing"
 	"time"
+
+	"github.com/bloomkv/bloomkv/kv"
 )
 
 // BenchmarkFillLarge fills a fresh store with a million keys (ten million
@@ -53,7 +55,7 @@ func BenchmarkFillLarge(b *testing.B) {
 		sizes = append(sizes, 10_000_000)
 	}
 	for _, n := range sizes {
-		for _, eng := range benchEngines {
+		for _, eng := range writeEngines {
 			b.Run(fmt.Sprintf("keys=%dM/engine=%s", n/1_000_000, eng.name), func(b *testing.B) {
 				b.SetBytes(int64(n) * (17 + benchValueSize))
 				for i := 0; i < b.N; i++ {
@@ -64,7 +66,23 @@ func BenchmarkFillLarge(b *testing.B) {
 	}
 }
 
-var fill10M = flag.Bool("fill10m", false, "BenchmarkFillLarge: also fill 10 million keys (minutes per engine)")
+var (
+	fill10M     = flag.Bool("fill10m", false, "BenchmarkFillLarge: also fill 10 million keys (minutes per engine)")
+	fillMetrics = flag.Bool("fillmetrics", false, "BenchmarkFillLarge, BenchmarkOverwriteSpaceAmp: log each engine's per-level metrics once settled")
+)
+
+// engineMetrics formats e's metrics table: per level, the tables, bytes
+// and compaction traffic (bloomkv's Metrics.String, Pebble's
+// Metrics.String).
+func engineMetrics(e benchEngine) string {
+	switch e := e.(type) {
+	case *bloomkvEngine:
+		return e.db.Metrics().String()
+	case *pebbleEngine:
+		return e.db.Metrics().String()
+	}
+	return ""
+}
 
 const (
 	fillCheckpoints = 10
@@ -101,6 +119,9 @@ func fillLarge(b *testing.B, e benchEngine, engine string, n int) {
 	probe = probeLookups(b, e, n)
 	b.Logf("%s settled %v after the fill: tables per level %v, sorted runs %d, %s, write-amp %.2f, peak heap beyond cache and memtables %.1f MB",
 		engine, settled.Round(time.Millisecond), e.levels(), probe.sortedRuns, probe, st.writeAmp, float64(peakHeap)/1e6)
+	if *fillMetrics {
+		b.Logf("%s settled metrics:\n%s", engine, engineMetrics(e))
+	}
 	b.ReportMetric(float64(n)/elapsed.Seconds(), "keys/s")
 	b.ReportMetric(st.writeAmp, "write-amp")
 	b.ReportMetric(float64(peakHeap)/1e6, "peak-heap-MB")
@@ -250,18 +271,56 @@ func (h *heapSampler) stop() int64 {
 // run it with -benchtime=1x. Once background work has settled, it reports
 // space-amp: the bytes of the engine's tables over the bytes they take
 // after a manual compaction of everything, one copy of the live data. Also
-// reported: keys/s of the writes and write-amp. A million keys make about
-// 60 MB of tables, near LBaseMaxBytes (64 MiB) × 1: the size where a
-// dynamic level scheme moves its base level up from L6.
+// reported: keys/s of the writes and write-amp.
+//
+// A million keys make about 126 MB of tables (the values are random
+// letters, which Snappy does not shorten). It runs under three base-level targets
+// (LBaseMaxBytes, the same on both engines), since a dynamic leveled LSM's
+// space amplification depends on where the store's size falls between two
+// moves of its base level:
+//
+//   - lbase=64MB, the benchmarks' own (kv.DefaultLBaseMaxBytes): the live
+//     data is about twice LBaseMaxBytes, so L5 is the base level, one
+//     level above L6, with a target of half the live data. It may hold
+//     that much in newer versions above L6's whole copy before it is due,
+//     and L0 up to four memtables more: any leveled LSM with this target
+//     swings between 1 and about 1.6 here, 1.5 on average;
+//   - lbase=16MB: L5 is the base level at a seventh to a ninth of L6 (the
+//     store's size moves in that range as versions pile up and are
+//     dropped), near the LevelMultiplier of 10 of a store in its steady
+//     shape; the levels above L6 then hold about an eighth of it, and L0
+//     a few memtables;
+//   - lbase=6MB: the base level has just moved up to L4, with L4, L5 and L6
+//     about 4.3 times apart: the upper levels hold about a third of L6.
 func BenchmarkOverwriteSpaceAmp(b *testing.B) {
-	for _, eng := range benchEngines {
-		b.Run("engine="+eng.name, func(b *testing.B) {
-			b.SetBytes(int64(overwriteKeys*overwriteRounds) * (17 + benchValueSize))
-			for i := 0; i < b.N; i++ {
-				overwriteSpaceAmp(b, eng.open(b, b.TempDir(), true), eng.name)
-			}
-		})
+	for _, lbase := range []int64{kv.DefaultLBaseMaxBytes, 16 << 20, 6 << 20} {
+		for _, eng := range overwriteEngines {
+			b.Run(fmt.Sprintf("lbase=%dMB/engine=%s", lbase>>20, eng.name), func(b *testing.B) {
+				b.SetBytes(int64(overwriteKeys*overwriteRounds) * (17 + benchValueSize))
+				for i := 0; i < b.N; i++ {
+					overwriteSpaceAmp(b, eng.open(b, b.TempDir(), lbase), eng.name)
+				}
+			})
+		}
 	}
+}
+
+// overwriteEngines open the engines of BenchmarkOverwriteSpaceAmp with the
+// options of bench_test.go but for LBaseMaxBytes.
+var overwriteEngines = []struct {
+	name string
+	open func(b *testing.B, dir string, lbase int64) benchEngine
+}{
+	{"bloomkv", func(b *testing.B, dir string, lbase int64) benchEngine {
+		opts := bloomkvBenchOptions(b, true)
+		opts.LBaseMaxBytes = lbase
+		return openBloomkvWith(b, dir, opts)
+	}},
+	{"pebble", func(b *testing.B, dir string, lbase int64) benchEngine {
+		opts := pebbleBenchOptions(true)
+		opts.LBaseMaxBytes = lbase
+		return openPebbleWith(b, dir, opts)
+	}},
 }
 
 const (
@@ -291,6 +350,9 @@ func overwriteSpaceAmp(b *testing.B, e benchEngine, engine string) {
 	}
 	settled := e.fillStats()
 	levels := e.levels()
+	if *fillMetrics {
+		b.Logf("%s settled metrics:\n%s", engine, engineMetrics(e))
+	}
 	if err := e.compactAll(); err != nil {
 		b.Fatal(err)
 	}

@@ -18,7 +18,8 @@ import (
 // (-col /engine).
 //
 // Both engines get the same memtable size, block size, table size, level
-// sizes, L0 compaction trigger, block cache capacity, Snappy compression,
+// sizes, L0 compaction trigger, L0 write stall (and no slowdown before it:
+// Pebble v1.1.5 has none), block cache capacity, Snappy compression,
 // and a Bloom filter of 10 bits per key on every level: bloomkv's own
 // (bloompolicy.NewBitsPerKey(10), one filter per data block), Pebble's
 // (bloom.FilterPolicy(10), one filter per table, the only kind Pebble v1
@@ -102,7 +103,7 @@ func bloomkvBenchOptions(b *testing.B, autoCompact bool) *kv.Options {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &kv.Options{
+	opts := &kv.Options{
 		FS:                          vfs.Default,
 		FilterPolicy:                policy,
 		MemTableSize:                benchMemTable,
@@ -113,6 +114,10 @@ func bloomkvBenchOptions(b *testing.B, autoCompact bool) *kv.Options {
 		L0CompactionThreshold:       kv.DefaultL0CompactionThreshold,
 		DisableAutomaticCompactions: !autoCompact,
 	}
+	// Pebble v1.1.5 has no write slowdown, only its stop at
+	// L0StopWritesThreshold: bloomkv's slowdown starts there too.
+	opts.L0SlowdownWritesThreshold = kv.DefaultL0StopWritesThreshold
+	return opts
 }
 
 func (e *bloomkvEngine) set(key, value []byte, sync bool) error {

@@ -53,10 +53,8 @@ func (d *DB) backgroundCompaction(c *compaction.Compaction) {
 // exit, released while tables are written.
 func (d *DB) compactLocked(c *compaction.Compaction) error {
 	edit := &manifest.VersionEdit{DeletedFiles: make(map[manifest.DeletedFileEntry]bool)}
-	for i, level := range []int{c.StartLevel, c.OutputLevel} {
-		for _, f := range c.Inputs[i] {
-			edit.DeletedFiles[manifest.DeletedFileEntry{Level: level, FileNum: f.FileNum}] = true
-		}
+	for level, f := range c.Tables() {
+		edit.DeletedFiles[manifest.DeletedFileEntry{Level: level, FileNum: f.FileNum}] = true
 	}
 	if c.TrivialMove() {
 		f := c.Inputs[0][0]
@@ -84,7 +82,7 @@ func (d *DB) compactLocked(c *compaction.Compaction) error {
 	m := &d.metrics.levels[c.OutputLevel]
 	m.compactions.Add(1)
 	if c.StartLevel != c.OutputLevel {
-		for _, f := range c.Inputs[0] {
+		for _, f := range moving(c) {
 			m.bytesIn.Add(int64(f.Size))
 		}
 	}
@@ -105,30 +103,24 @@ func (d *DB) runCompaction(c *compaction.Compaction) ([]*manifest.FileMetadata, 
 		Grandparents:          c.Grandparents,
 		MaxGrandparentOverlap: c.MaxGrandparentOverlap,
 	}
-	var moving []*manifest.FileMetadata
-	if c.StartLevel != c.OutputLevel {
-		moving = c.Inputs[0]
-	}
-	filter := d.tableFilterLocked(c.OutputLevel, moving, 0)
+	filter := d.tableFilterLocked(c.OutputLevel, moving(c), 0)
 	d.mu.Unlock()
 	defer d.mu.Lock()
 	var iters []base.InternalIterator
-	for _, files := range c.Inputs {
-		for _, f := range files {
-			ts, err := d.tableCache.rangeDels(f)
-			var it base.InternalIterator
-			if err == nil {
-				it, err = d.tableCache.newIter(f)
-			}
-			if err != nil {
-				for _, it := range iters {
-					it.Close()
-				}
-				return nil, fmt.Errorf("kv: compaction %s: %w", c, err)
-			}
-			cfg.RangeDels = append(cfg.RangeDels, ts...)
-			iters = append(iters, it)
+	for _, f := range c.Tables() {
+		ts, err := d.tableCache.rangeDels(f)
+		var it base.InternalIterator
+		if err == nil {
+			it, err = d.tableCache.newIter(f)
 		}
+		if err != nil {
+			for _, it := range iters {
+				it.Close()
+			}
+			return nil, fmt.Errorf("kv: compaction %s: %w", c, err)
+		}
+		cfg.RangeDels = append(cfg.RangeDels, ts...)
+		iters = append(iters, it)
 	}
 	input := &cancelIter{
 		InternalIterator: iterator.NewMerging(d.cmp.Compare, iters...),
@@ -139,6 +131,15 @@ func (d *DB) runCompaction(c *compaction.Compaction) ([]*manifest.FileMetadata, 
 		return nil, fmt.Errorf("kv: compaction %s: %w", c, err)
 	}
 	return outputs, nil
+}
+
+// moving returns the input tables of c that come down into its output
+// level from the levels above: none when c rewrites a level in place.
+func moving(c *compaction.Compaction) []*manifest.FileMetadata {
+	if c.StartLevel == c.OutputLevel {
+		return nil
+	}
+	return append(slices.Clip(c.Inputs[0]), c.Middle...)
 }
 
 // Compact compacts the key range [start, end] (nil: unbounded) down the

@@ -26,7 +26,7 @@ func TestCrash_BaseLevelMoves(t *testing.T) {
 	forEachSeed(t, 1, func(t *testing.T, seed uint64) {
 		fs, _ := baseLevelFixture(t, seed)
 		start := fs.count()
-		m := runReshape(t, fs)
+		m := runReshape(t, fs, baseLevelOptions)
 		total := fs.count() - start
 		t.Logf("the compactions make %d filesystem changes; settled with base level L%d:\n%s",
 			total, m.Compact.BaseLevel, m)
@@ -36,10 +36,10 @@ func TestCrash_BaseLevelMoves(t *testing.T) {
 		for _, k := range crashPoints(newRand(seed), total, points) {
 			fs, want := baseLevelFixture(t, seed)
 			fs.arm(fs.count() + k)
-			runReshape(t, fs)
+			runReshape(t, fs, baseLevelOptions)
 			what := fmt.Sprintf("seed %d, crash %d operations into the compactions", seed, k)
 			fs.FS.(*vfs.MemFS).ResetToSyncedState()
-			checkReshaped(t, fs.FS, want, what)
+			checkReshaped(t, fs.FS, baseLevelOptions, want, what)
 			if t.Failed() {
 				return
 			}
@@ -102,12 +102,16 @@ func baseLevelFixture(t *testing.T, seed uint64) (*crashFS, map[string]string) {
 	return fs, want
 }
 
-// runReshape opens the store on fs with automatic compactions on, waits
-// until they are done or the power is off, and closes it. It returns the
-// metrics of the settled store.
-func runReshape(t *testing.T, fs *crashFS) kv.Metrics {
+// storeOptions returns the options of a crash test's store on fs, with
+// automatic compactions on or off.
+type storeOptions func(fs vfs.FS, auto bool) *kv.Options
+
+// runReshape opens the store on fs with opts and automatic compactions on,
+// waits until they are done or the power is off, and closes it. It
+// returns the metrics of the settled store.
+func runReshape(t *testing.T, fs *crashFS, opts storeOptions) kv.Metrics {
 	t.Helper()
-	db, err := kv.Open("db", baseLevelOptions(fs, true))
+	db, err := kv.Open("db", opts(fs, true))
 	if err != nil {
 		if fs.isCrashed() {
 			return kv.Metrics{}
@@ -140,13 +144,13 @@ func waitSettled(t *testing.T, db *kv.DB, stop func() bool) kv.Metrics {
 	}
 }
 
-// checkReshaped opens the crashed store on fs: it holds want; its
-// compactions, run to the end, keep it so and leave nothing above the
+// checkReshaped opens the crashed store on fs with opts: it holds want;
+// its compactions, run to the end, keep it so and leave nothing above the
 // base level.
-func checkReshaped(t *testing.T, fs vfs.FS, want map[string]string, what string) {
+func checkReshaped(t *testing.T, fs vfs.FS, opts storeOptions, want map[string]string, what string) {
 	t.Helper()
 	for pass, auto := range []bool{false, true} {
-		db, err := kv.Open("db", baseLevelOptions(fs, auto))
+		db, err := kv.Open("db", opts(fs, auto))
 		if err != nil {
 			t.Fatalf("%s: Open (pass %d): %v", what, pass, err)
 		}
