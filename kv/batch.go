@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/bloomkv/bloomkv/internal/base"
 )
@@ -35,8 +36,35 @@ type Batch struct {
 }
 
 // NewBatch returns an empty batch. The batch is not tied to the DB: it may be
-// applied to any DB.
-func (d *DB) NewBatch() *Batch { return &Batch{} }
+// applied to any DB. Its buffer may come from batches closed before
+// (Close): a program that builds many batches closes each once applied.
+func (d *DB) NewBatch() *Batch {
+	b := &Batch{}
+	if p := batchBufs.Get(); p != nil {
+		b.data = *p.(*[]byte)
+	}
+	return b
+}
+
+// batchBufs holds the buffers of closed batches, each as a *[]byte of
+// length 0.
+var batchBufs sync.Pool
+
+// maxPooledBatchBuf bounds the buffers Close keeps: one huge batch does
+// not pin its memory for the batches after it.
+const maxPooledBatchBuf = 4 << 20
+
+// Close releases the batch's buffer for later batches (NewBatch) and
+// empties the batch, as Reset does; the batch may then be used again, as
+// a new one. It must not be called while Apply is running, and the
+// batch's bytes must not be used after it.
+func (b *Batch) Close() {
+	if c := cap(b.data); c > 0 && c <= maxPooledBatchBuf {
+		buf := b.data[:0]
+		batchBufs.Put(&buf)
+	}
+	*b = Batch{}
+}
 
 // Set adds a write of value under key.
 func (b *Batch) Set(key, value []byte) error {

@@ -118,6 +118,45 @@ func TestBatch_Reset(t *testing.T) {
 	}
 }
 
+// TestBatch_Close empties a batch and passes its buffer on: batches made
+// after it, and the closed batch used again, hold their own writes only,
+// however the buffers went round.
+func TestBatch_Close(t *testing.T) {
+	d, _ := openMem(t, nil)
+	defer d.Close()
+	b1 := d.NewBatch()
+	b1.Set([]byte("a"), []byte("1"))
+	b1.Set([]byte("b"), []byte("2"))
+	if err := d.Apply(b1, NoSync); err != nil {
+		t.Fatal(err)
+	}
+	b1.Close()
+	if !b1.Empty() || b1.Len() != batchHeaderLen || b1.err != nil {
+		t.Fatalf("after Close: count %d len %d err %v", b1.Count(), b1.Len(), b1.err)
+	}
+	for i := range 3 {
+		b := d.NewBatch()
+		b.Set(fmt.Appendf(nil, "c%d", i), []byte("3"))
+		b1.Set(fmt.Appendf(nil, "d%d", i), []byte("4"))
+		if b.Count() != 1 || b1.Count() != 1 {
+			t.Fatalf("round %d: batches of %d and %d writes, want 1 each", i, b.Count(), b1.Count())
+		}
+		if err := d.Apply(b, NoSync); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Apply(b1, NoSync); err != nil {
+			t.Fatal(err)
+		}
+		b.Close()
+		b1.Close()
+	}
+	for _, k := range []string{"a", "b", "c0", "c1", "c2", "d0", "d1", "d2"} {
+		if _, err := d.Get([]byte(k)); err != nil {
+			t.Fatalf("Get(%q): %v", k, err)
+		}
+	}
+}
+
 // TestBatch_Limits checks each limit at its edge.
 func TestBatch_Limits(t *testing.T) {
 	var b Batch

@@ -2,6 +2,7 @@ package kv_test
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -45,7 +46,7 @@ func BenchmarkIter(b *testing.B) {
 			for _, op := range iterOps {
 				for k, eng := range benchEngines {
 					e := engines[k].(iterEngine)
-					b.Run(fmt.Sprintf("op=%s/engine=%s", op.name, eng.name), func(b *testing.B) { op.run(b, e) })
+					b.Run(fmt.Sprintf("op=%s/engine=%s", op.name, eng.name), func(b *testing.B) { op.run(b, e, iterKeys) })
 				}
 			}
 			for _, e := range engines {
@@ -110,58 +111,129 @@ type iterEngine interface {
 func (e *bloomkvEngine) newIter() (benchIter, error) { return e.db.NewIter(nil) }
 func (e *pebbleEngine) newIter() (benchIter, error)  { return e.db.NewIter(nil) }
 
+// iterOps are the operations of BenchmarkIter and BenchmarkIterCompacted
+// on a store of keys keys (benchKey's even ones).
 var iterOps = []struct {
 	name string
-	run  func(b *testing.B, e iterEngine)
+	run  func(b *testing.B, e iterEngine, keys int)
 }{
-	{"seek-one", func(b *testing.B, e iterEngine) { benchSeeks(b, e, 1) }},
-	{"range100", func(b *testing.B, e iterEngine) { benchSeeks(b, e, 100) }},
-	{"scan-forward", func(b *testing.B, e iterEngine) { benchFullScans(b, e, true) }},
-	{"scan-reverse", func(b *testing.B, e iterEngine) { benchFullScans(b, e, false) }},
+	{"seek-one", func(b *testing.B, e iterEngine, keys int) { benchSeeks(b, e, keys, 1) }},
+	{"range50", func(b *testing.B, e iterEngine, keys int) { benchSeeks(b, e, keys, 50) }},
+	{"range100", func(b *testing.B, e iterEngine, keys int) { benchSeeks(b, e, keys, 100) }},
+	{"scan-forward", func(b *testing.B, e iterEngine, keys int) { benchFullScans(b, e, keys, true) }},
+	{"scan-reverse", func(b *testing.B, e iterEngine, keys int) { benchFullScans(b, e, keys, false) }},
+}
+
+// BenchmarkIterCompacted runs the operations of BenchmarkIter on the
+// compacted store of benchPrefill keys that BenchmarkGet and BenchmarkScan
+// use, which the block cache holds whole once warm: the iterators' own CPU
+// cost per entry and per seek, on a store that loads in seconds. range50
+// is YCSB E's scan (a fresh iterator, SeekGE, about 50 entries). As
+// BenchmarkIter, each operation runs on one engine right after the other:
+//
+//	go test ./kv -run '^$' -bench 'IterCompacted' -count 3
+func BenchmarkIterCompacted(b *testing.B) {
+	engines := make([]iterEngine, len(benchEngines))
+	for k, eng := range benchEngines {
+		e := loadStore(b, eng.open, b.TempDir(), "compacted")
+		defer func() {
+			if err := e.close(); err != nil {
+				b.Error(err)
+			}
+		}()
+		engines[k] = e.(iterEngine)
+	}
+	for _, op := range iterOps {
+		for k, eng := range benchEngines {
+			b.Run(fmt.Sprintf("op=%s/engine=%s", op.name, eng.name), func(b *testing.B) {
+				op.run(b, engines[k], benchPrefill)
+			})
+		}
+	}
 }
 
 // benchSeeks opens an iterator per operation, seeks it to a random present
-// key, reads n keys from there (fewer at the end of the store) and closes
-// it.
-func benchSeeks(b *testing.B, e iterEngine, n int) {
-	var key, sink []byte
+// key of a store of keys keys, reads n keys from there (fewer at the end
+// of the store) and closes it.
+func benchSeeks(b *testing.B, e iterEngine, keys, n int) {
+	var buf seekBuffers
+	cpu := startCPU()
+	defer cpu.stop(b)
 	for i := 0; i < b.N; i++ {
-		j := mix64(uint64(i)) % iterKeys
-		key = benchKey(key, 2*j, true)
-		it, err := e.newIter()
-		if err != nil {
-			b.Fatal(err)
-		}
-		ok := it.SeekGE(key)
-		if !ok || string(it.Key()) != string(key) {
-			b.Fatalf("SeekGE(%s) landed on %q (%v)", key, it.Key(), it.Error())
-		}
-		for read := 0; ok && read < n; read++ {
-			sink = append(append(sink[:0], it.Key()...), it.Value()...)
-			if read+1 < n {
-				ok = it.Next()
-			}
-		}
-		if err := it.Close(); err != nil {
-			b.Fatal(err)
-		}
+		seekOnce(b, e, &buf, i, keys, n)
 	}
 }
 
-// benchFullScans walks the whole store once per operation, after one
-// untimed pass that fills the block cache as far as it holds the store.
-func benchFullScans(b *testing.B, e iterEngine, forward bool) {
-	b.SetBytes(iterKeys * (17 + benchValueSize))
-	fullScan(b, e, forward)
+// seekBuffers are the buffers seekOnce reuses.
+type seekBuffers struct{ key, sink []byte }
+
+// seekOnce is benchSeeks' operation i.
+func seekOnce(b *testing.B, e iterEngine, buf *seekBuffers, i, keys, n int) {
+	j := mix64(uint64(i)) % uint64(keys)
+	buf.key = benchKey(buf.key, 2*j, true)
+	it, err := e.newIter()
+	if err != nil {
+		b.Fatal(err)
+	}
+	ok := it.SeekGE(buf.key)
+	if !ok || string(it.Key()) != string(buf.key) {
+		b.Fatalf("SeekGE(%s) landed on %q (%v)", buf.key, it.Key(), it.Error())
+	}
+	for read := 0; ok && read < n; read++ {
+		buf.sink = append(append(buf.sink[:0], it.Key()...), it.Value()...)
+		if read+1 < n {
+			ok = it.Next()
+		}
+	}
+	if err := it.Close(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// benchFullScans walks the whole store of keys keys once per operation,
+// after one untimed pass that fills the block cache as far as it holds
+// the store.
+func benchFullScans(b *testing.B, e iterEngine, keys int, forward bool) {
+	b.SetBytes(int64(keys) * (17 + benchValueSize))
+	fullScan(b, e, keys, forward)
 	b.ResetTimer()
+	cpu := startCPU()
+	defer cpu.stop(b)
 	for i := 0; i < b.N; i++ {
-		fullScan(b, e, forward)
+		fullScan(b, e, keys, forward)
 	}
 }
 
-// fullScan walks the whole store once, forward or backward, and checks it
-// saw every key.
-func fullScan(b *testing.B, e iterEngine, forward bool) {
+// cpuMeter measures the CPU time of the goroutine that runs a benchmark's
+// loop, locked to its OS thread meanwhile (see threadCPU). On a shared
+// machine the wall time per operation also counts the time other
+// processes held the cores; cpu-ns/op does not, so it compares engines
+// and builds more steadily. It leaves out background work (compactions,
+// the GC's own workers), which a settled store barely has.
+type cpuMeter struct {
+	start int64
+	ok    bool
+}
+
+// startCPU locks the goroutine to its thread and starts measuring.
+func startCPU() cpuMeter {
+	runtime.LockOSThread()
+	ns, ok := threadCPU()
+	return cpuMeter{ns, ok}
+}
+
+// stop reports cpu-ns/op and unlocks the goroutine from its thread.
+func (m cpuMeter) stop(b *testing.B) {
+	ns, ok := threadCPU()
+	runtime.UnlockOSThread()
+	if m.ok && ok {
+		b.ReportMetric(float64(ns-m.start)/float64(b.N), "cpu-ns/op")
+	}
+}
+
+// fullScan walks the whole store of keys keys once, forward or backward,
+// and checks it saw every key.
+func fullScan(b *testing.B, e iterEngine, keys int, forward bool) {
 	it, err := e.newIter()
 	if err != nil {
 		b.Fatal(err)
@@ -179,7 +251,94 @@ func fullScan(b *testing.B, e iterEngine, forward bool) {
 	if err := it.Close(); err != nil {
 		b.Fatal(err)
 	}
-	if n != iterKeys {
-		b.Fatalf("scan saw %d keys, want %d", n, iterKeys)
+	if n != keys {
+		b.Fatalf("scan saw %d keys, want %d", n, keys)
 	}
+}
+
+// BenchmarkPaired measures bloomkv against Pebble on a machine that other
+// work shares: on the compacted store of benchPrefill keys (BenchmarkGet's
+// and BenchmarkScan's), it runs each operation on the two engines in
+// turn, pairSlice operations at a time, so that both meet the same load
+// at every moment, and times each engine by the CPU its thread used
+// (see cpuMeter). It reports bloomkv-cpu-ns/op, pebble-cpu-ns/op and
+// their ratio, ratio-cpu; ns/op is the wall time of one operation on
+// both engines together. The operations: Get of a present and of an
+// absent key (get-present, get-absent), seek-one and range50 as
+// BenchmarkIter runs them, and whole forward and reverse scans
+// (scan-forward, scan-reverse; the engines alternate after each).
+//
+//	go test ./kv -run '^$' -bench 'Paired' -benchtime 200000x -count 3
+func BenchmarkPaired(b *testing.B) {
+	var engines [2]benchEngine
+	for k, eng := range benchEngines {
+		engines[k] = loadStore(b, eng.open, b.TempDir(), "compacted")
+		defer func() {
+			if err := engines[k].close(); err != nil {
+				b.Error(err)
+			}
+		}()
+	}
+	for _, op := range pairedOps {
+		b.Run("op="+op.name, func(b *testing.B) { runPaired(b, engines, op.slice, op.run) })
+	}
+}
+
+// pairSlice is how many short operations BenchmarkPaired runs on one
+// engine before it turns to the other: a few milliseconds' worth.
+const pairSlice = 2000
+
+// pairedOps are BenchmarkPaired's operations; run does operation i, and
+// slice of them run on one engine before the other takes its turn.
+var pairedOps = []struct {
+	name  string
+	slice int
+	run   func(b *testing.B, e benchEngine, buf *seekBuffers, i int)
+}{
+	{"get-present", pairSlice, func(b *testing.B, e benchEngine, buf *seekBuffers, i int) {
+		buf.key = benchKey(buf.key, 2*(mix64(uint64(i))%benchPrefill), true)
+		checkGet(b, e, buf.key, true)
+	}},
+	{"get-absent", pairSlice, func(b *testing.B, e benchEngine, buf *seekBuffers, i int) {
+		buf.key = benchKey(buf.key, 2*(mix64(uint64(i))%benchPrefill)+1, true)
+		checkGet(b, e, buf.key, false)
+	}},
+	{"seek-one", pairSlice, func(b *testing.B, e benchEngine, buf *seekBuffers, i int) {
+		seekOnce(b, e.(iterEngine), buf, i, benchPrefill, 1)
+	}},
+	{"range50", pairSlice, func(b *testing.B, e benchEngine, buf *seekBuffers, i int) {
+		seekOnce(b, e.(iterEngine), buf, i, benchPrefill, 50)
+	}},
+	{"scan-forward", 1, func(b *testing.B, e benchEngine, _ *seekBuffers, _ int) {
+		fullScan(b, e.(iterEngine), benchPrefill, true)
+	}},
+	{"scan-reverse", 1, func(b *testing.B, e benchEngine, _ *seekBuffers, _ int) {
+		fullScan(b, e.(iterEngine), benchPrefill, false)
+	}},
+}
+
+// runPaired runs b.N operations on each engine, alternating every slice,
+// and reports each engine's CPU time per operation.
+func runPaired(b *testing.B, engines [2]benchEngine, slice int, run func(*testing.B, benchEngine, *seekBuffers, int)) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var cpu [2]int64
+	var bufs [2]seekBuffers
+	for done := 0; done < b.N; done += slice {
+		n := min(slice, b.N-done)
+		for k, e := range engines {
+			start, ok := threadCPU()
+			for i := done; i < done+n; i++ {
+				run(b, e, &bufs[k], i)
+			}
+			end, ok2 := threadCPU()
+			if !ok || !ok2 {
+				b.Skip("no per-thread CPU time on this system")
+			}
+			cpu[k] += end - start
+		}
+	}
+	b.ReportMetric(float64(cpu[0])/float64(b.N), "bloomkv-cpu-ns/op")
+	b.ReportMetric(float64(cpu[1])/float64(b.N), "pebble-cpu-ns/op")
+	b.ReportMetric(float64(cpu[0])/float64(cpu[1]), "ratio-cpu")
 }

@@ -42,6 +42,7 @@ type batchEngine interface {
 
 func (e *bloomkvEngine) applyBatch(lo, hi int, random, sync bool) error {
 	b := e.db.NewBatch()
+	defer b.Close()
 	var key []byte
 	for i := lo; i < hi; i++ {
 		key = benchKey(key, uint64(2*i), random)

@@ -18,28 +18,7 @@ import (
 // own compactions, run to the end, keep them (as TestCrash_BaseLevelMoves
 // checks its stores).
 func TestCrash_MultiLevelCompactions(t *testing.T) {
-	points := 60
-	if testing.Short() {
-		points = 10
-	}
-	forEachSeed(t, 1, func(t *testing.T, seed uint64) {
-		fs, _ := multiLevelFixture(t, seed)
-		start := fs.count()
-		m := runReshape(t, fs, multiLevelOptions)
-		total := fs.count() - start
-		t.Logf("the compactions make %d filesystem changes; settled:\n%s", total, m)
-		for _, k := range crashPoints(newRand(seed), total, points) {
-			fs, want := multiLevelFixture(t, seed)
-			fs.arm(fs.count() + k)
-			runReshape(t, fs, multiLevelOptions)
-			what := fmt.Sprintf("seed %d, crash %d operations into the compactions", seed, k)
-			fs.FS.(*vfs.MemFS).ResetToSyncedState()
-			checkReshaped(t, fs.FS, multiLevelOptions, want, what)
-			if t.Failed() {
-				return
-			}
-		}
-	})
+	crashReshapes(t, multiLevelFixture, multiLevelOptions, func(*testing.T, uint64, kv.Metrics) {})
 }
 
 // multiLevelOptions are the options of TestCrash_MultiLevelCompactions's

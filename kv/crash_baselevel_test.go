@@ -19,27 +19,43 @@ import (
 // contents; its own compactions then reshape it without losing any of
 // them, and leave no level above the base level holding data.
 func TestCrash_BaseLevelMoves(t *testing.T) {
+	crashReshapes(t, baseLevelFixture, baseLevelOptions, func(t *testing.T, seed uint64, m kv.Metrics) {
+		t.Logf("settled with base level L%d", m.Compact.BaseLevel)
+		if m.Compact.BaseLevel == 6 {
+			t.Fatalf("seed %d: the base level stayed L6: the fixture is too small", seed)
+		}
+	})
+}
+
+// reshapeFixture builds a crash test's store, closes it and returns its
+// filesystem and contents.
+type reshapeFixture func(t *testing.T, seed uint64) (*crashFS, map[string]string)
+
+// crashReshapes runs the compactions of fixture's store once, to count
+// their filesystem changes and hand the settled metrics to settled; then,
+// for each of 60 crash points (10 with -short) among those changes, it
+// builds the fixture again, cuts the power that many changes into the
+// compactions, and checks the reopened store with checkReshaped.
+func crashReshapes(t *testing.T, fixture reshapeFixture, opts storeOptions, settled func(*testing.T, uint64, kv.Metrics)) {
+	t.Helper()
 	points := 60
 	if testing.Short() {
 		points = 10
 	}
 	forEachSeed(t, 1, func(t *testing.T, seed uint64) {
-		fs, _ := baseLevelFixture(t, seed)
+		fs, _ := fixture(t, seed)
 		start := fs.count()
-		m := runReshape(t, fs, baseLevelOptions)
+		m := runReshape(t, fs, opts)
 		total := fs.count() - start
-		t.Logf("the compactions make %d filesystem changes; settled with base level L%d:\n%s",
-			total, m.Compact.BaseLevel, m)
-		if m.Compact.BaseLevel == 6 {
-			t.Fatalf("seed %d: the base level stayed L6: the fixture is too small", seed)
-		}
+		t.Logf("the compactions make %d filesystem changes; settled:\n%s", total, m)
+		settled(t, seed, m)
 		for _, k := range crashPoints(newRand(seed), total, points) {
-			fs, want := baseLevelFixture(t, seed)
+			fs, want := fixture(t, seed)
 			fs.arm(fs.count() + k)
-			runReshape(t, fs, baseLevelOptions)
+			runReshape(t, fs, opts)
 			what := fmt.Sprintf("seed %d, crash %d operations into the compactions", seed, k)
 			fs.FS.(*vfs.MemFS).ResetToSyncedState()
-			checkReshaped(t, fs.FS, baseLevelOptions, want, what)
+			checkReshaped(t, fs.FS, opts, want, what)
 			if t.Failed() {
 				return
 			}

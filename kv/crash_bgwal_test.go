@@ -128,7 +128,7 @@ func TestBackgroundWAL_WriteError(t *testing.T) {
 	for n := int32(0); ; n++ {
 		mem := vfs.NewMem()
 		fault := &walWriteFault{n: n}
-		opts := faultOpts(errorfs.Wrap(mem, fault))
+		opts := faultOpts(wrapFaults(mem, fault))
 		opts.DisableAutomaticCompactions = true
 		opts.BackgroundWALWrites = true
 		acked, durable := writeUntilWALFault(t, opts, fault)

@@ -360,10 +360,12 @@ func writeFile(t testing.TB, fs vfs.FS, name string, data []byte) {
 	}
 }
 
+// truncateFile cuts the last drop bytes of the records of the log file
+// name, and the zeros a WAL may hold past them.
 func truncateFile(t *testing.T, fs vfs.FS, name string, drop int) {
 	t.Helper()
 	data := readFile(t, fs, name)
-	writeFile(t, fs, name, data[:len(data)-drop])
+	writeFile(t, fs, name, data[:logEnd(t, fs, name)-int64(drop)])
 }
 
 // TestRecovery_BadCurrent reports a CURRENT that names no MANIFEST as

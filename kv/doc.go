@@ -13,10 +13,11 @@
 // of the process (and a clean Close keeps it, in the synced WAL; see
 // Recovery). Options.BackgroundWALWrites trades that for speed, as Pebble
 // does: NoSync writes are acknowledged from a buffer that a goroutine
-// writes to the WAL a moment later, so a process crash may lose the last
-// of them (a prefix of the acknowledged writes always survives, and Sync
-// writes, Flush and Close write the buffer out first). Metrics reports
-// how many tables, filters and blocks each lookup touched.
+// writes to the WAL a moment later (within about a millisecond), so a
+// process crash may lose the last of them (a prefix of the acknowledged
+// writes always survives, and Sync writes, Flush and Close write the
+// buffer out first). Metrics reports how many tables, filters and blocks
+// each lookup touched.
 //
 // # Prefixes
 //
@@ -46,7 +47,10 @@
 // log (WAL) and inserted into the memtable. Concurrent writers queue; the
 // first in line (the leader) writes the whole queue as one WAL write with at
 // most one fsync, inserts it, and publishes the new sequence number, which
-// makes the group visible to readers at once. With BackgroundWALWrites the
+// makes the group visible to readers at once. A leader about to fsync
+// after a group of several writers first yields the processor once, so
+// that the writers just released can queue their next writes in time to
+// share the fsync. With BackgroundWALWrites the
 // WAL write goes to a buffer that a goroutine of the WAL writes to the file,
 // many groups in one call; a group with a Sync write waits for it to catch
 // up before the fsync.
@@ -54,7 +58,12 @@
 // When the memtable reaches Options.MemTableSize it becomes immutable and a
 // new memtable with a new WAL takes its place. A background goroutine
 // flushes immutable memtables to L0 tables, records each flush in the
-// MANIFEST and deletes the WAL it no longer needs. Another compacts: it asks
+// MANIFEST and retires the WAL it no longer needs: a few such files are
+// kept, and the next WAL takes one over (renamed, overwritten from the
+// start), so appending to it neither grows the file nor allocates blocks,
+// and a Sync write's fdatasync writes little more than the data; the WAL
+// records carry their WAL's number, so recovery stops where a recycled
+// file's new records end. A new WAL's space is preallocated. Another compacts: it asks
 // the compaction picker what to do, merges the inputs into new tables of the
 // output level, and retires the inputs in the same MANIFEST edit. Input files
 // are deleted once no Version (held by reads, iterators and snapshots'
@@ -99,7 +108,8 @@
 // A store's directory holds these files, numbered from one counter that
 // never reuses a number (six digits at least, zero-padded):
 //
-//	000012.log      WAL: one record per committed batch (internal/record framing)
+//	000012.log      WAL: one record per committed batch (internal/record framing,
+//	                recyclable chunks, each carrying the WAL's number)
 //	000010.sst      a table (see package sstable)
 //	MANIFEST-000011 log of version edits (internal/record framing)
 //	CURRENT         "MANIFEST-000011\n": the manifest in use, switched atomically
@@ -144,14 +154,21 @@
 // WALs they came from, and appends new writes to the last of those when
 // it ends cleanly (a new WAL otherwise): opening and closing a store over
 // and over, as the command-line tool does, neither adds an L0 table nor
-// piles up WALs, and reopening costs no table write. Those WALs are deleted
-// once the memtable is flushed and the MANIFEST's log number passes them.
+// piles up WALs, and reopening costs no table write. Those WALs are retired
+// once the memtable is flushed and the MANIFEST's log number passes them
+// (a WAL of an earlier Open is deleted, one this Open created may be
+// recycled; a recycled WAL is not continued at Open, its file being
+// longer than its records).
 // Only when the replayed writes exceed Options.MemTableSize does Open
 // write tables: it writes them all out as L0 tables (every replayed WAL
 // then becomes obsolete) and starts a new WAL.
 //
 // A WAL whose last record is torn (a crash in mid-write) ends recovery at
-// its last whole record, and is not continued; damage followed by valid
-// records is reported as corruption naming the file and offset. A table
+// its last whole record, and is not continued (one followed only by zeros,
+// which a sync writes ahead of the records, ends cleanly); damage followed by valid
+// records is reported as corruption naming the file and offset. A WAL
+// ends, too, at the first record of another WAL: the remains of the file's
+// earlier life, when it was recycled. Those must be of a WAL below the
+// MANIFEST's log number; records of a live WAL are a copy, and corruption. A table
 // whose footer names a newer format version gives ErrNewerFormat.
 package kv

@@ -126,9 +126,7 @@ func (d *DB) flushOneLocked() error {
 	d.metrics.flushBytes.Add(written)
 	d.metrics.levels[0].bytesIn.Add(mem.batchBytes)
 	d.metrics.levels[0].bytesWritten.Add(written)
-	for _, num := range mem.logs {
-		d.cleaner.deleteFile(d, base.FileTypeLog, num)
-	}
+	d.retireWALs(mem.logs)
 	d.mu.cond.Broadcast()
 	return nil
 }

@@ -27,6 +27,7 @@ type iterState struct {
 	rs           *readState
 	seq          base.SeqNum
 	cmp          base.Compare
+	bytewise     bool // cmp is bytes.Compare: equal keys are bytes.Equal
 	lower, upper []byte
 	// rangeDels are the sources of range tombstones (the memtables, the
 	// tables) that hold any, each fragmented; a key is deleted when a
@@ -87,7 +88,7 @@ func (l *levelIter) openTable(f *manifest.FileMetadata, lower, upper []byte) (ba
 // iterator over d as of the snapshot (the current state when snap is nil).
 // It opens no table: a Level opens its tables as positioning reaches them.
 func (s *iterState) init(d *DB, opts *IterOptions, snap *Snapshot) {
-	s.db, s.cmp = d, d.cmp.Compare
+	s.db, s.cmp, s.bytewise = d, d.cmp.Compare, d.cmp.Bytewise()
 	if opts != nil {
 		s.lower, s.lowerBuf = keepBound(s.lowerBuf, opts.LowerBound)
 		s.upper, s.upperBuf = keepBound(s.upperBuf, opts.UpperBound)

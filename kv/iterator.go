@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"bytes"
 	"fmt"
 
 	"github.com/bloomkv/bloomkv/internal/base"
@@ -186,8 +187,10 @@ func (s *iterState) next() bool {
 	if s.dir < 0 {
 		// merging is before the current key: come back to it.
 		s.merging.SeekGE(s.key)
+		s.skipCurrentKey()
+	} else {
+		s.nextUserKey()
 	}
-	s.skipCurrentKey()
 	ok := s.findNext()
 	if s.prefix != nil {
 		s.flushStats()
@@ -230,6 +233,25 @@ func (s *iterState) skipCurrentKey() {
 	}
 }
 
+// nextUserKey moves merging past every entry of the current key when it
+// is at one of them, as it is moving forward: it steps once, then over
+// the key's older versions, which forward order puts right after it, so
+// that a key with one version costs one comparison, and an equality test
+// at that.
+func (s *iterState) nextUserKey() {
+	for s.merging.Next() && s.sameKey(s.merging.Key().UserKey, s.key) {
+	}
+}
+
+// sameKey reports whether a and b are the same user key: bytes.Equal,
+// which checks lengths first, under a bytewise comparer.
+func (s *iterState) sameKey(a, b []byte) bool {
+	if s.bytewise {
+		return bytes.Equal(a, b)
+	}
+	return s.cmp(a, b) == 0
+}
+
 // findNext moves forward from merging's entry to the first key whose newest
 // visible version is a value.
 func (s *iterState) findNext() bool {
@@ -249,7 +271,7 @@ func (s *iterState) findNext() bool {
 			s.value, s.valid = s.merging.Value(), true
 			return true
 		}
-		s.skipCurrentKey()
+		s.nextUserKey()
 	}
 	return s.stop()
 }
@@ -267,8 +289,8 @@ func (s *iterState) findPrev() bool {
 		s.keyBuf = append(s.keyBuf[:0], k.UserKey...)
 		live := false
 		var liveSeq base.SeqNum
-		for s.merging.Valid() && s.cmp(s.merging.Key().UserKey, s.keyBuf) == 0 {
-			if k := s.merging.Key(); k.Visible(s.seq) {
+		for {
+			if k.Visible(s.seq) {
 				live, liveSeq = k.Kind() == base.KindSet, k.SeqNum()
 				if live {
 					// Values are immutable in every source (memtables,
@@ -276,9 +298,14 @@ func (s *iterState) findPrev() bool {
 					s.value = s.merging.Value()
 				}
 			}
-			s.merging.Prev()
+			if !s.merging.Prev() {
+				break
+			}
+			if k = s.merging.Key(); !s.sameKey(k.UserKey, s.keyBuf) {
+				break
+			}
 		}
-		live = live && !s.rangeDeleted(s.keyBuf, liveSeq)
+		live = live && (len(s.rangeDels) == 0 || !s.rangeDeleted(s.keyBuf, liveSeq))
 		if s.merging.Error() != nil {
 			// The failure may hide a newer version of the key: show
 			// nothing rather than an older value.

@@ -126,6 +126,9 @@ type Metrics struct {
 		BytesIn int64 // bytes of batches appended
 		Writes  int64 // group writes
 		Syncs   int64 // fsyncs
+		// Recycled counts WALs created by taking over the file of a
+		// flushed one.
+		Recycled int64
 	}
 	// WriteStalls counts the times a writer waited for a flush or a
 	// compaction.
@@ -205,6 +208,7 @@ type dbMetrics struct {
 	compactions           atomic.Int64
 	walBytesIn, walWrites atomic.Int64
 	walSyncs, writeStalls atomic.Int64
+	walsRecycled          atomic.Int64
 	tablesDeleted         atomic.Int64
 }
 
@@ -232,6 +236,7 @@ func (d *DB) Metrics() Metrics {
 	m.Compact.Count = d.metrics.compactions.Load()
 	m.WAL.BytesIn, m.WAL.Writes = d.metrics.walBytesIn.Load(), d.metrics.walWrites.Load()
 	m.WAL.Syncs, m.WriteStalls = d.metrics.walSyncs.Load(), d.metrics.writeStalls.Load()
+	m.WAL.Recycled = d.metrics.walsRecycled.Load()
 	m.TablesDeleted = d.metrics.tablesDeleted.Load()
 	if m.WAL.BytesIn > 0 {
 		total := m.WAL.BytesIn + m.Flush.BytesWritten + m.Compact.BytesWritten

@@ -6,12 +6,12 @@ import (
 	"testing"
 )
 
-// TestMetrics_String checks that the table String prints holds the
-// counters of each level: a row of shape and lookups, and a row of
-// compaction traffic with the level's write amplification.
-func TestMetrics_String(t *testing.T) {
+// openMetricsStore opens a store of small memtables and tables on a
+// memory filesystem and flushes 3000 keys, "key00000" to "key02999", into
+// it in a scattered order, each with the value "value".
+func openMetricsStore(t *testing.T) *DB {
+	t.Helper()
 	d, _ := openMem(t, &Options{MemTableSize: 8 << 10, L0CompactionThreshold: 2, TargetFileSize: 16 << 10})
-	defer d.Close()
 	for i := range 3000 {
 		if err := d.Set(fmt.Appendf(nil, "key%05d", (i*7919)%3000), []byte("value"), NoSync); err != nil {
 			t.Fatal(err)
@@ -20,6 +20,15 @@ func TestMetrics_String(t *testing.T) {
 	if err := d.Flush(); err != nil {
 		t.Fatal(err)
 	}
+	return d
+}
+
+// TestMetrics_String checks that the table String prints holds the
+// counters of each level: a row of shape and lookups, and a row of
+// compaction traffic with the level's write amplification.
+func TestMetrics_String(t *testing.T) {
+	d := openMetricsStore(t)
+	defer d.Close()
 	d.waitCompactionsIdle()
 	mustGet(t, d, "key00042", "value")
 	m := d.Metrics()
@@ -46,16 +55,8 @@ func TestMetrics_String(t *testing.T) {
 // read their inputs without caching blocks, and a Get caches its data
 // block and reserves the index and filter blocks of the table it opens.
 func TestMetrics_BlockCache(t *testing.T) {
-	d, _ := openMem(t, &Options{MemTableSize: 8 << 10, L0CompactionThreshold: 2, TargetFileSize: 16 << 10})
+	d := openMetricsStore(t)
 	defer d.Close()
-	for i := range 3000 {
-		if err := d.Set(fmt.Appendf(nil, "key%05d", (i*7919)%3000), []byte("value"), NoSync); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := d.Flush(); err != nil {
-		t.Fatal(err)
-	}
 	if err := d.Compact([]byte("key"), []byte("kez")); err != nil {
 		t.Fatal(err)
 	}

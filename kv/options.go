@@ -185,7 +185,8 @@ type Options struct {
 	// BackgroundWALWrites weakens NoSync writes to Pebble's promise, for
 	// speed: a NoSync write is acknowledged once its WAL record is in a
 	// buffer in memory, and a goroutine of the DB writes the buffer to the
-	// WAL file a moment later, many writes in one system call. By default
+	// WAL file a moment later (within about a millisecond, or once 32 KiB
+	// have piled up), many writes in one system call. By default
 	// (false) each commit writes its records to the file before it is
 	// acknowledged, so an acknowledged NoSync write survives a crash of
 	// the process.

@@ -28,10 +28,8 @@ type recovered struct {
 	// flushed is set once replayed writes went to tables: the rest must
 	// follow, since the replayed WALs become obsolete.
 	flushed bool
-	// tailEnd is the offset just past the last whole record of the last
-	// WAL replayed, and tailClean whether that WAL ends there.
-	tailEnd   int64
-	tailClean bool
+	// tail is where the replay of the last WAL stopped.
+	tail walTail
 }
 
 // recover rebuilds the store's state at Open: the Version from the
@@ -93,14 +91,14 @@ func (d *DB) replayWALs(nums []base.FileNum) (*recovered, error) {
 		lastSeq: d.mu.versions.lastSeq,
 	}
 	for _, num := range nums {
-		end, clean, err := d.replayWAL(num, func(batch []byte, where recordPos) error {
+		tail, err := d.replayWAL(num, func(batch []byte, where recordPos) error {
 			return d.replayBatch(rec, batch, where)
 		})
 		if err != nil {
 			return nil, err
 		}
 		rec.mem.logs = append(rec.mem.logs, num)
-		rec.tailEnd, rec.tailClean = end, clean
+		rec.tail = tail
 	}
 	if rec.flushed {
 		if err := d.flushRecovered(rec); err != nil {
@@ -176,13 +174,18 @@ func (d *DB) startFresh(rec *recovered) error {
 
 // openLogForRecovered returns the WAL new writes go to: the last replayed
 // one, continued, when the recovered memtable keeps it and it ends
-// cleanly; a new one otherwise.
+// cleanly; a new one otherwise. WALs from the one it returns on may be
+// recycled once flushed; older ones were perhaps written in the legacy
+// format, and are deleted.
 func (d *DB) openLogForRecovered(rec *recovered) (*walWriter, error) {
-	if logs := rec.mem.logs; len(logs) > 0 && rec.tailClean {
-		return d.reopenWAL(logs[len(logs)-1], rec.tailEnd)
+	if logs := rec.mem.logs; len(logs) > 0 && rec.tail.clean {
+		num := logs[len(logs)-1]
+		d.commit.recycler.start(num+1, d.opts.MemTableStopWritesThreshold+1)
+		return d.reopenWAL(num, rec.tail)
 	}
 	d.mu.Lock()
 	num := d.mu.versions.nextFileNum()
 	d.mu.Unlock()
+	d.commit.recycler.start(num, d.opts.MemTableStopWritesThreshold+1)
 	return d.createWAL(num)
 }

@@ -1,10 +1,12 @@
 package kv
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 
@@ -16,17 +18,22 @@ import (
 	"github.com/cockroachdb/pebble/vfs"
 )
 
-// appendRecords continues the log file name, which must end cleanly, with
-// recs, and returns the offset of each.
+// appendRecords continues the log file name, which must end cleanly (zeros
+// may follow its last record), with recs, in the format the store writes
+// it, and returns the offset of each.
 func appendRecords(t *testing.T, fs vfs.FS, name string, recs ...[]byte) []int64 {
 	t.Helper()
-	size := int64(len(readFile(t, fs, name)))
+	size := logEnd(t, fs, name)
 	f, err := fs.OpenReadWrite(name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
 	w := record.NewWriterAt(io.NewOffsetWriter(f, size), size)
+	if typ, num, ok := base.ParseFilename(fs.PathBase(name)); ok && typ == base.FileTypeLog {
+		// A WAL, written in recyclable chunks.
+		w = record.NewRecyclableWriterAt(io.NewOffsetWriter(f, size), size, uint32(num))
+	}
 	var offs []int64
 	for _, rec := range recs {
 		off, err := w.WriteRecord(rec)
@@ -41,6 +48,22 @@ func appendRecords(t *testing.T, fs vfs.FS, name string, recs ...[]byte) []int64
 	return offs
 }
 
+// logEnd returns the offset just past the last record of the log file
+// name (a WAL may hold zeros past it).
+func logEnd(t *testing.T, fs vfs.FS, name string) int64 {
+	t.Helper()
+	data := readFile(t, fs, name)
+	r := record.NewReader(bytes.NewReader(data), name)
+	if typ, num, ok := base.ParseFilename(fs.PathBase(name)); ok && typ == base.FileTypeLog {
+		r = record.NewLogReader(bytes.NewReader(data), name, uint32(num))
+	}
+	for {
+		if _, err := r.Next(); err != nil {
+			return r.End()
+		}
+	}
+}
+
 // encodedBatch returns the WAL record of a batch setting keys from seq on.
 func encodedBatch(seq base.SeqNum, keys ...string) []byte {
 	var b Batch
@@ -51,7 +74,9 @@ func encodedBatch(seq base.SeqNum, keys ...string) []byte {
 	return b.data
 }
 
-// liveWAL returns the name of the one WAL of a closed store in fs.
+// liveWAL returns the name of the live WAL of a closed store in fs whose
+// memtable holds writes since its last flush: the newest (the older ones
+// are flushed WALs kept for recycling).
 func liveWAL(t *testing.T, fs vfs.FS) string {
 	t.Helper()
 	names, err := fs.List("db")
@@ -64,10 +89,10 @@ func liveWAL(t *testing.T, fs vfs.FS) string {
 			logs = append(logs, n)
 		}
 	}
-	if len(logs) != 1 {
-		t.Fatalf("want one WAL, found %v", logs)
+	if len(logs) == 0 {
+		t.Fatal("found no WAL")
 	}
-	return logs[0]
+	return slices.Max(logs)
 }
 
 // requireCorruptionAt checks that err wraps ErrCorruption and names the

@@ -11,12 +11,20 @@ import (
 	"github.com/cockroachdb/pebble/vfs"
 )
 
-// A WAL is a file of records (internal/record framing), one per committed
-// batch, each holding the batch's encoding with its sequence number set.
-// Every memtable created by a rotation has its own WAL, named by the file
-// number it was created with; the memtable recovered at Open keeps the WALs
-// it was replayed from (see recovery.go). Once a memtable is flushed its
-// WALs are deleted.
+// A WAL is a file of records (internal/record framing, recyclable chunks
+// carrying the WAL's number), one per committed batch, each holding the
+// batch's encoding with its sequence number set. Every memtable created by
+// a rotation has its own WAL, named by the file number it was created
+// with; the memtable recovered at Open keeps the WALs it was replayed from
+// (see recovery.go). Once a memtable is flushed its WALs are recycled for
+// later WALs, or deleted (see wal_recycle.go).
+//
+// A Sync write syncs the WAL with SyncData (fdatasync), which skips
+// metadata a read does not need. The file's space is preallocated ahead
+// of the writes, zero-filled ahead of them before a sync
+// (walPreallocWriter), and a recycled file is overwritten within its old
+// size, so most syncs have no block allocation or file size to record
+// either: a sync of the WAL writes only the data.
 
 // walWriter appends to one WAL.
 type walWriter struct {
@@ -24,6 +32,9 @@ type walWriter struct {
 	name string
 	file vfs.File
 	w    *record.Writer
+	// space writes the bytes to file, preallocating and zero-filling
+	// the file's space ahead of them.
+	space *walPreallocWriter
 	// flusher, with Options.BackgroundWALWrites, takes w's output and
 	// writes it to file from its own goroutine (see wal_flusher.go); nil
 	// otherwise, and w writes to file.
@@ -33,11 +44,16 @@ type walWriter struct {
 	closed bool
 }
 
-// createWAL creates WAL num and syncs the directory, so the file survives a
-// crash once its contents are synced.
+// createWAL creates WAL num, in recyclable format, by recycling a flushed
+// WAL's file if one is kept (wal_recycle.go), and syncs the directory, so
+// the file survives a crash under its new name once its contents are
+// synced.
 func (d *DB) createWAL(num base.FileNum) (*walWriter, error) {
 	name := base.MakeFilename(base.FileTypeLog, num)
-	f, err := d.fs.Create(d.path(name))
+	f, size, err := d.recycleWAL(name)
+	if f == nil && err == nil {
+		f, err = d.fs.Create(d.path(name))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("kv: creating WAL %s: %w", name, err)
 	}
@@ -45,19 +61,28 @@ func (d *DB) createWAL(num base.FileNum) (*walWriter, error) {
 		f.Close()
 		return nil, fmt.Errorf("kv: syncing directory for WAL %s: %w", name, err)
 	}
-	return d.newWALWriter(num, name, f, f, 0), nil
+	l := d.newWALWriter(num, name, f, f, 0, true)
+	l.space.filled = size
+	return l, nil
 }
 
 // newWALWriter returns the writer of WAL num, which continues a stream of
-// size bytes: dst takes the bytes after them, in f. With
+// size bytes, of recyclable chunks or legacy ones: dst takes the bytes
+// after them, in f, which it preallocates ahead of them. With
 // Options.BackgroundWALWrites a flusher goroutine writes them to dst.
-func (d *DB) newWALWriter(num base.FileNum, name string, f vfs.File, dst io.Writer, size int64) *walWriter {
+func (d *DB) newWALWriter(num base.FileNum, name string, f vfs.File, dst io.Writer, size int64, recyclable bool) *walWriter {
 	l := &walWriter{num: num, name: name, file: f}
+	l.space = newWALPreallocWriter(f, dst, size, walPreallocSize(d.opts.MemTableSize))
+	dst = l.space
 	if d.opts.BackgroundWALWrites {
 		l.flusher = newWALFlusher(dst, name, &d.commit.walBuffers)
 		dst = l.flusher
 	}
-	l.w = record.NewWriterAt(dst, size)
+	if recyclable {
+		l.w = record.NewRecyclableWriterAt(dst, size, uint32(num))
+	} else {
+		l.w = record.NewWriterAt(dst, size)
+	}
 	return l
 }
 
@@ -79,7 +104,10 @@ func (l *walWriter) writeGroup(group []*writer, sync bool, m *dbMetrics) error {
 		if err := l.drain(); err != nil {
 			return err
 		}
-		if err := l.file.Sync(); err != nil {
+		if err := l.space.fillAhead(); err != nil {
+			return fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
+		}
+		if err := l.file.SyncData(); err != nil {
 			return fmt.Errorf("kv: syncing WAL %s: %w", l.name, err)
 		}
 		m.walSyncs.Add(1)
@@ -112,7 +140,7 @@ func (l *walWriter) close() error {
 		}
 	}
 	if err == nil {
-		err = l.file.Sync()
+		err = l.file.SyncData()
 	}
 	if cerr := l.file.Close(); err == nil {
 		err = cerr
@@ -123,20 +151,31 @@ func (l *walWriter) close() error {
 	return nil
 }
 
+// walTail is where the replay of a WAL stopped: end is the offset just
+// past its last whole record, clean whether the file holds nothing but
+// zeros after it (no torn tail, no remains of a recycled file's earlier
+// log), so that it may be continued, and recyclable whether its records
+// are in recyclable chunks.
+type walTail struct {
+	end        int64
+	clean      bool
+	recyclable bool
+}
+
 // replayWAL reads WAL num and calls apply for each batch, in order, with
 // where naming the file and the record's byte offset for errors. A torn
-// last record ends the replay quietly (it was never acknowledged); other
+// last record, or the remains of the log a recycled file held before,
+// ends the replay quietly (never acknowledged, or not this WAL's); other
 // damage is an error that wraps ErrCorruption and names the file and
-// offset. It returns the offset just past the last whole record, and
-// whether the file ends there (no torn tail), so it may be continued.
-func (d *DB) replayWAL(num base.FileNum, apply func(batch []byte, where recordPos) error) (end int64, clean bool, err error) {
+// offset.
+func (d *DB) replayWAL(num base.FileNum, apply func(batch []byte, where recordPos) error) (walTail, error) {
 	name := base.MakeFilename(base.FileTypeLog, num)
 	f, err := d.fs.Open(d.path(name))
 	if err != nil {
-		return 0, false, fmt.Errorf("kv: opening WAL %s: %w", name, err)
+		return walTail{}, fmt.Errorf("kv: opening WAL %s: %w", name, err)
 	}
 	defer f.Close()
-	r := record.NewReader(f, name)
+	r := record.NewLogReader(f, name, uint32(num))
 	file := "WAL " + name
 	for {
 		rec, err := r.Next()
@@ -144,29 +183,78 @@ func (d *DB) replayWAL(num base.FileNum, apply func(batch []byte, where recordPo
 			break
 		}
 		if err != nil {
-			return 0, false, fmt.Errorf("kv: recovering WAL %s: %w", name, err)
+			return walTail{}, fmt.Errorf("kv: recovering WAL %s: %w", name, err)
 		}
 		if err := apply(rec, recordPos{file, r.Offset()}); err != nil {
-			return 0, false, err
+			return walTail{}, err
 		}
+	}
+	if err := d.checkWALRemains(r, file); err != nil {
+		return walTail{}, err
 	}
 	st, err := f.Stat()
 	if err != nil {
-		return 0, false, fmt.Errorf("kv: recovering WAL %s: %w", name, err)
+		return walTail{}, fmt.Errorf("kv: recovering WAL %s: %w", name, err)
 	}
-	return r.End(), st.Size() == r.End(), nil
+	clean, err := zeroFrom(f, r.End(), st.Size())
+	if err != nil {
+		return walTail{}, fmt.Errorf("kv: recovering WAL %s: %w", name, err)
+	}
+	return walTail{end: r.End(), clean: clean, recyclable: r.Recyclable()}, nil
 }
 
-// reopenWAL opens WAL num, whose records end cleanly at size, to append to
-// it. The file already survives a crash; what is appended survives once
-// synced.
-func (d *DB) reopenWAL(num base.FileNum, size int64) (*walWriter, error) {
+// zeroFrom reports whether the bytes of f from off to size are all zero
+// (the zeros a sync writes past a WAL's end), or there are none. It stops
+// reading at the first byte that is not.
+func zeroFrom(f vfs.File, off, size int64) (bool, error) {
+	buf := make([]byte, 32<<10)
+	for off < size {
+		n, err := f.ReadAt(buf[:min(int64(len(buf)), size-off)], off)
+		for _, c := range buf[:n] {
+			if c != 0 {
+				return false, nil
+			}
+		}
+		off += int64(n)
+		if err != nil && (err != io.EOF || off < size) {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// checkWALRemains checks the chunks a WAL's replay stopped at, if they are
+// another WAL's, are the remains of a recycled file: a WAL is recycled
+// only once its writes are in tables, below the MANIFEST's log number.
+// Chunks of a WAL at or above it are of a live WAL, copied: corruption.
+func (d *DB) checkWALRemains(r *record.Reader, file string) error {
+	num, off, ok := r.EndedAtLog()
+	if ok && base.FileNum(num) >= d.mu.versions.logNum {
+		return base.CorruptionErrorf("kv: %s: WAL %s's records, whose number is not above the MANIFEST's log number %s: a copy of a live WAL, not the remains of a recycled one",
+			recordPos{file, off}, base.FileNum(num), d.mu.versions.logNum)
+	}
+	return nil
+}
+
+// reopenWAL opens WAL num, whose records end cleanly at tail.end, to
+// append to it in its format. The file already survives a crash; what is
+// appended survives once synced.
+func (d *DB) reopenWAL(num base.FileNum, tail walTail) (*walWriter, error) {
 	name := base.MakeFilename(base.FileTypeLog, num)
 	f, err := d.fs.OpenReadWrite(d.path(name))
 	if err != nil {
 		return nil, fmt.Errorf("kv: reopening WAL %s: %w", name, err)
 	}
-	return d.newWALWriter(num, name, f, io.NewOffsetWriter(f, size), size), nil
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("kv: reopening WAL %s: %w", name, err)
+	}
+	// An empty WAL has no format yet: it takes the recyclable one.
+	recyclable := tail.recyclable || tail.end == 0
+	l := d.newWALWriter(num, name, f, io.NewOffsetWriter(f, tail.end), tail.end, recyclable)
+	l.space.filled = st.Size()
+	return l, nil
 }
 
 // recordPos names a record of a log file (WAL or MANIFEST) by its byte

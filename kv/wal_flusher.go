@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 )
 
 // With Options.BackgroundWALWrites, a WAL's record writer does not write to
@@ -19,17 +20,33 @@ import (
 //	                     ▲
 //	        waits here only when buf holds walBufferLimit bytes
 //
-// drain waits until every byte buffered so far is in the file: a Sync
-// write drains before it syncs, and closing the WAL (at a memtable switch,
-// Flush and Close) drains before it syncs and closes. The first failed
-// file write is sticky: the flusher writes nothing after it (that would
-// leave a hole), and every later Write and drain returns it, so no write
-// is acknowledged after it is known, and no Sync write succeeds after it.
+// The flusher does not wake for every commit, which would cost a system
+// call (and a goroutine switch) per write again: woken by the first bytes
+// put in an empty buffer, it waits up to walFlushDelay for more, and
+// writes once the delay is over or walFlushBytes have piled up (Pebble's
+// flusher, likewise, writes a 32 KiB block once it is full). So an
+// acknowledged NoSync write reaches the OS within about walFlushDelay.
+//
+// drain waits until every byte buffered so far is in the file, cutting
+// the delay short: a Sync write drains before it syncs, and closing the
+// WAL (at a memtable switch, Flush and Close) drains before it syncs and
+// closes. The first failed file write is sticky: the flusher writes
+// nothing after it (that would leave a hole), and every later Write and
+// drain returns it, so no write is acknowledged after it is known, and no
+// Sync write succeeds after it.
 
 // walBufferLimit is the number of buffered bytes at which a writer waits
 // for the flusher: the back-pressure that bounds both the memory held and
 // the acknowledged writes a crash can lose.
 const walBufferLimit = 1 << 20
+
+// walFlushBytes and walFlushDelay say when the flusher writes what it
+// has: once that many bytes are buffered, or that long after the first
+// of them.
+const (
+	walFlushBytes = 32 << 10
+	walFlushDelay = time.Millisecond
+)
 
 // maxSpareBuffer bounds a buffer kept for reuse, so one big batch does not
 // pin its memory for the life of the DB.
@@ -75,24 +92,40 @@ type walFlusher struct {
 	dst  io.Writer // the WAL file, or a writer at its end when continued
 	name string
 	bufs *walBuffers // where the buffers come from and go back to
+	// hurry cuts the flusher's wait for more bytes short (capacity 1).
+	hurry chan struct{}
 
-	mu      sync.Mutex
-	work    sync.Cond // the flusher waits on it for bytes or close
-	drained sync.Cond // writers wait on it for the flusher's progress
-	buf     []byte    // bytes not yet taken by the flusher
-	spare   []byte    // the buffer of the last write, for reuse
-	writing bool      // the flusher is writing bytes it took from buf
-	started bool
-	closing bool
-	err     error         // the first failed write; sticky
-	done    chan struct{} // closed when the goroutine ends
+	mu       sync.Mutex
+	work     sync.Cond // the flusher waits on it for bytes or close
+	drained  sync.Cond // writers wait on it for the flusher's progress
+	buf      []byte    // bytes not yet taken by the flusher
+	spare    []byte    // the buffer of the last write, for reuse
+	idle     bool      // the flusher waits on work
+	delaying bool      // the flusher waits for more bytes (on hurry)
+	writing  bool      // the flusher is writing bytes it took from buf
+	draining int       // drains waiting: write without delay
+	started  bool
+	closing  bool
+	err      error         // the first failed write; sticky
+	done     chan struct{} // closed when the goroutine ends
 }
 
 func newWALFlusher(dst io.Writer, name string, bufs *walBuffers) *walFlusher {
-	f := &walFlusher{dst: dst, name: name, bufs: bufs, done: make(chan struct{})}
-	f.buf, f.spare = bufs.get(), bufs.get()
+	f := &walFlusher{dst: dst, name: name, bufs: bufs, hurry: make(chan struct{}, 1), done: make(chan struct{})}
 	f.work.L, f.drained.L = &f.mu, &f.mu
 	return f
+}
+
+// start takes the buffers and starts the goroutine, at the first Write:
+// a memtable switch creates the new WAL before it closes the old one, so
+// only then are the old WAL's buffers back in f.bufs.
+func (f *walFlusher) start() {
+	f.started = true
+	f.buf, f.spare = f.bufs.get(), f.bufs.get()
+	if f.buf == nil {
+		f.buf = make([]byte, 0, 2*walFlushBytes)
+	}
+	go f.run()
 }
 
 // Write buffers p for the flusher. It waits while the buffer holds
@@ -110,28 +143,46 @@ func (f *walFlusher) Write(p []byte) (int, error) {
 	if f.closing {
 		return 0, fmt.Errorf("kv: WAL %s written after close", f.name)
 	}
-	f.buf = append(f.buf, p...)
 	if !f.started {
-		f.started = true
-		go f.run()
+		f.start()
 	}
-	f.work.Signal()
+	f.buf = append(f.buf, p...)
+	f.wakeLocked(len(f.buf) >= walFlushBytes)
 	return len(p), nil
+}
+
+// wakeLocked wakes the flusher if it waits for bytes, and cuts its delay
+// short if now is set.
+func (f *walFlusher) wakeLocked(now bool) {
+	switch {
+	case f.idle:
+		f.work.Signal()
+	case now && f.delaying:
+		select {
+		case f.hurry <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // run is the flusher goroutine: it writes out the buffer until the WAL
 // closes or a write fails.
 func (f *walFlusher) run() {
 	defer close(f.done)
+	timer := time.NewTimer(walFlushDelay)
+	timer.Stop()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for f.err == nil {
 		for len(f.buf) == 0 && !f.closing {
+			f.idle = true
 			f.work.Wait()
+			f.idle = false
 		}
 		if len(f.buf) == 0 {
 			return
 		}
+		f.delay(timer)
 		data := f.buf
 		f.buf, f.spare, f.writing = f.spare[:0], nil, true
 		f.mu.Unlock()
@@ -149,11 +200,36 @@ func (f *walFlusher) run() {
 	}
 }
 
+// delay waits, with f.mu released, for walFlushBytes to pile up in the
+// buffer, up to walFlushDelay, unless a drain or close waits already.
+func (f *walFlusher) delay(timer *time.Timer) {
+	if len(f.buf) >= walFlushBytes || f.draining > 0 || f.closing {
+		return
+	}
+	select {
+	case <-f.hurry: // a stale hurry, sent after the last delay ended
+	default:
+	}
+	f.delaying = true
+	f.mu.Unlock()
+	timer.Reset(walFlushDelay)
+	select {
+	case <-timer.C:
+	case <-f.hurry:
+		timer.Stop()
+	}
+	f.mu.Lock()
+	f.delaying = false
+}
+
 // drain waits until every byte buffered so far is written to the file, and
 // returns the flusher's error, if any.
 func (f *walFlusher) drain() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.draining++
+	defer func() { f.draining-- }()
+	f.wakeLocked(true)
 	for f.err == nil && (len(f.buf) > 0 || f.writing) {
 		f.drained.Wait()
 	}

@@ -7,9 +7,12 @@ import (
 	"github.com/bloomkv/bloomkv/internal/base"
 )
 
-// blockIter walks the entries of one block. It never panics on bad bytes:
-// a malformed entry or restart array stops it with an error wrapping
-// base.ErrCorruption that names the file and the block's offset.
+// blockIter walks the entries of one block forward and seeks in it. It
+// never panics on bad bytes: a malformed entry or restart array stops it
+// with an error wrapping base.ErrCorruption that names the file and the
+// block's offset. It keeps no state for moving backward, so a lookup
+// that only seeks (Reader.Get, the index searches) carries none;
+// bidiBlockIter adds Last, Prev and SeekLT.
 //
 // With a non-nil cmp the keys are encoded internal keys (data and index
 // blocks) and the seeks are available; with a nil cmp the keys are plain
@@ -34,38 +37,22 @@ type blockIter struct {
 	keyInBuf bool // rawKey lives in keyBuf (else it aliases data)
 	err      error
 
-	// prevEntries caches the entries of one restart interval, as a Prev
-	// or Last decoded them forward from the restart point, so that the
-	// Prevs that follow within the interval decode nothing; the keys that
-	// do not alias data are in prevBuf. prevIdx is the current entry's
-	// index in the cache, -1 when the iterator moved by other means.
-	prevEntries []prevEntry
-	prevBuf     []byte
-	prevIdx     int
-
 	file     string
 	blockOff uint64
 }
 
-// prevEntry locates one cached entry: its offsets, its key (in data, or
-// in prevBuf) and its value, which ends where the next entry begins.
-type prevEntry struct {
-	offset, nextOffset int
-	keyStart, keyEnd   int
-	keyInData          bool
-	valStart           int
-}
-
 // init points the iterator at a block's contents, keeping its buffers.
 func (it *blockIter) init(data []byte, cmp base.Compare, file string, blockOff uint64) error {
-	*it = blockIter{
-		cmp: cmp, data: data, file: file, blockOff: blockOff, prevIdx: -1,
-		keyBuf: it.keyBuf[:0], prevEntries: it.prevEntries[:0], prevBuf: it.prevBuf[:0],
-	}
+	*it = blockIter{cmp: cmp, data: data, file: file, blockOff: blockOff, keyBuf: it.keyBuf[:0]}
 	if len(data) < 4 {
 		return it.corrupt(0, "block shorter than its restart count")
 	}
 	n := binary.LittleEndian.Uint32(data[len(data)-4:])
+	// The first entry's shared-prefix length, which must be 0, is read
+	// with the restart count at the block's other end, before either is
+	// tested, so that a block not in the CPU's caches costs one memory
+	// wait for both: almost every move reads the first entry next.
+	firstShared := data[0]
 	if uint64(n) > uint64(len(data)-4)/4 {
 		return it.corrupt(len(data)-4, fmt.Sprintf("restart count %d too large", n))
 	}
@@ -77,13 +64,16 @@ func (it *blockIter) init(data []byte, cmp base.Compare, file string, blockOff u
 	if it.numRestarts > 0 && binary.LittleEndian.Uint32(data[it.restarts:]) != 0 {
 		return it.corrupt(it.restarts, "first restart point is not 0")
 	}
+	if it.numRestarts > 0 && firstShared != 0 {
+		return it.corrupt(0, "first entry shares a prefix")
+	}
 	return nil
 }
 
 // release drops the iterator's hold on its block, keeping its buffers for
 // the next init.
 func (it *blockIter) release() {
-	*it = blockIter{keyBuf: it.keyBuf[:0], prevEntries: it.prevEntries[:0], prevBuf: it.prevBuf[:0]}
+	*it = blockIter{keyBuf: it.keyBuf[:0]}
 }
 
 // corrupt records and returns a corruption error at byte off of the block.
@@ -170,7 +160,7 @@ func (it *blockIter) readEntry(off int) bool {
 	}
 	it.val = it.data[keyStart+unshared : keyStart+unshared+vlen]
 	it.offset, it.nextOffset = off, keyStart+unshared+vlen
-	it.valid, it.prevIdx = true, -1
+	it.valid = true
 	return true
 }
 
@@ -203,14 +193,9 @@ func (it *blockIter) restartKey(i int) (base.InternalKey, bool) {
 	return k, ok
 }
 
-// searchRestarts returns the first restart point whose key is >= target,
-// or numRestarts if there is none; -1 on corruption.
-func (it *blockIter) searchRestarts(target base.InternalKey) int {
-	return it.searchRestartRange(target, 0, it.numRestarts)
-}
-
-// searchRestartRange is searchRestarts for a caller that knows the answer
-// lies in [lo, hi].
+// searchRestartRange returns the first restart point in [lo, hi) whose
+// key is >= target, or hi if there is none; -1 on corruption. The caller
+// knows the answer lies in [lo, hi].
 func (it *blockIter) searchRestartRange(target base.InternalKey, lo, hi int) int {
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
@@ -248,119 +233,20 @@ func (it *blockIter) Next() bool {
 	return it.readEntry(it.nextOffset)
 }
 
-// Last moves to the last entry.
-func (it *blockIter) Last() bool {
-	if it.err != nil || it.numRestarts == 0 {
-		it.valid = false
-		return false
-	}
-	return it.decodeInterval(it.numRestarts-1, it.restarts)
-}
-
-// Prev moves to the preceding entry: the cached one before the current,
-// or else the last one of those it decodes forward from the restart point
-// before the current entry, caching them.
-func (it *blockIter) Prev() bool {
-	if !it.valid {
-		return false
-	}
-	if it.prevIdx > 0 {
-		it.useCached(it.prevIdx - 1)
-		return true
-	}
-	target := it.offset
-	if target == 0 {
-		it.valid = false
-		return false
-	}
-	lo, hi := 0, it.numRestarts // find the last restart point before target
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		off := it.restartOffset(m)
-		if off < 0 {
-			return false
-		}
-		if off < target {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	if lo == 0 {
-		it.corrupt(target, "no restart point before entry")
-		return false
-	}
-	return it.decodeInterval(lo-1, target)
-}
-
-// decodeInterval decodes the entries from restart point i up to offset
-// end, which must be where an entry begins (or the end of the entries),
-// caches them, and moves to the last.
-func (it *blockIter) decodeInterval(i, end int) bool {
-	it.prevEntries, it.prevBuf = it.prevEntries[:0], it.prevBuf[:0]
-	if !it.seekRestart(i) {
-		return false
-	}
-	for {
-		it.cacheEntry()
-		if it.nextOffset >= end {
-			break
-		}
-		if !it.readEntry(it.nextOffset) {
-			return false
-		}
-	}
-	if it.nextOffset != end {
-		it.corrupt(end, "entry not reachable from its restart point")
-		return false
-	}
-	it.prevIdx = len(it.prevEntries) - 1
-	return true
-}
-
-// cacheEntry appends the current entry to the cache.
-func (it *blockIter) cacheEntry() {
-	e := prevEntry{offset: it.offset, nextOffset: it.nextOffset, valStart: it.nextOffset - len(it.val)}
-	if it.keyInBuf {
-		e.keyStart = len(it.prevBuf)
-		it.prevBuf = append(it.prevBuf, it.rawKey...)
-		e.keyEnd = len(it.prevBuf)
-	} else {
-		// A key not in keyBuf is a whole slice of data (shared == 0).
-		e.keyEnd = it.nextOffset - len(it.val)
-		e.keyStart, e.keyInData = e.keyEnd-len(it.rawKey), true
-	}
-	it.prevEntries = append(it.prevEntries, e)
-}
-
-// useCached moves to cached entry j, whose key was decoded whole before.
-func (it *blockIter) useCached(j int) {
-	e := &it.prevEntries[j]
-	if e.keyInData {
-		it.rawKey = it.data[e.keyStart:e.keyEnd]
-	} else {
-		it.rawKey = it.prevBuf[e.keyStart:e.keyEnd]
-	}
-	it.keyInBuf = false
-	if it.cmp != nil {
-		it.ikey, _ = base.DecodeInternalKey(it.rawKey)
-	}
-	it.val = it.data[e.valStart:e.nextOffset]
-	it.offset, it.nextOffset, it.prevIdx = e.offset, e.nextOffset, j
-}
-
 // SeekGE moves to the first entry whose internal key is >= target.
 func (it *blockIter) SeekGE(target base.InternalKey) bool {
 	if it.err != nil || it.numRestarts == 0 {
 		it.valid = false
 		return false
 	}
-	i := it.searchRestarts(target)
+	// Entries before restart point i-1, i the first restart point whose
+	// key is >= target, are all below target. Restart point 0 need not be
+	// asked: were its key >= target, i-1 would be 0 all the same.
+	i := it.searchRestartRange(target, 1, it.numRestarts)
 	if i < 0 {
 		return false
 	}
-	// Entries before restart point i-1 are all below target.
-	if !it.seekRestart(max(i-1, 0)) {
+	if !it.seekRestart(i - 1) {
 		return false
 	}
 	for base.InternalCompare(it.cmp, it.ikey, target) < 0 {
@@ -369,15 +255,4 @@ func (it *blockIter) SeekGE(target base.InternalKey) bool {
 		}
 	}
 	return true
-}
-
-// SeekLT moves to the last entry whose internal key is < target.
-func (it *blockIter) SeekLT(target base.InternalKey) bool {
-	if it.SeekGE(target) {
-		return it.Prev()
-	}
-	if it.err != nil {
-		return false
-	}
-	return it.Last()
 }

@@ -45,7 +45,7 @@ func TestBlock_RoundTrip(t *testing.T) {
 // sorts after all of them.
 func checkBlockRoundTrip(t *testing.T, keys []string, interval int, past string) {
 	data := buildBlock(interval, keys...)
-	var it blockIter
+	var it bidiBlockIter
 	if err := it.init(data, bytes.Compare, "test", 0); err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func checkBlockRoundTrip(t *testing.T, keys []string, interval int, past string)
 
 // TestBlock_Empty reads a block with no entries.
 func TestBlock_Empty(t *testing.T) {
-	var it blockIter
+	var it bidiBlockIter
 	if err := it.init(buildBlock(16), bytes.Compare, "test", 0); err != nil {
 		t.Fatal(err)
 	}
@@ -110,6 +110,7 @@ func TestBlock_Bad(t *testing.T) {
 		{"first restart not 0", restarts(entries, 2, 1, 5)},
 		{"restart out of range", restarts(entries, 2, 0, 1000)},
 		{"restart mid-entry", restarts(entries, 2, 0, 3)},
+		{"first entry with shared prefix", restarts(append([]byte{1, 8, 0}, "abcdefgh"...), 1, 0)},
 		{"restart with shared prefix", restarts(entries, 2, 0, uint32(bytes.Index(entries, []byte("\x01\x0a"))))},
 		{"length overruns", restarts([]byte{0, 50, 0, 'a'}, 1, 0)},
 		{"bad varint", restarts(bytes.Repeat([]byte{0xff}, 12), 1, 0)},
@@ -128,7 +129,7 @@ func TestBlock_Bad(t *testing.T) {
 
 // exerciseBlock runs every move over a block and returns the first error.
 func exerciseBlock(data []byte) error {
-	var it blockIter
+	var it bidiBlockIter
 	if err := it.init(data, bytes.Compare, "test", 0); err != nil {
 		return err
 	}
@@ -155,7 +156,7 @@ func TestBlock_RandomMoves(t *testing.T) {
 	for round := 0; round < 50; round++ {
 		keys := randomBlockKeys(rng, 1+rng.IntN(80))
 		interval := 1 + rng.IntN(20)
-		var it blockIter
+		var it bidiBlockIter
 		if err := it.init(buildBlock(interval, keys...), bytes.Compare, "test", 0); err != nil {
 			t.Fatal(err)
 		}
@@ -190,7 +191,7 @@ func randomBlockKeys(rng *rand.Rand, n int) []string {
 
 // randomBlockMove makes one random move on it and on the model position
 // pos over keys, and returns the move's name and result.
-func randomBlockMove(rng *rand.Rand, it *blockIter, keys []string, pos *int) (string, bool) {
+func randomBlockMove(rng *rand.Rand, it *bidiBlockIter, keys []string, pos *int) (string, bool) {
 	valid := *pos >= 0 && *pos < len(keys)
 	switch r := rng.IntN(10); {
 	case r == 0:

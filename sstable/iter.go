@@ -13,10 +13,13 @@ import (
 // reusing its buffers, so that walking many tables allocates nothing per
 // table.
 //
-// It is a two-level iterator: it walks the index block, and within each
-// data block the index leads to, the data block's entries. It keeps to the
-// user-key bounds [lower, upper). Errors are sticky: after one, the
-// iterator stays invalid and Error reports it, until InitIter.
+// It is a two-level iterator: it walks the data blocks in index order, by
+// their handles, which the Reader decoded from the index block when it
+// opened the table, and within each block the block's entries; seeks
+// find their block with Reader.searchIndex, in memory, so no iterator
+// decodes the index block again. It keeps to the user-key bounds
+// [lower, upper). Errors are sticky: after one, the iterator stays
+// invalid and Error reports it, until InitIter.
 //
 // After SeekPrefixGE the iterator is in prefix mode until the next absolute
 // positioning call: it asks each data block's filter about the prefix
@@ -25,14 +28,14 @@ type Iter struct {
 	r            *Reader
 	cmp          base.Compare
 	lower, upper []byte
-	index, data  blockIter
+	data         bidiBlockIter
+	block        int // the data block data is on; -1 or len(r.blockHandles) past either end
 	valid        bool
 	err          error
 	closed       bool
 
 	prefix   []byte       // prefix mode's prefix; nil outside prefix mode
 	pending  bool         // a filter said "maybe" for the block loaded last: the verdict awaits its keys
-	block    int          // in prefix mode on a table with filters, the data block the index is on
 	asked    bool         // the seek already asked block's filter (it said "maybe")
 	stats    *LookupStats // what prefix seeks cost; &ownStats when the caller wants none
 	ownStats LookupStats
@@ -73,18 +76,16 @@ func (r *Reader) NewIterWithStats(lower, upper []byte, stats *LookupStats) (Inte
 
 // InitIter readies it to iterate over the table as NewIterWithStats's
 // iterator does. it must be new (the zero Iter) or closed; it keeps its
-// buffers. On an error it is left closed.
+// buffers. It reads nothing: the table's index is in memory since
+// NewReader, and the first positioning call reads the one data block it
+// needs. So it never fails today; the error result leaves room for a
+// format whose iterators must read to start (it would leave it closed).
 func (r *Reader) InitIter(it *Iter, lower, upper []byte, stats *LookupStats) error {
-	index, data := it.index, it.data
-	index.release()
+	data := it.data
 	data.release()
-	*it = Iter{r: r, cmp: r.cmp.Compare, lower: lower, upper: upper, stats: stats, index: index, data: data}
+	*it = Iter{r: r, cmp: r.cmp.Compare, lower: lower, upper: upper, stats: stats, data: data}
 	if it.stats == nil {
 		it.stats = &it.ownStats
-	}
-	if err := r.initIndexIter(&it.index); err != nil {
-		it.Close()
-		return err
 	}
 	return nil
 }
@@ -98,11 +99,11 @@ func (it *Iter) fail(err error) bool {
 	return false
 }
 
-// loadBlock points the data iterator at the block the index is on. In
-// prefix mode, moving forward, it asks the block's filter first: on
+// loadBlock points the data iterator at block it.block, which must exist.
+// In prefix mode, moving forward, it asks the block's filter first: on
 // "absent" it ends the iteration and returns false, without an error.
 func (it *Iter) loadBlock(forward bool) bool {
-	h, _ := decodeHandle(it.index.val) // checked by NewReader
+	h := it.r.blockHandles[it.block]
 	var stats *LookupStats
 	if it.prefix != nil && forward {
 		if !it.blockMayContainPrefix() {
@@ -124,8 +125,8 @@ func (it *Iter) loadBlock(forward bool) bool {
 	return true
 }
 
-// blockMayContainPrefix asks the filter of the data block the index is on
-// about the iterator's prefix; true when the table has no usable filter.
+// blockMayContainPrefix asks the filter of block it.block about the
+// iterator's prefix; true when the table has no usable filter.
 func (it *Iter) blockMayContainPrefix() bool {
 	r := it.r
 	if r.filter == nil {
@@ -135,7 +136,7 @@ func (it *Iter) blockMayContainPrefix() bool {
 		it.asked = false
 		return true
 	}
-	return it.block >= len(r.blockHandles) || r.filterPolicy.MayContain(r.filter.filter(it.block), it.prefix)
+	return r.filterPolicy.MayContain(r.filter.filter(it.block), it.prefix)
 }
 
 // countVerdict settles a pending filter verdict: the block just loaded
@@ -162,18 +163,12 @@ func (it *Iter) settle(ok, forward bool) bool {
 		if it.data.err != nil {
 			return it.fail(it.data.err)
 		}
-		var more bool
 		if forward {
-			more = it.index.Next()
 			it.block++
 		} else {
-			more = it.index.Prev()
 			it.block--
 		}
-		if !more {
-			if it.index.err != nil {
-				return it.fail(it.index.err)
-			}
+		if it.block < 0 || it.block >= len(it.r.blockHandles) {
 			it.valid = false
 			return false
 		}
@@ -222,38 +217,22 @@ func (it *Iter) seekGE(key []byte) bool {
 		key = it.lower
 	}
 	target := base.MakeSearchKey(key)
-	if it.prefix != nil && it.r.filter != nil {
-		return it.seekPrefixBlock(target)
-	}
-	if !it.index.SeekGE(target) {
-		return it.settleIndex()
-	}
-	if !it.loadBlock(true) {
-		return false
-	}
-	return it.settle(it.data.SeekGE(target), true)
-}
-
-// seekPrefixBlock is seekGE in prefix mode on a table with filters: the
-// in-memory index search finds the block, whose filter is asked before
-// the index iterator is positioned, so a ruled-out prefix costs no index
-// entry decoding either.
-func (it *Iter) seekPrefixBlock(target base.InternalKey) bool {
-	r := it.r
-	i, err := r.searchIndex(target)
+	i, err := it.r.searchIndex(target)
 	switch {
 	case err != nil:
 		return it.fail(err)
-	case i == len(r.blockHandles):
+	case i == len(it.r.blockHandles):
 		return false
-	case !r.filterPolicy.MayContain(r.filter.filter(i), it.prefix):
-		it.stats.FilterNegatives++
-		return false
+	case it.prefix != nil && it.r.filter != nil:
+		// Prefix mode on a table with filters: the block's filter is
+		// asked before the block is read.
+		if !it.r.filterPolicy.MayContain(it.r.filter.filter(i), it.prefix) {
+			it.stats.FilterNegatives++
+			return false
+		}
+		it.asked = true
 	}
-	if !it.index.seekRestart(i) {
-		return it.settleIndex()
-	}
-	it.block, it.asked = i, true
+	it.block = i
 	if !it.loadBlock(true) {
 		return false
 	}
@@ -283,25 +262,19 @@ func (it *Iter) SeekLT(key []byte) bool {
 		key = it.upper
 	}
 	target := base.MakeSearchKey(key)
-	if !it.index.SeekGE(target) {
+	i, err := it.r.searchIndex(target)
+	switch {
+	case err != nil:
+		return it.fail(err)
+	case i == len(it.r.blockHandles):
 		// Every block lies below target: the answer is the last entry.
-		if it.index.err != nil {
-			return it.fail(it.index.err)
-		}
 		return it.lastEntry()
 	}
+	it.block = i
 	if !it.loadBlock(false) {
 		return false
 	}
 	return it.settle(it.data.SeekLT(target), false)
-}
-
-// settleIndex handles an index move that found no block.
-func (it *Iter) settleIndex() bool {
-	if it.index.err != nil {
-		return it.fail(it.index.err)
-	}
-	return false
 }
 
 // First moves to the first entry (with user key >= lower).
@@ -309,12 +282,10 @@ func (it *Iter) First() bool {
 	if it.lower != nil {
 		return it.SeekGE(it.lower)
 	}
-	if !it.usable() {
+	if !it.usable() || len(it.r.blockHandles) == 0 {
 		return false
 	}
-	if !it.index.First() {
-		return it.settleIndex()
-	}
+	it.block = 0
 	if !it.loadBlock(true) {
 		return false
 	}
@@ -334,9 +305,10 @@ func (it *Iter) Last() bool {
 
 // lastEntry moves to the table's last entry, bounded below by lower.
 func (it *Iter) lastEntry() bool {
-	if !it.index.Last() {
-		return it.settleIndex()
+	if len(it.r.blockHandles) == 0 {
+		return false
 	}
+	it.block = len(it.r.blockHandles) - 1
 	if !it.loadBlock(false) {
 		return false
 	}
@@ -375,7 +347,6 @@ func (it *Iter) Error() error { return it.err }
 // iterator keeps its buffers for a later InitIter.
 func (it *Iter) Close() error {
 	it.closed, it.valid = true, false
-	it.index.release()
 	it.data.release()
 	it.r, it.stats = nil, nil
 	return it.err

@@ -126,8 +126,25 @@ func TestReader_Get_Model(t *testing.T) {
 // two tables and compares each position with a model. Half the rounds use
 // a fresh iterator from NewIter, half one Iter that Reader.InitIter points
 // at either table again and again, so nothing may carry over from its last
-// table, bounds or position.
+// table, bounds or position. The seeks find their block through the
+// index's in-memory key prefixes under a bytewise comparer, and by a
+// binary search of the index block under opaqueBytewise.
 func TestReader_Iter_Model(t *testing.T) {
+	for _, cmp := range []*base.Comparer{base.DefaultComparer, opaqueBytewise} {
+		t.Run(fmt.Sprintf("prefixes=%v", cmp.Bytewise()), func(t *testing.T) { testIterModel(t, cmp) })
+	}
+}
+
+// opaqueBytewise orders keys as base.DefaultComparer does, through a
+// function that Comparer.Bytewise does not recognize: readers then keep
+// no in-memory index key prefixes.
+var opaqueBytewise = func() *base.Comparer {
+	c := *base.DefaultComparer
+	c.Compare = func(a, b []byte) int { return bytes.Compare(a, b) }
+	return &c
+}()
+
+func testIterModel(t *testing.T, cmp *base.Comparer) {
 	rng := seedRNG(t)
 	var tables [2]struct {
 		entries []testEntry
@@ -135,8 +152,11 @@ func TestReader_Iter_Model(t *testing.T) {
 	}
 	for i := range tables {
 		tables[i].entries = randomEntries(rng, 200)
-		data := buildBytes(t, tables[i].entries, WriterOptions{BlockSize: 128, BlockRestartInterval: 4})
-		tables[i].r = openTable(t, data, ReaderOptions{})
+		data := buildBytes(t, tables[i].entries, WriterOptions{BlockSize: 128, BlockRestartInterval: 4, Comparer: cmp})
+		tables[i].r = openTable(t, data, ReaderOptions{Comparer: cmp})
+		if (tables[i].r.indexPrefixes != nil) != cmp.Bytewise() {
+			t.Fatalf("index prefixes %v under a comparer with Bytewise %v", tables[i].r.indexPrefixes != nil, cmp.Bytewise())
+		}
 	}
 	var kept Iter
 	for round := 0; round < 100; round++ {

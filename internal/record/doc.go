@@ -6,40 +6,66 @@
 //
 // The stream is cut into blocks of 32 KiB (the last one may be short). A
 // block holds chunks; a chunk never crosses a block boundary. Each chunk is a
-// 7-byte header and its payload:
+// header and its payload. A chunk comes in one of two formats, legacy
+// (7-byte header) or recyclable (11-byte header, which adds the log
+// number); one stream uses one format throughout. A MANIFEST is legacy; a
+// WAL is recyclable (a WAL written before the recyclable format existed
+// is legacy, and is still read).
 //
+//	legacy:
 //	+---------------+-------------+----------+--------------------+
 //	| checksum 4 B  | length 2 B  | type 1 B | payload (length B) |
-//	| uint32 LE     | uint16 LE   |          |                    |
+//	| uint32 LE     | uint16 LE   | 1..4     |                    |
 //	+---------------+-------------+----------+--------------------+
 //
-// checksum is the low 32 bits of xxhash64 over the type byte followed by
-// the payload. type says which part of a record the payload is:
+//	recyclable:
+//	+---------------+-------------+----------+----------------+--------------------+
+//	| checksum 4 B  | length 2 B  | type 1 B | log number 4 B | payload (length B) |
+//	| uint32 LE     | uint16 LE   | 5..8     | uint32 LE      |                    |
+//	+---------------+-------------+----------+----------------+--------------------+
 //
-//	1 full    the whole record
-//	2 first   the record's first fragment
-//	3 middle  an inner fragment
-//	4 last    the record's final fragment
+// checksum is the low 32 bits of xxhash64 over the bytes from the type
+// byte to the end of the payload (the log number included). log number is
+// the low 32 bits of the WAL's file number. type says which part of a
+// record the payload is, in the legacy and the recyclable format:
+//
+//	1 / 5  full    the whole record
+//	2 / 6  first   the record's first fragment
+//	3 / 7  middle  an inner fragment
+//	4 / 8  last    the record's final fragment
 //
 // A record that does not fit in what is left of the block is split into a
-// first chunk, middle chunks and a last chunk, one per block. When fewer than
-// 7 bytes are left in a block, too few for a header, they are zero-filled
-// and the next chunk starts the following block. A header that exactly fills
-// a block's tail carries an empty fragment. An empty record is one full
-// chunk with no payload.
+// first chunk, middle chunks and a last chunk, one per block. When fewer
+// bytes than a header are left in a block (7, or 11 in the recyclable
+// format), they are zero-filled and the next chunk starts the following
+// block. A header that exactly fills a block's tail carries an empty
+// fragment. An empty record is one full chunk with no payload.
 //
 //	block 0 (32768 B)                           block 1
 //	+---------+-----------+----------+---------+-----------------+----
-//	| full: A | full: B   | first: C | pad 0-6 | last: C         | ...
+//	| full: A | full: B   | first: C | pad     | last: C         | ...
 //	+---------+-----------+----------+---------+-----------------+----
+//
+// # Recycling
+//
+// A WAL file whose writes are all in tables may be recycled: renamed to
+// the next WAL's name and overwritten from offset 0, so that appending
+// does not grow the file and a sync need not update its size. Past the
+// new log's last write the file still holds the earlier log's chunks. A
+// Reader made by NewLogReader with the new log's number ends the stream
+// (io.EOF) at the first chunk that is not the new log's: a recyclable chunk
+// with another log number, or one of the other format. The format is
+// decided by the type byte of the stream's first header, even a torn one,
+// so a file whose first new chunk never reached the disk reads as empty.
 //
 // # Damage
 //
 // A crash while appending leaves a torn tail: an incomplete or garbled last
 // record with nothing valid after it. The Reader treats that as the end of
 // the log (io.EOF), because the record was never acknowledged as written.
-// Damage followed by any chunk whose checksum verifies cannot be explained
-// by a crash at the tail, so the Reader reports it as corruption wrapping
+// Damage followed by any chunk of the log (its format, and its log number)
+// whose checksum verifies cannot be explained by a crash at the tail, so
+// the Reader reports it as corruption wrapping
 // base.ErrCorruption, naming the file and the offset of the damage. (A
 // torn record whose payload happens to hold a whole valid chunk, such as a
 // user value that is itself a framed log, is reported as corruption: a

@@ -21,6 +21,18 @@ type Reader struct {
 	blockStart int64
 	// last is set once r is exhausted: block is the final block.
 	last bool
+	// logNum is the log number of this stream's recyclable chunks, and
+	// recyclable whether such chunks are accepted (NewLogReader).
+	logNum     uint32
+	recyclable bool
+	// format is the header size of the stream's chunks, which tells
+	// legacy from recyclable: 0 until the first chunk header is seen.
+	format int
+	// foreignChunk is the last chunk nextChunk found not of this log;
+	// foreign is that chunk, and foreignOff its offset, when the stream
+	// ended at it.
+	foreignChunk, foreign chunkInfo
+	foreignOff            int64
 	// recordStart and recordEnd bound the record Next returned last: the
 	// stream offsets of its first byte and just past its last chunk.
 	recordStart, recordEnd int64
@@ -28,11 +40,34 @@ type Reader struct {
 	err error
 }
 
-// NewReader returns a Reader of the stream r. name (usually the file's
-// name) is used in errors.
+// NewReader returns a Reader of the stream r, a stream of legacy chunks
+// (a MANIFEST). name (usually the file's name) is used in errors.
 func NewReader(r io.Reader, name string) *Reader {
-	return &Reader{r: r, name: name, block: make([]byte, 0, blockSize)}
+	return &Reader{r: r, name: name, block: make([]byte, 0, blockSize), format: headerSize}
 }
+
+// NewLogReader returns a Reader of a log that may be written in either
+// chunk format: legacy, or recyclable with logNum (the low 32 bits of the
+// log's file number). The first chunk header's type decides which; the
+// stream ends at the first chunk that does not belong to it, of the other
+// format or another log number: the remains of the log the file held
+// before it was recycled.
+func NewLogReader(r io.Reader, name string, logNum uint32) *Reader {
+	return &Reader{r: r, name: name, block: make([]byte, 0, blockSize), logNum: logNum, recyclable: true}
+}
+
+// EndedAtLog reports whether the stream ended (Next returned io.EOF) at a
+// valid recyclable chunk of another log, and returns that log's number
+// and the chunk's offset: the remains of the log a recycled file held
+// before, or of a log copied into this one's file.
+func (r *Reader) EndedAtLog() (logNum uint32, off int64, ok bool) {
+	f := r.foreign
+	return f.logNum, r.foreignOff, f.hdr == recyclableHeaderSize
+}
+
+// Recyclable reports whether the stream read so far is of recyclable
+// chunks; false for a legacy or empty stream.
+func (r *Reader) Recyclable() bool { return r.format == recyclableHeaderSize }
 
 // Next returns the next record. The slice is the caller's to keep.
 //
@@ -51,7 +86,11 @@ func (r *Reader) Next() ([]byte, error) {
 	for {
 		typ, payload, off, err := r.nextChunk()
 		if err != nil {
-			if errors.Is(err, errBadChunk) {
+			switch {
+			case errors.Is(err, errForeignChunk) && !inRecord:
+				r.foreign, r.foreignOff = r.foreignChunk, off
+				err = io.EOF
+			case errors.Is(err, errBadChunk) || errors.Is(err, errForeignChunk):
 				err = r.damaged(off, err)
 			}
 			r.err = err
@@ -92,14 +131,20 @@ func (r *Reader) End() int64 { return r.recordEnd }
 
 func (r *Reader) offset() int64 { return r.blockStart + int64(r.pos) }
 
-// errBadChunk marks a chunk that is truncated or fails its checks.
-var errBadChunk = errors.New("chunk fails its checksum, type or length check")
+// errBadChunk marks a chunk that is truncated or fails its checks;
+// errForeignChunk a valid chunk of another log (see NewLogReader).
+var (
+	errBadChunk     = errors.New("chunk fails its checksum, type or length check")
+	errForeignChunk = errors.New("chunk belongs to another log")
+)
 
 // nextChunk returns the next chunk's type, payload (aliasing the block) and
 // stream offset; io.EOF when the stream holds no further header; or, with
-// the offset, an error wrapping errBadChunk when the chunk there is damaged.
+// the offset, an error wrapping errBadChunk or errForeignChunk when the
+// chunk there is damaged or not of this log.
 func (r *Reader) nextChunk() (typ byte, payload []byte, off int64, err error) {
-	for r.pos+headerSize > len(r.block) {
+	for len(r.block)-r.pos < max(r.format, headerSize) {
+		// A block tail too short for a header is padding.
 		if r.last {
 			return 0, nil, r.offset(), io.EOF
 		}
@@ -108,30 +153,75 @@ func (r *Reader) nextChunk() (typ byte, payload []byte, off int64, err error) {
 		}
 	}
 	off = r.offset()
-	typ, n, ok := chunkAt(r.block, r.pos)
-	if !ok {
-		return 0, nil, off, errBadChunk
+	if r.format == 0 {
+		r.format = formatOf(r.block[r.pos+6])
 	}
-	payload = r.block[r.pos+headerSize : r.pos+headerSize+n]
-	r.pos += headerSize + n
-	return typ, payload, off, nil
+	c, ok := chunkAt(r.block, r.pos)
+	switch {
+	case !ok || (c.hdr == recyclableHeaderSize && !r.recyclable):
+		return 0, nil, off, errBadChunk
+	case !r.ours(c):
+		r.foreignChunk = c
+		return 0, nil, off, errForeignChunk
+	}
+	r.format = c.hdr
+	payload = r.block[r.pos+c.hdr : r.pos+c.hdr+c.n]
+	r.pos += c.hdr + c.n
+	return c.typ, payload, off, nil
+}
+
+// formatOf returns the header size a chunk type byte announces, 0 for a
+// byte that is no chunk type. It decides the format of a log from its
+// first header even when that chunk is torn, so that the remains of a
+// recycled file's earlier log are never taken for this one's.
+func formatOf(typ byte) int {
+	switch {
+	case typ >= chunkFull && typ <= chunkLast:
+		return headerSize
+	case typ > chunkLast && typ <= chunkMax:
+		return recyclableHeaderSize
+	}
+	return 0
+}
+
+// ours reports whether the valid chunk c belongs to this log: it is of the
+// stream's format (any, while that is unknown), and a recyclable chunk
+// carries the log's number.
+func (r *Reader) ours(c chunkInfo) bool {
+	if c.hdr == recyclableHeaderSize && (!r.recyclable || c.logNum != r.logNum) {
+		return false
+	}
+	return r.format == 0 || r.format == c.hdr
+}
+
+// chunkInfo is a chunk's header, decoded.
+type chunkInfo struct {
+	typ    byte // chunkFull..chunkLast, whatever the format
+	hdr    int  // header size: headerSize or recyclableHeaderSize
+	n      int  // payload length
+	logNum uint32
 }
 
 // chunkAt reports whether a valid chunk starts at b[pos:], lying wholly
-// within b, and returns its type and payload length.
-func chunkAt(b []byte, pos int) (typ byte, n int, ok bool) {
+// within b, and returns its header.
+func chunkAt(b []byte, pos int) (c chunkInfo, ok bool) {
 	if pos+headerSize > len(b) {
-		return 0, 0, false
+		return c, false
 	}
-	h := b[pos : pos+headerSize]
-	typ, n = h[6], int(binary.LittleEndian.Uint16(h[4:6]))
-	if typ < chunkFull || typ > chunkLast || pos+headerSize+n > len(b) {
-		return 0, 0, false
+	h := b[pos:]
+	c.hdr, c.n = formatOf(h[6]), int(binary.LittleEndian.Uint16(h[4:6]))
+	if c.hdr == 0 || pos+c.hdr+c.n > len(b) {
+		return c, false
 	}
-	if checksum(b[pos+6:pos+headerSize+n]) != binary.LittleEndian.Uint32(h[0:4]) {
-		return 0, 0, false
+	c.typ = h[6]
+	if c.hdr == recyclableHeaderSize {
+		c.typ -= recyclableOffset
+		c.logNum = binary.LittleEndian.Uint32(h[7:11])
 	}
-	return typ, n, true
+	if checksum(b[pos+6:pos+c.hdr+c.n]) != binary.LittleEndian.Uint32(h[0:4]) {
+		return c, false
+	}
+	return c, true
 }
 
 // readBlock replaces the current block with the next one from the stream.
@@ -162,14 +252,18 @@ func (r *Reader) damaged(off int64, cause error) error {
 	return r.corrupt(off, fmt.Sprintf("%v, and valid data follows at offset %d", cause, at))
 }
 
-// scanForChunk looks for a valid chunk starting at any stream offset from
-// `from` on, consuming the stream. It only runs once damage is found, so it
-// may be slow; it stops at the first valid chunk.
+// scanForChunk looks for a valid chunk of this log starting at any stream
+// offset from `from` on, consuming the stream. It only runs once damage is
+// found, so it may be slow; it stops at the first such chunk. The remains
+// of an earlier log in a recycled file are not of this log: they are
+// scanned over, cheaply (see mayBeOurs).
 func (r *Reader) scanForChunk(from int64) (found bool, at int64, err error) {
 	for {
 		for p := max(0, int(from-r.blockStart)); p+headerSize <= len(r.block); p++ {
-			if _, _, ok := chunkAt(r.block, p); ok {
-				return true, r.blockStart + int64(p), nil
+			if r.mayBeOurs(p) {
+				if c, ok := chunkAt(r.block, p); ok && r.ours(c) {
+					return true, r.blockStart + int64(p), nil
+				}
 			}
 		}
 		if r.last {
@@ -179,6 +273,22 @@ func (r *Reader) scanForChunk(from int64) (found bool, at int64, err error) {
 			return false, 0, err
 		}
 	}
+}
+
+// mayBeOurs is the cheap test of scanForChunk: whether the header at
+// block position p has a type of this log's format and, in a recyclable
+// log, its number. Only then is the checksum worth computing.
+func (r *Reader) mayBeOurs(p int) bool {
+	h := r.block[p:]
+	f := formatOf(h[6])
+	switch {
+	case f == 0 || (r.format != 0 && f != r.format):
+		return false
+	case f == recyclableHeaderSize:
+		return r.recyclable && p+recyclableHeaderSize <= len(r.block) &&
+			binary.LittleEndian.Uint32(h[7:11]) == r.logNum
+	}
+	return true
 }
 
 func (r *Reader) corrupt(off int64, what string) error {

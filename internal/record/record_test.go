@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/bloomkv/bloomkv/internal/base"
-	"github.com/cockroachdb/pebble/vfs"
 )
 
 // payload returns n bytes that differ from record to record.
@@ -28,8 +27,13 @@ func payload(seed, n int) []byte {
 // writeLog writes records and returns the stream, each record's offset and
 // the offset just past each record's last chunk.
 func writeLog(t testing.TB, records [][]byte) (log []byte, starts, ends []int64) {
+	return writeStream(t, records, NewWriter)
+}
+
+// writeStream is writeLog with the Writer newWriter returns.
+func writeStream(t testing.TB, records [][]byte, newWriter func(io.Writer) *Writer) (log []byte, starts, ends []int64) {
 	var buf bytes.Buffer
-	w := NewWriter(&buf)
+	w := newWriter(&buf)
 	for _, rec := range records {
 		off, err := w.WriteRecord(rec)
 		if err != nil {
@@ -406,16 +410,7 @@ var goldenLogs = []string{
 func readGoldenLogs(f *testing.F) [][]byte {
 	var logs [][]byte
 	for _, path := range goldenLogs {
-		file, err := vfs.Default.Open(path)
-		if err != nil {
-			f.Fatal(err)
-		}
-		data, err := io.ReadAll(file)
-		file.Close()
-		if err != nil {
-			f.Fatal(err)
-		}
-		logs = append(logs, data)
+		logs = append(logs, readFile(f, path))
 	}
 	return logs
 }

@@ -1,0 +1,253 @@
+package record
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/cockroachdb/pebble/vfs"
+)
+
+// Tests of the recyclable chunk format: logs that carry their log number,
+// so that a file recycled from an earlier log ends where the new log's
+// writes stop.
+
+// writeRecyclable writes records as a recyclable log of logNum.
+func writeRecyclable(t testing.TB, records [][]byte, logNum uint32) (log []byte, starts, ends []int64) {
+	return writeStream(t, records, func(w io.Writer) *Writer { return NewRecyclableWriterAt(w, 0, logNum) })
+}
+
+// readLog reads records of log logNum until an error and returns them
+// with the error and whether the stream was recyclable.
+func readLog(log []byte, logNum uint32) ([][]byte, error, bool) {
+	r := NewLogReader(bytes.NewReader(log), "000007.log", logNum)
+	var recs [][]byte
+	for {
+		rec, err := r.Next()
+		if err != nil {
+			return recs, err, r.Recyclable()
+		}
+		recs = append(recs, rec)
+	}
+}
+
+func TestRecyclable_RoundTrip(t *testing.T) {
+	const h = recyclableHeaderSize
+	tests := []struct {
+		name     string
+		records  [][]byte
+		wantSize int64
+	}{
+		{"no-records", nil, 0},
+		{"empty-record", sizes(0), h},
+		{"small", sizes(1, 10, 100), 3*h + 111},
+		{"fills-block-exactly", sizes(blockSize - h), blockSize},
+		{"block-size-payload", sizes(blockSize), blockSize + h + h},
+		{"leaves-10-bytes-padded", sizes(blockSize-2*h+1, 3), blockSize + h + 3},
+		{"leaves-7-bytes-padded", sizes(blockSize-h-7, 3), blockSize + h + 3},
+		{"leaves-exactly-a-header", sizes(blockSize-2*h, 3), blockSize + h + 3},
+		{"large-mix", sizes(3, 70_000, 0, 40_000, 1, 32_757, 9), -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			log, _, _ := writeRecyclable(t, tt.records, 7)
+			if tt.wantSize >= 0 && int64(len(log)) != tt.wantSize {
+				t.Fatalf("log is %d bytes, want %d", len(log), tt.wantSize)
+			}
+			got, err, recyclable := readLog(log, 7)
+			if err != io.EOF || len(got) != len(tt.records) {
+				t.Fatalf("read %d records, %v; want %d, io.EOF", len(got), err, len(tt.records))
+			}
+			if recyclable != (len(tt.records) > 0) {
+				t.Fatalf("Recyclable() = %v", recyclable)
+			}
+			for i := range got {
+				if !bytes.Equal(got[i], tt.records[i]) {
+					t.Fatalf("record %d differs", i)
+				}
+			}
+		})
+	}
+}
+
+func TestRecyclable_Layout(t *testing.T) {
+	// One record pinned byte for byte: checksum, length, type, log
+	// number, payload; the checksum covers type, log number and payload.
+	log, _, _ := writeRecyclable(t, [][]byte{[]byte("hi")}, 0x04030201)
+	want := []byte{0, 0, 0, 0, 2, 0, chunkFull + recyclableOffset, 1, 2, 3, 4, 'h', 'i'}
+	c := checksum(want[6:])
+	want[0], want[1], want[2], want[3] = byte(c), byte(c>>8), byte(c>>16), byte(c>>24)
+	if !bytes.Equal(log, want) {
+		t.Fatalf("got % x, want % x", log, want)
+	}
+}
+
+// TestRecyclable_OverEarlierLog writes log 7 over the bytes of log 6, as
+// a recycled file holds them, and cuts log 7's writes at every offset: the
+// reader returns the records of log 7 that were whole, then io.EOF, never
+// one of log 6 and never corruption.
+func TestRecyclable_OverEarlierLog(t *testing.T) {
+	old, _, _ := writeRecyclable(t, sizes(5, 900, 40_000, 30, 12_000, 25_000, 7, 3), 6)
+	records := sizes(100, 0, 20_000, 12_650, 3, 30, 1)
+	log, _, ends := writeRecyclable(t, records, 7)
+	step := 7
+	if testing.Short() {
+		step = 61
+	}
+	for cut := 0; cut <= len(log); cut += step {
+		file := append(bytes.Clone(log[:cut]), old[min(cut, len(old)):]...)
+		got, err, _ := readLog(file, 7)
+		want := 0
+		for want < len(ends) && ends[want] <= int64(cut) {
+			want++
+		}
+		if err != io.EOF || len(got) != want {
+			t.Fatalf("cut at %d: read %d records, %v; want %d, io.EOF", cut, len(got), err, want)
+		}
+		for i := range got {
+			if !bytes.Equal(got[i], records[i]) {
+				t.Fatalf("cut at %d: record %d differs", cut, i)
+			}
+		}
+	}
+}
+
+// TestRecyclable_OverLegacyBytes: a legacy log's chunks after a recyclable
+// log's end are not taken for its records.
+func TestRecyclable_OverLegacyBytes(t *testing.T) {
+	old, _, _ := writeLog(t, sizes(5, 900, 40_000, 30))
+	log, _, _ := writeRecyclable(t, sizes(10, 20), 7)
+	got, err, _ := readLog(append(bytes.Clone(log), old[len(log):]...), 7)
+	if err != io.EOF || len(got) != 2 {
+		t.Fatalf("read %d records, %v; want 2, io.EOF", len(got), err)
+	}
+}
+
+func TestRecyclable_Damage(t *testing.T) {
+	records := sizes(100, 0, 20_000, 12_650, 3, 30_000, 1, 0, 5_000)
+	log, _, ends := writeRecyclable(t, records, 7)
+	r2 := int(ends[1])
+	tests := []struct {
+		name   string
+		damage func([]byte) []byte
+		want   string // "EOF after n" or the corruption's offset
+	}{
+		{"payload-mid-file", func(l []byte) []byte { l[r2+recyclableHeaderSize+9] ^= 1; return l }, fmt.Sprintf("offset %d:", r2)},
+		{"log-number-mid-file", func(l []byte) []byte { l[r2+8] ^= 1; return l }, fmt.Sprintf("offset %d:", r2)},
+		{"torn-last", func(l []byte) []byte { return l[:len(l)-3] }, "EOF after 8"},
+		{"other-log-mid-record", func(l []byte) []byte {
+			// The last fragment of record 3 is another log's: the record
+			// is torn, and valid chunks of this log follow it.
+			l[blockSize+8] ^= 0xff
+			c := checksum(l[blockSize+6 : int(ends[3])])
+			l[blockSize], l[blockSize+1], l[blockSize+2], l[blockSize+3] = byte(c), byte(c>>8), byte(c>>16), byte(c>>24)
+			return l
+		}, fmt.Sprintf("offset %d:", blockSize)},
+		{"other-log-at-end", func(l []byte) []byte {
+			other, _, _ := writeRecyclable(t, sizes(40, 50), 8)
+			return append(l, other...)
+		}, "EOF after 9"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err, _ := readLog(tt.damage(bytes.Clone(log)), 7)
+			var desc string
+			switch {
+			case err == io.EOF:
+				desc = fmt.Sprintf("EOF after %d", len(got))
+			case errors.Is(err, base.ErrCorruption):
+				desc = err.Error()
+			default:
+				t.Fatalf("err = %v", err)
+			}
+			if !strings.Contains(desc, tt.want) {
+				t.Fatalf("got %q, want %q", desc, tt.want)
+			}
+		})
+	}
+}
+
+// TestLogReader_Legacy: a log reader reads legacy logs, the golden WALs
+// among them, as a legacy reader does.
+func TestLogReader_Legacy(t *testing.T) {
+	records, log, _ := tornLog(t)
+	got, err, recyclable := readLog(log, 7)
+	if err != io.EOF || len(got) != len(records) || recyclable {
+		t.Fatalf("read %d records, %v, recyclable %v; want %d, io.EOF, false", len(got), err, recyclable, len(records))
+	}
+	for _, path := range goldenLogs[:2] {
+		data := readFile(t, path)
+		want, wantErr := readAllRecords(NewReader(bytes.NewReader(data), path))
+		got, err, _ := readLog(data, 1)
+		if err != wantErr || len(got) != len(want) || len(got) == 0 {
+			t.Fatalf("%s: log reader read %d records, %v; legacy reader %d, %v", path, len(got), err, len(want), wantErr)
+		}
+	}
+}
+
+// TestReader_LegacyOnly: a MANIFEST's reader takes no recyclable chunk.
+func TestReader_LegacyOnly(t *testing.T) {
+	log, _, _ := writeRecyclable(t, sizes(10, 20), 7)
+	got, err := readAllRecords(NewReader(bytes.NewReader(log), "MANIFEST-000001"))
+	if err != io.EOF || len(got) != 0 {
+		t.Fatalf("read %d records, %v; want none, io.EOF", len(got), err)
+	}
+}
+
+func readAllRecords(r *Reader) ([][]byte, error) {
+	var recs [][]byte
+	for {
+		rec, err := r.Next()
+		if err != nil {
+			return recs, err
+		}
+		recs = append(recs, rec)
+	}
+}
+
+func FuzzLogReader(f *testing.F) {
+	for _, log := range readGoldenLogs(f) {
+		f.Add(log)
+	}
+	old, _, _ := writeRecyclable(f, sizes(5, 900, 40_000, 30), 6)
+	log, _, _ := writeRecyclable(f, sizes(100, 0, 20_000, 13_000, 3), 7)
+	f.Add(log)
+	f.Add(append(bytes.Clone(log[:500]), old[500:]...))
+	f.Add(log[:blockSize+50])
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		recs, err, _ := readLog(data, 7)
+		if err != io.EOF && !errors.Is(err, base.ErrCorruption) {
+			t.Fatalf("err = %v, want io.EOF or corruption", err)
+		}
+		// Whatever was read must survive a rewrite unchanged.
+		log, _, _ := writeRecyclable(t, recs, 7)
+		again, err2, _ := readLog(log, 7)
+		if err2 != io.EOF || len(again) != len(recs) {
+			t.Fatalf("rewrite: %d records, %v", len(again), err2)
+		}
+		for i := range recs {
+			if !bytes.Equal(recs[i], again[i]) {
+				t.Fatalf("record %d changed on rewrite", i)
+			}
+		}
+	})
+}
+
+// readFile returns the bytes of the file at path.
+func readFile(t testing.TB, path string) []byte {
+	file, err := vfs.Default.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	data, err := io.ReadAll(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
