@@ -19,7 +19,8 @@ import (
 // memtable empty, none waiting to flush) and nothing else is due, L0 goes
 // down from half Options.L0CompactionThreshold on
 // (compaction.Picker.PickSettle), as in Pebble: a store whose writes
-// stopped keeps at most one L0 table under each key.
+// stopped keeps at most one L0 table under each key, unless
+// Options.DisableL0Settling.
 func (d *DB) maybeScheduleCompactionLocked() {
 	if d.opts.DisableAutomaticCompactions || d.mu.manual > 0 || d.mu.bgErr != nil || d.closed.Load() {
 		return
@@ -27,7 +28,7 @@ func (d *DB) maybeScheduleCompactionLocked() {
 	v := d.mu.versions.current
 	for len(d.mu.compacting) < d.opts.MaxConcurrentCompactions && d.picker.WantsAnother(v, d.mu.compacting) {
 		c := d.picker.Pick(v, d.mu.compacting)
-		if c == nil && d.mu.mem.empty() && len(d.mu.imm) == 0 {
+		if c == nil && !d.opts.DisableL0Settling && d.mu.mem.empty() && len(d.mu.imm) == 0 {
 			c = d.picker.PickSettle(v, d.mu.compacting)
 		}
 		if c == nil {

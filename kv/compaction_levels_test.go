@@ -220,3 +220,37 @@ func TestCompaction_FlushSplitsAlongBaseLevel(t *testing.T) {
 		})
 	}
 }
+
+// TestCompaction_L0Settling flushes three tables over the whole key range
+// into L0, under the L0 compaction threshold of 4, waiting after each
+// flush. Settling compacts the first two once the second is flushed
+// (read-amp 2, half the threshold) and leaves the third alone (one table
+// under a key is settled); DisableL0Settling keeps all three, as a store
+// taking writes holds them.
+func TestCompaction_L0Settling(t *testing.T) {
+	for _, disable := range []bool{false, true} {
+		d, _ := openMem(t, &Options{MemTableSize: 64 << 10, L0CompactionThreshold: 4, DisableL0Settling: disable})
+		for flush := range 3 {
+			for i := range 200 {
+				if err := d.Set(fmt.Appendf(nil, "key%05d", (i*7919+flush)%1000), []byte("value"), NoSync); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := d.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			d.waitCompactionsIdle()
+		}
+		m := d.Metrics()
+		want := 1
+		if disable {
+			want = 3
+		}
+		if got := m.Levels[0].NumFiles; got != want {
+			t.Errorf("DisableL0Settling %v: L0 holds %d tables, want %d\n%s", disable, got, want, m)
+		}
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -132,8 +132,8 @@ type Options struct {
 	// Once every acknowledged write is in a table and nothing else is
 	// due, L0 compacts from half this read amplification on (at least 2),
 	// Pebble v1.1.5's trigger, so a store whose writes stopped keeps at
-	// most one L0 table under a key (compaction.Picker.PickSettle).
-	// Default 4.
+	// most one L0 table under a key (compaction.Picker.PickSettle;
+	// DisableL0Settling turns this off). Default 4.
 	L0CompactionThreshold int
 	// L0SlowdownWritesThreshold is the L0 read amplification at which each
 	// write group is delayed by a millisecond, to let compaction catch up.
@@ -157,6 +157,12 @@ type Options struct {
 	// DisableAutomaticCompactions turns off background compactions; only
 	// DB.Compact compacts. Writers never stall on L0 then.
 	DisableAutomaticCompactions bool
+	// DisableL0Settling keeps L0 compacting at L0CompactionThreshold
+	// alone, also once writes stop: a flushed, idle store then keeps the
+	// L0 tables (up to the threshold less one under a key) that a store
+	// taking writes holds between its L0 compactions, and an explicit
+	// Flush never costs a compaction of L0 below the threshold.
+	DisableL0Settling bool
 	// FlushSplitBytes is the size from which a flush cuts its L0 table at
 	// the next boundary between tables of the level L0 compacts into, so
 	// that L0 compactions can take narrow slices (Pebble's option of that

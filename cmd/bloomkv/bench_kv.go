@@ -78,6 +78,10 @@ func openKV(dir string, o benchOptions, configure func(*kv.Options)) (*kvStore, 
 		MemTableSize:   int64(o.memtable),
 		TargetFileSize: int64(o.tableSize),
 		LBaseMaxBytes:  int64(o.l1Size),
+		// The settled shape is that of a store taking writes, with the
+		// L0 tables it holds between L0 compactions, as Pebble's store
+		// keeps them (openPebble): no settling of L0 once writes stop.
+		DisableL0Settling: true,
 	}
 	if configure != nil {
 		configure(opts)
