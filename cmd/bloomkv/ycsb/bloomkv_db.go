@@ -278,7 +278,12 @@ func bloomkvWriteOptions(opts *pebble.WriteOptions) *kv.WriteOptions {
 	return kv.NoSync
 }
 
-func (b *bloomkvBatch) Close() error { return nil }
+// Close hands the batch's buffer on to later batches (kv.Batch.Close), as
+// Pebble's Close returns its batch to a pool.
+func (b *bloomkvBatch) Close() error {
+	b.b.Close()
+	return nil
+}
 
 func (b *bloomkvBatch) Commit(opts *pebble.WriteOptions) error {
 	return b.d.Apply(b.b, bloomkvWriteOptions(opts))
