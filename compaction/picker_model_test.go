@@ -41,7 +41,9 @@ func TestPicker_Model(t *testing.T) {
 	}
 	mostRunning, bases, multiLevel := 0, map[int]bool{}, 0
 	for round := range rounds {
-		m := newPickerModel(rng, round%2 == 1)
+		// Rounds take every pair of wide expansion and static levels in
+		// turn, so even the few rounds of -short cover each.
+		m := newPickerModel(rng, round%2 == 1, round/2%2 == 1)
 		ctx := fmt.Sprintf("seed %d round %d (%s)", seed, round, m.describe())
 		for step := 0; step < 400; step++ {
 			m.step(t, ctx)
@@ -90,14 +92,15 @@ type pickerModel struct {
 const modelKeys = 300
 
 // newPickerModel returns a history with random options; wideExpansion sets
-// an expansion limit far above the default.
-func newPickerModel(rng *rand.Rand, wideExpansion bool) *pickerModel {
+// an expansion limit far above the default, and staticLevels sizes the
+// levels from L1 down (else from the bottom up, the base level moving).
+func newPickerModel(rng *rand.Rand, wideExpansion, staticLevels bool) *pickerModel {
 	opts := Options{
 		L0CompactionThreshold:     2 + rng.IntN(3),
 		LBaseMaxBytes:             int64(4+rng.IntN(12)) << 10,
 		LevelMultiplier:           2 + rng.IntN(3),
 		TargetFileSize:            1 << 10,
-		StaticLevels:              rng.IntN(2) == 0,
+		StaticLevels:              staticLevels,
 		L0CompactionFileThreshold: 4 + rng.IntN(20),
 		FlushSplitBytes:           int64(1+rng.IntN(8)) << 10,
 		L0CompactionConcurrency:   1,
