@@ -13,7 +13,9 @@ import (
 // merge and the level the result goes to.
 type Compaction struct {
 	// StartLevel is the level the compaction was picked for; OutputLevel is
-	// where its output goes: StartLevel+1, or L6 itself for L6.
+	// where its output goes: the base level for L0, else StartLevel+1
+	// (StartLevel+2 in a multi-level compaction, see Middle), or L6 itself
+	// for L6.
 	StartLevel, OutputLevel int
 	// Inputs[0] are the tables taken from StartLevel, Inputs[1] those of
 	// OutputLevel that overlap them (empty when OutputLevel == StartLevel).
