@@ -119,7 +119,7 @@ func (d *DB) runCompaction(c *compaction.Compaction) ([]*manifest.FileMetadata, 
 		ts, err := d.tableCache.rangeDels(f)
 		var it base.InternalIterator
 		if err == nil {
-			it, err = d.tableCache.newIter(f)
+			it, err = d.tableCache.newCompactionIter(f)
 		}
 		if err != nil {
 			for _, it := range iters {

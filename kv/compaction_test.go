@@ -471,7 +471,7 @@ func checkTree(d *DB) error {
 
 // scanTable calls fn with every internal key of table f.
 func scanTable(d *DB, f *manifest.FileMetadata, fn func(base.InternalKey) error) error {
-	it, err := d.tableCache.newIter(f)
+	it, err := d.tableCache.newCompactionIter(f)
 	if err != nil {
 		return err
 	}

@@ -198,11 +198,11 @@ func (c *tableCache) rangeDels(f *manifest.FileMetadata) ([]sstable.RangeTombsto
 	return e.reader.RangeDels(), nil
 }
 
-// newIter returns an iterator over all of f's entries for one pass, as a
+// newCompactionIter returns an iterator over all of f's entries for one pass, as a
 // compaction reads its inputs (sstable.Reader.NewCompactionIter: blocks
 // not in the block cache are read into a buffer of the iterator's, and
 // not cached), that holds the table open until closed.
-func (c *tableCache) newIter(f *manifest.FileMetadata) (base.InternalIterator, error) {
+func (c *tableCache) newCompactionIter(f *manifest.FileMetadata) (base.InternalIterator, error) {
 	e, err := c.get(f)
 	if err != nil {
 		return nil, err
