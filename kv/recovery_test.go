@@ -109,8 +109,9 @@ func requireCorruptionAt(t *testing.T, err error, file string, off int64, what s
 
 // TestRecovery_WALSeqNumsMustAscend replays WALs whose checksums are fine
 // but whose batches repeat or go back in sequence number: each is
-// corruption naming the WAL and the record's offset, and Open never
-// panics.
+// corruption naming the WAL, the record's offset and the cause, and Open
+// never panics. A live WAL copied under a new number is caught before its
+// sequence numbers: its chunks carry the live WAL's number.
 func TestRecovery_WALSeqNumsMustAscend(t *testing.T) {
 	tests := []struct {
 		name string
@@ -119,24 +120,25 @@ func TestRecovery_WALSeqNumsMustAscend(t *testing.T) {
 		// offset the error must name.
 		flush  bool
 		damage func(t *testing.T, fs vfs.FS, wal string) (string, int64)
+		cause  string // what the error must say
 	}{
 		{"batch repeated in one WAL", false, func(t *testing.T, fs vfs.FS, wal string) (string, int64) {
 			return wal, appendRecords(t, fs, "db/"+wal, encodedBatch(3, "c"))[0]
-		}},
+		}, "is not above"},
 		{"batch going back in one WAL", false, func(t *testing.T, fs vfs.FS, wal string) (string, int64) {
 			return wal, appendRecords(t, fs, "db/"+wal, encodedBatch(4, "d"), encodedBatch(2, "x", "y", "z"))[1]
-		}},
+		}, "is not above"},
 		{"WAL copied twice", false, func(t *testing.T, fs vfs.FS, wal string) (string, int64) {
 			writeFile(t, fs, "db/000900.log", readFile(t, fs, "db/"+wal))
 			return "000900.log", 0
-		}},
+		}, "a copy of a live WAL"},
 		{"WALs overlapping", false, func(t *testing.T, fs vfs.FS, wal string) (string, int64) {
 			writeFile(t, fs, "db/000900.log", nil)
 			return "000900.log", appendRecords(t, fs, "db/000900.log", encodedBatch(4, "d"), encodedBatch(3, "e", "f"))[1]
-		}},
+		}, "is not above"},
 		{"batch the tables hold", true, func(t *testing.T, fs vfs.FS, wal string) (string, int64) {
 			return wal, appendRecords(t, fs, "db/"+wal, encodedBatch(2, "b"))[0]
-		}},
+		}, "is not above"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -152,8 +154,8 @@ func TestRecovery_WALSeqNumsMustAscend(t *testing.T) {
 			file, off := tt.damage(t, fs, liveWAL(t, fs))
 			_, err := Open("db", o)
 			requireCorruptionAt(t, err, file, off, "Open")
-			if !strings.Contains(err.Error(), "is not above") {
-				t.Fatalf("error %q does not say the seqnum repeats", err)
+			if !strings.Contains(err.Error(), tt.cause) {
+				t.Fatalf("error %q does not say %q", err, tt.cause)
 			}
 		})
 	}

@@ -230,7 +230,7 @@ func zeroFrom(f vfs.File, off, size int64) (bool, error) {
 func (d *DB) checkWALRemains(r *record.Reader, file string) error {
 	num, off, ok := r.EndedAtLog()
 	if ok && base.FileNum(num) >= d.mu.versions.logNum {
-		return base.CorruptionErrorf("kv: %s: WAL %s's records, whose number is not above the MANIFEST's log number %s: a copy of a live WAL, not the remains of a recycled one",
+		return base.CorruptionErrorf("kv: %s: WAL %s's records, whose number is not below the MANIFEST's log number %s: a copy of a live WAL, not the remains of a recycled one",
 			recordPos{file, off}, base.FileNum(num), d.mu.versions.logNum)
 	}
 	return nil
