@@ -2,36 +2,48 @@ package kv
 
 import (
 	"bytes"
-	"container/list"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
 	"github.com/bloomkv/bloomkv/sstable"
 )
 
-// tableCache keeps up to capacity tables open, least recently used first
-// out. Entries are reference counted: a reader in use by a lookup or an
-// iterator stays open after eviction until its last user releases it.
+// tableCache keeps up to capacity tables open. Every lookup and iterator
+// goes through it once per table it touches, so a hit takes the read
+// lock only and writes nothing shared but its entry's reference count and
+// referenced bit: eviction is CLOCK (second chance) rather than LRU. The
+// entries sit in a ring; to make room, the hand, under the write lock,
+// walks the ring clearing the referenced bits it finds set, and the new
+// entry takes the slot of the first entry whose bit was already clear
+// (one not got since the hand last passed it). Entries are reference
+// counted: a reader in use by a lookup or an iterator stays open after
+// eviction until its last user releases it.
 type tableCache struct {
 	d        *DB
 	capacity int
 
-	mu      sync.Mutex
+	mu      sync.RWMutex
 	entries map[base.FileNum]*tableEntry
-	lru     list.List // of *tableEntry, most recent at the front
+	clock   []*tableEntry // the ring of listed entries, at most capacity
+	hand    int           // index in clock of the entry the hand looks at next
 }
 
-// tableEntry is one table, opened at most once. ready is closed when the
-// open attempt finishes; reader or err tell how it went.
+// tableEntry is one table, opened at most once. ready is closed, and
+// opened set, when the open attempt finishes; reader or err tell how it
+// went.
 type tableEntry struct {
 	num    base.FileNum
 	ready  chan struct{}
+	opened atomic.Bool
 	reader *sstable.Reader
 	err    error
-	refs   int // the cache's own reference while listed, plus users
-	elem   *list.Element
+
+	refs       atomic.Int32 // the cache's own reference while listed, plus users
+	referenced atomic.Bool  // got since it was listed or the hand last passed it
+	slot       int          // index in clock while listed; under mu
 }
 
 func newTableCache(d *DB, capacity int) *tableCache {
@@ -40,27 +52,67 @@ func newTableCache(d *DB, capacity int) *tableCache {
 
 // get returns the open table of f, referenced; release it with release.
 func (c *tableCache) get(f *manifest.FileMetadata) (*tableEntry, error) {
-	c.mu.Lock()
+	c.mu.RLock()
 	e, ok := c.entries[f.FileNum]
 	if ok {
-		c.lru.MoveToFront(e.elem)
-		e.refs++
-		c.mu.Unlock()
-		<-e.ready
-		if e.err != nil {
-			c.release(e)
-			return nil, e.err
-		}
-		return e, nil
+		c.refLocked(e)
 	}
-	e = &tableEntry{num: f.FileNum, ready: make(chan struct{}), refs: 2}
-	e.elem = c.lru.PushFront(e)
+	c.mu.RUnlock()
+	if !ok {
+		return c.insert(f)
+	}
+	return c.await(e)
+}
+
+// refLocked takes a user's reference on listed entry e and marks it
+// referenced. c.mu must be held, for reading or writing: the hand, which
+// drops the cache's reference, cannot run meanwhile.
+func (c *tableCache) refLocked(e *tableEntry) {
+	e.refs.Add(1)
+	if !e.referenced.Load() {
+		e.referenced.Store(true)
+	}
+}
+
+// await waits for e's open attempt and returns e, or its error after
+// releasing it.
+func (c *tableCache) await(e *tableEntry) (*tableEntry, error) {
+	if !e.opened.Load() {
+		<-e.ready
+	}
+	if e.err != nil {
+		c.release(e)
+		return nil, e.err
+	}
+	return e, nil
+}
+
+// insert lists a new entry for f, unless another get listed one first,
+// and opens it.
+func (c *tableCache) insert(f *manifest.FileMetadata) (*tableEntry, error) {
+	c.mu.Lock()
+	if e, ok := c.entries[f.FileNum]; ok {
+		c.refLocked(e)
+		c.mu.Unlock()
+		return c.await(e)
+	}
+	e := &tableEntry{num: f.FileNum, ready: make(chan struct{})}
+	e.refs.Store(2)
+	var victim *tableEntry
+	if len(c.clock) < c.capacity {
+		e.slot = len(c.clock)
+		c.clock = append(c.clock, e)
+	} else {
+		victim = c.replaceLocked(e)
+	}
 	c.entries[f.FileNum] = e
-	victims := c.trimLocked()
 	c.mu.Unlock()
-	c.closeAll(victims)
+	if victim != nil {
+		c.closeEntry(victim)
+	}
 
 	e.reader, e.err = c.open(f)
+	e.opened.Store(true)
 	close(e.ready)
 	if e.err != nil {
 		c.evict(f.FileNum) // let a later get try again
@@ -68,6 +120,32 @@ func (c *tableCache) get(f *manifest.FileMetadata) (*tableEntry, error) {
 		return nil, e.err
 	}
 	return e, nil
+}
+
+// replaceLocked moves the hand on to the first entry whose referenced
+// bit is clear, clearing the bits it passes (so it stops within one turn
+// of the ring), puts e in that entry's slot and moves the hand past it.
+// It unlists the entry e replaces and returns it if that dropped its last
+// reference, to be closed. c.mu must be held for writing.
+func (c *tableCache) replaceLocked(e *tableEntry) (victim *tableEntry) {
+	for ; ; c.hand++ {
+		if c.hand >= len(c.clock) {
+			c.hand = 0
+		}
+		old := c.clock[c.hand]
+		if old.referenced.Load() {
+			old.referenced.Store(false)
+			continue
+		}
+		delete(c.entries, old.num)
+		e.slot = c.hand
+		c.clock[c.hand] = e
+		c.hand++
+		if old.refs.Add(-1) == 0 {
+			return old
+		}
+		return nil
+	}
 }
 
 // open opens f's file and reader, and checks the table is the one the
@@ -118,37 +196,33 @@ func sameKey(a, b base.InternalKey) bool {
 	return a.Trailer == b.Trailer && bytes.Equal(a.UserKey, b.UserKey)
 }
 
-// trimLocked drops least recently used entries over capacity from the
-// cache and returns those that no one uses any more, to be closed.
-func (c *tableCache) trimLocked() []*tableEntry {
-	var victims []*tableEntry
-	for c.lru.Len() > c.capacity {
-		e := c.lru.Remove(c.lru.Back()).(*tableEntry)
-		delete(c.entries, e.num)
-		if e.refs--; e.refs == 0 {
-			victims = append(victims, e)
-		}
-	}
-	return victims
+// unlistLocked removes e from the cache, moving the last entry of the
+// ring into its slot, and drops the cache's reference; it reports whether
+// that was the last one. c.mu must be held for writing.
+func (c *tableCache) unlistLocked(e *tableEntry) bool {
+	delete(c.entries, e.num)
+	last := len(c.clock) - 1
+	c.clock[e.slot] = c.clock[last]
+	c.clock[e.slot].slot = e.slot
+	c.clock[last] = nil
+	c.clock = c.clock[:last]
+	return e.refs.Add(-1) == 0
 }
 
-// release drops one user's reference.
+// release drops one user's reference. Only an unlisted entry can lose its
+// last one, so no lock is needed.
 func (c *tableCache) release(e *tableEntry) {
-	c.mu.Lock()
-	e.refs--
-	last := e.refs == 0
-	c.mu.Unlock()
-	if last {
-		c.closeAll([]*tableEntry{e})
+	if e.refs.Add(-1) == 0 {
+		c.closeEntry(e)
 	}
 }
 
-func (c *tableCache) closeAll(entries []*tableEntry) {
-	for _, e := range entries {
-		<-e.ready
-		if e.reader != nil {
-			e.reader.Close()
-		}
+// closeEntry closes the reader of an entry no one holds any more, once its
+// open attempt is over.
+func (c *tableCache) closeEntry(e *tableEntry) {
+	<-e.ready
+	if e.reader != nil {
+		e.reader.Close()
 	}
 }
 
@@ -157,16 +231,10 @@ func (c *tableCache) closeAll(entries []*tableEntry) {
 func (c *tableCache) evict(num base.FileNum) {
 	c.mu.Lock()
 	e, ok := c.entries[num]
-	last := false
-	if ok {
-		c.lru.Remove(e.elem)
-		delete(c.entries, num)
-		e.refs--
-		last = e.refs == 0
-	}
+	last := ok && c.unlistLocked(e)
 	c.mu.Unlock()
 	if last {
-		c.closeAll([]*tableEntry{e})
+		c.closeEntry(e)
 	}
 	c.d.blockCache.EvictFile(num)
 }
@@ -175,15 +243,16 @@ func (c *tableCache) evict(num base.FileNum) {
 func (c *tableCache) close() {
 	c.mu.Lock()
 	var victims []*tableEntry
-	for num, e := range c.entries {
-		delete(c.entries, num)
-		if e.refs--; e.refs == 0 {
+	for len(c.clock) > 0 {
+		if e := c.clock[len(c.clock)-1]; c.unlistLocked(e) {
 			victims = append(victims, e)
 		}
 	}
-	c.lru.Init()
+	c.hand = 0
 	c.mu.Unlock()
-	c.closeAll(victims)
+	for _, e := range victims {
+		c.closeEntry(e)
+	}
 }
 
 // rangeDels returns the range tombstones of table f. They are the open
