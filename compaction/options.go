@@ -69,6 +69,15 @@ type Options struct {
 	// [DefaultCompactionDebtConcurrency].
 	L0CompactionConcurrency   int
 	CompactionDebtConcurrency int64
+	// MaxSpaceAmp bounds the space amplification of the levels below L0
+	// under overwrites: the bytes of L1..L6 over the live data they hold,
+	// as estimated from the versions that recent compactions into the
+	// bottom level dropped (see "Space amplification" in the package
+	// documentation and [Picker.RecordBottomCompaction]). Only dynamic
+	// level sizes apply it. 0 means [DefaultMaxSpaceAmp]; a negative
+	// value turns the bound off, leaving the level above the bottom at
+	// its target by size alone, as in Pebble.
+	MaxSpaceAmp float64
 }
 
 // The defaults of Options, applied to its zero fields; kv's defaults for
@@ -86,6 +95,7 @@ const (
 	// are Pebble v1.1.5's.
 	DefaultL0CompactionConcurrency   = 10
 	DefaultCompactionDebtConcurrency = 1 << 30
+	DefaultMaxSpaceAmp               = 1.2
 )
 
 // withDefaults returns a copy of o with every zero field set to its default.
@@ -106,6 +116,9 @@ func (o *Options) withDefaults() Options {
 	}
 	base.SetDefault(&r.L0CompactionConcurrency, DefaultL0CompactionConcurrency)
 	base.SetDefault(&r.CompactionDebtConcurrency, DefaultCompactionDebtConcurrency)
+	if r.MaxSpaceAmp == 0 {
+		r.MaxSpaceAmp = DefaultMaxSpaceAmp
+	}
 	return r
 }
 

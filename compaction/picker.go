@@ -1,18 +1,71 @@
 package compaction
 
 import (
+	"math"
 	"sort"
+	"sync"
+	"sync/atomic"
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
 )
 
 // Picker chooses compactions under the leveled scheme described in the
-// package documentation. It keeps no state between calls: every decision is
-// made from the Version it is given, so a Picker is safe for concurrent use.
+// package documentation. Every decision is made from the Version it is
+// given and one estimate the store keeps it informed of, the overwrite
+// ratio ([Picker.RecordBottomCompaction]). A Picker is safe for
+// concurrent use.
 type Picker struct {
-	opts Options
-	cmp  *base.Comparer
+	opts       Options
+	cmp        *base.Comparer
+	overwrites overwriteEstimate
+}
+
+// overwriteWindow is the number of recent compactions into the bottom
+// level that the overwrite ratio covers.
+const overwriteWindow = 16
+
+// overwriteEstimate sums the entries moved into the bottom level and
+// freed there over the last overwriteWindow compactions.
+type overwriteEstimate struct {
+	mu           sync.Mutex
+	moved, freed [overwriteWindow]int64
+	next         int
+	ratio        atomic.Uint64 // math.Float64bits of the current ratio
+}
+
+// RecordBottomCompaction tells the picker what a compaction into the
+// bottom level (L6) found: moved entries came down from the levels above,
+// and the merge dropped freed entries (versions replaced by newer ones,
+// and tombstones elided with what they deleted). From the last 16 such
+// compactions the picker estimates what share of the data above the
+// bottom only replaces data in it (OverwriteRatio), to bound the space
+// that takes (Options.MaxSpaceAmp). A store reports each such compaction
+// as it finishes; a picker told nothing estimates 0 and sizes the levels
+// by size alone.
+func (p *Picker) RecordBottomCompaction(moved, freed int64) {
+	if moved <= 0 {
+		return
+	}
+	e := &p.overwrites
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.moved[e.next], e.freed[e.next] = moved, max(freed, 0)
+	e.next = (e.next + 1) % overwriteWindow
+	var m, f int64
+	for i := range e.moved {
+		m += e.moved[i]
+		f += e.freed[i]
+	}
+	e.ratio.Store(math.Float64bits(min(float64(f)/float64(m), 1)))
+}
+
+// OverwriteRatio returns the estimated share, between 0 and 1, of the
+// entries above the bottom level that will free an entry when compacted
+// into it (see RecordBottomCompaction): about 1 under a workload that
+// overwrites the same keys, 0 while a store only grows.
+func (p *Picker) OverwriteRatio() float64 {
+	return math.Float64frombits(p.overwrites.ratio.Load())
 }
 
 // NewPicker returns a Picker. A nil opts means the defaults; a nil cmp

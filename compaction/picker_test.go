@@ -78,6 +78,12 @@ func runPickerScript(t *testing.T, file string) {
 		case "clear":
 			inProgress = nil
 			return ""
+		case "record-bottom":
+			var moved, freed int64
+			d.ScanArgs(t, "moved", &moved)
+			d.ScanArgs(t, "freed", &freed)
+			p.RecordBottomCompaction(moved, freed)
+			return fmt.Sprintf("overwrite ratio %.3f", p.OverwriteRatio())
 		case "manual":
 			var level int
 			var start, end string
@@ -135,6 +141,12 @@ func parsePickerOptions(t *testing.T, d *datadriven.TestData) *Options {
 			opts.L0CompactionConcurrency = int(parseSize(t, val))
 		case "debt-concurrency":
 			opts.CompactionDebtConcurrency = parseSize(t, val)
+		case "max-space-amp":
+			f, err := strconv.ParseFloat(val, 64)
+			if err != nil {
+				t.Fatalf("max-space-amp=%s: %v", val, err)
+			}
+			opts.MaxSpaceAmp = f
 		case "levels":
 			if val != "static" {
 				t.Fatalf("levels=%s: only levels=static is known", val)

@@ -16,7 +16,9 @@ type Shape struct {
 	BaseLevel int
 	// MaxBytes is the target size of each level. L0's is 0 (its target is
 	// a read amplification); levels above BaseLevel, which stay empty, have
-	// math.MaxInt64, so they are never due.
+	// math.MaxInt64, so they are never due. Under dynamic sizes, the
+	// level above the bottom may have a target below its share, to bound
+	// the space that overwritten data takes (Options.MaxSpaceAmp).
 	MaxBytes [NumLevels]int64
 }
 
@@ -41,7 +43,8 @@ func (p *Picker) Shape(v *Version, inProgress []*Compaction) Shape {
 // smaller than the next); the base level is the deepest one whose share,
 // dividing by LevelMultiplier per level up, stays within LBaseMaxBytes;
 // and the targets between them grow from LBaseMaxBytes at the base by one
-// smoothed ratio per level, so that they end at the bottom's size.
+// smoothed ratio per level, so that they end at the bottom's size. Then
+// boundSpaceAmp may lower the target of the level above the bottom.
 func (p *Picker) dynamicShape(v *Version, inProgress []*Compaction) Shape {
 	var s Shape
 	for level := range s.MaxBytes {
@@ -96,7 +99,38 @@ func (p *Picker) dynamicShape(v *Version, inProgress []*Compaction) Shape {
 			s.MaxBytes[level] = max(int64(t), 1)
 		}
 	}
+	p.boundSpaceAmp(&s, v)
 	return s
+}
+
+// boundSpaceAmp lowers the target of the level above the bottom (L5) so
+// that the bytes L1..L5 are estimated to free when compacted into L6 stay
+// within MaxSpaceAmp-1 times the live data, counting the levels from the
+// base level to L5, a share OverwriteRatio of each, as replacing data in
+// L6 (see "Space amplification" in the package documentation). The
+// target does not go below TargetFileSize. Nothing changes while the
+// ratio is 0, under a negative MaxSpaceAmp, or when L6 is the base level.
+func (p *Picker) boundSpaceAmp(s *Shape, v *Version) {
+	ratio := p.OverwriteRatio()
+	last := manifest.NumLevels - 1
+	if ratio == 0 || p.opts.MaxSpaceAmp < 0 || s.BaseLevel >= last {
+		return
+	}
+	var above, total float64 // bytes from the base level to L4; in L1..L6
+	for level := 1; level <= last; level++ {
+		n := float64(totalSize(v.Levels[level]))
+		total += n
+		if level >= s.BaseLevel && level < last-1 {
+			above += n
+		}
+	}
+	upper := above + float64(totalSize(v.Levels[last-1]))
+	live := total - ratio*upper
+	allowed := (p.opts.MaxSpaceAmp-1)*live - ratio*above // what L5 may free
+	limit := max(allowed/ratio, float64(p.opts.TargetFileSize))
+	if limit < float64(s.MaxBytes[last-1]) {
+		s.MaxBytes[last-1] = int64(limit)
+	}
 }
 
 // L0ReadAmp returns the read amplification of v's L0 leaving out the

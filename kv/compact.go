@@ -74,7 +74,7 @@ func (d *DB) compactLocked(c *compaction.Compaction) error {
 		d.metrics.levels[c.OutputLevel].moves.Add(1)
 		return nil
 	}
-	outputs, err := d.runCompaction(c)
+	outputs, stats, err := d.runCompaction(c)
 	if err != nil {
 		return err
 	}
@@ -97,12 +97,20 @@ func (d *DB) compactLocked(c *compaction.Compaction) error {
 	m.bytesRead.Add(int64(c.InputBytes()))
 	m.bytesWritten.Add(written)
 	d.metrics.compactions.Add(1)
+	if c.OutputLevel == manifest.NumLevels-1 {
+		var moved int64
+		for _, f := range moving(c) {
+			moved += int64(f.NumEntries)
+		}
+		d.picker.RecordBottomCompaction(moved, stats.Shadowed+stats.TombstonesElided+stats.RangeDeleted)
+	}
 	return nil
 }
 
 // runCompaction merges c's inputs into new tables of c.OutputLevel and
-// returns them, not yet installed. d.mu is held on entry and exit.
-func (d *DB) runCompaction(c *compaction.Compaction) ([]*manifest.FileMetadata, error) {
+// returns them, not yet installed, with what the merge counted. d.mu is
+// held on entry and exit.
+func (d *DB) runCompaction(c *compaction.Compaction) ([]*manifest.FileMetadata, compaction.RunStats, error) {
 	cfg := compaction.RunConfig{
 		Snapshots:             d.mu.snaps.seqNums(),
 		ElideTombstone:        c.ElideTombstone(d.mu.versions.current, d.cmp.Compare),
@@ -125,7 +133,7 @@ func (d *DB) runCompaction(c *compaction.Compaction) ([]*manifest.FileMetadata, 
 			for _, it := range iters {
 				it.Close()
 			}
-			return nil, fmt.Errorf("kv: compaction %s: %w", c, err)
+			return nil, compaction.RunStats{}, fmt.Errorf("kv: compaction %s: %w", c, err)
 		}
 		cfg.RangeDels = append(cfg.RangeDels, ts...)
 		iters = append(iters, it)
@@ -134,11 +142,11 @@ func (d *DB) runCompaction(c *compaction.Compaction) ([]*manifest.FileMetadata, 
 		InternalIterator: iterator.NewMerging(d.cmp.Compare, iters...),
 		canceled:         d.cancelCheck(),
 	}
-	outputs, _, err := d.runOutputs(input, cfg, filter)
+	outputs, stats, err := d.runOutputs(input, cfg, filter)
 	if err != nil {
-		return nil, fmt.Errorf("kv: compaction %s: %w", c, err)
+		return nil, stats, fmt.Errorf("kv: compaction %s: %w", c, err)
 	}
-	return outputs, nil
+	return outputs, stats, nil
 }
 
 // moving returns the input tables of c that come down into its output

@@ -108,11 +108,19 @@ func testOverwrite(t *testing.T, static bool) {
 	// levels above are L1 (< LBaseMaxBytes): about 1.26 × one copy with
 	// these options (measured: 1.13). Dynamic, they are the base level and
 	// those down to L5, whose targets add up to more on a store this close
-	// to LevelMultiplier × LBaseMaxBytes (measured: about 1.5).
+	// to LevelMultiplier × LBaseMaxBytes, but for the MaxSpaceAmp bound.
 	limit := oneCopy + upper + int64(o.L0CompactionThreshold-1)*o.MemTableSize
 	if got := totalTableBytes(settled); got > limit {
 		t.Errorf("settled tables take %d B, over one copy (%d B) + targets above the bottom (%d B) + L0 allowance = %d B\n%s",
 			got, oneCopy, upper, limit, settled)
+	}
+	// Dynamic, L1..L6 hold at most MaxSpaceAmp copies (default 1.2): every
+	// round rewrites every key, so the picker's overwrite ratio is about 1
+	// and L5's target shrinks to what its overwritten versions may take.
+	// Without the bound: 1.5.
+	if below := totalTableBytes(settled) - settled.Levels[0].Size; !static && float64(below) > DefaultMaxSpaceAmp*float64(oneCopy) {
+		t.Errorf("settled L1..L6 take %d B, %.3f × one copy (%d B), over MaxSpaceAmp %.1f (overwrite ratio %.2f)\n%s",
+			below, float64(below)/float64(oneCopy), oneCopy, DefaultMaxSpaceAmp, d.picker.OverwriteRatio(), settled)
 	}
 	for i := 0; i < keys; i++ {
 		mustGet(t, d, string(overwriteKey(i)), string(overwriteValue(rounds-1, i, valueSize)))

@@ -222,6 +222,7 @@ func compactionOptions(o *Options) *compaction.Options {
 		TargetFileSize:        o.TargetFileSize,
 		StaticLevels:          o.StaticLevels,
 		FlushSplitBytes:       o.FlushSplitBytes,
+		MaxSpaceAmp:           o.MaxSpaceAmp,
 	}
 }
 

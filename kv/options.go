@@ -2,6 +2,7 @@ package kv
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
 	"github.com/bloomkv/bloomkv/compaction"
@@ -27,6 +28,7 @@ const (
 	DefaultLevelMultiplier           = compaction.DefaultLevelMultiplier
 	DefaultTargetFileSize            = compaction.DefaultTargetFileSize
 	DefaultMaxManifestFileSize       = 4 << 20
+	DefaultMaxSpaceAmp               = compaction.DefaultMaxSpaceAmp
 	// DefaultMaxConcurrentCompactions is Pebble v1.1.5's.
 	DefaultMaxConcurrentCompactions = 1
 	// DefaultFilterFPR is the target false-positive rate of the filter
@@ -154,6 +156,17 @@ type Options struct {
 	// TargetFileSize is the size at which compaction cuts output tables.
 	// Default 2 MiB.
 	TargetFileSize int64
+	// MaxSpaceAmp bounds the space amplification of L1..L6 under
+	// overwrites: the bytes of their tables over the live data they hold,
+	// estimated from the versions that recent compactions into L6
+	// dropped. When overwrites would take more, L5's target shrinks below
+	// its share (down to TargetFileSize), so the overwritten versions
+	// are compacted away sooner, at the cost of more writing; a store that
+	// only grows is not affected. Applied under dynamic level sizes (see
+	// StaticLevels and the compaction package's "Space amplification").
+	// Default 1.2; at least 1, or negative to size L5 by its share alone,
+	// as Pebble does.
+	MaxSpaceAmp float64
 	// DisableAutomaticCompactions turns off background compactions; only
 	// DB.Compact compacts. Writers never stall on L0 then.
 	DisableAutomaticCompactions bool
@@ -294,6 +307,9 @@ func (o *Options) fillDefaults() {
 	base.SetDefault(&o.TargetFileSize, DefaultTargetFileSize)
 	base.SetDefault(&o.MaxManifestFileSize, DefaultMaxManifestFileSize)
 	base.SetDefault(&o.MaxConcurrentCompactions, DefaultMaxConcurrentCompactions)
+	if o.MaxSpaceAmp == 0 {
+		o.MaxSpaceAmp = DefaultMaxSpaceAmp
+	}
 }
 
 // checkComparer rejects a comparer that lacks a function or a name the
@@ -329,6 +345,8 @@ func (o *Options) checkBounds() error {
 			o.L0SlowdownWritesThreshold, o.L0StopWritesThreshold)
 	case o.LevelMultiplier < 2:
 		return fmt.Errorf("kv: invalid options: LevelMultiplier %d under 2", o.LevelMultiplier)
+	case math.IsNaN(o.MaxSpaceAmp) || o.MaxSpaceAmp >= 0 && o.MaxSpaceAmp < 1:
+		return fmt.Errorf("kv: invalid options: MaxSpaceAmp %g under 1 (a negative value turns the bound off)", o.MaxSpaceAmp)
 	}
 	return o.checkFilters()
 }

@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -21,7 +22,7 @@ func TestOptions_Defaults(t *testing.T) {
 		o.L0CompactionThreshold != 4 || o.L0StopWritesThreshold != 12 ||
 		o.L0SlowdownWritesThreshold != 8 || o.LevelMultiplier != 10 ||
 		o.LBaseMaxBytes != 64<<20 || o.TargetFileSize != 2<<20 ||
-		o.MemTableStopWritesThreshold != 2 || o.MaxOpenFiles != DefaultMaxOpenFiles {
+		o.MemTableStopWritesThreshold != 2 || o.MaxOpenFiles != DefaultMaxOpenFiles || o.MaxSpaceAmp != 1.2 {
 		t.Fatalf("defaults not applied: %+v", o)
 	}
 }
@@ -69,6 +70,8 @@ func TestOptions_Invalid(t *testing.T) {
 		{Options{L0CompactionThreshold: 10, L0StopWritesThreshold: 5}, "L0StopWritesThreshold 5 below L0CompactionThreshold 10"},
 		{Options{L0SlowdownWritesThreshold: 13}, "L0SlowdownWritesThreshold 13 above L0StopWritesThreshold 12"},
 		{Options{LevelMultiplier: 1}, "LevelMultiplier 1 under 2"},
+		{Options{MaxSpaceAmp: 0.5}, "MaxSpaceAmp 0.5 under 1"},
+		{Options{MaxSpaceAmp: math.NaN()}, "MaxSpaceAmp NaN under 1"},
 		{Options{TargetFileSize: -1}, "TargetFileSize is negative"},
 		{Options{LBaseMaxBytes: -1}, "LBaseMaxBytes is negative"},
 		{Options{MemTableStopWritesThreshold: -1}, "MemTableStopWritesThreshold is negative"},
