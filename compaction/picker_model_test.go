@@ -20,7 +20,9 @@ import (
 // picker eager to run more: L0CompactionConcurrency and
 // CompactionDebtConcurrency of 1) and finish in random order, each
 // replacing its inputs with one table holding, per key, the newest version
-// of its inputs. After every step:
+// of its inputs; those into L6 report what they moved and dropped
+// (Picker.RecordBottomCompaction), so under a random MaxSpaceAmp the
+// overwrite ratio shrinks L5's target. After every step:
 //
 //   - no compaction picked conflicts with one running;
 //   - L0 compacts into the base level, which lies at or above every level
@@ -39,11 +41,11 @@ func TestPicker_Model(t *testing.T) {
 	if testing.Short() {
 		rounds = 5
 	}
-	mostRunning, bases, multiLevel := 0, map[int]bool{}, 0
+	mostRunning, bases, multiLevel, capped := 0, map[int]bool{}, 0, 0
 	for round := range rounds {
 		// Rounds take every pair of wide expansion and static levels in
 		// turn, so even the few rounds of -short cover each.
-		m := newPickerModel(rng, round%2 == 1, round/2%2 == 1)
+		m := newPickerModel(rng, round%2 == 1, round/2%2 == 1, []float64{1.2, 1, 1.5, -1}[round/4%4])
 		ctx := fmt.Sprintf("seed %d round %d (%s)", seed, round, m.describe())
 		for step := 0; step < 400; step++ {
 			m.step(t, ctx)
@@ -56,14 +58,15 @@ func TestPicker_Model(t *testing.T) {
 		m.checkSettled(t, ctx)
 		mostRunning = max(mostRunning, m.mostRunning)
 		multiLevel += m.multiLevel
+		capped += m.capped
 		for level := range m.bases {
 			bases[level] = true
 		}
 	}
-	t.Logf("at most %d compactions running at once; base levels %v; %d multi-level compactions",
-		mostRunning, slices.Sorted(maps.Keys(bases)), multiLevel)
-	if mostRunning < 2 || len(bases) < 2 || multiLevel == 0 {
-		t.Errorf("seed %d: the histories never ran compactions side by side, never moved the base level or never carried a compaction on a level", seed)
+	t.Logf("at most %d compactions running at once; base levels %v; %d multi-level compactions; %d picks under a lowered L5 target",
+		mostRunning, slices.Sorted(maps.Keys(bases)), multiLevel, capped)
+	if mostRunning < 2 || len(bases) < 2 || multiLevel == 0 || capped == 0 {
+		t.Errorf("seed %d: the histories never ran compactions side by side, never moved the base level, never carried a compaction on a level or never lowered L5's target for space", seed)
 	}
 }
 
@@ -87,14 +90,19 @@ type pickerModel struct {
 	mostRunning int          // the most compactions running at once
 	bases       map[int]bool // the base levels L0 compacted into
 	multiLevel  int          // multi-level compactions picked
+	// unbounded is p without MaxSpaceAmp, which p's L5 target is compared
+	// with; capped counts the picks made under a lower one.
+	unbounded *Picker
+	capped    int
 }
 
 const modelKeys = 300
 
 // newPickerModel returns a history with random options; wideExpansion sets
 // an expansion limit far above the default, and staticLevels sizes the
-// levels from L1 down (else from the bottom up, the base level moving).
-func newPickerModel(rng *rand.Rand, wideExpansion, staticLevels bool) *pickerModel {
+// levels from L1 down (else from the bottom up, the base level moving,
+// under maxSpaceAmp).
+func newPickerModel(rng *rand.Rand, wideExpansion, staticLevels bool, maxSpaceAmp float64) *pickerModel {
 	opts := Options{
 		L0CompactionThreshold:     2 + rng.IntN(3),
 		LBaseMaxBytes:             int64(4+rng.IntN(12)) << 10,
@@ -105,6 +113,7 @@ func newPickerModel(rng *rand.Rand, wideExpansion, staticLevels bool) *pickerMod
 		FlushSplitBytes:           int64(1+rng.IntN(8)) << 10,
 		L0CompactionConcurrency:   1,
 		CompactionDebtConcurrency: 1,
+		MaxSpaceAmp:               maxSpaceAmp,
 	}
 	if wideExpansion {
 		// Each compaction here writes one table; a wide expansion limit
@@ -115,14 +124,17 @@ func newPickerModel(rng *rand.Rand, wideExpansion, staticLevels bool) *pickerMod
 	if err != nil {
 		panic(err)
 	}
-	return &pickerModel{rng: rng, opts: opts, p: NewPicker(&opts, nil), v: v, nextNum: 1,
+	unbounded := opts
+	unbounded.MaxSpaceAmp = -1
+	return &pickerModel{rng: rng, opts: opts, p: NewPicker(&opts, nil), unbounded: NewPicker(&unbounded, nil), v: v, nextNum: 1,
 		contents: map[*manifest.FileMetadata]map[int]base.SeqNum{}, newest: map[int]base.SeqNum{}, bases: map[int]bool{}}
 }
 
 func (m *pickerModel) describe() string {
-	return fmt.Sprintf("static %t, L0 trigger %d read-amp or %d tables, lbase %d KiB, multiplier %d, flush split %d KiB, expansion factor %d",
+	return fmt.Sprintf("static %t, L0 trigger %d read-amp or %d tables, lbase %d KiB, multiplier %d, flush split %d KiB, expansion factor %d, max space-amp %g",
 		m.opts.StaticLevels, m.opts.L0CompactionThreshold, m.opts.L0CompactionFileThreshold,
-		m.opts.LBaseMaxBytes>>10, m.opts.LevelMultiplier, m.opts.FlushSplitBytes>>10, m.p.opts.ExpandedCompactionFactor)
+		m.opts.LBaseMaxBytes>>10, m.opts.LevelMultiplier, m.opts.FlushSplitBytes>>10, m.p.opts.ExpandedCompactionFactor,
+		m.opts.MaxSpaceAmp)
 }
 
 // step flushes, picks or finishes a compaction at random.
@@ -181,6 +193,9 @@ func (m *pickerModel) pickOne(t *testing.T, ctx string, settle bool) bool {
 		return false
 	}
 	shape := m.p.Shape(m.v, m.running)
+	if shape.MaxBytes[NumLevels-2] < m.unbounded.Shape(m.v, m.running).MaxBytes[NumLevels-2] {
+		m.capped++
+	}
 	c := m.p.Pick(m.v, m.running)
 	if c == nil && settle {
 		c = m.p.PickSettle(m.v, m.running)
@@ -231,6 +246,18 @@ func (m *pickerModel) finish(t *testing.T, ctx string, i int) {
 		}
 	}
 	edit.NewFiles = []manifest.NewFileEntry{{Level: c.OutputLevel, Meta: m.table(merged)}}
+	if c.OutputLevel == NumLevels-1 && c.StartLevel != c.OutputLevel {
+		// Tell the picker what a store would: the entries moved down and
+		// those the merge dropped.
+		var moved, in int64
+		for _, f := range append(slices.Clip(c.Inputs[0]), c.Middle...) {
+			moved += int64(len(m.contents[f]))
+		}
+		for _, f := range c.Tables() {
+			in += int64(len(m.contents[f]))
+		}
+		m.p.RecordBottomCompaction(moved, in-int64(len(merged)))
+	}
 	m.install(t, ctx+": finishing "+c.String(), edit)
 }
 
