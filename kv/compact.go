@@ -97,6 +97,9 @@ func (d *DB) compactLocked(c *compaction.Compaction) error {
 	m.bytesRead.Add(int64(c.InputBytes()))
 	m.bytesWritten.Add(written)
 	d.metrics.compactions.Add(1)
+	if len(c.Middle) > 0 {
+		d.metrics.multiLevelCompactions.Add(1)
+	}
 	if c.OutputLevel == manifest.NumLevels-1 {
 		var moved int64
 		for _, f := range moving(c) {

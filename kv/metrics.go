@@ -110,6 +110,12 @@ type Metrics struct {
 		BytesRead    int64
 		BytesWritten int64
 		InProgress   int
+		// MultiLevelCount counts the compactions of Count that rewrote
+		// tables of three levels in one go: tables of L_n, the L_n+1
+		// tables under them and the L_n+2 tables under those, written
+		// into L_n+2 (multi-level compactions, see the compaction
+		// package's documentation; Pebble's metric of that name).
+		MultiLevelCount int64
 		// BaseLevel is the level L0 compacts into (see
 		// Options.StaticLevels and compaction.Picker.Shape).
 		BaseLevel int
@@ -206,6 +212,7 @@ type dbMetrics struct {
 	levels                [manifest.NumLevels]levelCounters
 	flushes, flushBytes   atomic.Int64
 	compactions           atomic.Int64
+	multiLevelCompactions atomic.Int64
 	walBytesIn, walWrites atomic.Int64
 	walSyncs, writeStalls atomic.Int64
 	walsRecycled          atomic.Int64
@@ -234,6 +241,7 @@ func (d *DB) Metrics() Metrics {
 	}
 	m.Flush.Count, m.Flush.BytesWritten = d.metrics.flushes.Load(), d.metrics.flushBytes.Load()
 	m.Compact.Count = d.metrics.compactions.Load()
+	m.Compact.MultiLevelCount = d.metrics.multiLevelCompactions.Load()
 	m.WAL.BytesIn, m.WAL.Writes = d.metrics.walBytesIn.Load(), d.metrics.walWrites.Load()
 	m.WAL.Syncs, m.WriteStalls = d.metrics.walSyncs.Load(), d.metrics.writeStalls.Load()
 	m.WAL.Recycled = d.metrics.walsRecycled.Load()
@@ -301,9 +309,9 @@ func (m Metrics) String() string {
 	fmt.Fprintf(&b, "total gets %d, prefix seeks %d: considered %d, negatives %d, true-pos %d, false-pos %d, block-reads %d, misses %d\n",
 		t.Gets, t.PrefixSeeks, t.TablesConsidered, t.FilterNegatives, t.FilterTruePositives,
 		t.FilterFalsePositives, t.BlockReads, t.BlockCacheMisses)
-	fmt.Fprintf(&b, "flushes %d (%d B), compactions %d (read %d B, wrote %d B), write-amp %.2f\n",
-		m.Flush.Count, m.Flush.BytesWritten, m.Compact.Count, m.Compact.BytesRead,
-		m.Compact.BytesWritten, m.WriteAmp)
+	fmt.Fprintf(&b, "flushes %d (%d B), compactions %d (%d multi-level; read %d B, wrote %d B), write-amp %.2f\n",
+		m.Flush.Count, m.Flush.BytesWritten, m.Compact.Count, m.Compact.MultiLevelCount,
+		m.Compact.BytesRead, m.Compact.BytesWritten, m.WriteAmp)
 	fmt.Fprintf(&b, "base level L%d, L0 read-amp %d, compaction debt %d B, %d compactions running\n",
 		m.Compact.BaseLevel, m.Compact.L0ReadAmp, m.Compact.EstimatedDebt, m.Compact.InProgress)
 	fmt.Fprintf(&b, "memtables %d (%d B), block cache %d B in %d blocks and %d B reserved by open tables (hits %d, misses %d)\n",

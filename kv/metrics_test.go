@@ -2,8 +2,11 @@ package kv
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/bloomkv/bloomkv/compaction"
 )
 
 // openMetricsStore opens a store of small memtables and tables on a
@@ -45,6 +48,9 @@ func TestMetrics_String(t *testing.T) {
 	if m.Levels[6].WriteAmp() == 0 { // the base level of a store this small
 		t.Fatalf("no compaction into L6 to show:\n%s", s)
 	}
+	if want := fmt.Sprintf("compactions %d (%d multi-level; ", m.Compact.Count, m.Compact.MultiLevelCount); !strings.Contains(s, want) {
+		t.Fatalf("compaction totals missing (%q) in\n%s", want, s)
+	}
 	want := fmt.Sprintf("write-amp %.2f\n", m.WriteAmp)
 	if !strings.Contains(s, want) || !strings.Contains(s, fmt.Sprintf("total gets %d, prefix seeks %d:", m.Lookups.Gets, m.Lookups.PrefixSeeks)) {
 		t.Fatalf("totals missing (%q) in\n%s", want, s)
@@ -74,5 +80,88 @@ func TestMetrics_BlockCache(t *testing.T) {
 	}
 	if s := m.String(); !strings.Contains(s, fmt.Sprintf("%d B reserved by open tables", m.BlockCache.Reserved)) {
 		t.Fatalf("reservation missing in\n%s", s)
+	}
+}
+
+// TestMetrics_MultiLevelCount runs, one at a time, the compactions the
+// picker chooses for a store whose L1 tables, once L0 is compacted into
+// L1, lie over dense L2 tables and sparser L3 ones (as in kv_test's
+// TestCrash_MultiLevelCompactions), so that some carry on into L3: each
+// compaction but a move adds one to Compact.Count and to its output
+// level's Compactions, and a multi-level one also to
+// Compact.MultiLevelCount.
+func TestMetrics_MultiLevelCount(t *testing.T) {
+	d, _ := openMem(t, &Options{StaticLevels: true, LBaseMaxBytes: 4 << 10, TargetFileSize: 1 << 10,
+		BlockSize: 256, L0CompactionThreshold: 2, DisableAutomaticCompactions: true})
+	defer d.Close()
+	rng := rand.New(rand.NewPCG(1, 2))
+	flushRounds := func(n int) {
+		for range 2 {
+			for i := range n {
+				k := fmt.Appendf(nil, "b%04d", rng.IntN(3000))
+				if err := d.Set(k, overwriteValue(0, i, 20+rng.IntN(60)), NoSync); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := d.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// L1's target of 1 byte sends every table on down; L2's target decides
+	// whether they stop there (100 KiB) or go on to L3 (300 B).
+	for _, l2 := range []struct{ writes, bytes int }{{350, 300}, {170, 100 << 10}} {
+		flushRounds(l2.writes)
+		co := *d.compactOpts
+		co.LBaseMaxBytes, co.LevelMultiplier = 1, l2.bytes
+		runPicks(t, d, compaction.NewPicker(&co, d.cmp), func(*compaction.Compaction, Metrics, Metrics) {})
+	}
+	flushRounds(60)
+	multi := 0
+	runPicks(t, d, d.picker, func(c *compaction.Compaction, before, after Metrics) {
+		count, multiLevel := int64(1), int64(0)
+		if c.TrivialMove() {
+			count = 0
+		}
+		if len(c.Middle) > 0 {
+			multi++
+			multiLevel = 1
+		}
+		out := c.OutputLevel
+		if after.Compact.Count-before.Compact.Count != count ||
+			after.Compact.MultiLevelCount-before.Compact.MultiLevelCount != multiLevel ||
+			after.Levels[out].Compactions-before.Levels[out].Compactions != count {
+			t.Fatalf("compaction %s: Count %d -> %d, MultiLevelCount %d -> %d, L%d compactions %d -> %d",
+				c, before.Compact.Count, after.Compact.Count, before.Compact.MultiLevelCount,
+				after.Compact.MultiLevelCount, out, before.Levels[out].Compactions, after.Levels[out].Compactions)
+		}
+	})
+	m := d.Metrics()
+	t.Logf("%d compactions, %d of them multi-level:\n%s", m.Compact.Count, m.Compact.MultiLevelCount, m)
+	if multi == 0 || m.Compact.MultiLevelCount != int64(multi) {
+		t.Fatalf("%d multi-level compactions ran, MultiLevelCount %d", multi, m.Compact.MultiLevelCount)
+	}
+}
+
+// runPicks runs, one at a time, the compactions p picks on d's current
+// version until it picks none, and calls check with the metrics before
+// and after each. d's own compactions must be off.
+func runPicks(t *testing.T, d *DB, p *compaction.Picker, check func(c *compaction.Compaction, before, after Metrics)) {
+	t.Helper()
+	for {
+		d.mu.Lock()
+		c := p.Pick(d.mu.versions.current, nil)
+		d.mu.Unlock()
+		if c == nil {
+			return
+		}
+		before := d.Metrics()
+		d.mu.Lock()
+		err := d.runManualLocked(c)
+		d.mu.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(c, before, d.Metrics())
 	}
 }

@@ -251,6 +251,7 @@ func (b bloomkvDB) Metrics() *pebble.Metrics {
 	// kind); moves are counted apart, as Pebble counts them among its own.
 	p.Compact.DefaultCount = m.Compact.Count
 	p.Compact.Count = m.Compact.Count + p.Compact.MoveCount
+	p.Compact.MultiLevelCount = m.Compact.MultiLevelCount
 	p.Compact.NumInProgress = int64(m.Compact.InProgress)
 	p.WAL.Files = int64(m.WAL.Files)
 	p.WAL.BytesIn, p.WAL.BytesWritten = uint64(m.WAL.BytesIn), uint64(m.WAL.BytesIn)
