@@ -152,9 +152,7 @@ func waitSettled(t *testing.T, db *kv.DB, stop func() bool) kv.Metrics {
 			due = due || l.Score >= 1
 		}
 		if (m.Compact.InProgress == 0 && !due) || stop() {
-			// Metrics loads the counters before it looks at the shape, so
-			// m may miss compactions that ended in between; none runs now.
-			return db.Metrics()
+			return m
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("compactions still running or due after a minute:\n%s", m)

@@ -220,8 +220,30 @@ type dbMetrics struct {
 }
 
 // Metrics returns the DB's current metrics. After Close it returns the
-// counters as they were; the shape fields are then empty.
+// counters as they were; the shape fields are then empty. Flushes and
+// compactions count their work as they install their Version, under
+// d.mu, so the counters are read under it with the Version they go with:
+// a compaction counted is one whose outputs the shape fields show.
 func (d *DB) Metrics() Metrics {
+	if d.checkOpen() != nil {
+		return d.counterMetrics()
+	}
+	d.mu.Lock()
+	m := d.counterMetrics()
+	v := d.mu.versions.current
+	v.Ref()
+	mems := append([]*memTable{d.mu.mem}, d.mu.imm...)
+	m.Compact.InProgress = len(d.mu.compacting)
+	m.Snapshots = d.mu.snaps.count()
+	d.mu.Unlock()
+	defer d.unrefVersion(v)
+	m.BlockCache = d.blockCache.Metrics()
+	d.shapeMetrics(&m, v, mems)
+	return m
+}
+
+// counterMetrics returns the metrics kept as counters.
+func (d *DB) counterMetrics() Metrics {
 	var m Metrics
 	m.Lookups.Gets = d.metrics.gets.Load()
 	m.Lookups.PrefixSeeks = d.metrics.prefixSeeks.Load()
@@ -250,25 +272,11 @@ func (d *DB) Metrics() Metrics {
 		total := m.WAL.BytesIn + m.Flush.BytesWritten + m.Compact.BytesWritten
 		m.WriteAmp = float64(total) / float64(m.WAL.BytesIn)
 	}
-	if d.checkOpen() != nil {
-		return m
-	}
-	m.BlockCache = d.blockCache.Metrics()
-	d.shapeMetrics(&m)
 	return m
 }
 
-// shapeMetrics fills in what the current Version and memtables look like.
-func (d *DB) shapeMetrics(m *Metrics) {
-	d.mu.Lock()
-	v := d.mu.versions.current
-	v.Ref()
-	mems := append([]*memTable{d.mu.mem}, d.mu.imm...)
-	m.Compact.InProgress = len(d.mu.compacting)
-	m.Snapshots = d.mu.snaps.count()
-	d.mu.Unlock()
-	defer d.unrefVersion(v)
-
+// shapeMetrics fills in what Version v and memtables mems look like.
+func (d *DB) shapeMetrics(m *Metrics, v *manifest.Version, mems []*memTable) {
 	scores := d.picker.Priorities(v)
 	m.Compact.BaseLevel = d.picker.Shape(v, nil).BaseLevel
 	m.Compact.EstimatedDebt = d.picker.Debt(v, nil)
