@@ -211,8 +211,8 @@ type Options struct {
 	// the process.
 	//
 	// With it, a crash of the process loses the NoSync writes still in the
-	// buffer: at most the last MiB of WAL records, the bound at which
-	// writers wait for the background writer. What survives any crash is
+	// buffer: at most the last 256 KiB of WAL records, the bound at
+	// which writers wait for the background writer. What survives any crash is
 	// still a prefix of the acknowledged writes, batches whole, never one
 	// with an earlier one missing. A Sync write keeps its full promise,
 	// and extends it to every write acknowledged before it: it waits until

@@ -37,8 +37,11 @@ import (
 
 // walBufferLimit is the number of buffered bytes at which a writer waits
 // for the flusher: the back-pressure that bounds both the memory held and
-// the acknowledged writes a crash can lose.
-const walBufferLimit = 1 << 20
+// the acknowledged writes a crash can lose. The flusher writes every
+// walFlushBytes, so writers wait only when it has fallen eight writes
+// behind; the two buffers a WAL keeps grow to about this much each
+// (Pebble's WAL writer allocates at most 16 blocks of 32 KiB).
+const walBufferLimit = 256 << 10
 
 // walFlushBytes and walFlushDelay say when the flusher writes what it
 // has: once that many bytes are buffered, or that long after the first
