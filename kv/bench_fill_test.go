@@ -271,7 +271,8 @@ func (h *heapSampler) stop() int64 {
 // run it with -benchtime=1x. Once background work has settled, it reports
 // space-amp: the bytes of the engine's tables over the bytes they take
 // after a manual compaction of everything, one copy of the live data. Also
-// reported: keys/s of the writes and write-amp.
+// reported: keys/s of the writes, write-amp, and for bloomkv the times a
+// writer stalled (Metrics.WriteStalls).
 //
 // A million keys make about 126 MB of tables (the values are random
 // letters, which Snappy does not shorten). It runs under three base-level targets
@@ -363,6 +364,9 @@ func overwriteSpaceAmp(b *testing.B, e benchEngine, engine string) {
 	b.ReportMetric(float64(overwriteKeys*overwriteRounds)/elapsed.Seconds(), "keys/s")
 	b.ReportMetric(float64(settled.tableBytes)/float64(oneCopy), "space-amp")
 	b.ReportMetric(settled.writeAmp, "write-amp")
+	if be, ok := e.(*bloomkvEngine); ok {
+		b.ReportMetric(float64(be.db.Metrics().WriteStalls), "stalls")
+	}
 	if err := e.close(); err != nil {
 		b.Fatal(err)
 	}
