@@ -52,13 +52,14 @@ func (p *Picker) dynamicShape(v *Version, inProgress []*Compaction) Shape {
 	}
 	s.MaxBytes[0] = 0
 	first := -1 // shallowest level below L0 holding data
-	var size uint64
+	var sizes [manifest.NumLevels]uint64
+	var size uint64 // of L1..L6
 	for level := 1; level < manifest.NumLevels; level++ {
-		if n := totalSize(v.Levels[level]); n > 0 {
+		if sizes[level] = totalSize(v.Levels[level]); sizes[level] > 0 {
 			if first < 0 {
 				first = level
 			}
-			size += n
+			size += sizes[level]
 		}
 	}
 	for _, c := range inProgress {
@@ -74,8 +75,8 @@ func (p *Picker) dynamicShape(v *Version, inProgress []*Compaction) Shape {
 		return s
 	}
 	mult := float64(p.opts.LevelMultiplier)
-	size += totalSize(v.Levels[0])
-	bottom := float64(size - size/uint64(p.opts.LevelMultiplier))
+	withL0 := size + totalSize(v.Levels[0])
+	bottom := float64(withL0 - withL0/uint64(p.opts.LevelMultiplier))
 	cur := bottom
 	for level := manifest.NumLevels - 2; level >= first; level-- {
 		cur /= mult
@@ -99,33 +100,30 @@ func (p *Picker) dynamicShape(v *Version, inProgress []*Compaction) Shape {
 			s.MaxBytes[level] = max(int64(t), 1)
 		}
 	}
-	p.boundSpaceAmp(&s, v)
+	p.boundSpaceAmp(&s, &sizes, size)
 	return s
 }
 
-// boundSpaceAmp lowers the target of the level above the bottom (L5) so
-// that the bytes L1..L5 are estimated to free when compacted into L6 stay
-// within MaxSpaceAmp-1 times the live data, counting the levels from the
-// base level to L5, a share OverwriteRatio of each, as replacing data in
-// L6 (see "Space amplification" in the package documentation). The
-// target does not go below TargetFileSize. Nothing changes while the
-// ratio is 0, under a negative MaxSpaceAmp, or when L6 is the base level.
-func (p *Picker) boundSpaceAmp(s *Shape, v *Version) {
+// boundSpaceAmp lowers the target of the level above the bottom (L5),
+// given the sizes of L1..L6 and their total, so that the bytes L1..L5 are
+// estimated to free when compacted into L6 stay within MaxSpaceAmp-1
+// times the live data, counting the levels from the base level to L5, a
+// share OverwriteRatio of each, as replacing data in L6 (see "Space
+// amplification" in the package documentation). The target does not go
+// below TargetFileSize. Nothing changes while the ratio is 0, under a
+// negative MaxSpaceAmp, or when L6 is the base level.
+func (p *Picker) boundSpaceAmp(s *Shape, sizes *[manifest.NumLevels]uint64, total uint64) {
 	ratio := p.OverwriteRatio()
 	last := manifest.NumLevels - 1
 	if ratio == 0 || p.opts.MaxSpaceAmp < 0 || s.BaseLevel >= last {
 		return
 	}
-	var above, total float64 // bytes from the base level to L4; in L1..L6
-	for level := 1; level <= last; level++ {
-		n := float64(totalSize(v.Levels[level]))
-		total += n
-		if level >= s.BaseLevel && level < last-1 {
-			above += n
-		}
+	var above float64 // bytes from the base level to L4
+	for level := s.BaseLevel; level < last-1; level++ {
+		above += float64(sizes[level])
 	}
-	upper := above + float64(totalSize(v.Levels[last-1]))
-	live := total - ratio*upper
+	upper := above + float64(sizes[last-1])
+	live := float64(total) - ratio*upper
 	allowed := (p.opts.MaxSpaceAmp-1)*live - ratio*above // what L5 may free
 	limit := max(allowed/ratio, float64(p.opts.TargetFileSize))
 	if limit < float64(s.MaxBytes[last-1]) {

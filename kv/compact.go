@@ -89,10 +89,10 @@ func (d *DB) compactLocked(c *compaction.Compaction) error {
 	d.updateReadStateLocked()
 	m := &d.metrics.levels[c.OutputLevel]
 	m.compactions.Add(1)
-	if c.StartLevel != c.OutputLevel {
-		for _, f := range moving(c) {
-			m.bytesIn.Add(int64(f.Size))
-		}
+	var movedEntries int64
+	for _, f := range moving(c) {
+		m.bytesIn.Add(int64(f.Size))
+		movedEntries += int64(f.NumEntries)
 	}
 	m.bytesRead.Add(int64(c.InputBytes()))
 	m.bytesWritten.Add(written)
@@ -101,11 +101,7 @@ func (d *DB) compactLocked(c *compaction.Compaction) error {
 		d.metrics.multiLevelCompactions.Add(1)
 	}
 	if c.OutputLevel == manifest.NumLevels-1 {
-		var moved int64
-		for _, f := range moving(c) {
-			moved += int64(f.NumEntries)
-		}
-		d.picker.RecordBottomCompaction(moved, stats.Shadowed+stats.TombstonesElided+stats.RangeDeleted)
+		d.picker.RecordBottomCompaction(movedEntries, stats.Shadowed+stats.TombstonesElided+stats.RangeDeleted)
 	}
 	return nil
 }
