@@ -35,12 +35,13 @@ import (
 // drain returns it, so no write is acknowledged after it is known, and no
 // Sync write succeeds after it.
 
-// walBufferLimit is the number of buffered bytes at which a writer waits
-// for the flusher: the back-pressure that bounds both the memory held and
-// the acknowledged writes a crash can lose. The flusher writes every
-// walFlushBytes, so writers wait only when it has fallen eight writes
-// behind; the two buffers a WAL keeps grow to about this much each
-// (Pebble's WAL writer allocates at most 16 blocks of 32 KiB).
+// walBufferLimit is the number of bytes not yet in the file, buffered or
+// being written by the flusher, at which a writer waits: the
+// back-pressure that bounds both the memory held and the acknowledged
+// writes a crash can lose (a batch that crosses it goes in whole). The
+// flusher writes every walFlushBytes, so writers wait only when it has
+// fallen eight writes behind; the two buffers a WAL keeps share about
+// this much (Pebble's WAL writer allocates at most 16 blocks of 32 KiB).
 const walBufferLimit = 256 << 10
 
 // walFlushBytes and walFlushDelay say when the flusher writes what it
@@ -105,7 +106,7 @@ type walFlusher struct {
 	spare    []byte    // the buffer of the last write, for reuse
 	idle     bool      // the flusher waits on work
 	delaying bool      // the flusher waits for more bytes (on hurry)
-	writing  bool      // the flusher is writing bytes it took from buf
+	inFlight int       // bytes the flusher took from buf and is writing
 	draining int       // drains waiting: write without delay
 	started  bool
 	closing  bool
@@ -131,13 +132,13 @@ func (f *walFlusher) start() {
 	go f.run()
 }
 
-// Write buffers p for the flusher. It waits while the buffer holds
-// walBufferLimit bytes or more, and fails once a write of the flusher has
-// failed.
+// Write buffers p for the flusher. It waits while walBufferLimit bytes or
+// more are buffered or being written, and fails once a write of the
+// flusher has failed.
 func (f *walFlusher) Write(p []byte) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for f.err == nil && len(f.buf) >= walBufferLimit {
+	for f.err == nil && len(f.buf)+f.inFlight >= walBufferLimit {
 		f.drained.Wait()
 	}
 	if f.err != nil {
@@ -187,11 +188,11 @@ func (f *walFlusher) run() {
 		}
 		f.delay(timer)
 		data := f.buf
-		f.buf, f.spare, f.writing = f.spare[:0], nil, true
+		f.buf, f.spare, f.inFlight = f.spare[:0], nil, len(data)
 		f.mu.Unlock()
 		_, err := f.dst.Write(data)
 		f.mu.Lock()
-		f.writing = false
+		f.inFlight = 0
 		if cap(data) <= maxSpareBuffer {
 			f.spare = data[:0]
 		}
@@ -233,7 +234,7 @@ func (f *walFlusher) drain() error {
 	f.draining++
 	defer func() { f.draining-- }()
 	f.wakeLocked(true)
-	for f.err == nil && (len(f.buf) > 0 || f.writing) {
+	for f.err == nil && len(f.buf)+f.inFlight > 0 {
 		f.drained.Wait()
 	}
 	return f.err
