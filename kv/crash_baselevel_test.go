@@ -10,7 +10,9 @@ import (
 )
 
 // TestCrash_BaseLevelMoves cuts the power while background compactions
-// (two at a time) reshape a store under the dynamic level sizes: its data
+// reshape a store under the dynamic level sizes (MaxConcurrentCompactions
+// is 2, but under Pebble's rule a second compaction starts only at an L0
+// read amplification of 10, which this store never reaches): its data
 // starts in L6 alone, with flushed tables in L0, and is large enough for
 // the base level to move up, so the compactions write L0 into a level
 // that held nothing before the crash and push data between the levels
