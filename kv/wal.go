@@ -61,18 +61,17 @@ func (d *DB) createWAL(num base.FileNum) (*walWriter, error) {
 		f.Close()
 		return nil, fmt.Errorf("kv: syncing directory for WAL %s: %w", name, err)
 	}
-	l := d.newWALWriter(num, name, f, f, 0, true)
-	l.space.filled = size
-	return l, nil
+	return d.newWALWriter(num, name, f, f, 0, size, true), nil
 }
 
 // newWALWriter returns the writer of WAL num, which continues a stream of
 // size bytes, of recyclable chunks or legacy ones: dst takes the bytes
-// after them, in f, which it preallocates ahead of them. With
+// after them, in f (fileSize bytes long now, a recycled file's old
+// contents included), which it preallocates ahead of them. With
 // Options.BackgroundWALWrites a flusher goroutine writes them to dst.
-func (d *DB) newWALWriter(num base.FileNum, name string, f vfs.File, dst io.Writer, size int64, recyclable bool) *walWriter {
+func (d *DB) newWALWriter(num base.FileNum, name string, f vfs.File, dst io.Writer, size, fileSize int64, recyclable bool) *walWriter {
 	l := &walWriter{num: num, name: name, file: f}
-	l.space = newWALPreallocWriter(f, dst, size, walPreallocSize(d.opts.MemTableSize))
+	l.space = newWALPreallocWriter(f, dst, size, fileSize, walPreallocSize(d.opts.MemTableSize))
 	dst = l.space
 	if d.opts.BackgroundWALWrites {
 		l.flusher = newWALFlusher(dst, name, &d.commit.walBuffers)
@@ -252,9 +251,7 @@ func (d *DB) reopenWAL(num base.FileNum, tail walTail) (*walWriter, error) {
 	}
 	// An empty WAL has no format yet: it takes the recyclable one.
 	recyclable := tail.recyclable || tail.end == 0
-	l := d.newWALWriter(num, name, f, io.NewOffsetWriter(f, tail.end), tail.end, recyclable)
-	l.space.filled = st.Size()
-	return l, nil
+	return d.newWALWriter(num, name, f, io.NewOffsetWriter(f, tail.end), tail.end, st.Size(), recyclable), nil
 }
 
 // recordPos names a record of a log file (WAL or MANIFEST) by its byte

@@ -140,8 +140,11 @@ var zeros [64 << 10]byte
 // maxFillAhead bounds the zeros written at a time.
 const maxFillAhead = 1 << 20
 
-func newWALPreallocWriter(file vfs.File, dst io.Writer, off, chunk int64) *walPreallocWriter {
-	return &walPreallocWriter{file: file, dst: dst, off: off, allocated: off, filled: off, chunk: max(chunk, 1)}
+// newWALPreallocWriter returns a writer of the bytes from file offset off
+// on, into a file fileSize bytes long, preallocating chunk bytes at a
+// time.
+func newWALPreallocWriter(file vfs.File, dst io.Writer, off, fileSize, chunk int64) *walPreallocWriter {
+	return &walPreallocWriter{file: file, dst: dst, off: off, allocated: off, filled: max(off, fileSize), chunk: max(chunk, 1)}
 }
 
 // Write preallocates what p needs, if not done already, and writes p.
