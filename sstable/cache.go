@@ -3,6 +3,7 @@ package sstable
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/bloomkv/bloomkv/internal/base"
 )
@@ -11,15 +12,34 @@ import (
 const cacheShards = 16
 
 // cacheEntryOverhead is what one cached block costs beyond its buffer,
-// charged against the capacity too: the entry (72 bytes, allocated as 80)
-// and its slot in the shard's map, 113-137 bytes in all as measured over
-// maps of 200 to 100,000 entries at their load factors.
-const cacheEntryOverhead = 128
+// charged against the capacity too: the entry (88 bytes, allocated as 96)
+// and its slot in the shard's map, 125-153 bytes in all (measured as
+// 113-137 over maps of 200 to 100,000 entries at their load factors when
+// the entry was allocated as 80).
+const cacheEntryOverhead = 144
 
 // Cache keeps recently read blocks in memory, shared by all the readers
-// of a store. It holds at most its capacity in bytes, evicting the least
-// recently used blocks first, and is split into shards so concurrent
-// readers rarely contend.
+// of a store. It holds at most its capacity in bytes and is split into
+// shards so concurrent readers rarely contend.
+//
+// Eviction is CLOCK (second chance) rather than LRU, so that a hit, the
+// path every cached read takes, writes nothing shared but the hit count
+// and, the first time since the hand last passed, its entry's referenced
+// bit; an LRU hit relinks the entry in a list under the shard's lock,
+// touching two other entries' memory. A shard's blocks sit in a ring,
+// each new one just behind the hand; to make room, the hand, under the
+// shard's lock, walks the ring clearing the referenced bits it finds set
+// and evicts the first block whose bit was clear: one not read since the
+// hand last passed it.
+//
+// A Reader keeps, beside each data block's handle, a cacheSlot: the
+// cache links the slot to the block's entry when the Reader caches or
+// finds the block, and empties it when the entry goes, so that a Reader's
+// next read of the block finds it in the slot, lock-free, without hashing
+// its key or probing the shard's map (memory waits, on a lookup of a
+// large store). An entry is linked to at most one slot at a time: when
+// two Readers of one table (the old one still in use while a new one
+// opens) read the same block, the later one takes the link.
 //
 // A block is charged what it occupies on the heap: the capacity of its
 // buffer (which the reader allocates rounded up to the allocator's size
@@ -58,23 +78,29 @@ type cacheKey struct {
 type cacheEntry struct {
 	key                cacheKey
 	data               []byte
-	prev, next         *cacheEntry // recency list, most recent after the sentinel
-	filePrev, fileNext *cacheEntry // the blocks of one file
+	referenced         atomic.Bool // read since it was cached or the hand last passed it
+	slot               *cacheSlot  // the slot linked to the entry, or nil; under the write lock
+	prev, next         *cacheEntry // the shard's ring; under the write lock
+	filePrev, fileNext *cacheEntry // the blocks of one file; under the write lock
 }
+
+// cacheSlot is where a Reader keeps the cache entry of one of its data
+// blocks, linked and emptied by the cache (see Cache).
+type cacheSlot struct{ entry atomic.Pointer[cacheEntry] }
 
 // charge is what e costs: its buffer's capacity, all of which it keeps
 // alive, and the overhead.
 func (e *cacheEntry) charge() int64 { return int64(cap(e.data)) + cacheEntryOverhead }
 
 type cacheShard struct {
-	mu           sync.Mutex
+	mu           sync.RWMutex
 	capacity     int64
 	size         int64 // charged for the blocks held
 	reserved     int64 // charged through Reserve
 	entries      map[cacheKey]*cacheEntry
 	files        map[base.FileNum]*cacheEntry // head of each file's list
-	lru          cacheEntry                   // sentinel of the recency list
-	hits, misses int64
+	hand         *cacheEntry                  // the ring's entry the hand looks at next; nil when empty
+	hits, misses atomic.Int64
 	_            [64]byte // keep shards' hot fields on separate cache lines
 }
 
@@ -86,7 +112,6 @@ func NewCache(capacity int64) *Cache {
 		s.capacity = capacity / cacheShards
 		s.entries = make(map[cacheKey]*cacheEntry)
 		s.files = make(map[base.FileNum]*cacheEntry)
-		s.lru.prev, s.lru.next = &s.lru, &s.lru
 	}
 	return c
 }
@@ -96,27 +121,49 @@ func (c *Cache) shard(k cacheKey) *cacheShard {
 	return &c.shards[h%cacheShards]
 }
 
-// get returns the cached block at (file, off), or nil.
-func (c *Cache) get(file base.FileNum, off uint64) []byte {
+// get returns the cached block at (file, off), or nil. slot, if not nil,
+// is the caller's slot for the block: get looks there first, and links it
+// to the block's entry when it finds the entry in the shard's map.
+func (c *Cache) get(file base.FileNum, off uint64, slot *cacheSlot) []byte {
+	if slot != nil {
+		if e := slot.entry.Load(); e != nil {
+			// e may be evicted from here on: its block stays valid.
+			c.hit(e)
+			return e.data
+		}
+	}
 	k := cacheKey{file, off}
 	s := c.shard(k)
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.mu.RLock()
 	e := s.entries[k]
+	s.mu.RUnlock()
 	if e == nil {
-		s.misses++
+		s.misses.Add(1)
 		return nil
 	}
-	s.hits++
-	s.unlink(e)
-	s.pushFront(e)
+	c.hit(e)
+	if slot != nil {
+		s.mu.Lock()
+		if s.entries[k] == e {
+			s.link(e, slot)
+		}
+		s.mu.Unlock()
+	}
 	return e.data
 }
 
+// hit counts a read of cached entry e.
+func (c *Cache) hit(e *cacheEntry) {
+	if !e.referenced.Load() {
+		e.referenced.Store(true)
+	}
+	c.shard(e.key).hits.Add(1)
+}
+
 // set caches data, which must never be modified again, as the block at
-// (file, off). A block larger than the room its shard has beside the
-// reservations is not cached.
-func (c *Cache) set(file base.FileNum, off uint64, data []byte) {
+// (file, off), and links slot, if not nil, to it. A block larger than the
+// room its shard has beside the reservations is not cached.
+func (c *Cache) set(file base.FileNum, off uint64, data []byte, slot *cacheSlot) {
 	k := cacheKey{file, off}
 	s := c.shard(k)
 	e := &cacheEntry{key: k, data: data}
@@ -129,14 +176,33 @@ func (c *Cache) set(file base.FileNum, off uint64, data []byte) {
 		return
 	}
 	s.entries[k] = e
-	s.pushFront(e)
+	s.push(e)
 	e.fileNext = s.files[file]
 	if e.fileNext != nil {
 		e.fileNext.filePrev = e
 	}
 	s.files[file] = e
 	s.size += e.charge()
+	if slot != nil {
+		s.link(e, slot)
+	}
 	s.evict()
+}
+
+// unlink empties slot, the slot of the block at (file, off), if it holds
+// an entry, so that the cache no longer refers to it: a Reader calls it
+// for each of its slots as it closes.
+func (c *Cache) unlink(file base.FileNum, off uint64, slot *cacheSlot) {
+	if slot.entry.Load() == nil {
+		return
+	}
+	s := c.shard(cacheKey{file, off})
+	s.mu.Lock()
+	if e := slot.entry.Load(); e != nil && e.slot == slot {
+		e.slot = nil
+	}
+	slot.entry.Store(nil)
+	s.mu.Unlock()
 }
 
 // Reserve charges n bytes of memory kept outside the cache against its
@@ -185,40 +251,75 @@ func (c *Cache) Metrics() CacheMetrics {
 	var m CacheMetrics
 	for i := range c.shards {
 		s := &c.shards[i]
-		s.mu.Lock()
+		s.mu.RLock()
 		m.Size += s.size + s.reserved
 		m.Reserved += s.reserved
 		m.Count += int64(len(s.entries))
-		m.Hits += s.hits
-		m.Misses += s.misses
 		m.Capacity += s.capacity
-		s.mu.Unlock()
+		s.mu.RUnlock()
+		m.Hits += s.hits.Load()
+		m.Misses += s.misses.Load()
 	}
 	return m
 }
 
-// evict drops least recently used blocks until the shard's blocks and
-// reservations fit its capacity, or no block is left.
+// evict moves the hand until the shard's blocks and reservations fit its
+// capacity, or no block is left: a block read since the hand last passed
+// it loses its referenced bit and stays, the first other one goes. Each
+// step clears a bit or evicts, so a full turn of the ring evicts at least
+// one block.
 func (s *cacheShard) evict() {
-	for s.size+s.reserved > s.capacity && s.lru.prev != &s.lru {
-		s.remove(s.lru.prev)
+	for s.size+s.reserved > s.capacity && s.hand != nil {
+		if e := s.hand; e.referenced.Load() {
+			e.referenced.Store(false)
+			s.hand = e.next
+		} else {
+			s.remove(e)
+		}
 	}
 }
 
-func (s *cacheShard) pushFront(e *cacheEntry) {
-	e.prev, e.next = &s.lru, s.lru.next
-	e.next.prev = e
-	s.lru.next = e
+// link links slot to entry e, emptying the slot e was linked to before.
+func (s *cacheShard) link(e *cacheEntry, slot *cacheSlot) {
+	if e.slot != nil && e.slot != slot {
+		e.slot.entry.CompareAndSwap(e, nil)
+	}
+	e.slot = slot
+	slot.entry.Store(e)
 }
 
-func (s *cacheShard) unlink(e *cacheEntry) {
+// push puts e in the ring just behind the hand, the last place the hand
+// reaches.
+func (s *cacheShard) push(e *cacheEntry) {
+	if s.hand == nil {
+		e.prev, e.next = e, e
+		s.hand = e
+		return
+	}
+	e.prev, e.next = s.hand.prev, s.hand
+	e.prev.next = e
+	s.hand.prev = e
+}
+
+// pop takes e out of the ring, moving the hand on if it is at e.
+func (s *cacheShard) pop(e *cacheEntry) {
+	switch {
+	case e.next == e:
+		s.hand = nil
+	case s.hand == e:
+		s.hand = e.next
+	}
 	e.prev.next, e.next.prev = e.next, e.prev
 	e.prev, e.next = nil, nil
 }
 
-// remove drops e from the shard entirely.
+// remove drops e from the shard entirely, emptying its slot.
 func (s *cacheShard) remove(e *cacheEntry) {
-	s.unlink(e)
+	s.pop(e)
+	if e.slot != nil {
+		e.slot.entry.CompareAndSwap(e, nil)
+		e.slot = nil
+	}
 	if e.filePrev != nil {
 		e.filePrev.fileNext = e.fileNext
 	} else if e.fileNext != nil {

@@ -4,53 +4,105 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/bloomkv/bloomkv/internal/base"
 )
 
 func TestCache_GetSet(t *testing.T) {
 	c := NewCache(1 << 20)
-	if c.get(1, 0) != nil {
+	if c.get(1, 0, nil) != nil {
 		t.Fatal("empty cache hit")
 	}
-	c.set(1, 0, []byte("block"))
-	if got := c.get(1, 0); string(got) != "block" {
+	c.set(1, 0, []byte("block"), nil)
+	if got := c.get(1, 0, nil); string(got) != "block" {
 		t.Fatalf("get = %q", got)
 	}
 	again := []byte("again")
-	c.set(1, 0, again)
+	c.set(1, 0, again, nil)
 	m := c.Metrics()
 	if m.Count != 1 || m.Hits != 1 || m.Misses != 1 || m.Size != int64(cap(again))+cacheEntryOverhead {
 		t.Fatalf("metrics %+v", m)
 	}
 }
 
-// TestCache_Evicts keeps the cache within its capacity, dropping the least
-// recently used block of a shard first.
+// TestCache_Evicts keeps the cache within its capacity, dropping the oldest
+// block of a shard not read since it was cached.
 func TestCache_Evicts(t *testing.T) {
 	const blockLen = 1000
 	c := NewCache(cacheShards * 4 * (blockLen + cacheEntryOverhead)) // 4 blocks per shard
 	offs := sameShardOffsets(c, 5)
 	for _, off := range offs[:4] {
-		c.set(1, off, make([]byte, blockLen))
+		c.set(1, off, make([]byte, blockLen), nil)
 	}
-	c.get(1, offs[0]) // offs[1] is now the least recently used
-	c.set(1, offs[4], make([]byte, blockLen))
-	if c.get(1, offs[1]) != nil {
+	c.get(1, offs[0], nil) // offs[1] is now the oldest block not read
+	c.set(1, offs[4], make([]byte, blockLen), nil)
+	if c.get(1, offs[1], nil) != nil {
 		t.Fatal("least recently used block kept")
 	}
 	for _, off := range []uint64{offs[0], offs[2], offs[3], offs[4]} {
-		if c.get(1, off) == nil {
+		if c.get(1, off, nil) == nil {
 			t.Fatalf("block %d evicted", off)
 		}
 	}
 	if m := c.Metrics(); m.Size > m.Capacity {
 		t.Fatalf("size %d over capacity %d", m.Size, m.Capacity)
 	}
-	c.set(1, 1, make([]byte, 1<<20)) // larger than a shard: not cached
-	if c.get(1, 1) != nil {
+	c.set(1, 1, make([]byte, 1<<20), nil) // larger than a shard: not cached
+	if c.get(1, 1, nil) != nil {
 		t.Fatal("oversized block cached")
 	}
+}
+
+// TestCache_SecondChance follows the hand round one shard's ring: a block
+// read since the hand last passed it stays for another turn, and the hand
+// clears its bit as it passes, so it goes the next time unless read again.
+func TestCache_SecondChance(t *testing.T) {
+	const blockLen = 1000
+	c := NewCache(cacheShards * 4 * (blockLen + cacheEntryOverhead)) // 4 blocks per shard
+	offs := sameShardOffsets(c, 8)
+	for _, off := range offs[:4] {
+		c.set(1, off, make([]byte, blockLen), nil)
+	}
+	c.get(1, offs[0], nil)
+	c.get(1, offs[2], nil)
+	for _, step := range []struct {
+		set     int   // cache offs[set], evicting one block
+		read    []int // then read these
+		evicted int   // the block evicted
+		kept    []int // the blocks left
+	}{
+		// The hand, at 0, clears 0's bit and evicts 1.
+		{set: 4, evicted: 1, kept: []int{0, 2, 3, 4}},
+		// At 2: clears it, evicts 3, though 3 is newer.
+		{set: 5, read: []int{0}, evicted: 3, kept: []int{0, 2, 4, 5}},
+		// At 4, never read: evicted.
+		{set: 6, evicted: 4, kept: []int{0, 2, 5, 6}},
+		// At 0, read again since the hand passed: kept; 5 goes.
+		{set: 7, evicted: 5, kept: []int{0, 2, 6, 7}},
+	} {
+		c.set(1, offs[step.set], make([]byte, blockLen), nil)
+		if cached(c, 1, offs[step.evicted]) {
+			t.Fatalf("after caching block %d: block %d kept", step.set, step.evicted)
+		}
+		for _, i := range step.kept {
+			if !cached(c, 1, offs[i]) {
+				t.Fatalf("after caching block %d: block %d evicted", step.set, i)
+			}
+		}
+		for _, i := range step.read {
+			c.get(1, offs[i], nil)
+		}
+	}
+}
+
+// cached reports whether c holds the block at (file, off), without
+// marking it read as get does.
+func cached(c *Cache, file base.FileNum, off uint64) bool {
+	s := c.shard(cacheKey{file, off})
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.entries[cacheKey{file, off}] != nil
 }
 
 // sameShardOffsets returns n offsets of file 1 whose blocks land in one
@@ -106,7 +158,7 @@ func TestCache_Accounting(t *testing.T) {
 			for i, s := range tc.steps {
 				switch {
 				case s.set > 0:
-					c.set(1, offs[i], make([]byte, 100, s.set))
+					c.set(1, offs[i], make([]byte, 100, s.set), nil)
 				case s.reserve > 0:
 					releases = append(releases, c.Reserve(cacheShards*s.reserve))
 				case s.release:
@@ -121,8 +173,8 @@ func TestCache_Accounting(t *testing.T) {
 					m.Count, m.Reserved, m.Size, tc.wantCount, tc.wantReserved, tc.wantSize)
 			}
 			last := offs[len(tc.steps)]
-			c.set(1, last, make([]byte, 100, 2048))
-			if got := c.get(1, last) != nil; got != tc.cached {
+			c.set(1, last, make([]byte, 100, 2048), nil)
+			if got := c.get(1, last, nil) != nil; got != tc.cached {
 				t.Fatalf("block set after the steps cached: %v, want %v", got, tc.cached)
 			}
 			for _, release := range releases {
@@ -139,16 +191,16 @@ func TestCache_EvictFile(t *testing.T) {
 	c := NewCache(1 << 20)
 	for f := base.FileNum(1); f <= 3; f++ {
 		for off := uint64(0); off < 100; off++ {
-			c.set(f, off, []byte{byte(f)})
+			c.set(f, off, []byte{byte(f)}, nil)
 		}
 	}
-	held := c.get(2, 7)
+	held := c.get(2, 7, nil)
 	c.EvictFile(2)
 	for off := uint64(0); off < 100; off++ {
-		if c.get(2, off) != nil {
+		if c.get(2, off, nil) != nil {
 			t.Fatalf("block %d of file 2 survived", off)
 		}
-		if c.get(1, off) == nil || c.get(3, off) == nil {
+		if c.get(1, off, nil) == nil || c.get(3, off, nil) == nil {
 			t.Fatalf("block %d of another file evicted", off)
 		}
 	}
@@ -161,24 +213,45 @@ func TestCache_EvictFile(t *testing.T) {
 }
 
 // TestCache_Concurrent hammers the cache from several goroutines (run it
-// with -race).
+// with -race): half of them share one set of slots, as the users of one
+// Reader do, the others have their own, as a second Reader of the same
+// tables would, or none; one closes its slots now and then, as a Reader
+// does.
 func TestCache_Concurrent(t *testing.T) {
+	const files, offs = 5, 300
 	c := NewCache(64 << 10)
+	shared := make([]cacheSlot, files*offs)
 	var wg sync.WaitGroup
 	for g := 0; g < 8; g++ {
+		slots := shared
+		switch g % 4 {
+		case 1:
+			slots = make([]cacheSlot, files*offs)
+		case 3:
+			slots = nil
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 2000; i++ {
-				f, off := base.FileNum(i%5), uint64(i%300)
+				f, off := base.FileNum(i%files), uint64(i%offs)
+				var slot *cacheSlot
+				if slots != nil {
+					slot = &slots[int(f)*offs+int(off)]
+				}
 				want := fmt.Sprintf("%d/%d", f, off)
-				if b := c.get(f, off); b != nil && string(b) != want {
+				if b := c.get(f, off, slot); b != nil && string(b) != want {
 					t.Errorf("got %q, want %q", b, want)
 					return
 				}
-				c.set(f, off, []byte(want))
-				if i%500 == 0 {
+				c.set(f, off, []byte(want), slot)
+				switch {
+				case i%500 == 0:
 					c.EvictFile(f)
+				case i%700 == 0 && g == 1:
+					for j := range slots {
+						c.unlink(base.FileNum(j/offs), uint64(j%offs), &slots[j])
+					}
 				}
 			}
 		}()
@@ -186,6 +259,84 @@ func TestCache_Concurrent(t *testing.T) {
 	wg.Wait()
 	if m := c.Metrics(); m.Size > m.Capacity {
 		t.Fatalf("size %d over capacity %d", m.Size, m.Capacity)
+	}
+	checkSlots(t, c)
+}
+
+// checkSlots checks that every entry of c is linked to a slot that holds
+// it, or to none.
+func checkSlots(t *testing.T, c *Cache) {
+	t.Helper()
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.RLock()
+		for k, e := range s.entries {
+			if e.slot != nil && e.slot.entry.Load() != e {
+				t.Errorf("entry %v linked to a slot holding %p", k, e.slot.entry.Load())
+			}
+		}
+		s.mu.RUnlock()
+	}
+}
+
+// TestCache_Slots follows a block's entry through the slots linked to it:
+// get finds it there, eviction, replacement and EvictFile empty the slot,
+// a second slot takes the link from the first, and unlink lets go.
+func TestCache_Slots(t *testing.T) {
+	const blockLen = 1000
+	c := NewCache(cacheShards * 2 * (blockLen + cacheEntryOverhead)) // 2 blocks per shard
+	offs := sameShardOffsets(c, 3)
+	var a, b cacheSlot
+	block := make([]byte, blockLen)
+	c.set(1, offs[0], block, &a)
+	if a.entry.Load() == nil || &a.entry.Load().data[0] != &block[0] {
+		t.Fatal("set left its slot empty")
+	}
+	// A hit through the slot is counted like one through the map.
+	if got := c.get(1, offs[0], &a); &got[0] != &block[0] {
+		t.Fatal("get through the slot returned another block")
+	}
+	if m := c.Metrics(); m.Hits != 1 {
+		t.Fatalf("hits %d after one get through the slot", m.Hits)
+	}
+	// A second slot finds the entry in the map and takes the link.
+	if c.get(1, offs[0], &b) == nil || b.entry.Load() == nil || a.entry.Load() != nil {
+		t.Fatalf("second slot: a %p, b %p", a.entry.Load(), b.entry.Load())
+	}
+	// Caching the block again replaces the entry: b is emptied, a linked.
+	c.set(1, offs[0], make([]byte, blockLen), &a)
+	if a.entry.Load() == nil || b.entry.Load() != nil {
+		t.Fatalf("replaced entry: a %p, b %p", a.entry.Load(), b.entry.Load())
+	}
+	// Evicted (two more blocks fill the shard; a's was never read since it
+	// was cached): its slot is emptied.
+	c.set(1, offs[1], make([]byte, blockLen), &b)
+	c.set(1, offs[2], make([]byte, blockLen), nil)
+	if cached(c, 1, offs[0]) || a.entry.Load() != nil {
+		t.Fatalf("evicted block: cached %v, slot %p", cached(c, 1, offs[0]), a.entry.Load())
+	}
+	if c.get(1, offs[0], &a) != nil {
+		t.Fatal("get of an evicted block through an emptied slot hit")
+	}
+	// unlink empties b and the entry lets go of it.
+	c.unlink(1, offs[1], &b)
+	if b.entry.Load() != nil {
+		t.Fatal("unlink left the slot linked")
+	}
+	checkSlots(t, c)
+	// EvictFile empties the slots of the file's blocks.
+	c.get(1, offs[2], &a)
+	c.EvictFile(1)
+	if a.entry.Load() != nil {
+		t.Fatal("EvictFile left a slot linked")
+	}
+}
+
+// TestCache_EntrySize pins the entry size cacheEntryOverhead is worked
+// out from.
+func TestCache_EntrySize(t *testing.T) {
+	if n := unsafe.Sizeof(cacheEntry{}); n != 88 {
+		t.Fatalf("cacheEntry is %d bytes: work cacheEntryOverhead out again", n)
 	}
 }
 

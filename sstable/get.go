@@ -55,15 +55,15 @@ func (r *Reader) getPoint(userKey []byte, seq base.SeqNum, stats *LookupStats) (
 			putBlockIter(it)
 		}
 	}()
-	for ; i < len(r.blockHandles); i++ {
-		if r.filter != nil && !r.filterPolicy.MayContain(r.filter.filter(i), filterKey) {
+	for ; i < len(r.blocks); i++ {
+		if r.filter != nil && !r.filterPolicy.MayContain(r.blockFilter(i), filterKey) {
 			stats.FilterNegatives++
 			return nil, key, false, nil
 		}
 		if it == nil {
 			it = blockIters.Get().(*blockIter)
 		}
-		res, err := r.searchBlock(it, r.blockHandles[i], userKey, seq, stats)
+		res, err := r.searchBlock(it, i, userKey, seq, stats)
 		if err != nil {
 			return nil, key, false, err
 		}
@@ -98,7 +98,7 @@ func (r *Reader) countVerdict(stats *LookupStats, held bool) {
 // decoding index entries unless another entry shares target's 8-byte
 // prefix; otherwise it binary-searches the index block.
 func (r *Reader) searchIndex(target base.InternalKey) (int, error) {
-	lo, hi := 0, len(r.blockHandles)
+	lo, hi := 0, len(r.blocks)
 	if r.indexPrefixes != nil {
 		p := base.KeyPrefix(target.UserKey)
 		lo = lowerBound(r.indexPrefixes, p)
@@ -173,15 +173,15 @@ type blockSearch struct {
 	exhausted bool             // the block ended before a larger user key
 }
 
-// searchBlock reads data block h and looks in it for the newest version of
+// searchBlock reads data block i and looks in it for the newest version of
 // userKey visible at seq.
-func (r *Reader) searchBlock(it *blockIter, h BlockHandle, userKey []byte, seq base.SeqNum, stats *LookupStats) (blockSearch, error) {
+func (r *Reader) searchBlock(it *blockIter, i int, userKey []byte, seq base.SeqNum, stats *LookupStats) (blockSearch, error) {
 	stats.BlockReads++
-	data, err := r.dataBlock(h, stats)
+	data, err := r.dataBlock(i, stats)
 	if err != nil {
 		return blockSearch{}, err
 	}
-	if err := it.init(data, r.cmp.Compare, r.name, h.Offset); err != nil {
+	if err := it.init(data, r.cmp.Compare, r.name, r.blocks[i].handle.Offset); err != nil {
 		return blockSearch{}, err
 	}
 	var res blockSearch
@@ -200,21 +200,28 @@ func (r *Reader) searchBlock(it *blockIter, h BlockHandle, userKey []byte, seq b
 	return res, nil
 }
 
-// dataBlock returns the contents of data block h, from the cache if it is
+// dataBlock returns the contents of data block i, from the cache if it is
 // there, else from the file (then cached). stats may be nil.
-func (r *Reader) dataBlock(h BlockHandle, stats *LookupStats) ([]byte, error) {
+func (r *Reader) dataBlock(i int, stats *LookupStats) ([]byte, error) {
+	d := &r.blocks[i]
 	c := r.opts.Cache
 	if c != nil {
-		if b := c.get(r.opts.FileNum, h.Offset); b != nil {
+		if b := c.get(r.opts.FileNum, d.handle.Offset, &d.cached); b != nil {
 			return b, nil
 		}
 	}
 	if stats != nil {
 		stats.BlockCacheMisses++
 	}
-	b, err := r.readBlock(h)
+	b, err := r.readBlock(d.handle)
 	if err == nil && c != nil {
-		c.set(r.opts.FileNum, h.Offset, b)
+		c.set(r.opts.FileNum, d.handle.Offset, b, &d.cached)
 	}
 	return b, err
+}
+
+// blockFilter returns the filter of data block i; r.filter must be set.
+func (r *Reader) blockFilter(i int) []byte {
+	d := &r.blocks[i]
+	return r.filter[d.filterStart:d.filterEnd:d.filterEnd]
 }

@@ -29,7 +29,7 @@ type Iter struct {
 	cmp          base.Compare
 	lower, upper []byte
 	data         bidiBlockIter
-	block        int // the data block data is on; -1 or len(r.blockHandles) past either end
+	block        int // the data block data is on; -1 or len(r.blocks) past either end
 	valid        bool
 	err          error
 	closed       bool
@@ -103,7 +103,6 @@ func (it *Iter) fail(err error) bool {
 // In prefix mode, moving forward, it asks the block's filter first: on
 // "absent" it ends the iteration and returns false, without an error.
 func (it *Iter) loadBlock(forward bool) bool {
-	h := it.r.blockHandles[it.block]
 	var stats *LookupStats
 	if it.prefix != nil && forward {
 		if !it.blockMayContainPrefix() {
@@ -115,9 +114,9 @@ func (it *Iter) loadBlock(forward bool) bool {
 		stats = it.stats
 		stats.BlockReads++
 	}
-	data, err := it.dataBlock(h, stats)
+	data, err := it.dataBlock(it.block, stats)
 	if err == nil {
-		err = it.data.init(data, it.cmp, it.r.name, h.Offset)
+		err = it.data.init(data, it.cmp, it.r.name, it.r.blocks[it.block].handle.Offset)
 	}
 	if err != nil {
 		return it.fail(err)
@@ -136,7 +135,7 @@ func (it *Iter) blockMayContainPrefix() bool {
 		it.asked = false
 		return true
 	}
-	return r.filterPolicy.MayContain(r.filter.filter(it.block), it.prefix)
+	return r.filterPolicy.MayContain(r.blockFilter(it.block), it.prefix)
 }
 
 // countVerdict settles a pending filter verdict: the block just loaded
@@ -168,7 +167,7 @@ func (it *Iter) settle(ok, forward bool) bool {
 		} else {
 			it.block--
 		}
-		if it.block < 0 || it.block >= len(it.r.blockHandles) {
+		if it.block < 0 || it.block >= len(it.r.blocks) {
 			it.valid = false
 			return false
 		}
@@ -221,12 +220,12 @@ func (it *Iter) seekGE(key []byte) bool {
 	switch {
 	case err != nil:
 		return it.fail(err)
-	case i == len(it.r.blockHandles):
+	case i == len(it.r.blocks):
 		return false
 	case it.prefix != nil && it.r.filter != nil:
 		// Prefix mode on a table with filters: the block's filter is
 		// asked before the block is read.
-		if !it.r.filterPolicy.MayContain(it.r.filter.filter(i), it.prefix) {
+		if !it.r.filterPolicy.MayContain(it.r.blockFilter(i), it.prefix) {
 			it.stats.FilterNegatives++
 			return false
 		}
@@ -266,7 +265,7 @@ func (it *Iter) SeekLT(key []byte) bool {
 	switch {
 	case err != nil:
 		return it.fail(err)
-	case i == len(it.r.blockHandles):
+	case i == len(it.r.blocks):
 		// Every block lies below target: the answer is the last entry.
 		return it.lastEntry()
 	}
@@ -282,7 +281,7 @@ func (it *Iter) First() bool {
 	if it.lower != nil {
 		return it.SeekGE(it.lower)
 	}
-	if !it.usable() || len(it.r.blockHandles) == 0 {
+	if !it.usable() || len(it.r.blocks) == 0 {
 		return false
 	}
 	it.block = 0
@@ -305,10 +304,10 @@ func (it *Iter) Last() bool {
 
 // lastEntry moves to the table's last entry, bounded below by lower.
 func (it *Iter) lastEntry() bool {
-	if len(it.r.blockHandles) == 0 {
+	if len(it.r.blocks) == 0 {
 		return false
 	}
-	it.block = len(it.r.blockHandles) - 1
+	it.block = len(it.r.blocks) - 1
 	if !it.loadBlock(false) {
 		return false
 	}

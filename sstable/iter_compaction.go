@@ -27,21 +27,22 @@ func (r *Reader) InitCompactionIter(it *Iter) error {
 	return nil
 }
 
-// dataBlock returns the contents of data block h for the iterator: for a
+// dataBlock returns the contents of data block i for the iterator: for a
 // compaction iterator, from the cache or read into its buffer (see
 // NewCompactionIter); otherwise through the cache (Reader.dataBlock).
 // stats may be nil.
-func (it *Iter) dataBlock(h BlockHandle, stats *LookupStats) ([]byte, error) {
+func (it *Iter) dataBlock(i int, stats *LookupStats) ([]byte, error) {
 	r := it.r
 	if !it.compaction {
-		return r.dataBlock(h, stats)
+		return r.dataBlock(i, stats)
 	}
+	d := &r.blocks[i]
 	if c := r.opts.Cache; c != nil {
-		if b := c.get(r.opts.FileNum, h.Offset); b != nil {
+		if b := c.get(r.opts.FileNum, d.handle.Offset, &d.cached); b != nil {
 			return b, nil
 		}
 	}
-	b, err := r.readBlockInto(h, it.blockBuf)
+	b, err := r.readBlockInto(d.handle, it.blockBuf)
 	if err == nil {
 		it.blockBuf = b
 	}

@@ -85,14 +85,17 @@ func (r *Reader) Layout() (*Layout, error) {
 // filterBlock returns the table's filter block, reading it if the reader
 // did not load it; nil when the table has none.
 func (r *Reader) filterBlock() (*filterBlock, error) {
-	if r.filter != nil || r.filterHandle == (BlockHandle{}) {
-		return r.filter, nil
+	data := r.filter
+	if data == nil {
+		if r.filterHandle == (BlockHandle{}) {
+			return nil, nil
+		}
+		var err error
+		if data, err = r.readBlock(r.filterHandle); err != nil {
+			return nil, err
+		}
 	}
-	data, err := r.readBlock(r.filterHandle)
-	if err != nil {
-		return nil, err
-	}
-	fb, err := decodeFilterBlock(data, len(r.blockHandles))
+	fb, err := decodeFilterBlock(data, len(r.blocks))
 	if err != nil {
 		return nil, r.corruptf(r.filterHandle.Offset, "filter block: %v", err)
 	}

@@ -33,14 +33,14 @@ type Reader struct {
 	props     Properties
 
 	index []byte // index block contents: entry i locates data block i
-	// blockHandles[i] is index entry i's handle, decoded once: there is one
-	// per data block. Under a bytewise comparer indexPrefixes[i] is
-	// keyPrefix of its user key, so lookups rarely decode index entries at
-	// all.
-	blockHandles  []BlockHandle
+	// blocks[i] holds what the Reader keeps of data block i: the handle
+	// of index entry i, decoded once, and more (see dataBlockInfo). Under
+	// a bytewise comparer indexPrefixes[i] is keyPrefix of index entry i's
+	// user key, so lookups rarely decode index entries at all.
+	blocks        []dataBlockInfo
 	indexPrefixes []uint64
 
-	filter       *filterBlock // nil: no usable filter
+	filter       []byte // the filter block's contents; nil: no usable filter
 	filterPolicy bloompolicy.FilterPolicy
 	filterHandle BlockHandle // zero when the table has no filter block
 
@@ -51,6 +51,16 @@ type Reader struct {
 	// unreserve gives back what the Reader reserved in the cache; nil
 	// without a cache.
 	unreserve func()
+}
+
+// dataBlockInfo is what a Reader keeps in memory for one data block, side
+// by side so that a lookup finds them in one cache line: the block's
+// handle, where its filter lies in the filter block, and the slot through
+// which the block cache hands over its contents (see Cache).
+type dataBlockInfo struct {
+	handle                 BlockHandle
+	filterStart, filterEnd uint32 // filter bytes; empty without a usable filter
+	cached                 cacheSlot
 }
 
 // MetaEntry is one entry of the metaindex: a named block and its handle.
@@ -91,14 +101,11 @@ func NewReader(f vfs.File, opts ReaderOptions) (*Reader, error) {
 // metaindex and properties. Buffers count by capacity.
 func (r *Reader) memSize() int64 {
 	n := unsafe.Sizeof(*r) + uintptr(cap(r.index)) +
-		uintptr(cap(r.blockHandles))*unsafe.Sizeof(BlockHandle{}) +
+		uintptr(cap(r.blocks))*unsafe.Sizeof(dataBlockInfo{}) +
 		uintptr(cap(r.indexPrefixes))*unsafe.Sizeof(uint64(0)) +
 		uintptr(cap(r.rangeDels))*unsafe.Sizeof(RangeTombstone{}) +
 		uintptr(cap(r.metaindex))*unsafe.Sizeof(MetaEntry{})
-	if r.filter != nil {
-		n += unsafe.Sizeof(*r.filter) + uintptr(cap(r.filter.data)) +
-			uintptr(cap(r.filter.offsets))*unsafe.Sizeof(uint32(0))
-	}
+	n += uintptr(cap(r.filter))
 	for _, t := range r.rangeDels {
 		n += uintptr(cap(t.Start) + cap(t.End))
 	}
@@ -311,7 +318,7 @@ func (r *Reader) readIndex() error {
 	// count, bounded by the block's size, sizes the decoded slices; they
 	// are allocated rounded up to a size class, as Reserve is told.
 	bytewise := r.cmp.Bytewise()
-	r.blockHandles = slices.Grow(r.blockHandles, it.numRestarts)
+	r.blocks = slices.Grow(r.blocks, it.numRestarts)
 	if bytewise {
 		r.indexPrefixes = slices.Grow(r.indexPrefixes, it.numRestarts)
 	}
@@ -327,7 +334,7 @@ func (r *Reader) readIndex() error {
 		if hn <= 0 || hn != len(it.val) || bh.Offset > r.dataEnd || bh.Length > r.dataEnd-bh.Offset {
 			return it.corrupt(it.offset, "bad data block handle")
 		}
-		r.blockHandles = append(r.blockHandles, bh)
+		r.blocks = append(r.blocks, dataBlockInfo{handle: bh})
 		n++
 	}
 	if it.err != nil {
@@ -359,11 +366,14 @@ func (r *Reader) readFilter() error {
 		if err != nil {
 			return err
 		}
-		fb, err := decodeFilterBlock(data, len(r.blockHandles))
+		fb, err := decodeFilterBlock(data, len(r.blocks))
 		if err != nil {
 			return r.corruptf(e.Handle.Offset, "filter block: %v", err)
 		}
-		r.filter, r.filterPolicy = &fb, policy
+		for i := range r.blocks {
+			r.blocks[i].filterStart, r.blocks[i].filterEnd = fb.offsets[i], fb.offsets[i+1]
+		}
+		r.filter, r.filterPolicy = fb.data, policy
 		return nil
 	}
 	return nil
@@ -381,6 +391,11 @@ func (r *Reader) Close() error {
 	}
 	err := r.f.Close()
 	r.f = nil
+	if c := r.opts.Cache; c != nil {
+		for i := range r.blocks {
+			c.unlink(r.opts.FileNum, r.blocks[i].handle.Offset, &r.blocks[i].cached)
+		}
+	}
 	if r.unreserve != nil {
 		r.unreserve()
 	}

@@ -26,8 +26,8 @@ func TestReader_ReservesInCache(t *testing.T) {
 			t.Fatal("filter not loaded")
 		}
 		size := r.memSize()
-		if min := int64(len(r.index) + len(r.filter.data) + 16*len(r.blockHandles)); size < min {
-			t.Fatalf("memSize %d below the index, filter and handles' %d bytes", size, min)
+		if min := int64(len(r.index) + len(r.filter) + 40*len(r.blocks)); size < min {
+			t.Fatalf("memSize %d below the index, filter and per-block %d bytes", size, min)
 		}
 		want += (size + cacheShards - 1) / cacheShards * cacheShards
 		if m := c.Metrics(); m.Reserved != want || m.Size != want {
@@ -83,11 +83,52 @@ func TestReader_ReservationEvictsBlocks(t *testing.T) {
 	}
 }
 
+// TestReader_CloseUnlinksSlots reads a table's blocks through the cache,
+// closes the reader and opens the table again: the closed reader's slots
+// are emptied and no entry refers to them, and the new reader finds the
+// blocks cached and links its own slots.
+func TestReader_CloseUnlinksSlots(t *testing.T) {
+	rng := seedRNG(t)
+	data := buildBytes(t, randomEntries(rng, 300), WriterOptions{BlockSize: 256})
+	c := NewCache(1 << 20)
+	r := openTable(t, data, ReaderOptions{Cache: c, FileNum: 1})
+	readAllBlocks(t, r)
+	for i := range r.blocks {
+		if r.blocks[i].cached.entry.Load() == nil {
+			t.Fatalf("block %d read but its slot is empty", i)
+		}
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range r.blocks {
+		if r.blocks[i].cached.entry.Load() != nil {
+			t.Fatalf("block %d's slot still linked after Close", i)
+		}
+	}
+	checkSlots(t, c)
+	before := c.Metrics()
+	r2 := openTable(t, data, ReaderOptions{Cache: c, FileNum: 1})
+	readAllBlocks(t, r2)
+	after := c.Metrics()
+	if n := int64(len(r2.blocks)); after.Hits != before.Hits+n || after.Misses != before.Misses {
+		t.Fatalf("reopened reader: cache before %+v, after %+v, for %d blocks", before, after, n)
+	}
+	for i := range r2.blocks {
+		if r2.blocks[i].cached.entry.Load() == nil {
+			t.Fatalf("block %d found in the cache but its slot is empty", i)
+		}
+	}
+	if err := r2.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // readAllBlocks reads every data block of r through its cache.
 func readAllBlocks(t *testing.T, r *Reader) {
 	t.Helper()
-	for _, h := range r.blockHandles {
-		if _, err := r.dataBlock(h, nil); err != nil {
+	for i := range r.blocks {
+		if _, err := r.dataBlock(i, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -105,8 +146,8 @@ func TestReader_BlockCapacity(t *testing.T) {
 			c := NewCache(1 << 20)
 			r := openTable(t, data, ReaderOptions{Cache: c, FileNum: 1})
 			var charged int64
-			for _, h := range r.blockHandles {
-				b, err := r.dataBlock(h, nil)
+			for i := range r.blocks {
+				b, err := r.dataBlock(i, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -115,8 +156,8 @@ func TestReader_BlockCapacity(t *testing.T) {
 				}
 				charged += int64(cap(b)) + cacheEntryOverhead
 			}
-			if m := c.Metrics(); m.Size-m.Reserved != charged || m.Count != int64(len(r.blockHandles)) {
-				t.Fatalf("cache %+v, want %d blocks charged %d", m, len(r.blockHandles), charged)
+			if m := c.Metrics(); m.Size-m.Reserved != charged || m.Count != int64(len(r.blocks)) {
+				t.Fatalf("cache %+v, want %d blocks charged %d", m, len(r.blocks), charged)
 			}
 		})
 	}
@@ -134,7 +175,7 @@ func TestReader_CompactionIter(t *testing.T) {
 			data := buildBytes(t, entries, WriterOptions{BlockSize: 512, Compression: comp})
 			c := NewCache(1 << 20)
 			r := openTable(t, data, ReaderOptions{Cache: c, FileNum: 1})
-			if _, err := r.dataBlock(r.blockHandles[1], nil); err != nil {
+			if _, err := r.dataBlock(1, nil); err != nil {
 				t.Fatal(err)
 			}
 			before := c.Metrics()
@@ -147,8 +188,8 @@ func TestReader_CompactionIter(t *testing.T) {
 			}
 			after := c.Metrics()
 			if after.Count != before.Count || after.Hits != before.Hits+1 ||
-				after.Misses != before.Misses+int64(len(r.blockHandles))-1 {
-				t.Fatalf("cache before %+v, after %+v, for %d blocks", before, after, len(r.blockHandles))
+				after.Misses != before.Misses+int64(len(r.blocks))-1 {
+				t.Fatalf("cache before %+v, after %+v, for %d blocks", before, after, len(r.blocks))
 			}
 			var reused Iter
 			pass := func() {
