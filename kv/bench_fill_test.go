@@ -3,7 +3,9 @@ package kv_test
 import (
 	"flag"
 	"fmt"
+	"os"
 	"runtime/metrics"
+	"runtime/pprof"
 	"testing"
 	"time"
 
@@ -55,7 +57,9 @@ import (
 // needs beyond the memory its options budget. Garbage not yet collected does not count: how much
 // of it the runtime lets pile up depends on the live heap (GOGC), not on
 // the engine. Pebble v1.1.5 allocates its cache and memtables outside the
-// Go heap when built with cgo (pebbleManualOnHeap says which).
+// Go heap when built with cgo (pebbleManualOnHeap says which). With
+// -fillheapprofile=F, F.<engine> is left holding the heap profile of the
+// collection that found the peak, to see what the peak is made of.
 func BenchmarkFillLarge(b *testing.B) {
 	sizes := []int{1_000_000}
 	if *fill10M {
@@ -77,6 +81,7 @@ var (
 	fill10M     = flag.Bool("fill10m", false, "BenchmarkFillLarge: also fill 10 million keys (minutes per engine)")
 	fillMetrics = flag.Bool("fillmetrics", false, "BenchmarkFillLarge, BenchmarkOverwriteSpaceAmp: log each engine's per-level metrics once settled")
 	fillRate    = flag.Int("fillrate", 0, "BenchmarkFillLarge: pace the writes at this many keys a second (0: as fast as they go)")
+	fillHeap    = flag.String("fillheapprofile", "", "BenchmarkFillLarge: write a heap profile, as of the garbage collection that found each engine's peak heap, to this file name suffixed with the engine's name")
 )
 
 // engineMetrics formats e's metrics table: per level, the tables, bytes
@@ -102,7 +107,7 @@ func fillLarge(b *testing.B, e benchEngine, engine string, n int) {
 	b.StopTimer()
 	var probe fillProbe
 	var elapsed time.Duration
-	heap := startHeapSampler(e)
+	heap := startHeapSampler(e, engine)
 	for c := 1; c <= fillCheckpoints; c++ {
 		start := time.Now()
 		b.StartTimer()
@@ -256,7 +261,10 @@ type heapSampler struct {
 // the most the engine held for its cache and memtables between it and
 // the collection before: blocks evicted since it marked them (the tables
 // of a finished compaction) must not count as beyond the cache.
-func startHeapSampler(e benchEngine) *heapSampler {
+//
+// With -fillheapprofile it writes a heap profile each time the peak
+// grows, so the file left is the heap as the peak's collection found it.
+func startHeapSampler(e benchEngine, engine string) *heapSampler {
 	h := &heapSampler{done: make(chan struct{}), peak: make(chan int64, 1)}
 	go func() {
 		sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/cycles/total:gc-cycles"}}
@@ -269,7 +277,10 @@ func startHeapSampler(e benchEngine) *heapSampler {
 			metrics.Read(sample)
 			if c := sample[1].Value.Uint64(); c != cycles {
 				cycles = c
-				peak = max(peak, int64(sample[0].Value.Uint64())-held)
+				if p := int64(sample[0].Value.Uint64()) - held; p > peak {
+					peak = p
+					writeHeapProfile(*fillHeap, engine)
+				}
 				held = e.fillStats().onHeap
 			}
 			select {
@@ -281,6 +292,24 @@ func startHeapSampler(e benchEngine) *heapSampler {
 		}
 	}()
 	return h
+}
+
+// writeHeapProfile writes the heap profile of the last garbage collection
+// to name + "." + engine, unless name is empty.
+func writeHeapProfile(name, engine string) {
+	if name == "" {
+		return
+	}
+	f, err := os.Create(name + "." + engine)
+	if err == nil {
+		err = pprof.WriteHeapProfile(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "heap profile: %v\n", err)
+	}
 }
 
 // stop ends the sampling and returns the peak in bytes.
