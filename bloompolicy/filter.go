@@ -69,7 +69,7 @@ func mayContain(f []byte, key []byte) bool {
 	probes := int(tag & probesMask)
 	switch tag >> layoutShift {
 	case layoutBlocked:
-		if probes == 0 || n == 0 || n%lineBytes != 0 || n/lineBytes > math.MaxUint32 {
+		if probes == 0 || n == 0 || n%lineBytes != 0 || uint64(n/lineBytes) > math.MaxUint32 {
 			return true
 		}
 		return blockedContains(f[:n], probes, hashKey(key))

@@ -50,7 +50,7 @@ func Inspect(filter []byte) (FilterInfo, error) {
 	case n == 0:
 		return FilterInfo{}, fmt.Errorf("%w: trailer %#02x follows an empty body", ErrInvalidFilter, tag)
 	case layout == layoutBlocked:
-		if n%lineBytes != 0 || n/lineBytes > math.MaxUint32 {
+		if n%lineBytes != 0 || uint64(n/lineBytes) > math.MaxUint32 {
 			return FilterInfo{}, fmt.Errorf("%w: blocked body of %d bytes is not a whole number of 64-byte lines", ErrInvalidFilter, n)
 		}
 		info.Blocked = true

@@ -67,7 +67,7 @@ type filterBlock struct {
 // decodeFilterBlock checks a filter block's structure and indexes its
 // filters; it must hold exactly want filters.
 func decodeFilterBlock(data []byte, want int) (filterBlock, error) {
-	if len(data) < 4 || len(data) > math.MaxUint32 {
+	if len(data) < 4 || uint64(len(data)) > math.MaxUint32 {
 		return filterBlock{}, fmt.Errorf("filter block of %d bytes", len(data))
 	}
 	end := len(data) - 4

@@ -14,7 +14,7 @@ import (
 // payload returns n bytes that differ from record to record.
 func payload(seed, n int) []byte {
 	p := make([]byte, n)
-	x := uint32(seed*2654435761 + 1)
+	x := uint32(seed)*2654435761 + 1
 	for i := range p {
 		x ^= x << 13
 		x ^= x >> 17
