@@ -56,7 +56,7 @@ func (r *Reader) getPoint(userKey []byte, seq base.SeqNum, stats *LookupStats) (
 		}
 	}()
 	for ; i < len(r.blocks); i++ {
-		if r.filter != nil && !r.filterPolicy.MayContain(r.blockFilter(i), filterKey) {
+		if r.filter != nil && !r.filterPolicy.MayContain(r.filter.filter(i), filterKey) {
 			stats.FilterNegatives++
 			return nil, key, false, nil
 		}
@@ -218,10 +218,4 @@ func (r *Reader) dataBlock(i int, stats *LookupStats) ([]byte, error) {
 		c.set(r.opts.FileNum, d.handle.Offset, b, &d.cached)
 	}
 	return b, err
-}
-
-// blockFilter returns the filter of data block i; r.filter must be set.
-func (r *Reader) blockFilter(i int) []byte {
-	d := &r.blocks[i]
-	return r.filter[d.filterStart:d.filterEnd:d.filterEnd]
 }

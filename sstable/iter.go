@@ -135,7 +135,7 @@ func (it *Iter) blockMayContainPrefix() bool {
 		it.asked = false
 		return true
 	}
-	return r.filterPolicy.MayContain(r.blockFilter(it.block), it.prefix)
+	return r.filterPolicy.MayContain(r.filter.filter(it.block), it.prefix)
 }
 
 // countVerdict settles a pending filter verdict: the block just loaded
@@ -225,7 +225,7 @@ func (it *Iter) seekGE(key []byte) bool {
 	case it.prefix != nil && it.r.filter != nil:
 		// Prefix mode on a table with filters: the block's filter is
 		// asked before the block is read.
-		if !it.r.filterPolicy.MayContain(it.r.blockFilter(i), it.prefix) {
+		if !it.r.filterPolicy.MayContain(it.r.filter.filter(i), it.prefix) {
 			it.stats.FilterNegatives++
 			return false
 		}

@@ -85,15 +85,12 @@ func (r *Reader) Layout() (*Layout, error) {
 // filterBlock returns the table's filter block, reading it if the reader
 // did not load it; nil when the table has none.
 func (r *Reader) filterBlock() (*filterBlock, error) {
-	data := r.filter
-	if data == nil {
-		if r.filterHandle == (BlockHandle{}) {
-			return nil, nil
-		}
-		var err error
-		if data, err = r.readBlock(r.filterHandle); err != nil {
-			return nil, err
-		}
+	if r.filter != nil || r.filterHandle == (BlockHandle{}) {
+		return r.filter, nil
+	}
+	data, err := r.readBlock(r.filterHandle)
+	if err != nil {
+		return nil, err
 	}
 	fb, err := decodeFilterBlock(data, len(r.blocks))
 	if err != nil {

@@ -40,7 +40,7 @@ type Reader struct {
 	blocks        []dataBlockInfo
 	indexPrefixes []uint64
 
-	filter       []byte // the filter block's contents; nil: no usable filter
+	filter       *filterBlock // nil: no usable filter
 	filterPolicy bloompolicy.FilterPolicy
 	filterHandle BlockHandle // zero when the table has no filter block
 
@@ -54,13 +54,14 @@ type Reader struct {
 }
 
 // dataBlockInfo is what a Reader keeps in memory for one data block, side
-// by side so that a lookup finds them in one cache line: the block's
-// handle, where its filter lies in the filter block, and the slot through
-// which the block cache hands over its contents (see Cache).
+// by side so that a lookup finds both in one cache line: the block's
+// handle and the slot through which the block cache hands over its
+// contents (see Cache). The filters' offsets stay in an array of their
+// own (filterBlock), a sixth the size: a lookup that its filter answers
+// touches only that, and a store's worth of it stays in the CPU's caches.
 type dataBlockInfo struct {
-	handle                 BlockHandle
-	filterStart, filterEnd uint32 // filter bytes; empty without a usable filter
-	cached                 cacheSlot
+	handle BlockHandle
+	cached cacheSlot
 }
 
 // MetaEntry is one entry of the metaindex: a named block and its handle.
@@ -105,7 +106,10 @@ func (r *Reader) memSize() int64 {
 		uintptr(cap(r.indexPrefixes))*unsafe.Sizeof(uint64(0)) +
 		uintptr(cap(r.rangeDels))*unsafe.Sizeof(RangeTombstone{}) +
 		uintptr(cap(r.metaindex))*unsafe.Sizeof(MetaEntry{})
-	n += uintptr(cap(r.filter))
+	if r.filter != nil {
+		n += unsafe.Sizeof(*r.filter) + uintptr(cap(r.filter.data)) +
+			uintptr(cap(r.filter.offsets))*unsafe.Sizeof(uint32(0))
+	}
 	for _, t := range r.rangeDels {
 		n += uintptr(cap(t.Start) + cap(t.End))
 	}
@@ -370,10 +374,7 @@ func (r *Reader) readFilter() error {
 		if err != nil {
 			return r.corruptf(e.Handle.Offset, "filter block: %v", err)
 		}
-		for i := range r.blocks {
-			r.blocks[i].filterStart, r.blocks[i].filterEnd = fb.offsets[i], fb.offsets[i+1]
-		}
-		r.filter, r.filterPolicy = fb.data, policy
+		r.filter, r.filterPolicy = &fb, policy
 		return nil
 	}
 	return nil

@@ -26,7 +26,7 @@ func TestReader_ReservesInCache(t *testing.T) {
 			t.Fatal("filter not loaded")
 		}
 		size := r.memSize()
-		if min := int64(len(r.index) + len(r.filter) + 40*len(r.blocks)); size < min {
+		if min := int64(len(r.index) + len(r.filter.data) + 4*len(r.filter.offsets) + 32*len(r.blocks)); size < min {
 			t.Fatalf("memSize %d below the index, filter and per-block %d bytes", size, min)
 		}
 		want += (size + cacheShards - 1) / cacheShards * cacheShards
