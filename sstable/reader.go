@@ -34,10 +34,10 @@ type Reader struct {
 
 	index []byte // index block contents: entry i locates data block i
 	// blocks[i] holds what the Reader keeps of data block i: the handle
-	// of index entry i, decoded once, and more (see dataBlockInfo). Under
-	// a bytewise comparer indexPrefixes[i] is keyPrefix of index entry i's
-	// user key, so lookups rarely decode index entries at all.
-	blocks        []dataBlockInfo
+	// of index entry i, decoded once, and its cache slot (see blockRef).
+	// Under a bytewise comparer indexPrefixes[i] is keyPrefix of index
+	// entry i's user key, so lookups rarely decode index entries at all.
+	blocks        []blockRef
 	indexPrefixes []uint64
 
 	filter       *filterBlock // nil: no usable filter
@@ -53,13 +53,13 @@ type Reader struct {
 	unreserve func()
 }
 
-// dataBlockInfo is what a Reader keeps in memory for one data block, side
-// by side so that a lookup finds both in one cache line: the block's
-// handle and the slot through which the block cache hands over its
-// contents (see Cache). The filters' offsets stay in an array of their
-// own (filterBlock), a sixth the size: a lookup that its filter answers
-// touches only that, and a store's worth of it stays in the CPU's caches.
-type dataBlockInfo struct {
+// blockRef is what a Reader keeps in memory for one data block, side by
+// side so that a lookup finds both in one cache line: the block's handle
+// and the slot through which the block cache hands over its contents (see
+// Cache). The filters' offsets keep an array of their own (filterBlock),
+// a sixth the size: a lookup that a filter answers reads only that, and
+// more of it stays in the CPU's caches.
+type blockRef struct {
 	handle BlockHandle
 	cached cacheSlot
 }
@@ -102,7 +102,7 @@ func NewReader(f vfs.File, opts ReaderOptions) (*Reader, error) {
 // metaindex and properties. Buffers count by capacity.
 func (r *Reader) memSize() int64 {
 	n := unsafe.Sizeof(*r) + uintptr(cap(r.index)) +
-		uintptr(cap(r.blocks))*unsafe.Sizeof(dataBlockInfo{}) +
+		uintptr(cap(r.blocks))*unsafe.Sizeof(blockRef{}) +
 		uintptr(cap(r.indexPrefixes))*unsafe.Sizeof(uint64(0)) +
 		uintptr(cap(r.rangeDels))*unsafe.Sizeof(RangeTombstone{}) +
 		uintptr(cap(r.metaindex))*unsafe.Sizeof(MetaEntry{})
@@ -338,7 +338,7 @@ func (r *Reader) readIndex() error {
 		if hn <= 0 || hn != len(it.val) || bh.Offset > r.dataEnd || bh.Length > r.dataEnd-bh.Offset {
 			return it.corrupt(it.offset, "bad data block handle")
 		}
-		r.blocks = append(r.blocks, dataBlockInfo{handle: bh})
+		r.blocks = append(r.blocks, blockRef{handle: bh})
 		n++
 	}
 	if it.err != nil {
