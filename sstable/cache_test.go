@@ -29,16 +29,11 @@ func TestCache_GetSet(t *testing.T) {
 // TestCache_Evicts keeps the cache within its capacity, dropping the oldest
 // block of a shard not read since it was cached.
 func TestCache_Evicts(t *testing.T) {
-	const blockLen = 1000
-	c := NewCache(cacheShards * 4 * (blockLen + cacheEntryOverhead)) // 4 blocks per shard
-	offs := sameShardOffsets(c, 5)
-	for _, off := range offs[:4] {
-		c.set(1, off, make([]byte, blockLen), nil)
-	}
+	c, offs := fullShard(5)
 	c.get(1, offs[0], nil) // offs[1] is now the oldest block not read
-	c.set(1, offs[4], make([]byte, blockLen), nil)
+	c.set(1, offs[4], make([]byte, testBlockLen), nil)
 	if c.get(1, offs[1], nil) != nil {
-		t.Fatal("least recently used block kept")
+		t.Fatal("oldest unread block kept")
 	}
 	for _, off := range []uint64{offs[0], offs[2], offs[3], offs[4]} {
 		if c.get(1, off, nil) == nil {
@@ -58,12 +53,7 @@ func TestCache_Evicts(t *testing.T) {
 // read since the hand last passed it stays for another turn, and the hand
 // clears its bit as it passes, so it goes the next time unless read again.
 func TestCache_SecondChance(t *testing.T) {
-	const blockLen = 1000
-	c := NewCache(cacheShards * 4 * (blockLen + cacheEntryOverhead)) // 4 blocks per shard
-	offs := sameShardOffsets(c, 8)
-	for _, off := range offs[:4] {
-		c.set(1, off, make([]byte, blockLen), nil)
-	}
+	c, offs := fullShard(8)
 	c.get(1, offs[0], nil)
 	c.get(1, offs[2], nil)
 	for _, step := range []struct {
@@ -81,7 +71,7 @@ func TestCache_SecondChance(t *testing.T) {
 		// At 0, read again since the hand passed: kept; 5 goes.
 		{set: 7, evicted: 5, kept: []int{0, 2, 6, 7}},
 	} {
-		c.set(1, offs[step.set], make([]byte, blockLen), nil)
+		c.set(1, offs[step.set], make([]byte, testBlockLen), nil)
 		if cached(c, 1, offs[step.evicted]) {
 			t.Fatalf("after caching block %d: block %d kept", step.set, step.evicted)
 		}
@@ -94,6 +84,21 @@ func TestCache_SecondChance(t *testing.T) {
 			c.get(1, offs[i], nil)
 		}
 	}
+}
+
+// testBlockLen is the length of the blocks fullShard caches.
+const testBlockLen = 1000
+
+// fullShard returns a cache whose shards each have room for four blocks of
+// testBlockLen bytes, and n offsets of file 1 that fall in one shard, the
+// first four of them cached there, in order.
+func fullShard(n int) (*Cache, []uint64) {
+	c := NewCache(cacheShards * 4 * (testBlockLen + cacheEntryOverhead))
+	offs := sameShardOffsets(c, n)
+	for _, off := range offs[:4] {
+		c.set(1, off, make([]byte, testBlockLen), nil)
+	}
+	return c, offs
 }
 
 // cached reports whether c holds the block at (file, off), without
@@ -283,11 +288,10 @@ func checkSlots(t *testing.T, c *Cache) {
 // get finds it there, eviction, replacement and EvictFile empty the slot,
 // a second slot takes the link from the first, and unlink lets go.
 func TestCache_Slots(t *testing.T) {
-	const blockLen = 1000
-	c := NewCache(cacheShards * 2 * (blockLen + cacheEntryOverhead)) // 2 blocks per shard
+	c := NewCache(cacheShards * 2 * (testBlockLen + cacheEntryOverhead)) // 2 blocks per shard
 	offs := sameShardOffsets(c, 3)
 	var a, b cacheSlot
-	block := make([]byte, blockLen)
+	block := make([]byte, testBlockLen)
 	c.set(1, offs[0], block, &a)
 	if a.entry.Load() == nil || &a.entry.Load().data[0] != &block[0] {
 		t.Fatal("set left its slot empty")
@@ -304,14 +308,14 @@ func TestCache_Slots(t *testing.T) {
 		t.Fatalf("second slot: a %p, b %p", a.entry.Load(), b.entry.Load())
 	}
 	// Caching the block again replaces the entry: b is emptied, a linked.
-	c.set(1, offs[0], make([]byte, blockLen), &a)
+	c.set(1, offs[0], make([]byte, testBlockLen), &a)
 	if a.entry.Load() == nil || b.entry.Load() != nil {
 		t.Fatalf("replaced entry: a %p, b %p", a.entry.Load(), b.entry.Load())
 	}
 	// Evicted (two more blocks fill the shard; a's was never read since it
 	// was cached): its slot is emptied.
-	c.set(1, offs[1], make([]byte, blockLen), &b)
-	c.set(1, offs[2], make([]byte, blockLen), nil)
+	c.set(1, offs[1], make([]byte, testBlockLen), &b)
+	c.set(1, offs[2], make([]byte, testBlockLen), nil)
 	if cached(c, 1, offs[0]) || a.entry.Load() != nil {
 		t.Fatalf("evicted block: cached %v, slot %p", cached(c, 1, offs[0]), a.entry.Load())
 	}
