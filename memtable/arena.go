@@ -6,7 +6,7 @@ const (
 	// firstChunkSize is the size of an arena's first chunk; each chunk
 	// after it doubles, up to maxChunkSize, so small memtables stay small.
 	firstChunkSize = 16 << 10
-	maxChunkSize   = 1 << 20
+	maxChunkSize   = 256 << 10
 	// slabBytes is the size of a slab of nodes of one class.
 	slabBytes = 16 << 10
 )
