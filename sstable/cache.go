@@ -2,8 +2,10 @@ package sstable
 
 import (
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/bloomkv/bloomkv/internal/base"
 )
@@ -34,12 +36,15 @@ const cacheEntryOverhead = 144
 //
 // A Reader keeps, beside each data block's handle, a cacheSlot: the
 // cache links the slot to the block's entry when the Reader caches or
-// finds the block, and empties it when the entry goes, so that a Reader's
-// next read of the block finds it in the slot, lock-free, without hashing
-// its key or probing the shard's map (memory waits, on a lookup of a
-// large store). An entry is linked to at most one slot at a time: when
-// two Readers of one table (the old one still in use while a new one
-// opens) read the same block, the later one takes the link.
+// finds the block, copying the block's address and length into it, and
+// empties it when the entry goes. A Reader's next read of the block then
+// finds it in the slot, lock-free, without hashing its key, probing the
+// shard's map or touching the entry: on a lookup of a large store, each
+// of those is a memory wait. A read through the slot marks the slot
+// referenced, which the hand counts as the entry's bit. An entry is
+// linked to at most one slot at a time: when two Readers of one table
+// (the old one still in use while a new one opens) read the same block,
+// the later one takes the link.
 //
 // A block is charged what it occupies on the heap: the capacity of its
 // buffer (which the reader allocates rounded up to the allocator's size
@@ -84,9 +89,28 @@ type cacheEntry struct {
 	filePrev, fileNext *cacheEntry // the blocks of one file; under the write lock
 }
 
-// cacheSlot is where a Reader keeps the cache entry of one of its data
-// blocks, linked and emptied by the cache (see Cache).
-type cacheSlot struct{ entry atomic.Pointer[cacheEntry] }
+// cacheSlot is where a Reader finds one of its data blocks in the cache:
+// linked and emptied by the cache, under the shard's write lock (see
+// Cache). data, when not nil, is the block's first byte, and n its
+// length; n is the same for every entry of the block, since the block's
+// contents are.
+type cacheSlot struct {
+	data       atomic.Pointer[byte]
+	n          atomic.Int32
+	referenced atomic.Bool // read through the slot since the hand last passed its entry
+}
+
+// load returns the block the slot is linked to, or nil.
+func (slot *cacheSlot) load() []byte {
+	p := slot.data.Load()
+	if p == nil {
+		return nil
+	}
+	if !slot.referenced.Load() {
+		slot.referenced.Store(true)
+	}
+	return unsafe.Slice(p, slot.n.Load())
+}
 
 // charge is what e costs: its buffer's capacity, all of which it keeps
 // alive, and the overhead.
@@ -125,15 +149,15 @@ func (c *Cache) shard(k cacheKey) *cacheShard {
 // is the caller's slot for the block: get looks there first, and links it
 // to the block's entry when it finds the entry in the shard's map.
 func (c *Cache) get(file base.FileNum, off uint64, slot *cacheSlot) []byte {
-	if slot != nil {
-		if e := slot.entry.Load(); e != nil {
-			// e may be evicted from here on: its block stays valid.
-			c.hit(e)
-			return e.data
-		}
-	}
 	k := cacheKey{file, off}
 	s := c.shard(k)
+	if slot != nil {
+		// The entry may be evicted from here on: its block stays valid.
+		if b := slot.load(); b != nil {
+			s.hits.Add(1)
+			return b
+		}
+	}
 	s.mu.RLock()
 	e := s.entries[k]
 	s.mu.RUnlock()
@@ -141,8 +165,11 @@ func (c *Cache) get(file base.FileNum, off uint64, slot *cacheSlot) []byte {
 		s.misses.Add(1)
 		return nil
 	}
-	c.hit(e)
-	if slot != nil {
+	if !e.referenced.Load() {
+		e.referenced.Store(true)
+	}
+	s.hits.Add(1)
+	if slot != nil && linkable(e.data) {
 		s.mu.Lock()
 		if s.entries[k] == e {
 			s.link(e, slot)
@@ -150,14 +177,6 @@ func (c *Cache) get(file base.FileNum, off uint64, slot *cacheSlot) []byte {
 		s.mu.Unlock()
 	}
 	return e.data
-}
-
-// hit counts a read of cached entry e.
-func (c *Cache) hit(e *cacheEntry) {
-	if !e.referenced.Load() {
-		e.referenced.Store(true)
-	}
-	c.shard(e.key).hits.Add(1)
 }
 
 // set caches data, which must never be modified again, as the block at
@@ -183,7 +202,7 @@ func (c *Cache) set(file base.FileNum, off uint64, data []byte, slot *cacheSlot)
 	}
 	s.files[file] = e
 	s.size += e.charge()
-	if slot != nil {
+	if slot != nil && linkable(data) {
 		s.link(e, slot)
 	}
 	s.evict()
@@ -193,15 +212,16 @@ func (c *Cache) set(file base.FileNum, off uint64, data []byte, slot *cacheSlot)
 // an entry, so that the cache no longer refers to it: a Reader calls it
 // for each of its slots as it closes.
 func (c *Cache) unlink(file base.FileNum, off uint64, slot *cacheSlot) {
-	if slot.entry.Load() == nil {
+	if slot.data.Load() == nil {
 		return
 	}
-	s := c.shard(cacheKey{file, off})
+	k := cacheKey{file, off}
+	s := c.shard(k)
 	s.mu.Lock()
-	if e := slot.entry.Load(); e != nil && e.slot == slot {
+	if e := s.entries[k]; e != nil && e.slot == slot {
 		e.slot = nil
 	}
-	slot.entry.Store(nil)
+	slot.data.Store(nil)
 	s.mu.Unlock()
 }
 
@@ -270,8 +290,7 @@ func (c *Cache) Metrics() CacheMetrics {
 // one block.
 func (s *cacheShard) evict() {
 	for s.size+s.reserved > s.capacity && s.hand != nil {
-		if e := s.hand; e.referenced.Load() {
-			e.referenced.Store(false)
+		if e := s.hand; e.takeReferenced() {
 			s.hand = e.next
 		} else {
 			s.remove(e)
@@ -279,13 +298,40 @@ func (s *cacheShard) evict() {
 	}
 }
 
-// link links slot to entry e, emptying the slot e was linked to before.
+// takeReferenced reports whether e was read since the hand last passed
+// it, through the map or through its slot, and clears both bits.
+func (e *cacheEntry) takeReferenced() bool {
+	ref := e.referenced.Load()
+	if ref {
+		e.referenced.Store(false)
+	}
+	if e.slot != nil && e.slot.referenced.Load() {
+		e.slot.referenced.Store(false)
+		ref = true
+	}
+	return ref
+}
+
+// linkable reports whether a block can be linked to a slot: one not empty
+// (the slot holds its first byte) and whose length fits the slot.
+func linkable(data []byte) bool { return len(data) > 0 && len(data) <= math.MaxInt32 }
+
+// link links slot to entry e, whose block is linkable, emptying the slot
+// e was linked to before.
 func (s *cacheShard) link(e *cacheEntry, slot *cacheSlot) {
 	if e.slot != nil && e.slot != slot {
-		e.slot.entry.CompareAndSwap(e, nil)
+		e.unlinkSlot()
 	}
 	e.slot = slot
-	slot.entry.Store(e)
+	slot.referenced.Store(false) // a bit left from an earlier entry is not e's
+	slot.n.Store(int32(len(e.data)))
+	slot.data.Store(&e.data[0])
+}
+
+// unlinkSlot empties the slot e is linked to, if it still holds e's block.
+func (e *cacheEntry) unlinkSlot() {
+	e.slot.data.CompareAndSwap(&e.data[0], nil)
+	e.slot = nil
 }
 
 // push puts e in the ring just behind the hand, the last place the hand
@@ -317,8 +363,7 @@ func (s *cacheShard) pop(e *cacheEntry) {
 func (s *cacheShard) remove(e *cacheEntry) {
 	s.pop(e)
 	if e.slot != nil {
-		e.slot.entry.CompareAndSwap(e, nil)
-		e.slot = nil
+		e.unlinkSlot()
 	}
 	if e.filePrev != nil {
 		e.filePrev.fileNext = e.fileNext

@@ -269,20 +269,28 @@ func TestCache_Concurrent(t *testing.T) {
 }
 
 // checkSlots checks that every entry of c is linked to a slot that holds
-// it, or to none.
+// its block, or to none.
 func checkSlots(t *testing.T, c *Cache) {
 	t.Helper()
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.RLock()
 		for k, e := range s.entries {
-			if e.slot != nil && e.slot.entry.Load() != e {
-				t.Errorf("entry %v linked to a slot holding %p", k, e.slot.entry.Load())
+			if e.slot != nil && !holds(e.slot, e.data) {
+				t.Errorf("entry %v linked to a slot holding %p (%d bytes), not its block", k, e.slot.data.Load(), e.slot.n.Load())
 			}
 		}
 		s.mu.RUnlock()
 	}
 }
+
+// holds reports whether slot is linked to block.
+func holds(slot *cacheSlot, block []byte) bool {
+	return slot.data.Load() == &block[0] && int(slot.n.Load()) == len(block)
+}
+
+// linked reports whether slot is linked to a block.
+func linked(slot *cacheSlot) bool { return slot.data.Load() != nil }
 
 // TestCache_Slots follows a block's entry through the slots linked to it:
 // get finds it there, eviction, replacement and EvictFile empty the slot,
@@ -293,46 +301,68 @@ func TestCache_Slots(t *testing.T) {
 	var a, b cacheSlot
 	block := make([]byte, testBlockLen)
 	c.set(1, offs[0], block, &a)
-	if a.entry.Load() == nil || &a.entry.Load().data[0] != &block[0] {
+	if !holds(&a, block) {
 		t.Fatal("set left its slot empty")
 	}
 	// A hit through the slot is counted like one through the map.
-	if got := c.get(1, offs[0], &a); &got[0] != &block[0] {
+	if got := c.get(1, offs[0], &a); &got[0] != &block[0] || len(got) != len(block) {
 		t.Fatal("get through the slot returned another block")
 	}
 	if m := c.Metrics(); m.Hits != 1 {
 		t.Fatalf("hits %d after one get through the slot", m.Hits)
 	}
 	// A second slot finds the entry in the map and takes the link.
-	if c.get(1, offs[0], &b) == nil || b.entry.Load() == nil || a.entry.Load() != nil {
-		t.Fatalf("second slot: a %p, b %p", a.entry.Load(), b.entry.Load())
+	if c.get(1, offs[0], &b) == nil || !holds(&b, block) || linked(&a) {
+		t.Fatalf("second slot: a linked %v, b %v", linked(&a), linked(&b))
 	}
 	// Caching the block again replaces the entry: b is emptied, a linked.
-	c.set(1, offs[0], make([]byte, testBlockLen), &a)
-	if a.entry.Load() == nil || b.entry.Load() != nil {
-		t.Fatalf("replaced entry: a %p, b %p", a.entry.Load(), b.entry.Load())
+	again := make([]byte, testBlockLen)
+	c.set(1, offs[0], again, &a)
+	if !holds(&a, again) || linked(&b) {
+		t.Fatalf("replaced entry: a linked %v, b %v", linked(&a), linked(&b))
 	}
-	// Evicted (two more blocks fill the shard; a's was never read since it
-	// was cached): its slot is emptied.
+	// Evicted (two more blocks fill the shard; neither the entry nor its
+	// slot was read since it was cached: a's bit, set through the first
+	// entry, was cleared when a was linked to this one): its slot is
+	// emptied.
 	c.set(1, offs[1], make([]byte, testBlockLen), &b)
 	c.set(1, offs[2], make([]byte, testBlockLen), nil)
-	if cached(c, 1, offs[0]) || a.entry.Load() != nil {
-		t.Fatalf("evicted block: cached %v, slot %p", cached(c, 1, offs[0]), a.entry.Load())
+	if cached(c, 1, offs[0]) || linked(&a) {
+		t.Fatalf("evicted block: cached %v, slot linked %v", cached(c, 1, offs[0]), linked(&a))
 	}
 	if c.get(1, offs[0], &a) != nil {
 		t.Fatal("get of an evicted block through an emptied slot hit")
 	}
 	// unlink empties b and the entry lets go of it.
 	c.unlink(1, offs[1], &b)
-	if b.entry.Load() != nil {
+	if linked(&b) {
 		t.Fatal("unlink left the slot linked")
 	}
 	checkSlots(t, c)
 	// EvictFile empties the slots of the file's blocks.
 	c.get(1, offs[2], &a)
 	c.EvictFile(1)
-	if a.entry.Load() != nil {
+	if linked(&a) {
 		t.Fatal("EvictFile left a slot linked")
+	}
+}
+
+// TestCache_SlotSecondChance checks that a block read only through its
+// slot, never through the shard's map, gets its second chance too.
+func TestCache_SlotSecondChance(t *testing.T) {
+	c := NewCache(cacheShards * 2 * (testBlockLen + cacheEntryOverhead)) // 2 blocks per shard
+	offs := sameShardOffsets(c, 3)
+	var a, b cacheSlot
+	c.set(1, offs[0], make([]byte, testBlockLen), &a)
+	c.set(1, offs[1], make([]byte, testBlockLen), &b)
+	c.get(1, offs[0], &a)
+	// The hand, at offs[0]: read through a, so kept; offs[1] goes.
+	c.set(1, offs[2], make([]byte, testBlockLen), nil)
+	if !cached(c, 1, offs[0]) || cached(c, 1, offs[1]) || !linked(&a) || linked(&b) {
+		t.Fatalf("cached %v %v, slots linked %v %v", cached(c, 1, offs[0]), cached(c, 1, offs[1]), linked(&a), linked(&b))
+	}
+	if a.referenced.Load() {
+		t.Fatal("the hand passed the slot's entry without clearing the slot's bit")
 	}
 }
 

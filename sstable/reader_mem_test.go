@@ -94,7 +94,7 @@ func TestReader_CloseUnlinksSlots(t *testing.T) {
 	r := openTable(t, data, ReaderOptions{Cache: c, FileNum: 1})
 	readAllBlocks(t, r)
 	for i := range r.blocks {
-		if r.blocks[i].cached.entry.Load() == nil {
+		if !linked(&r.blocks[i].cached) {
 			t.Fatalf("block %d read but its slot is empty", i)
 		}
 	}
@@ -102,7 +102,7 @@ func TestReader_CloseUnlinksSlots(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range r.blocks {
-		if r.blocks[i].cached.entry.Load() != nil {
+		if linked(&r.blocks[i].cached) {
 			t.Fatalf("block %d's slot still linked after Close", i)
 		}
 	}
@@ -115,7 +115,7 @@ func TestReader_CloseUnlinksSlots(t *testing.T) {
 		t.Fatalf("reopened reader: cache before %+v, after %+v, for %d blocks", before, after, n)
 	}
 	for i := range r2.blocks {
-		if r2.blocks[i].cached.entry.Load() == nil {
+		if !linked(&r2.blocks[i].cached) {
 			t.Fatalf("block %d found in the cache but its slot is empty", i)
 		}
 	}
