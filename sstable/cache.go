@@ -97,7 +97,7 @@ type cacheEntry struct {
 type cacheSlot struct {
 	data       atomic.Pointer[byte]
 	n          atomic.Int32
-	referenced atomic.Bool // read through the slot since the hand last passed its entry
+	referenced atomic.Bool // read through the slot since it was linked or the hand last passed its entry
 }
 
 // load returns the block the slot is linked to, or nil.

@@ -57,7 +57,7 @@ type Reader struct {
 // side so that a lookup finds both in one cache line: the block's handle
 // and the slot through which the block cache hands over its contents (see
 // Cache). The filters' offsets keep an array of their own (filterBlock),
-// a sixth the size: a lookup that a filter answers reads only that, and
+// an eighth the size: a lookup that a filter answers reads only that, and
 // more of it stays in the CPU's caches.
 type blockRef struct {
 	handle BlockHandle
