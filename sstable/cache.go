@@ -145,10 +145,14 @@ func (c *Cache) shard(k cacheKey) *cacheShard {
 	return &c.shards[h%cacheShards]
 }
 
-// get returns the cached block at (file, off), or nil. slot, if not nil,
-// is the caller's slot for the block: get looks there first, and links it
-// to the block's entry when it finds the entry in the shard's map.
+// get returns the cached block at (file, off), or nil; nil also from a
+// nil Cache. slot, if not nil, is the caller's slot for the block: get
+// looks there first, and links it to the block's entry when it finds the
+// entry in the shard's map.
 func (c *Cache) get(file base.FileNum, off uint64, slot *cacheSlot) []byte {
+	if c == nil {
+		return nil
+	}
 	k := cacheKey{file, off}
 	s := c.shard(k)
 	if slot != nil {

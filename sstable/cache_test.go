@@ -10,6 +10,10 @@ import (
 )
 
 func TestCache_GetSet(t *testing.T) {
+	var none *Cache // a Reader without a cache asks a nil one
+	if none.get(1, 0, new(cacheSlot)) != nil {
+		t.Fatal("nil cache hit")
+	}
 	c := NewCache(1 << 20)
 	if c.get(1, 0, nil) != nil {
 		t.Fatal("empty cache hit")

@@ -203,19 +203,23 @@ func (r *Reader) searchBlock(it *blockIter, i int, userKey []byte, seq base.SeqN
 // dataBlock returns the contents of data block i, from the cache if it is
 // there, else from the file (then cached). stats may be nil.
 func (r *Reader) dataBlock(i int, stats *LookupStats) ([]byte, error) {
-	d := &r.blocks[i]
-	c := r.opts.Cache
-	if c != nil {
-		if b := c.get(r.opts.FileNum, d.handle.Offset, &d.cached); b != nil {
-			return b, nil
-		}
+	if b := r.cachedBlock(i); b != nil {
+		return b, nil
 	}
 	if stats != nil {
 		stats.BlockCacheMisses++
 	}
+	d := &r.blocks[i]
 	b, err := r.readBlock(d.handle)
-	if err == nil && c != nil {
+	if c := r.opts.Cache; err == nil && c != nil {
 		c.set(r.opts.FileNum, d.handle.Offset, b, &d.cached)
 	}
 	return b, err
+}
+
+// cachedBlock returns data block i from the cache, or nil when it is not
+// there or the Reader has no cache.
+func (r *Reader) cachedBlock(i int) []byte {
+	d := &r.blocks[i]
+	return r.opts.Cache.get(r.opts.FileNum, d.handle.Offset, &d.cached)
 }

@@ -36,13 +36,10 @@ func (it *Iter) dataBlock(i int, stats *LookupStats) ([]byte, error) {
 	if !it.compaction {
 		return r.dataBlock(i, stats)
 	}
-	d := &r.blocks[i]
-	if c := r.opts.Cache; c != nil {
-		if b := c.get(r.opts.FileNum, d.handle.Offset, &d.cached); b != nil {
-			return b, nil
-		}
+	if b := r.cachedBlock(i); b != nil {
+		return b, nil
 	}
-	b, err := r.readBlockInto(d.handle, it.blockBuf)
+	b, err := r.readBlockInto(r.blocks[i].handle, it.blockBuf)
 	if err == nil {
 		it.blockBuf = b
 	}
