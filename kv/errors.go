@@ -53,8 +53,10 @@ var (
 )
 
 // ErrReversePrefixIteration is the error of Iterator.Prev in prefix mode
-// (after SeekPrefixGE), as in Pebble. The iterator is then exhausted until
-// the next absolute positioning call, which clears the error.
+// (after SeekPrefixGE), as in Pebble: whether or not the iterator is
+// Valid, so a prefix seek that found nothing makes Prev fail too. The
+// iterator is then exhausted until the next absolute positioning call,
+// which clears the error.
 var ErrReversePrefixIteration = errors.New("kv: unsupported reverse prefix iteration")
 
 // ErrInvalidPrefixSeek is wrapped by the error of an Iterator.SeekPrefixGE
