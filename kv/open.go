@@ -125,6 +125,9 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 	if err := d.recover(); err != nil {
 		return nil, err
 	}
+	if err := d.checkSplitOnTables(); err != nil {
+		return nil, err
+	}
 	d.deleteObsoleteFiles()
 	d.mu.Lock()
 	d.updateReadStateLocked()

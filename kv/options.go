@@ -324,6 +324,24 @@ func checkComparer(c *sstable.Comparer) error {
 	return nil
 }
 
+// checkSplitOnTables tries the comparer's Split on the bounds of the
+// store's tables, keys the store holds (see base.Comparer.CheckSplit).
+func (d *DB) checkSplitOnTables() error {
+	if d.cmp.Split == nil {
+		return nil
+	}
+	var samples [][]byte
+	for _, files := range d.mu.versions.current.Levels {
+		for _, f := range files {
+			samples = append(samples, f.Smallest.UserKey, f.Largest.UserKey)
+		}
+	}
+	if err := d.cmp.CheckSplit(samples...); err != nil {
+		return fmt.Errorf("kv: invalid options: %w", err)
+	}
+	return nil
+}
+
 // checkBounds rejects values that are positive but unusable, and
 // thresholds that contradict one another.
 func (o *Options) checkBounds() error {

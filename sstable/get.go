@@ -1,6 +1,7 @@
 package sstable
 
 import (
+	"fmt"
 	"sync"
 
 	"github.com/bloomkv/bloomkv/internal/base"
@@ -48,7 +49,10 @@ func (r *Reader) getPoint(userKey []byte, seq base.SeqNum, stats *LookupStats) (
 		return nil, key, false, err
 	}
 	stats.TablesConsidered++
-	filterKey := r.cmp.Prefix(userKey)
+	filterKey, err := r.cmp.Prefix(userKey)
+	if err != nil {
+		return nil, key, false, fmt.Errorf("sstable: %s: %w", r.name, err)
+	}
 	var it *blockIter // taken from the pool only when a block must be read
 	defer func() {
 		if it != nil {

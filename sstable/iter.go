@@ -1,7 +1,6 @@
 package sstable
 
 import (
-	"bytes"
 	"errors"
 
 	"github.com/bloomkv/bloomkv/internal/base"
@@ -146,7 +145,7 @@ func (it *Iter) countVerdict(ok bool) {
 	}
 	it.pending = false
 	k := it.data.ikey.UserKey
-	if ok && bytes.HasPrefix(k, it.prefix) && len(it.r.cmp.Prefix(k)) == len(it.prefix) {
+	if ok && it.r.cmp.HasPrefix(k, it.prefix) {
 		it.stats.FilterTruePositives++
 	} else {
 		it.stats.FilterFalsePositives++
