@@ -305,6 +305,12 @@ func formatLookups(m Metrics) string {
 		if l.RangeDelChecks > 0 {
 			fmt.Fprintf(&b, " range-del-checks=%d", l.RangeDelChecks)
 		}
+		if l.PrefixMatches > 0 {
+			fmt.Fprintf(&b, " prefix-matches=%d", l.PrefixMatches)
+		}
+		if l.FilterSkipped > 0 {
+			fmt.Fprintf(&b, " filter-skipped=%d", l.FilterSkipped)
+		}
 		b.WriteString("\n")
 	}
 	for i, l := range m.Levels {

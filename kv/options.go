@@ -67,7 +67,13 @@ type Options struct {
 	// With a Split (and its SplitName), filters hold key prefixes, Get asks
 	// them about Split(key), and Iterator.SeekPrefixGE skips every table
 	// whose filter rules the prefix out. Tables whose filters were built
-	// under another Split, or none, stay readable without their filters.
+	// under another Split, or none, stay readable without their filters
+	// (Metrics counts them, LevelMetrics.Lookups.FilterSkipped). A Split
+	// that breaks its contract is refused by Open when sample keys or the
+	// tables' bounds show it, and otherwise fails the Get, prefix seek,
+	// flush or compaction that meets it with an error wrapping
+	// ErrInvalidSplit; a comparer function that panics in a flush or
+	// compaction stops writes with an error, as a failed flush does.
 	Comparer *sstable.Comparer
 
 	// FilterPolicy builds the per-block filters of new tables, on every

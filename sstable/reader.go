@@ -43,6 +43,9 @@ type Reader struct {
 	filter       *filterBlock // nil: no usable filter
 	filterPolicy bloompolicy.FilterPolicy
 	filterHandle BlockHandle // zero when the table has no filter block
+	// filterSkipped says the table has a filter the reader cannot use
+	// (see LookupStats.FilterSkipped).
+	filterSkipped bool
 
 	// rangeDels are the table's range tombstones, fragmented, loaded at
 	// open.
@@ -364,7 +367,9 @@ func (r *Reader) readFilter() error {
 		r.filterHandle = e.Handle
 		policy := r.opts.Filters[name]
 		if policy == nil || r.props.FilterSplitName != r.cmp.SplitName {
-			return nil // an unknown policy or another Split: read without the filter
+			// An unknown policy or another Split: read without the filter.
+			r.filterSkipped = len(r.opts.Filters) > 0
+			return nil
 		}
 		data, err := r.readBlock(e.Handle)
 		if err != nil {
