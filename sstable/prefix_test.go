@@ -168,3 +168,27 @@ func TestSplit_OutOfRange(t *testing.T) {
 		t.Fatalf("writing under a Split that returns -1: %v, want ErrInvalidSplit", err)
 	}
 }
+
+// TestReader_Check_Split checks that Check verifies a table's filters
+// against its keys' prefixes under the comparer's Split, as the writer
+// built them, and finds them sound.
+func TestReader_Check_Split(t *testing.T) {
+	cmp := itertest.SlashComparer()
+	var entries []testEntry
+	for _, k := range []string{"a/1", "a/2", "b/1", "c"} {
+		entries = append(entries, testEntry{base.MakeInternalKey([]byte(k), 1, base.KindSet), nil})
+	}
+	policies := map[string]bloompolicy.FilterPolicy{hashSetPolicy{}.Name(): hashSetPolicy{}}
+	data := buildBytes(t, entries, WriterOptions{Comparer: cmp, FilterPolicy: hashSetPolicy{}, BlockSize: 1})
+	r, err := openBytes(data, ReaderOptions{Comparer: cmp, Filters: policies})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if r.Properties().NumDataBlocks < 3 {
+		t.Fatalf("%d data blocks, want one per key", r.Properties().NumDataBlocks)
+	}
+	if err := r.Check(); err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+}

@@ -16,30 +16,46 @@ func (a *app) dbCommand() *cobra.Command {
 			"set creates the store (and the directory) when --dir holds none; the other "+
 			"commands need an existing store and create nothing.")
 	cmd.PersistentFlags().StringVar(&dir, "dir", "", "store directory (required)")
+	a.addSplitFlag(cmd)
 	cmd.AddCommand(a.dbGetCommand(&dir), a.dbSetCommand(&dir), a.dbDeleteCommand(&dir),
 		a.dbDeleteRangeCommand(&dir), a.dbScanCommand(&dir), a.dbMetricsCommand(&dir))
 	return cmd
 }
 
-// openDB opens the store in dir. Commands other than set refuse to create
-// one (create false: kv.Options.ErrorIfNotExists), so a mistyped --dir is an
-// error, not an empty store. Tables built with Pebble's bloom (bench's third
-// store) are read with their filters too.
-func openDB(dir string, create bool) (*kv.DB, error) {
+// openDB opens the store in dir under the comparer --split gives. Commands
+// other than set refuse to create one (create false:
+// kv.Options.ErrorIfNotExists), so a mistyped --dir is an error, not an
+// empty store. Tables built with Pebble's bloom (bench's third store) are
+// read with their filters too. It warns about tables whose filters were
+// built under another Split, which the store then reads without them.
+func (a *app) openDB(dir string, create bool) (*kv.DB, error) {
 	if dir == "" {
 		return nil, usagef("--dir is required")
 	}
-	db, err := kv.Open(dir, &kv.Options{ErrorIfNotExists: !create, ExtraFilterPolicies: readableFilters()})
+	cmp, err := a.comparer()
+	if err != nil {
+		return nil, err
+	}
+	db, err := kv.Open(dir, &kv.Options{ErrorIfNotExists: !create, ExtraFilterPolicies: readableFilters(), Comparer: cmp})
 	if errors.Is(err, kv.ErrDBDoesNotExist) {
 		return nil, fmt.Errorf("no bloomkv store in %s (db set creates one)", dir)
 	}
-	return db, err
+	if err != nil {
+		return nil, err
+	}
+	props, err := storeTableProperties(dir, cmp)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	a.warnSplits(dir, props, cmp)
+	return db, nil
 }
 
 // withDB runs fn on the store in dir and closes it, reporting the first
 // error.
-func withDB(dir string, create bool, fn func(db *kv.DB) error) error {
-	db, err := openDB(dir, create)
+func (a *app) withDB(dir string, create bool, fn func(db *kv.DB) error) error {
+	db, err := a.openDB(dir, create)
 	if err != nil {
 		return err
 	}
@@ -71,7 +87,7 @@ func (a *app) dbGetCommand(dir *string) *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withDB(*dir, false, func(db *kv.DB) error { return a.get(db, args, metrics) })
+			return a.withDB(*dir, false, func(db *kv.DB) error { return a.get(db, args, metrics) })
 		},
 	}
 	cmd.Flags().BoolVar(&metrics, "metrics", false, "print the per-level lookup accounting of these gets")
@@ -130,7 +146,7 @@ func (a *app) dbSetCommand(dir *string) *cobra.Command {
 		Short: "Set a key to a value (synced; creates the store if --dir holds none)",
 		Args:  exactArgs("KEY", "VALUE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withDB(*dir, true, func(db *kv.DB) error {
+			return a.withDB(*dir, true, func(db *kv.DB) error {
 				return db.Set([]byte(args[0]), []byte(args[1]), kv.Sync)
 			})
 		},
@@ -143,7 +159,7 @@ func (a *app) dbDeleteCommand(dir *string) *cobra.Command {
 		Short: "Delete a key (synced; deleting an absent key is not an error)",
 		Args:  exactArgs("KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withDB(*dir, false, func(db *kv.DB) error {
+			return a.withDB(*dir, false, func(db *kv.DB) error {
 				return db.Delete([]byte(args[0]), kv.Sync)
 			})
 		},
@@ -156,7 +172,7 @@ func (a *app) dbDeleteRangeCommand(dir *string) *cobra.Command {
 		Short: "Delete every key from START up to END, END excluded (synced; an empty range deletes nothing)",
 		Args:  exactArgs("START", "END"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withDB(*dir, false, func(db *kv.DB) error {
+			return a.withDB(*dir, false, func(db *kv.DB) error {
 				return db.DeleteRange([]byte(args[0]), []byte(args[1]), kv.Sync)
 			})
 		},
@@ -181,7 +197,7 @@ func (a *app) dbScanCommand(dir *string) *cobra.Command {
 			if cmd.Flags().Changed("end") {
 				opts.UpperBound = []byte(end)
 			}
-			return withDB(*dir, false, func(db *kv.DB) error { return a.scan(db, opts, limit) })
+			return a.withDB(*dir, false, func(db *kv.DB) error { return a.scan(db, opts, limit) })
 		},
 	}
 	cmd.Flags().StringVar(&start, "start", "", "first key (inclusive; default: the first key)")
@@ -237,7 +253,7 @@ func (a *app) dbMetricsCommand(dir *string) *cobra.Command {
 			"process, so they are zero here; `db get --metrics` shows them for its keys.",
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withDB(*dir, false, func(db *kv.DB) error {
+			return a.withDB(*dir, false, func(db *kv.DB) error {
 				m := dbMetrics(db)
 				if a.json {
 					return writeJSON(a.stdout, m)
@@ -297,6 +313,8 @@ func fromLookupMetrics(l kv.LookupMetrics) lookupCounts {
 		FilterNegatives:      l.FilterNegatives,
 		FilterTruePositives:  l.FilterTruePositives,
 		FilterFalsePositives: l.FilterFalsePositives,
+		PrefixMatches:        l.PrefixMatches,
+		FilterSkipped:        l.FilterSkipped,
 		BlockReads:           l.BlockReads,
 		BlockCacheMisses:     l.BlockCacheMisses,
 	}
@@ -304,13 +322,15 @@ func fromLookupMetrics(l kv.LookupMetrics) lookupCounts {
 
 func (a *app) writeMetrics(m dbMetricsOut) error {
 	t := newTable("level", ">tables", ">size", ">keys", ">filter", ">bits/key", ">gets",
-		">tables considered", ">filter neg", ">true pos", ">false pos", ">FPR", ">block reads", ">cache misses")
+		">tables considered", ">filter neg", ">true pos", ">false pos", ">prefix match", ">FPR",
+		">filter skipped", ">block reads", ">cache misses")
 	for _, l := range append(m.Levels, m.Total) {
 		c := l.Lookups
 		t.add(l.Level, fmt.Sprint(l.Tables), fmtBytes(l.Bytes), fmt.Sprint(l.Keys), fmtBytes(l.FilterBytes),
 			fmtFloat(float64(l.BitsPerKey), 2), fmt.Sprint(c.Gets), fmt.Sprint(c.TablesConsidered),
 			fmt.Sprint(c.FilterNegatives), fmt.Sprint(c.FilterTruePositives), fmt.Sprint(c.FilterFalsePositives),
-			fmtPercent(float64(l.FPR), 2), fmt.Sprint(c.BlockReads), fmt.Sprint(c.BlockCacheMisses))
+			fmt.Sprint(c.PrefixMatches), fmtPercent(float64(l.FPR), 2), fmt.Sprint(c.FilterSkipped),
+			fmt.Sprint(c.BlockReads), fmt.Sprint(c.BlockCacheMisses))
 	}
 	return t.write(a.stdout)
 }

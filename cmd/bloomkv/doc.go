@@ -7,14 +7,14 @@
 //	              [--memtable SIZE] [--table-size SIZE] [--l1-size SIZE] [--growth]
 //	              [--dir D] [--keep] [--pebble] [--plot FILE.svg|FILE.png] [--seed S] [--json]
 //	bloomkv bench --prefix [--keys N] [--lookups N] [--pebble] [...]
-//	bloomkv db get KEY... --dir D [--metrics]
+//	bloomkv db get KEY... --dir D [--metrics] [--split NAME]
 //	bloomkv db set KEY VALUE --dir D
 //	bloomkv db delete KEY --dir D
 //	bloomkv db delete-range START END --dir D
 //	bloomkv db scan --dir D [--start K] [--end K] [--limit N]
 //	bloomkv db metrics --dir D
-//	bloomkv sstable dump FILE
-//	bloomkv sstable check FILE
+//	bloomkv sstable dump FILE [--split NAME]
+//	bloomkv sstable check FILE [--split NAME]
 //	bloomkv filter [--fpr P] [--keys N] [--queries N] [--seed S]
 //
 // Every command takes --json to print machine-readable output on stdout.
@@ -101,6 +101,23 @@
 // counters. set creates the store when --dir holds none; the other
 // commands fail on such a directory and create nothing.
 //
+// The metrics table counts, per level, the filters' verdicts: negatives,
+// true positives, false positives and prefix matches (under a Split, a
+// "maybe" for a block that holds the key's prefix but not the key: the
+// filter was right, so it is no false positive), and the tables read
+// without their filter (filter skipped: another policy or Split). Its FPR
+// is false positives / (false positives + negatives), the filter's own
+// rate, comparable with the policy's target.
+//
+// Every db and sstable command takes --split NAME, a built-in Split
+// (first-slash: the key up to its first '/'; user: "user/<id>/" of
+// "user/<id>/<field>", bench --prefix's), to read tables whose filters
+// hold prefixes under it with those filters. Without it, or with another,
+// such tables are read without their filters, correctly, and the command
+// warns on stderr, naming the --split that reads them when one is built
+// in. A store written under an application's own Split has to be read
+// with its filters by that application.
+//
 // get and scan print one entry per line, "KEY<tab>VALUE", each quoted when
 // it is not printable text. get prints the keys found in the order given
 // and reports each key not found on its own line on stderr ("bloomkv: get
@@ -111,7 +128,9 @@
 // sstable dump prints a table's properties, its index and, per data block,
 // the filter's size, bits, probes, bits set and the number of keys estimated
 // from them, n ≈ −(m/k)·ln(1 − X/m) for m bits, k probes and X bits set.
-// sstable check reads every block and verifies checksums and decoding.
+// sstable check reads every block and verifies checksums and decoding,
+// and that each block's filter holds its keys (their prefixes under
+// --split).
 //
 // # filter
 //

@@ -32,7 +32,8 @@ const (
 // apply to all of them.
 type app struct {
 	stdout, stderr io.Writer
-	json           bool // --json: machine-readable output on stdout
+	json           bool   // --json: machine-readable output on stdout
+	split          string // --split of db and sstable: a built-in Split's name
 }
 
 // run executes the command line args and returns the process exit code.
