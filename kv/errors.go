@@ -33,12 +33,13 @@ var ErrCorruption = base.ErrCorruption
 // sstable.ErrNewerFormat.
 var ErrNewerFormat = base.ErrNewerFormat
 
-// ErrInvalidSplit is wrapped by the error of Open, of a flush or
-// compaction, of Get or of a prefix seek that met an Options.Comparer
+// ErrInvalidSplit is wrapped by the error of Open, of a write, of a flush
+// or compaction, of Get or of a prefix seek that met an Options.Comparer
 // whose Split broke its contract: a length outside its key, or a prefix
 // that is not its own prefix. Open tries the Split on a few sample keys
-// and on the bounds of the store's tables; the other calls check each
-// length they get. A flush or compaction that fails so stops writes, as
+// and on the bounds of the store's tables; a write (Set, Delete, Apply)
+// tries it on each point key it brings, and fails whole, applying
+// nothing; the other calls check each length they get. A flush or compaction that fails so stops writes, as
 // any failed flush does, and Close reports it. It is the same value as
 // sstable.ErrInvalidSplit.
 var ErrInvalidSplit = base.ErrInvalidSplit

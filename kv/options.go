@@ -70,9 +70,9 @@ type Options struct {
 	// under another Split, or none, stay readable without their filters
 	// (Metrics counts them, LevelMetrics.Lookups.FilterSkipped). A Split
 	// that breaks its contract is refused by Open when sample keys or the
-	// tables' bounds show it, and otherwise fails the Get, prefix seek,
-	// flush or compaction that meets it with an error wrapping
-	// ErrInvalidSplit; a comparer function that panics in a flush or
+	// tables' bounds show it, and otherwise fails the write, Get, prefix
+	// seek, flush or compaction that meets it with an error wrapping
+	// ErrInvalidSplit (a write checks each point key's Split); a comparer function that panics in a flush or
 	// compaction stops writes with an error, as a failed flush does.
 	Comparer *sstable.Comparer
 

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"github.com/bloomkv/bloomkv/compaction"
@@ -91,6 +92,53 @@ func writeFlushed(t *testing.T, fs vfs.FS, keys ...string) {
 	}
 }
 
+// brokenLater returns a Split that cuts as SlashSplit does until *broken
+// is set, and then as badOn(bad) does: keys that start with "bad" pass the
+// write's check and meet the broken Split later.
+func brokenLater(broken *atomic.Bool, bad func(key []byte) int) func([]byte) int {
+	after := badOn(bad)
+	return func(key []byte) int {
+		if broken.Load() {
+			return after(key)
+		}
+		return itertest.SlashSplit(key)
+	}
+}
+
+// TestSplit_OutOfRange_Write checks that a write of a key the Split cuts
+// outside fails with ErrInvalidSplit and applies nothing of its batch,
+// and that the store goes on serving other writes and reads.
+func TestSplit_OutOfRange_Write(t *testing.T) {
+	db, err := kv.Open("db", &kv.Options{FS: vfs.NewMem(), Comparer: comparerWithSplit(badOn(func(k []byte) int { return len(k) + 5 }))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Set([]byte("bad/1"), []byte("v"), kv.NoSync); !errors.Is(err, kv.ErrInvalidSplit) {
+		t.Fatalf("Set(bad/1): %v, want ErrInvalidSplit", err)
+	}
+	b := db.NewBatch()
+	b.Set([]byte("a/1"), []byte("v"))
+	b.Set([]byte("bad/2"), []byte("v"))
+	if err := db.Apply(b, kv.NoSync); !errors.Is(err, kv.ErrInvalidSplit) {
+		t.Fatalf("Apply of a batch holding bad/2: %v, want ErrInvalidSplit", err)
+	}
+	if _, err := db.Get([]byte("a/1")); !errors.Is(err, kv.ErrNotFound) {
+		t.Fatalf("Get(a/1) after the refused batch: %v, want ErrNotFound", err)
+	}
+	if err := db.Set([]byte("a/1"), []byte("w"), kv.NoSync); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := db.Get([]byte("a/1")); err != nil || string(v) != "w" {
+		t.Fatalf("Get(a/1) = %q, %v", v, err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestSplit_OutOfRange_GetAndSeek checks that a Split that passes Open's
 // samples but returns a length outside some keys makes Get and
 // SeekPrefixGE of those keys fail with ErrInvalidSplit, while other keys
@@ -120,11 +168,20 @@ func TestSplit_OutOfRange_GetAndSeek(t *testing.T) {
 			t.Errorf("SeekPrefixGE(bad/2): valid=%v err=%v, want ErrInvalidSplit", it.Valid(), it.Error())
 		}
 		it.Close()
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
 		// A prefix seek that meets the bad key on its way (in the
 		// memtable, which has no filter) stops with the error.
+		var broken atomic.Bool
+		db, err = kv.Open("db", &kv.Options{FS: fs, Comparer: comparerWithSplit(brokenLater(&broken, bad))})
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := db.Set([]byte("bad/3"), nil, kv.NoSync); err != nil {
 			t.Fatal(err)
 		}
+		broken.Store(true)
 		it, _ = db.NewIter(nil)
 		if it.SeekPrefixGE([]byte("b")) || !errors.Is(it.Error(), kv.ErrInvalidSplit) {
 			t.Errorf("SeekPrefixGE(b) over bad/3: valid=%v key=%q err=%v, want ErrInvalidSplit", it.Valid(), it.Key(), it.Error())
@@ -140,13 +197,16 @@ func TestSplit_OutOfRange_GetAndSeek(t *testing.T) {
 // cuts outside fails with ErrInvalidSplit, that writes then stop with that
 // error, and that Close reports it: the background flush survives it.
 func TestSplit_OutOfRange_Flush(t *testing.T) {
-	db, err := kv.Open("db", &kv.Options{FS: vfs.NewMem(), Comparer: comparerWithSplit(badOn(func(k []byte) int { return len(k) + 5 })), MemTableSize: 64 << 10})
+	var broken atomic.Bool
+	split := brokenLater(&broken, func(k []byte) int { return len(k) + 5 })
+	db, err := kv.Open("db", &kv.Options{FS: vfs.NewMem(), Comparer: comparerWithSplit(split), MemTableSize: 64 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Set([]byte("bad/1"), []byte("v"), kv.NoSync); err != nil {
 		t.Fatal(err)
 	}
+	broken.Store(true)
 	if err := db.Flush(); !errors.Is(err, kv.ErrInvalidSplit) {
 		t.Fatalf("Flush: %v, want ErrInvalidSplit", err)
 	}
@@ -173,9 +233,10 @@ func checkWritesStop(t *testing.T, db *kv.DB, target error) {
 // panics in a background flush or compaction becomes an error wrapping
 // compaction.ErrCallbackPanic that stops writes, not a dead process.
 func TestComparer_Panic_Background(t *testing.T) {
+	var broken atomic.Bool
 	cases := map[string]func(c *sstable.Comparer){
 		"Split": func(c *sstable.Comparer) {
-			c.Split = badOn(func([]byte) int { panic("split") })
+			c.Split = brokenLater(&broken, func([]byte) int { panic("split") })
 		},
 		"Separator": func(c *sstable.Comparer) {
 			sep := c.Separator
@@ -191,6 +252,7 @@ func TestComparer_Panic_Background(t *testing.T) {
 	for name, spoil := range cases {
 		c := itertest.SlashComparer()
 		spoil(c)
+		broken.Store(false)
 		db, err := kv.Open("db", &kv.Options{FS: vfs.NewMem(), Comparer: c, MemTableSize: 64 << 10, BlockSize: 64})
 		if err != nil {
 			t.Fatalf("%s: Open: %v", name, err)
@@ -200,6 +262,7 @@ func TestComparer_Panic_Background(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		broken.Store(true)
 		if err := db.Flush(); !errors.Is(err, compaction.ErrCallbackPanic) {
 			t.Errorf("%s: Flush: %v, want ErrCallbackPanic", name, err)
 		}

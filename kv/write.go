@@ -152,6 +152,9 @@ func (d *DB) applyWriter(w *writer, b *Batch, opts *WriteOptions) error {
 	if b.Empty() {
 		return nil
 	}
+	if err := d.checkSplit(b); err != nil {
+		return err
+	}
 	w.batch, w.sync = b, opts.sync()
 	return d.commit.run(d, w)
 }
