@@ -238,6 +238,15 @@ func TestComparer_Panic_Background(t *testing.T) {
 		"Split": func(c *sstable.Comparer) {
 			c.Split = brokenLater(&broken, func([]byte) int { panic("split") })
 		},
+		"Compare": func(c *sstable.Comparer) {
+			cmp := c.Compare
+			c.Compare = func(a, b []byte) int {
+				if broken.Load() && (bytes.HasPrefix(a, []byte("bad")) || bytes.HasPrefix(b, []byte("bad"))) {
+					panic("compare")
+				}
+				return cmp(a, b)
+			}
+		},
 		"Separator": func(c *sstable.Comparer) {
 			sep := c.Separator
 			c.Separator = func(dst, a, b []byte) []byte {
