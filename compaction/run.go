@@ -116,7 +116,8 @@ type RunStats struct {
 //
 // Run does not close input. On error it returns the tables finished so far
 // with the error; the caller deletes every file it handed out through
-// cfg.NewOutput.
+// cfg.NewOutput. A panic of a callback (the comparer's, the filter
+// policy's, the input's) is such an error, wrapping ErrCallbackPanic.
 func Run(input InternalIterator, cfg RunConfig) ([]*FileMetadata, RunStats, error) {
 	var stats RunStats
 	if err := cfg.check(); err != nil {

@@ -29,6 +29,10 @@ import (
 // tool: SeekPrefixGE is for a comparer whose Split cuts keys where the
 // filters should.
 //
+// A Split that cuts the seek key, or a key the seek meets, outside that
+// key stops the iterator with an error wrapping ErrInvalidSplit, which no
+// positioning call clears.
+//
 // What a prefix seek costs is counted in Metrics().Lookups: PrefixSeeks, and
 // per level the tables considered, filter verdicts and block reads.
 func (i *Iterator) SeekPrefixGE(key []byte) bool { return i.s != nil && i.s.seekPrefixGE(key) }
