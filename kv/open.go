@@ -250,7 +250,10 @@ func (d *DB) Close() error {
 	// Become the commit leader once every queued write is done, then close
 	// the WAL: flushed and synced.
 	walErr := d.commit.runExclusive(d, func() error {
-		err := d.commit.closeLog()
+		err := d.commit.sealLog()
+		if err == nil {
+			err = d.commit.closeLog()
+		}
 		if d.commit.err != nil {
 			return d.commit.err
 		}
