@@ -138,9 +138,19 @@ func (vs *versionSet) appendEdit(edit *manifest.VersionEdit) error {
 	return nil
 }
 
+// writeEdit appends edit to a MANIFEST, sealed, and syncs it. The seal is
+// an empty record (an empty edit, which changes nothing, to any reader of
+// the format) after the edit: a torn tail of the MANIFEST ends recovery
+// quietly, as a crash in mid-write, so without a valid record after it
+// damage to the last edit, synced and acted on (its WAL deleted, its
+// compaction's inputs removed), would be taken for one. Sealed, only
+// damage to the seal itself reads as a torn tail, and it loses nothing.
 func writeEdit(w *record.Writer, f vfs.File, edit *manifest.VersionEdit) (int64, error) {
 	buf := edit.Encode()
 	if _, err := w.WriteRecord(buf); err != nil {
+		return 0, err
+	}
+	if _, err := w.WriteRecord(nil); err != nil {
 		return 0, err
 	}
 	if err := w.Flush(); err != nil {
@@ -257,7 +267,7 @@ func (vs *versionSet) load() error {
 		}
 	}
 	if n == 0 {
-		return base.CorruptionErrorf("kv: %s holds no version edit", name)
+		return base.CorruptionErrorf("kv: %s: offset 0: holds no version edit", name)
 	}
 	v, err := b.Build()
 	if err != nil {
