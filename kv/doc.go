@@ -111,7 +111,7 @@
 //	000012.log      WAL: one record per committed batch, then a seal (internal/record framing,
 //	                recyclable chunks, each carrying the WAL's number)
 //	000010.sst      a table (see package sstable)
-//	MANIFEST-000011 log of version edits (internal/record framing)
+//	MANIFEST-000011 log of version edits, each followed by a seal (internal/record framing)
 //	CURRENT         "MANIFEST-000011\n": the manifest in use, switched atomically
 //	LOCK            held while the store is open
 //	000013.tmp      a CURRENT being written (removed at Open if left behind)
