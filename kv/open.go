@@ -250,9 +250,10 @@ func (d *DB) Close() error {
 	// Become the commit leader once every queued write is done, then close
 	// the WAL: flushed and synced.
 	walErr := d.commit.runExclusive(d, func() error {
-		err := d.commit.sealLog()
+		sealErr := d.commit.sealLog()
+		err := d.commit.closeLog()
 		if err == nil {
-			err = d.commit.closeLog()
+			err = sealErr
 		}
 		if d.commit.err != nil {
 			return d.commit.err

@@ -368,8 +368,9 @@ func (d *DB) rotateMemTableLocked() error {
 	d.mu.Unlock()
 	newLog, err := d.createWAL(num)
 	if err == nil {
-		if err = p.sealLog(); err == nil {
-			err = p.log.close()
+		sealErr := p.sealLog()
+		if err = p.log.close(); err == nil {
+			err = sealErr
 		}
 		if err != nil {
 			newLog.file.Close()
