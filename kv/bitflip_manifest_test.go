@@ -9,9 +9,14 @@ import (
 )
 
 // TestBitFlip_Manifest sweeps every bit of the MANIFEST of a store that
-// flushed, compacted and deleted a range, with writes left in its WAL.
+// flushed, compacted and deleted a range, with writes left in its WAL (a
+// store of more rounds, so a larger MANIFEST, with -sweep=full).
 func TestBitFlip_Manifest(t *testing.T) {
-	s := buildTableSweepStore(t, 3)
+	rounds := 3
+	if fullSweep() {
+		rounds = 12
+	}
+	s := buildTableSweepStore(t, rounds)
 	name := s.storeFile(t, func(n string) bool { return strings.HasPrefix(n, "MANIFEST-") })
 	size := len(readFile(t, s.fs, "db/"+name))
 	s.sweepBits(t, name, allBits, 8*size)
