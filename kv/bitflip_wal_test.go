@@ -117,8 +117,9 @@ func walChunkHeaderBytes(data []byte, end int64) map[int64]bool {
 }
 
 // buildWALSweepStore writes batches synced batches (values of valueSize
-// bytes) to a new store in a MemFS and closes it, leaving them all in one
-// WAL.
+// bytes) to a new store in a MemFS, closing and reopening it halfway, and
+// closes it, leaving them all in one WAL: the first half, a seal, the
+// second half, a seal.
 func buildWALSweepStore(t *testing.T, bgwal bool, batches, valueSize int) *sweepStore {
 	t.Helper()
 	s := &sweepStore{
@@ -128,15 +129,17 @@ func buildWALSweepStore(t *testing.T, bgwal bool, batches, valueSize int) *sweep
 	}
 	o := s.opts
 	o.FS = s.fs
-	d, err := Open("db", &o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range batches {
-		s.writeSweepBatch(t, d, i, valueSize)
-	}
-	if err := d.Close(); err != nil {
-		t.Fatal(err)
+	for half := range 2 {
+		d, err := Open("db", &o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := half * batches / 2; i < (half+1)*batches/2; i++ {
+			s.writeSweepBatch(t, d, i, valueSize)
+		}
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return s
 }
