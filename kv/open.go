@@ -253,7 +253,11 @@ func (d *DB) Close() error {
 	// Become the commit leader once every queued write is done, then close
 	// the WAL: flushed and synced.
 	walErr := d.commit.runExclusive(d, func() error {
+		sealErr := d.commit.sealLog()
 		err := d.commit.closeLog()
+		if err == nil {
+			err = sealErr
+		}
 		if d.commit.err != nil {
 			return d.commit.err
 		}

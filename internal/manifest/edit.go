@@ -19,6 +19,7 @@ const (
 	tagLastSeqNum  = 4
 	tagDeletedFile = 5
 	tagNewFile     = 6
+	tagWALFormat   = 7
 )
 
 // VersionEdit is the difference between two Versions, plus the counters the
@@ -42,6 +43,12 @@ type VersionEdit struct {
 	DeletedFiles map[DeletedFileEntry]bool
 	// NewFiles holds the tables the edit adds.
 	NewFiles []NewFileEntry
+	// RecyclableLogNum is the first WAL number from which every WAL of
+	// the store is written in recyclable chunks (see internal/record), so
+	// that recovery reads them as such and no damaged byte can make one
+	// read as legacy. Zero means the MANIFEST does not say: a store
+	// written before the field existed, whose WALs' format is detected.
+	RecyclableLogNum base.FileNum
 }
 
 // DeletedFileEntry names a table removed by a VersionEdit.
@@ -68,6 +75,7 @@ func (e *VersionEdit) Encode() []byte {
 	buf = appendTaggedUvarint(buf, tagLogNum, uint64(e.LogNum))
 	buf = appendTaggedUvarint(buf, tagNextFileNum, uint64(e.NextFileNum))
 	buf = appendTaggedUvarint(buf, tagLastSeqNum, uint64(e.LastSeqNum))
+	buf = appendTaggedUvarint(buf, tagWALFormat, uint64(e.RecyclableLogNum))
 	for _, d := range e.sortedDeletions() {
 		buf = binary.AppendUvarint(buf, tagDeletedFile)
 		buf = binary.AppendUvarint(buf, uint64(d.Level))
@@ -144,6 +152,8 @@ func (e *VersionEdit) Decode(buf []byte) error {
 			e.DeletedFiles[del] = true
 		case tag == tagNewFile:
 			e.NewFiles = append(e.NewFiles, d.newFile())
+		case tag == tagWALFormat:
+			e.RecyclableLogNum = base.FileNum(d.uvarint("recyclable log number"))
 		default:
 			d.fail(tagOff, fmt.Sprintf("unknown tag %d", tag))
 		}
@@ -259,6 +269,9 @@ func (e *VersionEdit) String() string {
 	}
 	if e.LastSeqNum != 0 {
 		fmt.Fprintf(&sb, "last-seq-num %d\n", e.LastSeqNum)
+	}
+	if e.RecyclableLogNum != 0 {
+		fmt.Fprintf(&sb, "recyclable-log-num %s\n", e.RecyclableLogNum)
 	}
 	for _, d := range e.sortedDeletions() {
 		fmt.Fprintf(&sb, "del L%d %s\n", d.Level, d.FileNum)
