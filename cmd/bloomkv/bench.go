@@ -14,6 +14,7 @@ import (
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
 	"github.com/bloomkv/bloomkv/bloompolicy/pebbleadapter"
+	"github.com/bloomkv/bloomkv/internal/bench"
 	"github.com/bloomkv/bloomkv/kv"
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/bloom"
@@ -35,9 +36,6 @@ type benchOptions struct {
 	seed                     uint64
 }
 
-// loadBatch is the number of writes per NoSync batch while loading.
-const loadBatch = 1000
-
 // The sizes of the bench's stores, in both engines. They are smaller than
 // kv's defaults so that the default key count (about 60 MiB of tables)
 // settles into L0 and three levels below it, as a store of gigabytes does
@@ -50,6 +48,12 @@ const (
 	benchDefaultKeys    = 500_000
 	benchDefaultLookups = 50_000
 )
+
+// withPebbleFilter returns the configuration change that puts policy on every
+// level.
+func withPebbleFilter(policy pebble.FilterPolicy) func(*pebble.Options) {
+	return func(o *pebble.Options) { bench.WithPebbleFilter(o, policy) }
+}
 
 func (a *app) benchCommand() *cobra.Command {
 	o := benchOptions{cache: benchCacheSize, memtable: benchMemTableSize,
@@ -118,8 +122,8 @@ func (o *benchOptions) check() error {
 
 // The engines bench runs, and the filter name of a store without filters.
 const (
-	engineKV     = "bloomkv"
-	enginePebble = "pebble"
+	engineKV     = bench.EngineKV
+	enginePebble = bench.EnginePebble
 	filterNone   = "none"
 )
 
@@ -144,12 +148,30 @@ func (c benchConfig) engine() string {
 	return engineKV
 }
 
-// open opens the configuration's store in dir.
-func (c benchConfig) open(dir string, o benchOptions) (store, error) {
+// sizes are the sizes both engines get.
+func (o benchOptions) sizes() bench.Sizes {
+	return bench.Sizes{MemTable: int64(o.memtable), Table: int64(o.tableSize),
+		LBase: int64(o.l1Size), Cache: int64(o.cache)}
+}
+
+// open opens the configuration's store in dir: the harness's options for
+// the bench's sizes, then the configuration's changes. Pebble answers
+// lookups through SeekPrefixGE, which reads L6 filters too
+// (bench.PebbleSeekPrefix). bloomkv keeps the L0 tables it holds between
+// L0 compactions once writes stop, as Pebble does: the settled shape is
+// that of a store taking writes.
+func (c benchConfig) open(dir string, o benchOptions) (bench.Engine, error) {
 	if c.pebble != nil {
-		return openPebble(dir, o, c.pebble)
+		opts := o.sizes().PebbleOptions()
+		c.pebble(opts)
+		return bench.OpenPebble(dir, opts, bench.PebbleSeekPrefix)
 	}
-	return openKV(dir, o, c.kv)
+	opts := o.sizes().KVOptions()
+	opts.DisableL0Settling = true
+	if c.kv != nil {
+		c.kv(opts)
+	}
+	return bench.OpenKV(dir, opts)
 }
 
 // benchConfigs returns the configurations to run: bloomkv without filters,
@@ -205,7 +227,7 @@ func (a *app) runBench(ctx context.Context, o benchOptions) error {
 	}
 	defer cleanup()
 	start := time.Now()
-	w := newWorkload(o.seed, o.keys, o.valueSize, o.lookups)
+	w := bench.NewWorkload(o.seed, o.keys, o.valueSize, o.lookups)
 	rep := &benchReport{Params: o.params(ours)}
 	for _, cfg := range benchConfigs(o, ours) {
 		row, err := a.benchOne(ctx, cfg, w, filepath.Join(root, cfg.id), o)
@@ -215,7 +237,7 @@ func (a *app) runBench(ctx context.Context, o benchOptions) error {
 		rep.Rows = append(rep.Rows, row)
 	}
 	if o.plot != "" {
-		if err := a.benchPlot(rep, w.kg, o); err != nil {
+		if err := a.benchPlot(rep, w.Gen, o); err != nil {
 			return err
 		}
 	}
@@ -228,17 +250,17 @@ func (a *app) runBench(ctx context.Context, o benchOptions) error {
 
 // params records the run's parameters for the report.
 func (o benchOptions) params(ours *bloompolicy.Bloom) benchParams {
-	extra := writeHeavyKeys(o.keys)
+	extra := bench.WriteHeavyKeys(o.keys)
 	return benchParams{
-		Keys: o.keys, WriteHeavyKeys: extra, KeySize: keySize, ValueSize: o.valueSize, Lookups: o.lookups,
+		Keys: o.keys, WriteHeavyKeys: extra, KeySize: bench.KeySize, ValueSize: o.valueSize, Lookups: o.lookups,
 		TargetFPR: o.fpr, CacheBytes: int64(o.cache), MemTableBytes: int64(o.memtable),
 		TableBytes: int64(o.tableSize), L1Bytes: int64(o.l1Size), Seed: o.seed,
 		OursBitsPerKey: ours.BitsPerKey(), PebbleBitsPerKey: pebbleBits(ours.BitsPerKey()),
 		Shapes: map[string]string{
 			shapeSettled: fmt.Sprintf("the %d keys written in random order in NoSync batches of %d, "+
-				"then Flush and a wait until no compaction is running or due; no manual compaction", o.keys, loadBatch),
+				"then Flush and a wait until no compaction is running or due; no manual compaction", o.keys, bench.LoadBatch),
 			shapeWriteHeavy: fmt.Sprintf("%d more keys written in NoSync batches of %d, each batch followed by "+
-				"an equal share of the lookups (present keys among the first %d); background work goes on", extra, loadBatch, o.keys),
+				"an equal share of the lookups (present keys among the first %d); background work goes on", extra, bench.LoadBatch, o.keys),
 			shapeCompacted: "Flush, Compact over the whole key range, and a wait until no compaction is running or due",
 		},
 		Machine: machine(),

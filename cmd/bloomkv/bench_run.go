@@ -1,19 +1,19 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"slices"
 	"time"
 
+	"github.com/bloomkv/bloomkv/internal/bench"
 	"github.com/bloomkv/bloomkv/kv"
 )
 
 // benchOne runs the workload on one configuration: the load (in doubling
 // steps with --growth, measuring the settled shape after each), then the
 // settled, write-heavy and compacted shapes in turn, on the same store.
-func (a *app) benchOne(ctx context.Context, cfg benchConfig, w *workload, dir string, o benchOptions) (row benchRow, err error) {
+func (a *app) benchOne(ctx context.Context, cfg benchConfig, w *bench.Workload, dir string, o benchOptions) (row benchRow, err error) {
 	row = benchRow{Config: cfg.name, Engine: cfg.engine(), Filter: cfg.filter,
 		NominalBitsPerKey: jsonFloat(cfg.nominal)}
 	s, err := cfg.open(dir, o)
@@ -21,12 +21,12 @@ func (a *app) benchOne(ctx context.Context, cfg benchConfig, w *workload, dir st
 		return row, err
 	}
 	defer func() {
-		if cerr := s.close(); err == nil && cerr != nil {
+		if cerr := s.Close(); err == nil && cerr != nil {
 			err = cerr
 		}
 	}()
 	r := &shapeRunner{app: a, ctx: ctx, s: s, w: w, name: cfg.name, memtable: o.memtable}
-	if err := r.growAndSettle(&row, growthSteps(w.keys, o.growth)); err != nil {
+	if err := r.growAndSettle(&row, growthSteps(w.Keys, o.growth)); err != nil {
 		return row, err
 	}
 	wh, err := r.writeHeavy()
@@ -34,18 +34,18 @@ func (a *app) benchOne(ctx context.Context, cfg benchConfig, w *workload, dir st
 		return row, err
 	}
 	row.Shapes = append(row.Shapes, wh)
-	if err := r.phase("compact", s.compact); err != nil {
+	if err := r.phase("compact", s.Compact); err != nil {
 		return row, err
 	}
-	compacted, err := r.measure(shapeCompacted, w.keys+w.extra)
+	compacted, err := r.measure(shapeCompacted, w.Keys+w.Extra)
 	if err != nil {
 		return row, err
 	}
 	row.Shapes = append(row.Shapes, compacted)
-	if err := w.verifySample(s, w.keys+w.extra); err != nil {
+	if err := w.VerifySample(s, w.Keys+w.Extra); err != nil {
 		return row, err
 	}
-	fp, err := s.footprint()
+	fp, err := s.Footprint()
 	if err != nil {
 		return row, err
 	}
@@ -68,8 +68,8 @@ func growthSteps(keys int, growth bool) []int {
 type shapeRunner struct {
 	*app
 	ctx      context.Context
-	s        store
-	w        *workload
+	s        bench.Engine
+	w        *bench.Workload
 	name     string   // the configuration, for progress bars
 	memtable byteSize // the stores' memtable size
 	loaded   int      // keys written so far
@@ -116,7 +116,7 @@ const settledL0Tables = kv.DefaultL0CompactionThreshold - 1
 // quarter of a memtable's keys, with a generous 64 bytes of overhead per
 // entry, so that two chunks together still fit one memtable.
 func tailChunk(memtable, valueSize int) int {
-	return max(1, memtable/(4*(keySize+valueSize+64)))
+	return max(1, memtable/(4*(bench.KeySize+valueSize+64)))
 }
 
 // tailChunks is how many chunks the settled shape keeps for its last
@@ -134,7 +134,7 @@ const tailChunks = 2 * kv.DefaultL0CompactionThreshold
 // are (settledL0Tables - L0 tables) mod the threshold. Then no compaction
 // is due, and nothing was compacted by hand.
 func (r *shapeRunner) loadSettled(n int) error {
-	chunk := tailChunk(int(r.memtable), r.w.valueSize)
+	chunk := tailChunk(int(r.memtable), r.w.ValueSize)
 	if err := r.loadKeys(max(r.loaded, n-tailChunks*chunk)); err != nil {
 		return err
 	}
@@ -142,7 +142,7 @@ func (r *shapeRunner) loadSettled(n int) error {
 		return err
 	}
 	for r.loaded < n {
-		need := flushesToSettledL0(l0Tables(r.s.shape()))
+		need := flushesToSettledL0(bench.L0Tables(r.s.Shape()))
 		size := (n - r.loaded + need - 1) / need
 		if size > 2*chunk {
 			size = chunk // too many keys left for that many flushes: go round once more
@@ -170,20 +170,11 @@ func flushesToSettledL0(l0 int) int {
 // is running or due.
 func (r *shapeRunner) flushAndWait() error {
 	return r.phase("flush + wait for compactions", func() error {
-		if err := r.s.flush(); err != nil {
+		if err := r.s.Flush(); err != nil {
 			return err
 		}
-		r.s.waitIdle()
-		return nil
+		return r.s.WaitIdle(r.ctx)
 	})
-}
-
-// l0Tables returns the number of L0 tables of an LSM shape.
-func l0Tables(shape []levelShape) int {
-	if len(shape) > 0 && shape[0].Level == 0 {
-		return shape[0].Tables
-	}
-	return 0
 }
 
 // loadKeys loads the keys up to n.
@@ -192,7 +183,7 @@ func (r *shapeRunner) loadKeys(n int) error {
 		return nil
 	}
 	prog := r.startProgress(fmt.Sprintf("%s: load %d keys", r.name, n), int64(n-r.loaded))
-	err := load(r.ctx, r.s, r.w, r.loaded, n, prog)
+	err := r.w.Load(r.ctx, r.s, r.loaded, n, prog.add)
 	prog.done()
 	if err == nil {
 		r.loaded = n
@@ -205,21 +196,21 @@ func (r *shapeRunner) loadKeys(n int) error {
 // meanwhile, so the LSM should not change; if background work changed it
 // all the same, the shape after the lookups is kept too.
 func (r *shapeRunner) measure(shape string, n int) (shapeResult, error) {
-	res := shapeResult{Shape: shape, Keys: r.loaded, LSM: r.s.shape()}
-	if err := r.s.refresh(); err != nil {
+	res := shapeResult{Shape: shape, Keys: r.loaded, LSM: r.s.Shape()}
+	if err := r.s.Refresh(); err != nil {
 		return res, err
 	}
 	for _, present := range []bool{false, true} {
 		desc := fmt.Sprintf("%s: %s, %s lookups", r.name, shape, kindName(present))
-		prog := r.startProgress(desc, int64(r.w.lookups))
-		c, elapsed, err := r.lookups(lookupRun{present: present, n: n, count: r.w.lookups}, prog)
+		prog := r.startProgress(desc, int64(r.w.Lookups))
+		c, elapsed, err := r.lookups(bench.LookupRun{Present: present, N: n, Count: r.w.Lookups}, prog)
 		prog.done()
 		if err != nil {
 			return res, err
 		}
-		*res.phaseOf(present) = newPhase(c, int64(r.w.lookups), elapsed)
+		*res.phaseOf(present) = newPhase(c, int64(r.w.Lookups), elapsed)
 	}
-	if after := r.s.shape(); !slices.Equal(after, res.LSM) {
+	if after := r.s.Shape(); !slices.Equal(after, res.LSM) {
 		res.LSMAfter = after
 	}
 	return res, nil
@@ -247,7 +238,7 @@ func kindName(present bool) string {
 func (r *shapeRunner) writeHeavy() (shapeResult, error) {
 	w := r.w
 	res := shapeResult{Shape: shapeWriteHeavy}
-	batches := (w.extra + loadBatch - 1) / loadBatch
+	batches := (w.Extra + bench.LoadBatch - 1) / bench.LoadBatch
 	var counts [2]lookupSnapshot
 	var elapsed [2]time.Duration
 	var l0 l0Sampler
@@ -258,10 +249,10 @@ func (r *shapeRunner) writeHeavy() (shapeResult, error) {
 		if err := r.writeHeavyBatch(base, b); err != nil {
 			return res, err
 		}
-		l0.add(r.s.shape())
-		first, last := w.lookups*b/batches, w.lookups*(b+1)/batches
+		l0.add(r.s.Shape())
+		first, last := w.Lookups*b/batches, w.Lookups*(b+1)/batches
 		for k, present := range []bool{false, true} {
-			c, d, err := r.lookups(lookupRun{present: present, n: base, first: first, count: last - first}, nil)
+			c, d, err := r.lookups(bench.LookupRun{Present: present, N: base, First: first, Count: last - first}, nil)
 			if err != nil {
 				return res, err
 			}
@@ -269,22 +260,22 @@ func (r *shapeRunner) writeHeavy() (shapeResult, error) {
 		}
 		prog.add(1)
 	}
-	res.Keys, res.LSM, res.L0 = r.loaded, r.s.shape(), l0.summary()
-	res.Absent = newPhase(counts[0], int64(w.lookups), elapsed[0])
-	res.Present = newPhase(counts[1], int64(w.lookups), elapsed[1])
+	res.Keys, res.LSM, res.L0 = r.loaded, r.s.Shape(), l0.summary()
+	res.Absent = newPhase(counts[0], int64(w.Lookups), elapsed[0])
+	res.Present = newPhase(counts[1], int64(w.Lookups), elapsed[1])
 	return res, nil
 }
 
 // writeHeavyBatch writes batch b of the write-heavy keys, which follow the
 // first base loaded, and makes the lookups that follow see them.
 func (r *shapeRunner) writeHeavyBatch(base, b int) error {
-	lo := base + b*loadBatch
-	n := min(loadBatch, base+r.w.extra-lo)
-	if err := loadBatchAt(r.s, r.w, lo, n); err != nil {
+	lo := base + b*bench.LoadBatch
+	n := min(bench.LoadBatch, base+r.w.Extra-lo)
+	if err := r.w.LoadBatchAt(r.s, lo, n); err != nil {
 		return err
 	}
 	r.loaded = lo + n
-	return r.s.refresh()
+	return r.s.Refresh()
 }
 
 // l0Sampler collects the number of L0 tables seen over a phase.
@@ -293,7 +284,7 @@ type l0Sampler struct {
 }
 
 func (l *l0Sampler) add(shape []levelShape) {
-	tables := l0Tables(shape)
+	tables := bench.L0Tables(shape)
 	if l.n == 0 || tables < l.lo {
 		l.lo = tables
 	}
@@ -309,61 +300,23 @@ func (l *l0Sampler) summary() *tableRange {
 	return &tableRange{Min: l.lo, Max: l.hi, Mean: jsonFloat(float64(l.sum) / float64(l.n))}
 }
 
-// lookupRun is a run of lookups: count of them starting at lookup first,
-// of absent keys or of present keys among the first n loaded.
-type lookupRun struct {
-	present         bool
-	n, first, count int
+// lookups performs a run of lookups (bench.Workload.RunLookups, which
+// checks every answer) and returns the store's counters over just those
+// lookups (the difference of two snapshots) and the time they took.
+func (r *shapeRunner) lookups(run bench.LookupRun, prog *progress) (lookupSnapshot, time.Duration, error) {
+	before := snapshotOf(r.s.Counters())
+	elapsed, err := r.w.RunLookups(r.ctx, r.s, run, prog.add)
+	if err != nil {
+		return lookupSnapshot{}, 0, err
+	}
+	return snapshotOf(r.s.Counters()).plus(before, -1), elapsed, nil
 }
 
-// lookups performs a run of lookups and returns the store's counters over
-// just those lookups (the difference of two snapshots) and the time they
-// took. Every answer is checked: a present key must be found with a value
-// of the right size, an absent one must not be.
-func (r *shapeRunner) lookups(run lookupRun, prog *progress) (lookupSnapshot, time.Duration, error) {
-	var buf [keySize]byte
-	before := r.s.counters()
-	start := time.Now()
-	for i := run.first; i < run.first+run.count; i++ {
-		if i%progressEvery == 0 && r.ctx.Err() != nil {
-			return lookupSnapshot{}, 0, r.ctx.Err()
-		}
-		key := r.w.lookupKey(buf[:0], i, run.n, run.present)
-		v, found, err := r.s.get(key)
-		switch {
-		case err != nil:
-			return lookupSnapshot{}, 0, fmt.Errorf("get %q: %w", key, err)
-		case found != run.present:
-			return lookupSnapshot{}, 0, fmt.Errorf("get %q: found=%t, want %t", key, found, run.present)
-		case found && len(v) != r.w.valueSize:
-			return lookupSnapshot{}, 0, fmt.Errorf("get %q: value of %d bytes, want %d", key, len(v), r.w.valueSize)
-		}
-		prog.add(1)
+// snapshotOf converts an engine's counters to the report's.
+func snapshotOf(c bench.Counters) lookupSnapshot {
+	s := lookupSnapshot{Total: fromLookupMetrics(c.Total)}
+	for _, l := range c.Levels {
+		s.Levels = append(s.Levels, fromLookupMetrics(l))
 	}
-	elapsed := time.Since(start)
-	return r.s.counters().plus(before, -1), elapsed, nil
-}
-
-// verifySample checks the values of up to 1000 of the first n keys byte
-// for byte. The timed lookups check only their sizes, so as not to time
-// the generator.
-func (w *workload) verifySample(s store, n int) error {
-	if err := s.refresh(); err != nil {
-		return err
-	}
-	var key [keySize]byte
-	var want []byte
-	step := max(1, n/1000)
-	for i := 0; i < n; i += step {
-		k := w.kg.present(key[:0], i)
-		v, found, err := s.get(k)
-		if err != nil {
-			return fmt.Errorf("get %q: %w", k, err)
-		}
-		want = w.kg.value(want[:0], i, w.valueSize)
-		if !found || !bytes.Equal(v, want) {
-			return fmt.Errorf("get %q: found=%t, value differs from the one written", k, found)
-		}
-	}
-	return nil
+	return s
 }

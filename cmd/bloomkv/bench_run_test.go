@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
+	"github.com/bloomkv/bloomkv/internal/bench"
 )
 
 // smallBenchOptions sizes the stores so that a few thousand keys settle
@@ -24,7 +25,7 @@ func runBenchRows(t *testing.T, o benchOptions) []benchRow {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := newWorkload(o.seed, o.keys, o.valueSize, o.lookups)
+	w := bench.NewWorkload(o.seed, o.keys, o.valueSize, o.lookups)
 	var rows []benchRow
 	for _, cfg := range benchConfigs(o, ours) {
 		row, err := (&app{}).benchOne(context.Background(), cfg, w, o.dir+"/"+cfg.id, o)
@@ -66,9 +67,9 @@ func checkShapes(t *testing.T, r benchRow, o benchOptions) {
 	}
 	// How many L0 tables the write-heavy lookups meet depends on how far
 	// the background flushes got, so only the sampling is checked here.
-	if wh.L0 == nil || wh.L0.Min > wh.L0.Max || wh.Keys != o.keys+writeHeavyKeys(o.keys) {
+	if wh.L0 == nil || wh.L0.Min > wh.L0.Max || wh.Keys != o.keys+bench.WriteHeavyKeys(o.keys) {
 		t.Errorf("write-heavy: L0 %+v over %d keys, want L0 sampled over %d keys", wh.L0, wh.Keys,
-			o.keys+writeHeavyKeys(o.keys))
+			o.keys+bench.WriteHeavyKeys(o.keys))
 	}
 	if settled.LSMAfter != nil || compacted.LSMAfter != nil {
 		t.Errorf("the LSM changed during the lookups: settled to %s, compacted to %s",

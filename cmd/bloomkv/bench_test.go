@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/bloomkv/bloomkv/internal/bench"
 )
 
 func TestNewPhase(t *testing.T) {
@@ -66,13 +68,13 @@ func TestLookupSnapshot_Plus(t *testing.T) {
 
 func TestBenchRow_Fill(t *testing.T) {
 	r := benchRow{Filter: "bloomkv.bloom.v1"}
-	r.fill(footprint{FilterBytes: 1250, Keys: 1000}, 0.01)
+	r.fill(bench.Footprint{FilterBytes: 1250, Keys: 1000}, 0.01)
 	if r.FilterBitsPerKey != 10 || r.TargetFPR != 0.01 || r.Keys != 1000 || r.FilterBytes != 1250 {
 		t.Errorf("got bits/key %v, target %v, keys %d, bytes %d; want 10, 0.01, 1000, 1250",
 			r.FilterBitsPerKey, r.TargetFPR, r.Keys, r.FilterBytes)
 	}
 	none := benchRow{Filter: filterNone}
-	none.fill(footprint{Keys: 100}, 0.01)
+	none.fill(bench.Footprint{Keys: 100}, 0.01)
 	if !math.IsNaN(float64(none.TargetFPR)) || !math.IsNaN(float64(none.FilterBitsPerKey)) {
 		t.Errorf("a store without filters got target %v, bits/key %v; want none",
 			none.TargetFPR, none.FilterBitsPerKey)
