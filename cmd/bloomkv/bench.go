@@ -82,7 +82,7 @@ func (a *app) benchCommand() *cobra.Command {
 	f.Var(&o.cache, "cache", "block cache size (e.g. 8MiB, 512KiB, 1048576)")
 	f.Var(&o.memtable, "memtable", "memtable size of every store")
 	f.Var(&o.tableSize, "table-size", "size at which compactions cut tables")
-	f.Var(&o.l1Size, "l1-size", "target size of L1 (bloomkv) or the base level (Pebble); each level below is 10 times larger")
+	f.Var(&o.l1Size, "l1-size", "most bytes of the base level, the level L0 compacts into, in both engines (kv.Options.LBaseMaxBytes, pebble.Options.LBaseMaxBytes): levels are sized from the bottom up, each a tenth of the one below, and the base level is the highest whose target stays within this size; it is L1 only once the store is large enough")
 	f.StringVar(&o.dir, "dir", "", "directory for the stores (default: a new temporary directory)")
 	f.BoolVar(&o.keep, "keep", false, "keep the stores after the run")
 	f.BoolVar(&o.pebble, "pebble", false, "also run Pebble v1.1.5 with both filters")

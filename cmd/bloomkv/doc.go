@@ -25,9 +25,11 @@
 // in each, in three shapes of the LSM, one after the other on the same
 // store. By default: 500,000 keys of 16 bytes (hex digits) with 100-byte
 // values, written in random order in NoSync batches of 1000, into stores
-// with a 1 MiB memtable, 1 MiB tables and a 4 MiB L1 (10 times more per
-// level below), so that the data (about 60 MiB) fills L1 to L3; an 8 MiB
-// block cache, smaller than the data, so block reads are real. The shapes:
+// with a 1 MiB memtable, 1 MiB tables and a base level (the level L0
+// compacts into) of at most 4 MiB (--l1-size): levels are sized from the
+// bottom up, each a tenth of the one below, so the data (about 60 MiB)
+// settles into L0 and three levels below it; an 8 MiB block cache,
+// smaller than the data, so block reads are real. The shapes:
 //
 //   - settled: the load and its background compactions, no manual
 //     compaction. The last keys are flushed in chunks after a wait, so that
