@@ -33,7 +33,9 @@ type benchOptions struct {
 	keep, pebble, growth     bool
 	prefix                   bool
 	plot                     string
+	markdown                 string
 	seed                     uint64
+	command                  string // the command line, for --markdown
 }
 
 // The sizes of the bench's stores, in both engines. They are smaller than
@@ -72,7 +74,10 @@ func (a *app) benchCommand() *cobra.Command {
 			"both filters; --growth measures the settled shape after each doubling of the " +
 			"store too.",
 		Args: exactArgs(),
-		RunE: func(cmd *cobra.Command, _ []string) error { return a.runBench(cmd.Context(), o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.command = commandLine(cmd)
+			return a.runBench(cmd.Context(), o)
+		},
 	}
 	f := cmd.Flags()
 	f.IntVar(&o.keys, "keys", benchDefaultKeys, "keys loaded into each store before the write-heavy shape adds a quarter more")
@@ -89,6 +94,7 @@ func (a *app) benchCommand() *cobra.Command {
 	f.BoolVar(&o.growth, "growth", false, "load in doubling steps up to --keys and measure the settled shape after each")
 	f.BoolVar(&o.prefix, "prefix", false, "run the prefix-scan workload instead: --keys as user/<id>/<field> keys, --lookups prefix seeks of absent and of present users")
 	f.StringVar(&o.plot, "plot", "", "write a plot to `FILE` (.svg or .png)")
+	f.StringVar(&o.markdown, "markdown", "", "also write the report as a Markdown page to `FILE`, with the command line, machine, Go version and date (docs/results.md is one)")
 	f.Uint64Var(&o.seed, "seed", 1, "seed of keys, values and lookup order")
 	return cmd
 }
@@ -244,6 +250,12 @@ func (a *app) runBench(ctx context.Context, o benchOptions) error {
 	rep.Seconds = jsonFloat(time.Since(start).Seconds())
 	if o.keep {
 		rep.Dir = root
+	}
+	rep.VsPebble = compareWithPebble(rep.Rows)
+	if o.markdown != "" {
+		if err := writeBenchMarkdown(o.markdown, o.command, rep, time.Now()); err != nil {
+			return err
+		}
 	}
 	return a.writeBenchReport(rep)
 }

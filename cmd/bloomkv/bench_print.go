@@ -18,7 +18,6 @@ const pebbleNote = "Pebble rows: lookups by SeekPrefixGE on an iterator opened w
 	"on top of --cache, since Pebble charges them to it."
 
 func (a *app) writeBenchReport(rep *benchReport) error {
-	rep.VsPebble = compareWithPebble(rep.Rows)
 	if a.json {
 		return writeJSON(a.stdout, rep)
 	}
