@@ -41,7 +41,8 @@ func TestBench_Markdown(t *testing.T) {
 		"| filter FPR, absent keys |", "| filter memory, bits per key |", "| ns per absent lookup |",
 		"| config | shape | keys | ns/op |", "| --- | --- | ---: |",
 		"| bloomkv, bloompolicy 1.00% | settled | 6000 |",
-		"## bloomkv ÷ Pebble, ns per lookup, same filter",
+		"## bloomkv ÷ Pebble, ns per lookup, same filter", "## Per level, bloomkv, no filter (per lookup, absent / present keys)",
+		"| settled | L0 | 3 |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("page lacks %q:\n%s", want, md)
