@@ -154,7 +154,7 @@ func bloomkvComparer() (*sstable.Comparer, error) {
 // (--cache), open files, L0 trigger and stall, base level size, flush
 // split, concurrent compactions and 10 bits/key Bloom filters. bloomkv has no L0 slowdown in Pebble v1, so it is set to
 // the stop threshold (no slowdown either). What bloomkv lacks or does its
-// own way is listed in the README ("YCSB against Pebble").
+// own way is listed in docs/ycsb-method.md.
 func bloomkvOptions() (*kv.Options, error) {
 	if disableWAL {
 		return nil, errors.New("bloomkv has no option to disable the WAL (--disable-wal)")

@@ -6,7 +6,7 @@
 # adds bloomkv_db.go (the bloomkv binding and the --engine flag), makes
 # runTest open the store through the binding, builds, loads one store per
 # engine, and runs every workload on a fresh copy of it, alternating the
-# engines. See the README, "YCSB against Pebble".
+# engines. See docs/ycsb-method.md.
 #
 # Usage: cmd/bloomkv/ycsb/run.sh [--keys N] [--values BYTES] [--duration D]
 #        [--threads "1 2"] [--workloads "A B C D E F"] [--rounds R]
