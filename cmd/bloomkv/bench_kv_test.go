@@ -14,7 +14,8 @@ func TestShapeRunner_WrongAnswer(t *testing.T) {
 	if err := w.Load(context.Background(), s, 0, w.Keys, nil); err != nil {
 		t.Fatal(err)
 	}
-	r := &shapeRunner{app: &app{}, ctx: context.Background(), s: s, w: w, loaded: w.Keys}
+	r := (&app{}).newShapeRunner(context.Background(), "map", s, w, 1<<20)
+	r.Loaded = w.Keys
 	for _, present := range []bool{false, true} {
 		c, _, err := r.lookups(bench.LookupRun{Present: present, N: w.Keys, Count: w.Lookups}, nil)
 		if err != nil {
@@ -47,7 +48,8 @@ func TestShapeRunner_WriteHeavy(t *testing.T) {
 	if err := w.Load(context.Background(), s, 0, w.Keys, nil); err != nil {
 		t.Fatal(err)
 	}
-	r := &shapeRunner{app: &app{}, ctx: context.Background(), s: s, w: w, loaded: w.Keys}
+	r := (&app{}).newShapeRunner(context.Background(), "map", s, w, 1<<20)
+	r.Loaded = w.Keys
 	res, err := r.writeHeavy()
 	if err != nil {
 		t.Fatal(err)

@@ -62,8 +62,8 @@ func checkShapes(t *testing.T, r benchRow, o benchOptions) {
 	settled, _ := r.shape(shapeSettled)
 	wh, _ := r.shape(shapeWriteHeavy)
 	compacted, _ := r.shape(shapeCompacted)
-	if len(settled.LSM) < 3 || settled.LSM[0].Level != 0 || settled.LSM[0].Tables != settledL0Tables {
-		t.Errorf("settled: LSM %s, want %d L0 tables and several levels below", fmtShape(settled.LSM), settledL0Tables)
+	if len(settled.LSM) < 3 || settled.LSM[0].Level != 0 || settled.LSM[0].Tables != bench.SettledL0Tables {
+		t.Errorf("settled: LSM %s, want %d L0 tables and several levels below", fmtShape(settled.LSM), bench.SettledL0Tables)
 	}
 	// How many L0 tables the write-heavy lookups meet depends on how far
 	// the background flushes got, so only the sampling is checked here.
@@ -130,7 +130,7 @@ func checkPhase(t *testing.T, r benchRow, shape string, p phase, o benchOptions)
 // the last being the settled shape, with tables considered not falling as
 // the store grows from its first step to its last.
 func checkGrowth(t *testing.T, r benchRow, o benchOptions) {
-	steps := growthSteps(o.keys, true)
+	steps := bench.GrowthSteps(o.keys, true)
 	if len(r.Growth) != len(steps) {
 		t.Fatalf("%d growth points, want %d", len(r.Growth), len(steps))
 	}

@@ -112,24 +112,6 @@ func TestCompareWithPebble(t *testing.T) {
 	}
 }
 
-func TestGrowthSteps(t *testing.T) {
-	for _, tc := range []struct {
-		keys   int
-		growth bool
-		want   []int
-	}{
-		{1_000_000, false, []int{1_000_000}},
-		{1_000_000, true, []int{15625, 31250, 62500, 125000, 250000, 500000, 1_000_000}},
-		{8000, true, []int{1000, 2000, 4000, 8000}},
-		{1500, true, []int{1500}},
-		{1, true, []int{1}},
-	} {
-		if got := growthSteps(tc.keys, tc.growth); !slices.Equal(got, tc.want) {
-			t.Errorf("growthSteps(%d, %t) = %v, want %v", tc.keys, tc.growth, got, tc.want)
-		}
-	}
-}
-
 func TestL0Sampler(t *testing.T) {
 	var s l0Sampler
 	if s.summary() != nil {
@@ -168,16 +150,6 @@ func TestBenchOptions_Check(t *testing.T) {
 		var u usageError
 		if err := o.check(); !errors.As(err, &u) {
 			t.Errorf("%s: got %v, want a usage error", tc.name, err)
-		}
-	}
-}
-
-func TestFlushesToSettledL0(t *testing.T) {
-	// settledL0Tables is 3 and the trigger 4: from 0 L0 tables three
-	// flushes; from 3, a round through a compaction and three more.
-	for l0, want := range []int{3, 2, 1, 4, 3, 2} {
-		if got := flushesToSettledL0(l0); got != want {
-			t.Errorf("flushesToSettledL0(%d) = %d, want %d", l0, got, want)
 		}
 	}
 }
