@@ -121,7 +121,24 @@ func (o *benchOptions) check() error {
 		return err
 	}
 	if o.plot != "" {
-		return checkPlotPath(o.plot)
+		if err := checkPlotPath(o.plot); err != nil {
+			return err
+		}
+	}
+	return o.checkMarkdown()
+}
+
+// checkMarkdown checks --markdown before the run rather than after it: a
+// page of the point-lookup bench, into a directory that exists.
+func (o *benchOptions) checkMarkdown() error {
+	switch {
+	case o.markdown == "":
+		return nil
+	case o.prefix:
+		return usagef("--markdown: the page is of the point-lookup bench, not --prefix")
+	}
+	if _, err := vfs.Default.Stat(filepath.Dir(o.markdown)); err != nil {
+		return usagef("--markdown %s: %v", o.markdown, err)
 	}
 	return nil
 }

@@ -5,7 +5,8 @@
 //
 //	bloomkv bench [--keys N] [--value-size B] [--lookups N] [--fpr P] [--cache SIZE]
 //	              [--memtable SIZE] [--table-size SIZE] [--l1-size SIZE] [--growth]
-//	              [--dir D] [--keep] [--pebble] [--plot FILE.svg|FILE.png] [--seed S] [--json]
+//	              [--dir D] [--keep] [--pebble] [--plot FILE.svg|FILE.png] [--markdown FILE]
+//	              [--seed S] [--json]
 //	bloomkv bench --prefix [--keys N] [--lookups N] [--pebble] [...]
 //	bloomkv db get KEY... --dir D [--metrics]
 //	bloomkv db set KEY VALUE --dir D
@@ -82,7 +83,14 @@
 // limit 2^(-b)) with the rates observed in the stores, and the reads saved
 // per lookup of each filtered store in each shape; with --growth, also the
 // tables considered and the reads saved per lookup against the number of
-// keys in the store.
+// keys in the store; the right panel's legend sits under it, clear of the
+// bars.
+//
+// --markdown FILE also writes the report as a Markdown page: the command
+// line that makes it, the machine, the Go version and the date, a headline
+// table of bloomkv with bloompolicy against Pebble with its own bloom (with
+// --pebble), and every table. docs/results.md is such a page, regenerated
+// rather than edited.
 //
 // bench --prefix runs the prefix-scan workload instead: --keys keys
 // "user/<id>/<field>", three fields per user, under comparers that split
