@@ -96,3 +96,22 @@ func TestContainsNumber(t *testing.T) {
 		}
 	}
 }
+
+// TestReadme_EmbeddingExample checks that the README's embedding example
+// is kv's ExampleOpen as go test runs it, so the first code a newcomer
+// copies compiles and does what it says.
+func TestReadme_EmbeddingExample(t *testing.T) {
+	src := readRepoFile(t, "kv/example_test.go")
+	start := strings.Index(src, "func ExampleOpen() {")
+	if start < 0 {
+		t.Fatal("kv/example_test.go has no ExampleOpen")
+	}
+	end := strings.Index(src[start:], "\n}\n")
+	if end < 0 {
+		t.Fatal("ExampleOpen does not end")
+	}
+	example := src[start : start+end+2]
+	if !strings.Contains(readRepoFile(t, "README.md"), example) {
+		t.Errorf("README's embedding example is not kv's ExampleOpen:\n%s", example)
+	}
+}
