@@ -268,6 +268,12 @@ func (a *app) runBench(ctx context.Context, o benchOptions) error {
 	if o.keep {
 		rep.Dir = root
 	}
+	return a.finishBench(rep, o)
+}
+
+// finishBench compares the engines and writes the report: the Markdown
+// page with --markdown, then the table or JSON on stdout.
+func (a *app) finishBench(rep *benchReport, o benchOptions) error {
 	rep.VsPebble = compareWithPebble(rep.Rows)
 	if o.markdown != "" {
 		if err := writeBenchMarkdown(o.markdown, o.command, rep, time.Now()); err != nil {
