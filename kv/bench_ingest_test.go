@@ -1,0 +1,121 @@
+package kv_test
+
+import (
+	"flag"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/bloomkv/bloomkv/bloompolicy"
+	"github.com/bloomkv/bloomkv/kv"
+	"github.com/bloomkv/bloomkv/sstable"
+	"github.com/cockroachdb/pebble/vfs"
+)
+
+// bulkKeys is the size of BenchmarkBulkLoad's load; the figure is
+// taken with -bulkkeys=10000000 (minutes, and about 1 GB of disk).
+var bulkKeys = flag.Int("bulkkeys", 200_000, "BenchmarkBulkLoad: keys loaded per run")
+
+// Bulk-load parameters: keys in order, values of bulkValueLen bytes, in
+// tables of bulkTableKeys keys or batches of bulkBatchKeys.
+const (
+	bulkValueLen  = 64
+	bulkTableKeys = 500_000
+	bulkBatchKeys = 1000
+)
+
+func bulkKey(dst []byte, i int) []byte { return fmt.Appendf(dst[:0], "key%012d", i) }
+
+// BenchmarkBulkLoad loads -bulkkeys sorted keys into an empty store on
+// disk two ways and reports both times and their ratio: ingest (tables
+// written with sstable.Writer, with the store's filter policy, then
+// DB.Ingest) and set (DB.Apply of batches of bulkBatchKeys keys, NoSync,
+// then DB.Flush, so that both end with the keys in tables). speedup is
+// set-s / ingest-s.
+func BenchmarkBulkLoad(b *testing.B) {
+	n := *bulkKeys
+	b.Run(fmt.Sprintf("keys=%d", n), func(b *testing.B) {
+		var ingest, set time.Duration
+		for range b.N {
+			ingest += timeBulk(b, n, bulkIngest)
+			set += timeBulk(b, n, bulkSet)
+		}
+		b.ReportMetric(ingest.Seconds()/float64(b.N), "ingest-s")
+		b.ReportMetric(set.Seconds()/float64(b.N), "set-s")
+		b.ReportMetric(set.Seconds()/ingest.Seconds(), "speedup")
+	})
+}
+
+// timeBulk opens an empty store in a new directory, times load(n) on it,
+// checks the first and last keys and closes it.
+func timeBulk(b *testing.B, n int, load func(b *testing.B, db *kv.DB, dir string, n int)) time.Duration {
+	dir := b.TempDir()
+	db, err := kv.Open(filepath.Join(dir, "db"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	start := time.Now()
+	load(b, db, dir, n)
+	elapsed := time.Since(start)
+	for _, i := range []int{0, n - 1} {
+		if _, err := db.Get(bulkKey(nil, i)); err != nil {
+			b.Fatalf("key %d after the load: %v", i, err)
+		}
+	}
+	return elapsed
+}
+
+// bulkIngest writes the keys into tables of bulkTableKeys keys under dir
+// and ingests them.
+func bulkIngest(b *testing.B, db *kv.DB, dir string, n int) {
+	policy, err := bloompolicy.New(kv.DefaultFilterFPR)
+	if err != nil {
+		b.Fatal(err)
+	}
+	value := make([]byte, bulkValueLen)
+	var key []byte
+	var paths []string
+	for lo := 0; lo < n; lo += bulkTableKeys {
+		path := filepath.Join(dir, fmt.Sprintf("load-%d.sst", len(paths)))
+		f, err := vfs.Default.Create(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		w := sstable.NewWriter(f, sstable.WriterOptions{FilterPolicy: policy})
+		for i := lo; i < min(n, lo+bulkTableKeys); i++ {
+			key = bulkKey(key, i)
+			if err := w.Add(sstable.MakeInternalKey(key, 0, sstable.KindSet), value); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			b.Fatal(err)
+		}
+		paths = append(paths, path)
+	}
+	if err := db.Ingest(paths); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// bulkSet writes the keys in batches of bulkBatchKeys, then flushes.
+func bulkSet(b *testing.B, db *kv.DB, _ string, n int) {
+	value := make([]byte, bulkValueLen)
+	var key []byte
+	batch := db.NewBatch()
+	for lo := 0; lo < n; lo += bulkBatchKeys {
+		batch.Reset()
+		for i := lo; i < min(n, lo+bulkBatchKeys); i++ {
+			key = bulkKey(key, i)
+			batch.Set(key, value)
+		}
+		if err := db.Apply(batch, kv.NoSync); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		b.Fatal(err)
+	}
+}
