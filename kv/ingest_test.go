@@ -4,10 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
 	"github.com/bloomkv/bloomkv/bloompolicy/pebbleadapter"
@@ -328,5 +331,128 @@ func TestDB_Ingest_Filters(t *testing.T) {
 	if m := db.Metrics().Lookups; m.FilterNegatives-m0.FilterNegatives < 40 {
 		t.Fatalf("%d filter negatives for 50 absent keys in the table with the store's filters",
 			m.FilterNegatives-m0.FilterNegatives)
+	}
+}
+
+// TestDB_Ingest_Concurrent ingests tables while writers write and readers
+// iterate: a reader sees each ingested table's keys all or none, and the
+// store ends with every write and every table.
+func TestDB_Ingest_Concurrent(t *testing.T) {
+	fs := vfs.NewMem()
+	db, err := kv.Open("db", &kv.Options{FS: fs, MemTableSize: 16 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	const tables, perTable = 12, 50
+	want := map[string]string{}
+	var mu sync.Mutex
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { // a writer of keys between and over the tables'
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			k, v := fmt.Sprintf("w%05d", i%3000), fmt.Sprintf("v%d", i)
+			if err := db.Set([]byte(k), []byte(v), kv.NoSync); err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			want[k] = v
+			mu.Unlock()
+		}
+	}()
+	var reads atomic.Int64
+	go func() { // a reader counting the ingested keys it sees
+		defer wg.Done()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			it, err := db.NewIter(&kv.IterOptions{LowerBound: []byte("i"), UpperBound: []byte("j")})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			n := 0
+			for it.First(); it.Valid(); it.Next() {
+				n++
+			}
+			if err := it.Close(); err != nil {
+				t.Error(err)
+				return
+			}
+			if n%perTable != 0 {
+				t.Errorf("an iterator saw %d ingested keys, not a whole number of tables", n)
+				return
+			}
+			reads.Add(1)
+		}
+	}()
+	ingested := map[string]string{}
+	for i := range tables {
+		kvs := keyRange(fmt.Sprintf("i%02d-", i), 0, perTable, "t")
+		path := fmt.Sprintf("ext/%d.sst", i)
+		writeExternal(t, fs, path, kvs, sstable.WriterOptions{})
+		if err := db.Ingest([]string{path}); err != nil {
+			t.Fatal(err)
+		}
+		maps.Copy(ingested, kvs)
+		// Let the reader read at least once between two ingests.
+		for r, deadline := reads.Load(), time.Now().Add(5*time.Second); reads.Load() == r && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	close(done)
+	wg.Wait()
+	maps.Copy(want, ingested)
+	checkContents(t, db, want, "after the concurrent ingests")
+	if n := reads.Load(); n < tables {
+		t.Fatalf("the reader read %d times, want one between each two ingests at least", n)
+	}
+}
+
+// linkFailsFS is an FS whose hard links fail, as across devices.
+type linkFailsFS struct{ vfs.FS }
+
+func (linkFailsFS) Link(oldname, newname string) error {
+	return &os.LinkError{Op: "link", Old: oldname, New: newname, Err: errors.New("cross-device link")}
+}
+
+// TestDB_FilesWithoutLinks ingests and checkpoints on an FS that cannot
+// hard-link: the files are copied, and the copies are independent of the
+// originals.
+func TestDB_FilesWithoutLinks(t *testing.T) {
+	mem := vfs.NewMem()
+	fs := linkFailsFS{mem}
+	db, err := kv.Open("db", &kv.Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ext := keyRange("a", 0, 100, "x")
+	writeExternal(t, fs, "ext/a.sst", ext, sstable.WriterOptions{})
+	if err := db.Ingest([]string{"ext/a.sst"}); err != nil {
+		t.Fatal(err)
+	}
+	// The store's copy does not depend on the original.
+	if err := mem.Remove("ext/a.sst"); err != nil {
+		t.Fatal(err)
+	}
+	checkContents(t, db, ext, "after ingesting by copy")
+	if err := db.Checkpoint("ckpt"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readDir(fs, "ckpt")
+	if err != nil || diffMaps(got, ext) != "" {
+		t.Fatalf("checkpoint made by copies: %v %s", err, diffMaps(got, ext))
 	}
 }
