@@ -1,9 +1,12 @@
 package kv_test
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"path/filepath"
+	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -38,8 +41,8 @@ func bulkKey(dst []byte, i int) []byte {
 
 // BenchmarkBulkLoad loads -bulkkeys sorted keys into an empty store on
 // disk two ways and reports both times and their ratio: ingest (tables
-// written with sstable.Writer, with the store's filter policy, then
-// DB.Ingest) and set (DB.Apply of batches of bulkBatchKeys keys, NoSync,
+// written with sstable.Writer, with the store's filter policy, by
+// GOMAXPROCS goroutines, then DB.Ingest) and set (DB.Apply of batches of bulkBatchKeys keys, NoSync,
 // then DB.Flush, so that both end with the keys in tables). speedup is
 // set-s / ingest-s. On Linux the process's CPU time over each load is
 // reported too (ingest-cpu-s, set-cpu-s and their ratio cpu-speedup),
@@ -93,37 +96,61 @@ func timeBulk(b *testing.B, n int, load func(b *testing.B, db *kv.DB, dir string
 	return t
 }
 
-// bulkIngest writes the keys into tables of bulkTableKeys keys under dir
-// and ingests them.
+// bulkIngest writes the keys into tables of bulkTableKeys keys under dir,
+// GOMAXPROCS tables at a time as a bulk loader would, and ingests them.
 func bulkIngest(b *testing.B, db *kv.DB, dir string, n int) {
 	policy, err := bloompolicy.New(kv.DefaultFilterFPR)
 	if err != nil {
 		b.Fatal(err)
 	}
-	value := make([]byte, bulkValueLen)
-	var key []byte
 	var paths []string
 	for lo := 0; lo < n; lo += bulkTableKeys {
-		path := filepath.Join(dir, fmt.Sprintf("load-%d.sst", len(paths)))
-		f, err := vfs.Default.Create(path)
-		if err != nil {
-			b.Fatal(err)
-		}
-		w := sstable.NewWriter(f, sstable.WriterOptions{FilterPolicy: policy})
-		for i := lo; i < min(n, lo+bulkTableKeys); i++ {
-			key = bulkKey(key, i)
-			if err := w.Add(sstable.MakeInternalKey(key, 0, sstable.KindSet), value); err != nil {
-				b.Fatal(err)
+		paths = append(paths, filepath.Join(dir, fmt.Sprintf("load-%d.sst", len(paths))))
+	}
+	errs := make([]error, len(paths))
+	next := make(chan int, len(paths))
+	for t := range paths {
+		next <- t
+	}
+	close(next)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(paths)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for t := range next {
+				lo := t * bulkTableKeys
+				errs[t] = writeBulkTable(paths[t], lo, min(n, lo+bulkTableKeys), policy)
 			}
-		}
-		if err := w.Close(); err != nil {
-			b.Fatal(err)
-		}
-		paths = append(paths, path)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		b.Fatal(err)
 	}
 	if err := db.Ingest(paths); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// writeBulkTable writes keys lo..hi-1 at sequence number 0 into a table
+// at path.
+func writeBulkTable(path string, lo, hi int, policy bloompolicy.FilterPolicy) error {
+	f, err := vfs.Default.Create(path)
+	if err != nil {
+		return err
+	}
+	w := sstable.NewWriter(f, sstable.WriterOptions{FilterPolicy: policy})
+	value := make([]byte, bulkValueLen)
+	var key []byte
+	for i := lo; i < hi; i++ {
+		key = bulkKey(key, i)
+		if err := w.Add(sstable.MakeInternalKey(key, 0, sstable.KindSet), value); err != nil {
+			w.Close()
+			return err
+		}
+	}
+	return w.Close()
 }
 
 // bulkSet writes the keys in batches of bulkBatchKeys, then flushes.
