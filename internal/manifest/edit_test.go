@@ -224,6 +224,9 @@ func FuzzVersionEditDecode(f *testing.F) {
 		DeletedFiles: map[DeletedFileEntry]bool{{Level: 1, FileNum: 7}: true},
 		NewFiles:     []NewFileEntry{{Level: 1, Meta: meta(12, "a#5,SET", "k#3,DEL")}},
 	}).Encode())
+	ingested := meta(14, "m#9,SET", "p#9,SET")
+	ingested.SmallestSeqNum, ingested.LargestSeqNum, ingested.GlobalSeqNum = 9, 9, 9
+	f.Add((&VersionEdit{NewFiles: []NewFileEntry{{Level: 6, Meta: ingested}}}).Encode())
 	f.Fuzz(func(t *testing.T, buf []byte) {
 		var e VersionEdit
 		if err := e.Decode(buf); err != nil {
