@@ -3,6 +3,7 @@ package kv
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
@@ -29,6 +30,23 @@ import (
 // ErrIngestOverlap reports tables given to Ingest that are not sorted or
 // overlap one another.
 var ErrIngestOverlap = errors.New("kv: ingested tables must be sorted and must not overlap")
+
+// ingestCounters count the ingests done, for Metrics.Ingest.
+type ingestCounters struct {
+	count, tables, bytes atomic.Int64
+}
+
+func (c *ingestCounters) add(tables []ingestTable) {
+	c.count.Add(1)
+	c.tables.Add(int64(len(tables)))
+	for _, t := range tables {
+		c.bytes.Add(int64(t.meta.Size))
+	}
+}
+
+func (c *ingestCounters) load(m *Metrics) {
+	m.Ingest.Count, m.Ingest.Tables, m.Ingest.Bytes = c.count.Load(), c.tables.Load(), c.bytes.Load()
+}
 
 // ingestTable is one table to ingest: where it is, what the MANIFEST will
 // say of it, and where it goes.
@@ -269,6 +287,7 @@ func (d *DB) ingestAsLeader(tables []ingestTable, edited *bool) error {
 	d.updateReadStateLocked()
 	d.commit.logSeq = seq
 	d.visibleSeq.Store(uint64(seq))
+	d.metrics.ingests.add(tables)
 	return nil
 }
 

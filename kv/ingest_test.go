@@ -98,6 +98,9 @@ func TestDB_Ingest(t *testing.T) {
 	}
 	maps.Copy(want, ext2)
 	checkContents(t, db, want, "after Ingest")
+	if m := db.Metrics().Ingest; m.Count != 1 || m.Tables != 2 || m.Bytes == 0 {
+		t.Fatalf("Metrics.Ingest = %+v, want 1 ingest of 2 tables", m)
+	}
 	if got, err := readAll(snap.NewIter); err != nil || diffMaps(got, before) != "" {
 		t.Fatalf("snapshot taken before Ingest: %v %s", err, diffMaps(got, before))
 	}
@@ -274,6 +277,9 @@ func TestDB_Ingest_BadInput(t *testing.T) {
 			t.Fatalf("Ingest(%v) left files %v, had %v", c.paths, got, before)
 		}
 		checkContents(t, db, want, fmt.Sprintf("after Ingest(%v)", c.paths))
+	}
+	if m := db.Metrics().Ingest; m.Count != 0 || m.Tables != 0 {
+		t.Fatalf("Metrics.Ingest = %+v after refused ingests, want none", m)
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
