@@ -14,6 +14,7 @@ import (
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
 	"github.com/bloomkv/bloomkv/bloompolicy/pebbleadapter"
+	"github.com/bloomkv/bloomkv/internal/itertest"
 	"github.com/bloomkv/bloomkv/kv"
 	"github.com/bloomkv/bloomkv/sstable"
 	"github.com/cockroachdb/pebble/bloom"
@@ -461,4 +462,30 @@ func TestDB_FilesWithoutLinks(t *testing.T) {
 	if err != nil || diffMaps(got, ext) != "" {
 		t.Fatalf("checkpoint made by copies: %v %s", err, diffMaps(got, ext))
 	}
+}
+
+// TestDB_Ingest_FilterSplit warns of a table whose filters hold whole
+// keys when the store's comparer splits prefixes, and reads it right
+// without them.
+func TestDB_Ingest_FilterSplit(t *testing.T) {
+	fs := vfs.NewMem()
+	logs := &logRecorder{}
+	db, err := kv.Open("db", &kv.Options{FS: fs, Logger: logs, Comparer: itertest.SlashComparer()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	policy, err := bloompolicy.New(kv.DefaultFilterFPR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ext := map[string]string{"u/1/a": "x", "u/1/b": "y", "u/2/a": "z"}
+	writeExternal(t, fs, "whole.sst", ext, sstable.WriterOptions{FilterPolicy: policy})
+	if err := db.Ingest([]string{"whole.sst"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(logs.msgs) != 1 || !strings.Contains(logs.msgs[0], "test.slash") {
+		t.Fatalf("warnings %q, want one naming the store's split", logs.msgs)
+	}
+	checkContents(t, db, ext, "after Ingest")
 }
