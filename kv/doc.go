@@ -19,6 +19,11 @@
 // buffer out first). Metrics reports how many tables, filters and blocks
 // each lookup touched.
 //
+// For a store's files as a whole, as in Pebble: [DB.Checkpoint] copies
+// the store into a new directory while it serves, [DB.Ingest] adds tables
+// written outside it by sstable.Writer (a bulk load), and
+// [DB.EstimateDiskUsage] tells the bytes of a key range's tables.
+//
 // # Prefixes
 //
 // A Comparer with a Split (Options.Comparer) cuts each key into a prefix

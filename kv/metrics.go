@@ -158,6 +158,11 @@ type Metrics struct {
 		// flushed one.
 		Recycled int64
 	}
+	// Ingest counts the DB.Ingest calls that added tables, and those
+	// tables and their bytes (Pebble's Metrics.Ingest).
+	Ingest struct {
+		Count, Tables, Bytes int64
+	}
 	// WriteStalls counts the times a writer waited for a flush or a
 	// compaction.
 	WriteStalls int64
@@ -244,6 +249,7 @@ type dbMetrics struct {
 	walSyncs, writeStalls atomic.Int64
 	walsRecycled          atomic.Int64
 	tablesDeleted         atomic.Int64
+	ingests               ingestCounters
 }
 
 // Metrics returns the DB's current metrics. After Close it returns the
@@ -295,6 +301,7 @@ func (d *DB) counterMetrics() Metrics {
 	m.WAL.Syncs, m.WriteStalls = d.metrics.walSyncs.Load(), d.metrics.writeStalls.Load()
 	m.WAL.Recycled = d.metrics.walsRecycled.Load()
 	m.TablesDeleted = d.metrics.tablesDeleted.Load()
+	d.metrics.ingests.load(&m)
 	if m.WAL.BytesIn > 0 {
 		total := m.WAL.BytesIn + m.Flush.BytesWritten + m.Compact.BytesWritten
 		m.WriteAmp = float64(total) / float64(m.WAL.BytesIn)

@@ -71,6 +71,8 @@ type DB struct {
 		// bgErr is the first failure of a flush, a compaction or the
 		// manifest. It stops writes and background work for good.
 		bgErr error
+		// checkpoints holds back the WALs running checkpoints copy.
+		checkpoints checkpointHold
 	}
 }
 

@@ -228,6 +228,17 @@ type Options struct {
 	// Close, and the DB accepts no more writes; the NoSync writes
 	// acknowledged after the failed bytes were buffered are lost.
 	BackgroundWALWrites bool
+
+	// Logger receives the store's warnings, such as an ingested table
+	// whose filters the store cannot read (see DB.Ingest); nil discards
+	// them.
+	Logger Logger
+}
+
+// Logger takes the store's log messages. Pebble's Logger satisfies it.
+type Logger interface {
+	// Infof logs a message formatted as fmt.Sprintf does.
+	Infof(format string, args ...any)
 }
 
 // resolve returns a copy of o with defaults filled in, or an error naming

@@ -214,6 +214,7 @@ func (r *Reader) searchBlock(it *blockIter, i int, userKey []byte, seq base.SeqN
 	if err := it.init(data, r.cmp.Compare, r.name, r.blocks[i].handle.Offset); err != nil {
 		return blockSearch{}, err
 	}
+	it.globalSeq = r.opts.GlobalSeqNum
 	var res blockSearch
 	ok := it.SeekGE(base.MakeSearchKey(userKey))
 	for ; ok && r.cmp.Compare(it.ikey.UserKey, userKey) == 0; ok = it.Next() {

@@ -117,6 +117,7 @@ func (it *Iter) loadBlock(forward bool) bool {
 	data, err := it.dataBlock(it.block, stats)
 	if err == nil {
 		err = it.data.init(data, it.cmp, it.r.name, it.r.blocks[it.block].handle.Offset)
+		it.data.globalSeq = it.r.opts.GlobalSeqNum
 	}
 	if err != nil {
 		return it.fail(err)

@@ -180,6 +180,7 @@ func (r *Reader) checkDataBlock(c *tableCheck, d DataBlockInfo, i int) error {
 	if err := r.readBlockIter(&it, d.Handle, r.cmp.Compare); err != nil {
 		return err
 	}
+	it.globalSeq = r.opts.GlobalSeqNum
 	c.keys = c.keys[:0]
 	n := 0
 	for ok := it.First(); ok; ok = it.Next() {
@@ -196,9 +197,9 @@ func (r *Reader) checkDataBlock(c *tableCheck, d DataBlockInfo, i int) error {
 			c.keys = append(c.keys, slices.Clone(k.UserKey))
 		}
 		if c.entries == 0 {
-			c.first = slices.Clone(it.rawKey)
+			c.first = k.AppendEncoded(nil)
 		}
-		c.last = append(c.last[:0], it.rawKey...)
+		c.last = k.AppendEncoded(c.last[:0])
 		c.entries++
 		if k.Kind() == base.KindDelete {
 			c.deletions++

@@ -85,6 +85,13 @@ type ReaderOptions struct {
 	Filters map[string]bloompolicy.FilterPolicy
 	// FileName names the file in errors.
 	FileName string
+	// GlobalSeqNum, when not 0, is the sequence number of every entry and
+	// range tombstone of the table, which must have been written with
+	// sequence number 0 (the reader refuses it otherwise): a store that
+	// ingests a table written outside it gives all its keys one sequence
+	// number this way, as Pebble does, without rewriting the file. Keys,
+	// Bounds, Properties and RangeDels then all carry it.
+	GlobalSeqNum SeqNum
 }
 
 // LookupStats accumulates what point lookups and prefix seeks cost.

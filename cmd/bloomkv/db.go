@@ -12,13 +12,15 @@ func (a *app) dbCommand() *cobra.Command {
 	var dir string
 	cmd := commandGroup("db", "Read and write a bloomkv store on disk",
 		"db works on the store in --dir: get, set and delete keys, scan a range, "+
-			"and print the per-level metrics with the lookup accounting. Writes are synced. "+
-			"set creates the store (and the directory) when --dir holds none; the other "+
+			"and print the per-level metrics with the lookup accounting; checkpoint it, ingest "+
+			"tables into it, estimate its disk usage. Writes are synced. "+
+			"set and ingest create the store (and the directory) when --dir holds none; the other "+
 			"commands need an existing store and create nothing.")
 	cmd.PersistentFlags().StringVar(&dir, "dir", "", "store directory (required)")
 	a.addSplitFlag(cmd)
 	cmd.AddCommand(a.dbGetCommand(&dir), a.dbSetCommand(&dir), a.dbDeleteCommand(&dir),
-		a.dbDeleteRangeCommand(&dir), a.dbScanCommand(&dir), a.dbMetricsCommand(&dir))
+		a.dbDeleteRangeCommand(&dir), a.dbScanCommand(&dir), a.dbMetricsCommand(&dir),
+		a.dbCheckpointCommand(&dir), a.dbIngestCommand(&dir), a.dbDiskUsageCommand(&dir))
 	return cmd
 }
 

@@ -66,6 +66,10 @@ func TestVersionEdit_RoundTrip(t *testing.T) {
 		{"deleted", VersionEdit{DeletedFiles: map[DeletedFileEntry]bool{
 			{Level: 0, FileNum: 3}: true, {Level: 6, FileNum: 1 << 60}: true}}},
 		{"new-file-every-field", VersionEdit{NewFiles: []NewFileEntry{{Level: 6, Meta: full}}}},
+		{"ingested-file", VersionEdit{NewFiles: []NewFileEntry{{Level: 6, Meta: &FileMetadata{
+			FileNum: 8, Size: 99, Smallest: base.MakeInternalKey([]byte("m"), 9, base.KindSet),
+			Largest: base.MakeInternalKey([]byte("p"), 9, base.KindSet), SmallestSeqNum: 9, LargestSeqNum: 9,
+			NumEntries: 3, GlobalSeqNum: 9}}}}},
 		{"new-file-empty-user-keys", VersionEdit{NewFiles: []NewFileEntry{{Level: 0,
 			Meta: &FileMetadata{FileNum: 1, Smallest: base.MakeInternalKey([]byte{}, 0, 0), Largest: base.MakeInternalKey([]byte{}, 0, 0)}}}}},
 		{"everything", VersionEdit{
@@ -222,6 +226,9 @@ func FuzzVersionEditDecode(f *testing.F) {
 		DeletedFiles: map[DeletedFileEntry]bool{{Level: 1, FileNum: 7}: true},
 		NewFiles:     []NewFileEntry{{Level: 1, Meta: meta(12, "a#5,SET", "k#3,DEL")}},
 	}).Encode())
+	ingested := meta(14, "m#9,SET", "p#9,SET")
+	ingested.SmallestSeqNum, ingested.LargestSeqNum, ingested.GlobalSeqNum = 9, 9, 9
+	f.Add((&VersionEdit{NewFiles: []NewFileEntry{{Level: 6, Meta: ingested}}}).Encode())
 	f.Fuzz(func(t *testing.T, buf []byte) {
 		var e VersionEdit
 		if err := e.Decode(buf); err != nil {
