@@ -31,8 +31,8 @@ func smallTable(t *testing.T, policy bloompolicy.FilterPolicy) ([]testEntry, []b
 		}
 	}
 	// Range tombstones, fragmented, with seqnums among the entries'.
-	for _, rd := range []string{"key03.RANGEDEL.25:key05", "key03.RANGEDEL.15:key05", "key05.RANGEDEL.15:key09",
-		"key20.RANGEDEL.31:zz"} {
+	for _, rd := range []string{"key03#25,RANGEDEL:key05", "key03#15,RANGEDEL:key05", "key05#15,RANGEDEL:key09",
+		"key20#31,RANGEDEL:zz"} {
 		e, err := parseEntry(rd)
 		if err != nil {
 			t.Fatal(err)
