@@ -31,14 +31,19 @@ func TestCrash_PowerLoss(t *testing.T) {
 	forEachSeed(t, 1, func(t *testing.T, seed uint64) {
 		total := newCrashRun(t, seed, -1).run()
 		t.Logf("the workload makes %d filesystem changes; crashing at %d points", total, min(points, total))
+		crashed := 0
 		for _, at := range crashPoints(newRand(seed), total, points) {
 			r := newCrashRun(t, seed, at)
 			r.run()
+			if r.fs.isCrashed() {
+				crashed++
+			}
 			r.verify()
 			if t.Failed() {
 				return
 			}
 		}
+		requireRan(t, "crash points", crashed, points*9/10)
 	})
 }
 

@@ -82,3 +82,14 @@ func (l *opLog) add(format string, args ...any) {
 }
 
 func (l *opLog) String() string { return strings.Join(l.steps, "\n") }
+
+// requireRan fails the test when fewer than want of its cases ran: a test
+// of injected faults or crash points that injected none would otherwise
+// pass without checking anything.
+func requireRan(t *testing.T, what string, ran, want int) {
+	t.Helper()
+	if ran < want {
+		t.Fatalf("only %d %s ran, want at least %d: the test checked less than it should", ran, what, want)
+	}
+	t.Logf("%d %s ran", ran, what)
+}
