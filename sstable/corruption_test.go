@@ -14,7 +14,7 @@ import (
 
 // smallTable returns the entries and bytes of a table with several data
 // blocks, some Snappy-compressed, tombstones and straddling versions.
-func smallTable(t *testing.T, policy bloompolicy.FilterPolicy) ([]testEntry, []byte) {
+func smallTable(t testing.TB, policy bloompolicy.FilterPolicy) ([]testEntry, []byte) {
 	var entries []testEntry
 	for i := 0; i < 24; i++ {
 		k := []byte(fmt.Sprintf("key%02d", i))
@@ -47,7 +47,7 @@ func smallTable(t *testing.T, policy bloompolicy.FilterPolicy) ([]testEntry, []b
 }
 
 // countSnappyBlocks counts the data blocks stored compressed.
-func countSnappyBlocks(t *testing.T, data []byte) int {
+func countSnappyBlocks(t testing.TB, data []byte) int {
 	r := openTable(t, data, ReaderOptions{})
 	l, err := r.Layout()
 	if err != nil {
