@@ -97,7 +97,7 @@ func TestCrash_ProcessCrash(t *testing.T) {
 func (r *crashRun) verifyProcessCrash() {
 	r.t.Helper()
 	if r.db != nil {
-		r.db.Close() // fails, with the filesystem refusing changes
+		_ = r.db.Close() // fails, with the filesystem refusing changes
 		r.db = nil
 	}
 	r.opts.FS = r.mem

@@ -261,7 +261,7 @@ func TestErrorFS_WALSyncFailure(t *testing.T) {
 		t.Fatalf("Sync write with a failing fsync: %v, want the injected error", err)
 	}
 	b := db.NewBatch()
-	b.Set([]byte("after-batch"), []byte("x"))
+	must(t, b.Set([]byte("after-batch"), []byte("x")))
 	later := map[string]func() error{
 		"NoSync Set": func() error { return db.Set([]byte("after1"), []byte("x"), kv.NoSync) },
 		"Sync Set":   func() error { return db.Set([]byte("after2"), []byte("x"), kv.Sync) },
@@ -422,20 +422,20 @@ func (r *faultWriteRun) write(step int) {
 	case p < 2:
 		lo := r.rng.IntN(80)
 		k0, k1 := string(crashKey(lo)), string(crashKey(lo+1+r.rng.IntN(12)))
-		b.DeleteRange([]byte(k0), []byte(k1))
+		must(r.t, b.DeleteRange([]byte(k0), []byte(k1)))
 		w.delRanges = append(w.delRanges, [2]string{k0, k1})
 	case p < 12:
 		k := string(crashKey(r.rng.IntN(80)))
-		b.Set([]byte(k), []byte(v))
+		must(r.t, b.Set([]byte(k), []byte(v)))
 		w.kvs[k] = &v
 	case p < 16:
 		k := string(crashKey(r.rng.IntN(80)))
-		b.Delete([]byte(k))
+		must(r.t, b.Delete([]byte(k)))
 		w.kvs[k] = nil
 	default:
 		g := r.rng.IntN(16)
 		for i := 0; i < crashGroupKeys; i++ {
-			b.Set([]byte(groupKey(g, i)), []byte(v))
+			must(r.t, b.Set([]byte(groupKey(g, i)), []byte(v)))
 			w.kvs[groupKey(g, i)] = &v
 		}
 	}
@@ -563,7 +563,7 @@ func (r *faultReadRun) failed(err error, what string) bool {
 
 func (r *faultReadRun) run() {
 	snap := r.db.NewSnapshot()
-	defer snap.Close()
+	defer mustClose(r.t, snap)
 	for i := 0; i < 30; i++ {
 		r.get(r.db.Get, "Get")
 	}

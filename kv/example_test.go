@@ -32,9 +32,14 @@ func ExampleOpen() {
 	fmt.Println(errors.Is(err, kv.ErrNotFound))
 
 	b := db.NewBatch()
-	b.Set([]byte("x"), []byte("1"))
-	b.Set([]byte("y"), []byte("2"))
-	if err := db.Apply(b, kv.Sync); err != nil { // both or neither
+	if err := b.Set([]byte("x"), []byte("1")); err != nil {
+		log.Fatal(err)
+	}
+	if err := b.Set([]byte("y"), []byte("2")); err != nil {
+		log.Fatal(err)
+	}
+	// both or neither
+	if err := db.Apply(b, kv.Sync); err != nil {
 		log.Fatal(err)
 	}
 	if err := db.Close(); err != nil {
@@ -52,7 +57,9 @@ func ExampleDB_NewIter() {
 	}
 	defer db.Close()
 	for _, k := range []string{"apple", "banana", "cherry", "date"} {
-		db.Set([]byte(k), []byte(k[:1]), kv.NoSync)
+		if err := db.Set([]byte(k), []byte(k[:1]), kv.NoSync); err != nil {
+			log.Fatal(err)
+		}
 	}
 	it, err := db.NewIter(&kv.IterOptions{LowerBound: []byte("b"), UpperBound: []byte("d")})
 	if err != nil {
@@ -80,12 +87,21 @@ func ExampleDB_NewSnapshot() {
 		log.Fatal(err)
 	}
 	defer db.Close()
-	db.Set([]byte("k"), []byte("before"), kv.NoSync)
+	if err := db.Set([]byte("k"), []byte("before"), kv.NoSync); err != nil {
+		log.Fatal(err)
+	}
 	snap := db.NewSnapshot()
 	defer snap.Close()
-	db.Set([]byte("k"), []byte("after"), kv.NoSync)
-	db.Flush() // the snapshot's view survives flushes and compactions
-	db.Compact(nil, nil)
+	if err := db.Set([]byte("k"), []byte("after"), kv.NoSync); err != nil {
+		log.Fatal(err)
+	}
+	// the snapshot's view survives flushes and compactions
+	if err := db.Flush(); err != nil {
+		log.Fatal(err)
+	}
+	if err := db.Compact(nil, nil); err != nil {
+		log.Fatal(err)
+	}
 
 	old, _ := snap.Get([]byte("k"))
 	cur, _ := db.Get([]byte("k"))
@@ -103,9 +119,13 @@ func ExampleDB_Metrics() {
 	// Three overlapping L0 tables.
 	for _, keys := range [][]string{{"a", "m"}, {"b", "n"}, {"c", "o"}} {
 		for _, k := range keys {
-			db.Set([]byte(k), []byte("v"), kv.NoSync)
+			if err := db.Set([]byte(k), []byte("v"), kv.NoSync); err != nil {
+				log.Fatal(err)
+			}
 		}
-		db.Flush()
+		if err := db.Flush(); err != nil {
+			log.Fatal(err)
+		}
 	}
 	db.Get([]byte("d")) // absent, inside every table's range
 	m := db.Metrics()
@@ -156,14 +176,22 @@ func ExampleOptions_filterBudget() {
 	defer db.Close()
 	write := func(from, to int) {
 		for i := from; i < to; i++ {
-			db.Set(fmt.Appendf(nil, "key%06d", i), []byte("v"), kv.NoSync)
+			if err := db.Set(fmt.Appendf(nil, "key%06d", i), []byte("v"), kv.NoSync); err != nil {
+				log.Fatal(err)
+			}
 		}
 	}
 	write(0, 20000)
-	db.Compact(nil, nil) // L6: 20,000 keys, the only run: it gets the budget
+	// L6: 20,000 keys, the only run: it gets the budget
+	if err := db.Compact(nil, nil); err != nil {
+		log.Fatal(err)
+	}
 	for _, from := range []int{20000, 21000} {
 		write(from, from+1000)
-		db.Flush() // an L0 table of 1,000 keys, sized against L6
+		// an L0 table of 1,000 keys, sized against L6
+		if err := db.Flush(); err != nil {
+			log.Fatal(err)
+		}
 	}
 	for i, l := range db.Metrics().Levels {
 		if l.NumFiles > 0 {

@@ -525,10 +525,10 @@ func (r *modelRun) checkFull() {
 // cleanly.
 func (r *modelRun) closeAll() {
 	for _, mi := range r.iters {
-		mi.it.Close()
+		must(r.t, mi.it.Close())
 	}
 	for _, ms := range r.snaps {
-		ms.s.Close()
+		must(r.t, ms.s.Close())
 	}
 	if err := r.db.Close(); err != nil && !r.t.Failed() {
 		r.fatalf("Close: %v", err)
@@ -544,7 +544,7 @@ func TestDB_EmptyKeyCompaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	defer mustClose(t, db)
 	steps := []func() error{
 		func() error { return db.Set([]byte("a"), []byte("1"), kv.NoSync) },
 		func() error { return db.Set([]byte("b"), []byte("2"), kv.NoSync) },

@@ -7,6 +7,7 @@ package kv_test
 import (
 	"flag"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -92,4 +93,21 @@ func requireRan(t *testing.T, what string, ran, want int) {
 		t.Fatalf("only %d %s ran, want at least %d: the test checked less than it should", ran, what, want)
 	}
 	t.Logf("%d %s ran", ran, what)
+}
+
+// must fails the test on a non-nil error: for the calls whose error the
+// test does not itself expect.
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mustClose closes c, failing the test on an error, for defer.
+func mustClose(t testing.TB, c io.Closer) {
+	t.Helper()
+	if err := c.Close(); err != nil {
+		t.Error(err)
+	}
 }
