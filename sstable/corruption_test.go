@@ -107,7 +107,7 @@ func verifyTable(entries []testEntry, data []byte, policy bloompolicy.FilterPoli
 
 // verifyIter walks the table one way and compares with entries.
 func verifyIter(r *Reader, entries []testEntry, forward bool) error {
-	it, err := r.NewIter(nil, nil)
+	it, err := r.NewIter(nil)
 	if err != nil {
 		return err
 	}
@@ -117,7 +117,7 @@ func verifyIter(r *Reader, entries []testEntry, forward bool) error {
 // verifyCompactionIter walks the table with a compaction iterator and
 // compares with entries.
 func verifyCompactionIter(r *Reader, entries []testEntry) error {
-	it, err := r.NewCompactionIter()
+	it, err := r.NewIter(&IterOptions{Compaction: true})
 	if err != nil {
 		return err
 	}

@@ -161,7 +161,7 @@ func fuzzReader(t *testing.T, data []byte) {
 		}
 		defer r.Close()
 		var keys [][]byte
-		it, err := r.NewIter(nil, nil)
+		it, err := r.NewIter(nil)
 		if err != nil {
 			requireCorruption(t, err)
 			return

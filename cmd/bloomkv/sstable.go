@@ -124,7 +124,7 @@ func inspectFilter(policy string, filter []byte) (st filterStats, ok bool) {
 // keys (what a block's filter holds), walking the table in order and
 // moving to the next block past each index separator.
 func countBlockKeys(r *sstable.Reader, l *sstable.Layout) (entries, keys []int, err error) {
-	it, err := r.NewIter(nil, nil)
+	it, err := r.NewIter(nil)
 	if err != nil {
 		return nil, nil, err
 	}
