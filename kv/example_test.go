@@ -1,12 +1,14 @@
 package kv_test
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"log"
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
 	"github.com/bloomkv/bloomkv/kv"
+	"github.com/bloomkv/bloomkv/sstable"
 	"github.com/cockroachdb/pebble/vfs"
 )
 
@@ -201,4 +203,45 @@ func ExampleOptions_filterBudget() {
 	// Output:
 	// L0: 2000 keys, 17.1 filter bits per key
 	// L6: 20000 keys, 10.1 filter bits per key
+}
+
+// ExampleDB_DeleteRange deletes all of one user's keys: under a comparer
+// from sstable.NewSplitComparer, [prefix, sstable.PrefixEnd(prefix)) is
+// the range of a prefix, and the same pair bounds an iterator to it.
+func ExampleDB_DeleteRange() {
+	userSplit := func(key []byte) int { // "user/<id>/" is a key's prefix
+		if i := bytes.IndexByte(key, '/'); i >= 0 {
+			if j := bytes.IndexByte(key[i+1:], '/'); j >= 0 {
+				return i + j + 2
+			}
+		}
+		return len(key)
+	}
+	db, err := kv.Open("demo", &kv.Options{FS: vfs.NewMem(), Comparer: sstable.NewSplitComparer("example.user", userSplit)})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	for _, k := range []string{"user/1/name", "user/1/mail", "user/10/name", "user/2/name"} {
+		if err := db.Set([]byte(k), []byte("v"), kv.NoSync); err != nil {
+			log.Fatal(err)
+		}
+	}
+	prefix := []byte("user/1/")
+	if err := db.DeleteRange(prefix, sstable.PrefixEnd(prefix), kv.NoSync); err != nil {
+		log.Fatal(err)
+	}
+	it, err := db.NewIter(nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for it.First(); it.Valid(); it.Next() {
+		fmt.Printf("%s\n", it.Key())
+	}
+	if err := it.Close(); err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// user/10/name
+	// user/2/name
 }
