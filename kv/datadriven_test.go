@@ -53,9 +53,12 @@ type scriptHarness struct {
 	snaps map[string]*Snapshot
 }
 
+// close closes the DB at the end of a script, unless the script did.
 func (h *scriptHarness) close(t testing.TB) {
 	if h.db != nil {
-		must(t, h.db.Close())
+		if err := h.db.Close(); !errors.Is(err, ErrClosed) {
+			must(t, err)
+		}
 	}
 }
 
@@ -69,6 +72,12 @@ func (h *scriptHarness) run(t *testing.T, td *datadriven.TestData) (string, erro
 		h.db, err = Open("db", h.opts)
 		return "", err
 	case "reopen":
+		// The script's snapshots end with the DB they were taken of.
+		for _, s := range h.snaps {
+			if err := s.Close(); err != nil && !errors.Is(err, ErrClosed) {
+				return "", err
+			}
+		}
 		if err := h.db.Close(); err != nil {
 			return "", err
 		}

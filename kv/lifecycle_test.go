@@ -3,6 +3,7 @@ package kv
 import (
 	"errors"
 	"fmt"
+	"io"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -271,4 +272,41 @@ func TestFlush_ReleasesMemTable(t *testing.T) {
 		}
 	}
 	t.Fatal("the flushed memtable is still reachable")
+}
+
+// TestDB_Close_ReportsLeaks closes a DB with iterators and a snapshot
+// still open: Close reports them with ErrLeaked, counting each, and still
+// closes the store cleanly (it reopens with every write); a DB whose
+// iterators and snapshots were all closed closes with no error.
+func TestDB_Close_ReportsLeaks(t *testing.T) {
+	fs := vfs.NewMem()
+	d, err := Open("db", &Options{FS: fs})
+	must(t, err)
+	must(t, d.Set([]byte("a"), []byte("1"), NoSync))
+	it1, err := d.NewIter(nil)
+	must(t, err)
+	it2, err := d.NewIter(nil)
+	must(t, err)
+	closed, err := d.NewIter(nil)
+	must(t, err)
+	must(t, closed.Close())
+	snap := d.NewSnapshot()
+	err = d.Close()
+	if !errors.Is(err, ErrLeaked) || !strings.Contains(err.Error(), "(iterators: 2, snapshots: 1)") {
+		t.Fatalf("Close with 2 iterators and a snapshot open: %v, want ErrLeaked counting them", err)
+	}
+	for _, c := range []io.Closer{it1, it2, snap} {
+		if err := c.Close(); !errors.Is(err, ErrClosed) {
+			t.Fatalf("closing a leaked %T after the DB: %v, want ErrClosed", c, err)
+		}
+	}
+	d, err = Open("db", &Options{FS: fs})
+	must(t, err)
+	mustGet(t, d, "a", "1")
+	it, err := d.NewIter(nil)
+	must(t, err)
+	s := d.NewSnapshot()
+	must(t, it.Close())
+	must(t, s.Close())
+	must(t, d.Close())
 }

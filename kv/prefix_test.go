@@ -73,7 +73,12 @@ func TestIterator_SeekPrefixGE_Model(t *testing.T) {
 			LBaseMaxBytes: 16 << 10, L0CompactionThreshold: 2 + r.rng.IntN(3),
 		}
 		r.open()
-		defer func() { mustClose(t, r.db) }()
+		defer func() {
+			if r.snap != nil {
+				must(t, r.snap.Close())
+			}
+			mustClose(t, r.db)
+		}()
 		for i := 0; i < steps; i++ {
 			r.step()
 		}
