@@ -84,6 +84,19 @@ func TestOpen_CreatesDir(t *testing.T) {
 	}
 }
 
+// TestOpen_EmptyDirname refuses an empty directory name with a clear
+// error and creates nothing.
+func TestOpen_EmptyDirname(t *testing.T) {
+	fs := vfs.NewMem()
+	d, err := Open("", &Options{FS: fs})
+	if err == nil || !strings.Contains(err.Error(), "kv: Open: empty directory name") {
+		t.Fatalf("Open(\"\") = %v, %v; want an error naming the empty directory name", d, err)
+	}
+	if names, err := fs.List(""); err == nil && len(names) != 0 {
+		t.Fatalf("Open(\"\") created %v", names)
+	}
+}
+
 // TestOpen_Twice refuses a second Open of a directory in use, and allows it
 // after Close.
 func TestOpen_Twice(t *testing.T) {

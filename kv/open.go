@@ -85,8 +85,12 @@ type DB struct {
 // this process or another) holds the directory, when the files are damaged
 // (errors.Is(err, ErrCorruption)), and, as opts ask, when a store already
 // exists (Options.ErrorIfExists, ErrDBAlreadyExists) or does not
-// (Options.ErrorIfNotExists, ErrDBDoesNotExist).
+// (Options.ErrorIfNotExists, ErrDBDoesNotExist). An empty dirname is an
+// error: "." names the current directory.
 func Open(dirname string, opts *Options) (db *DB, err error) {
+	if dirname == "" {
+		return nil, errors.New(`kv: Open: empty directory name (use "." for the current directory)`)
+	}
 	o, err := opts.resolve()
 	if err != nil {
 		return nil, err
