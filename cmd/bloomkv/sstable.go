@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
@@ -60,6 +61,12 @@ func openTable(path string) (*sstable.Reader, int64, error) {
 		filters[p.Name()] = p
 	}
 	r, err := sstable.NewReader(f, sstable.ReaderOptions{FileName: path, Filters: filters})
+	if errors.Is(err, sstable.ErrNotTable) {
+		// Any file may be named here: a CURRENT or a MANIFEST is not a
+		// damaged table.
+		return nil, 0, fmt.Errorf("%s: not a bloomkv table (%d bytes; a table ends in a %d-byte footer whose magic spells %q)",
+			path, st.Size(), sstable.FooterLen, "bloomkv1")
+	}
 	return r, st.Size(), err
 }
 
