@@ -501,3 +501,26 @@ func tableCounts(m Metrics) []int {
 	}
 	return n
 }
+
+// TestCompact_EndInclusive pins Compact's range, [start, end] with end
+// included as in Pebble v1.1.5: an L0 table holding only end is compacted
+// out of L0 by Compact(start, end), and left alone by a range ending
+// just before it.
+func TestCompact_EndInclusive(t *testing.T) {
+	d, _ := openMem(t, &Options{DisableAutomaticCompactions: true})
+	defer mustClose(t, d)
+	must(t, d.Set([]byte("m"), []byte("v"), NoSync))
+	must(t, d.Flush())
+	if n := d.Metrics().Levels[0].NumFiles; n != 1 {
+		t.Fatalf("after Flush: %d L0 tables, want 1", n)
+	}
+	must(t, d.Compact([]byte("a"), []byte("l")))
+	if n := d.Metrics().Levels[0].NumFiles; n != 1 {
+		t.Fatalf("Compact(a, l) touched the table of m: %d L0 tables left, want 1", n)
+	}
+	must(t, d.Compact([]byte("a"), []byte("m")))
+	if n := d.Metrics().Levels[0].NumFiles; n != 0 {
+		t.Fatalf("Compact(a, m) left %d L0 tables, want the table of m compacted", n)
+	}
+	mustGet(t, d, "m", "v")
+}
