@@ -3,8 +3,11 @@ package sstable_test
 import (
 	"bytes"
 	"fmt"
+	"log"
 
+	"github.com/bloomkv/bloomkv/bloompolicy"
 	"github.com/bloomkv/bloomkv/sstable"
+	"github.com/cockroachdb/pebble/vfs"
 )
 
 // userSplit cuts "user/<id>/<field>" after "user/<id>/": all of a user's
@@ -52,4 +55,59 @@ func ExampleImmediateSuccessor() {
 	fmt.Printf("%q\n", sstable.ImmediateSuccessor([]byte("k")))
 	// Output:
 	// "k\x00"
+}
+
+// ExampleIter_SeekPrefixGE writes a table whose filters hold user
+// prefixes, then seeks prefixes with the iterator NewIter returns: the
+// filter rules out an absent user without reading a data block, and
+// IterOptions.Stats counts what the seeks cost.
+func ExampleIter_SeekPrefixGE() {
+	cmp := sstable.NewSplitComparer("example.user", userSplit)
+	policy, err := bloompolicy.New(0.01)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fs := vfs.NewMem()
+	f, err := fs.Create("t.sst")
+	if err != nil {
+		log.Fatal(err)
+	}
+	w := sstable.NewWriter(f, sstable.WriterOptions{Comparer: cmp, FilterPolicy: policy})
+	for i, k := range []string{"user/1/mail", "user/1/name", "user/3/name"} {
+		if err := w.Add(sstable.MakeInternalKey([]byte(k), sstable.SeqNum(i+1), sstable.KindSet), []byte("v")); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		log.Fatal(err)
+	}
+	if f, err = fs.Open("t.sst"); err != nil {
+		log.Fatal(err)
+	}
+	r, err := sstable.NewReader(f, sstable.ReaderOptions{Comparer: cmp,
+		Filters: map[string]bloompolicy.FilterPolicy{policy.Name(): policy}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer r.Close()
+	var stats sstable.LookupStats
+	it, err := r.NewIter(&sstable.IterOptions{Stats: &stats})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, seek := range []string{"user/1/", "user/2/"} {
+		if it.SeekPrefixGE([]byte(seek), []byte(seek)) && bytes.HasPrefix(it.Key().UserKey, []byte(seek)) {
+			fmt.Println(seek, "first key:", it.Key())
+		} else {
+			fmt.Println(seek, "absent")
+		}
+	}
+	if err := it.Close(); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("filter negatives %d, data blocks read %d\n", stats.FilterNegatives, stats.BlockReads)
+	// Output:
+	// user/1/ first key: user/1/mail#1,SET
+	// user/2/ absent
+	// filter negatives 1, data blocks read 1
 }
