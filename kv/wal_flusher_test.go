@@ -2,6 +2,7 @@ package kv
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -31,7 +32,7 @@ func (w *stalledFile) Write(p []byte) (int, error) {
 // again, every byte reaches it, in order.
 func TestWALFlusher_BoundsUnwritten(t *testing.T) {
 	file := &stalledFile{release: make(chan struct{})}
-	f := newWALFlusher(file, "test", &walBuffers{})
+	f := newWALFlusher(file, "test", &walBuffers{}, 0)
 	const record = 1 << 10
 	var acked atomic.Int64
 	var want bytes.Buffer
@@ -80,5 +81,81 @@ func TestWALFlusher_BoundsUnwritten(t *testing.T) {
 	}
 	if !bytes.Equal(file.got.Bytes(), want.Bytes()) {
 		t.Fatalf("the file got %d bytes, not the %d written in order", file.got.Len(), want.Len())
+	}
+}
+
+// tricklingFile is a WAL file that takes each write a piece at a time,
+// pausing between pieces, as a slow disk or a busy OS does; Len is what it
+// holds so far, a write's pieces included.
+type tricklingFile struct {
+	piece int
+	pause time.Duration
+	n     atomic.Int64
+}
+
+func (w *tricklingFile) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		k := min(len(p), w.piece)
+		time.Sleep(w.pause)
+		w.n.Add(int64(k))
+		p = p[k:]
+	}
+	return n, nil
+}
+
+func (w *tricklingFile) Len() int64 { return w.n.Load() }
+
+// TestWALFlusher_CommitBoundsLoss gives a flusher over a slow file records
+// of random sizes, 1 byte to 80 KiB and a few over walBufferLimit, as a
+// leader does: Write, then commit. When commit returns (the records would
+// be acknowledged), the records not wholly in the file, counted from the
+// start of the first of them, must hold at most walBufferLimit bytes, and
+// the test must have come near that bound.
+func TestWALFlusher_CommitBoundsLoss(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, seed))
+	file := &tricklingFile{piece: 16 << 10, pause: 50 * time.Microsecond}
+	f := newWALFlusher(file, "test", &walBuffers{}, 0)
+	var ends []int64 // the ends of the records acknowledged
+	var worst int64
+	big := 0
+	for len(ends) < 300 {
+		size := 1 + rng.IntN(80<<10)
+		if rng.IntN(50) == 0 {
+			size, big = walBufferLimit+rng.IntN(64<<10), big+1
+		}
+		if _, err := f.Write(make([]byte, size)); err != nil {
+			t.Fatal(err)
+		}
+		end := f.accepted
+		if err := f.commit([]int64{end}); err != nil {
+			t.Fatal(err)
+		}
+		ends = append(ends, end)
+		in := file.Len()
+		safe := int64(0) // the end of the last record wholly in the file
+		for i := len(ends) - 1; i >= 0; i-- {
+			if ends[i] <= in {
+				safe = ends[i]
+				break
+			}
+		}
+		if end-safe > walBufferLimit {
+			t.Fatalf("record %d (%d bytes) acknowledged with %d bytes of records not wholly in the file, over %d",
+				len(ends)-1, size, end-safe, walBufferLimit)
+		}
+		worst = max(worst, end-safe)
+	}
+	if err := f.close(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d records (%d over the limit), at most %d bytes acknowledged not wholly in the file", len(ends), big, worst)
+	if worst < walBufferLimit/2 {
+		t.Fatalf("at most %d bytes were at risk: the file was too fast to test the bound of %d", worst, walBufferLimit)
+	}
+	if file.Len() != ends[len(ends)-1] {
+		t.Fatalf("the file holds %d bytes after close, want %d", file.Len(), ends[len(ends)-1])
 	}
 }
