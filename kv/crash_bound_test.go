@@ -21,11 +21,11 @@ import (
 	"github.com/cockroachdb/pebble/vfs"
 )
 
-// walLossBound is the bound Options.BackgroundWALWrites documents: a
-// crash of the process loses acknowledged writes whose WAL records hold
-// at most this many bytes (so whose batches, Batch.Len, hold at most
-// this many too).
-const walLossBound = 256 << 10
+// walLossBound is the bound Options.BackgroundWALWrites documents (256
+// KiB, as TestWALFlusher_LimitDocumented checks): a crash of the process
+// loses acknowledged writes whose WAL records hold at most this many
+// bytes (so whose batches, Batch.Len, hold at most this many too).
+const walLossBound = kv.WALLossBound
 
 // slowWALFS passes every operation to an FS, but takes each write to a
 // WAL file a piece at a time, pausing before each piece, as a slow disk

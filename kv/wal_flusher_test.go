@@ -2,11 +2,16 @@ package kv
 
 import (
 	"bytes"
+	"fmt"
+	"io"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/cockroachdb/pebble/vfs"
 )
 
 // stalledFile is a WAL file whose writes block until released; it keeps
@@ -157,5 +162,35 @@ func TestWALFlusher_CommitBoundsLoss(t *testing.T) {
 	}
 	if file.Len() != ends[len(ends)-1] {
 		t.Fatalf("the file holds %d bytes after close, want %d", file.Len(), ends[len(ends)-1])
+	}
+}
+
+// TestWALFlusher_LimitDocumented checks that the loss bound the docs of
+// Options.BackgroundWALWrites and of the package state is walBufferLimit,
+// the one the code enforces and the crash tests assert.
+func TestWALFlusher_LimitDocumented(t *testing.T) {
+	want := fmt.Sprintf("%d KiB", walBufferLimit>>10)
+	if walBufferLimit%(1<<10) != 0 {
+		t.Fatalf("walBufferLimit is %d bytes, not a whole number of KiB", walBufferLimit)
+	}
+	checked := 0
+	for _, file := range []string{"options.go", "doc.go"} {
+		f, err := vfs.Default.Open(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src, err := io.ReadAll(f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := strings.Join(strings.Fields(strings.ReplaceAll(string(src), "//", "")), " ")
+		if !strings.Contains(text, "at most "+want) {
+			t.Errorf("%s does not state the loss bound as %q", file, "at most "+want)
+		}
+		checked++
+	}
+	if checked != 2 {
+		t.Fatalf("%d files checked", checked)
 	}
 }
