@@ -119,8 +119,10 @@ type walFlusher struct {
 	draining int       // drains waiting: write without delay
 	started  bool
 	closing  bool
-	err      error // the first failed write; sticky
-	// The stream offsets of the loss bound (see walBufferLimit):
+	err      error         // the first failed write; sticky
+	done     chan struct{} // closed when the goroutine ends
+
+	// The stream offsets of the loss bound (see walBufferLimit), under mu:
 	// accepted ends the bytes given to Write, written those the file
 	// took, safe the last record wholly written. ends[head:] are the
 	// ends of the records given to commit that are not wholly written,
@@ -128,7 +130,6 @@ type walFlusher struct {
 	accepted, written, safe int64
 	ends                    []int64
 	head                    int
-	done                    chan struct{} // closed when the goroutine ends
 }
 
 // newWALFlusher returns the flusher of WAL name, whose stream has size

@@ -31,10 +31,10 @@ func (w *stalledFile) Write(p []byte) (int, error) {
 
 // TestWALFlusher_BoundsUnwritten stalls the file under a writer that
 // keeps writing 1 KiB records: once the bytes buffered and those the
-// flusher is writing reach walBufferLimit, the writer waits, so no more
-// than that (and the record that crossed it) is acknowledged without
-// being in the file, what a process crash can lose. Once the file moves
-// again, every byte reaches it, in order.
+// flusher is writing reach walBufferLimit, Write waits, so the memory
+// held stays within that (and the record that crossed it). (What a crash
+// can lose is bounded by commit; see TestWALFlusher_CommitBoundsLoss.)
+// Once the file moves again, every byte reaches it, in order.
 func TestWALFlusher_BoundsUnwritten(t *testing.T) {
 	file := &stalledFile{release: make(chan struct{})}
 	f := newWALFlusher(file, "test", &walBuffers{}, 0)
