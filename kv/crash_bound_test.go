@@ -5,6 +5,7 @@ package kv_test
 // cache), synced or not, and nothing the process still held in memory.
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -164,7 +165,7 @@ func boundBatch(seed uint64, i int) map[string]string {
 		switch r := rng.IntN(100); {
 		case r < 1:
 			n = walLossBound + rng.IntN(64<<10)
-		case r < 12:
+		case r < 25:
 			n = 60<<10 + rng.IntN(20<<10)
 		default:
 			n = 10 + rng.IntN(200)
@@ -187,41 +188,67 @@ func applyBoundBatch(db *kv.DB, seed uint64, i int) (int, error) {
 	return b.Len(), db.Apply(b, kv.NoSync)
 }
 
-// recoveredBatches checks that got, a store's contents after a crash
-// during the workload of seed, is its first r batches, whole and right,
-// and nothing else, and returns r.
-func recoveredBatches(got map[string]string, seed uint64) (int, error) {
+// batchID returns the number of the batch key belongs to.
+func batchID(key string) (int, error) {
+	id, err := strconv.Atoi(strings.TrimPrefix(strings.Split(key, "/")[0], "b"))
+	if err != nil {
+		return 0, fmt.Errorf("unexpected key %q", key)
+	}
+	return id, nil
+}
+
+// wholeBatches checks that every batch of the workload of seed with a key
+// in got, a store's contents after a crash, is there whole and right, and
+// nothing else is, and returns those batches' numbers.
+func wholeBatches(got map[string]string, seed uint64) (map[int]bool, error) {
 	seen := map[int]int{}
 	for k := range got {
-		i, err := strconv.Atoi(strings.TrimPrefix(strings.Split(k, "/")[0], "b"))
+		id, err := batchID(k)
 		if err != nil {
-			return 0, fmt.Errorf("unexpected key %q", k)
+			return nil, err
 		}
-		seen[i]++
+		seen[id]++
 	}
-	r := len(seen)
-	for i := range r {
-		want := boundBatch(seed, i)
-		if seen[i] != len(want) {
-			return 0, fmt.Errorf("%d batches back, but batch %d has %d of its %d writes: not a prefix of whole batches", r, i, seen[i], len(want))
+	ids := map[int]bool{}
+	for id, n := range seen {
+		want := boundBatch(seed, id)
+		if n != len(want) {
+			return nil, fmt.Errorf("batch %d has %d of its %d writes: not whole", id, n, len(want))
 		}
 		for k, v := range want {
 			if got[k] != v {
-				return 0, fmt.Errorf("batch %d: %q holds %s, want %s", i, k, short([]byte(got[k])), short([]byte(v)))
+				return nil, fmt.Errorf("batch %d: %q holds %s, want %s", id, k, short([]byte(got[k])), short([]byte(v)))
 			}
 		}
+		ids[id] = true
 	}
-	return r, nil
+	return ids, nil
 }
 
-// walRecordEnds returns the stream offset at which each record of the
-// one WAL in dir ends.
-func walRecordEnds(fs vfs.FS, dir string) ([]int64, error) {
+// recoveredBatches checks that got, a store's contents after a crash
+// during the workload of seed committed by one writer, is its first r
+// batches, whole and right, and nothing else, and returns r.
+func recoveredBatches(got map[string]string, seed uint64) (int, error) {
+	ids, err := wholeBatches(got, seed)
+	if err != nil {
+		return 0, err
+	}
+	for id := range ids {
+		if id >= len(ids) {
+			return 0, fmt.Errorf("%d batches back, among them batch %d: not a prefix", len(ids), id)
+		}
+	}
+	return len(ids), nil
+}
+
+// walRecords returns, for each record of the one WAL in dir, the number
+// of its batch (read from its first key: see kv/batch.go for the
+// encoding) and the stream offset at which it ends.
+func walRecords(fs vfs.FS, dir string) (ids []int, ends []int64, err error) {
 	names, err := fs.List(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var ends []int64
 	wals := 0
 	for _, name := range names {
 		typ, num, ok := base.ParseFilename(name)
@@ -231,30 +258,48 @@ func walRecordEnds(fs vfs.FS, dir string) ([]int64, error) {
 		wals++
 		f, err := fs.Open(fs.PathJoin(dir, name))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		defer f.Close()
 		r := record.NewLogReader(f, name, uint32(num))
 		for {
-			if _, err := r.Next(); errors.Is(err, io.EOF) {
+			rec, err := r.Next()
+			if errors.Is(err, io.EOF) {
 				break
 			} else if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			ends = append(ends, r.End())
+			id, err := firstBatchID(rec)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s: record at %d: %w", name, r.Offset(), err)
+			}
+			ids, ends = append(ids, id), append(ends, r.End())
 		}
 	}
 	if wals != 1 {
-		return nil, fmt.Errorf("%d WALs in %s, want 1", wals, dir)
+		return nil, nil, fmt.Errorf("%d WALs in %s, want 1", wals, dir)
 	}
-	return ends, nil
+	return ids, ends, nil
+}
+
+// firstBatchID returns the batch number of the first key of the batch
+// encoded in rec: a 12-byte header, then kind, key length (uvarint), key.
+func firstBatchID(rec []byte) (int, error) {
+	if len(rec) < 14 {
+		return 0, fmt.Errorf("batch of %d bytes", len(rec))
+	}
+	n, w := binary.Uvarint(rec[13:])
+	if w <= 0 || uint64(len(rec)-13-w) < n {
+		return 0, fmt.Errorf("bad key length")
+	}
+	return batchID(string(rec[13+w : 13+w+int(n)]))
 }
 
 // crashCopy is the state of the files at one moment of the workload, and
-// the number of batches acknowledged by then.
+// the number of batches each writer had acknowledged by then.
 type crashCopy struct {
 	fs    *vfs.MemFS
-	acked int
+	acked []int
 }
 
 // boundOpts are the options of the loss-bound tests: a memtable big
@@ -264,54 +309,71 @@ func boundOpts(fs vfs.FS, background bool) *kv.Options {
 }
 
 // runBoundWorkload opens a store over fs and commits the workload of
-// seed, one NoSync batch at a time, copying the files at copies moments
-// a few milliseconds apart while it runs. It returns the copies and the
-// sizes of the batches it committed, once the store is closed.
-func runBoundWorkload(t *testing.T, fs *slowWALFS, seed uint64, background bool, copies int) ([]crashCopy, []int) {
+// seed from writers goroutines, writer w committing batches w, w+writers,
+// w+2*writers... one NoSync batch at a time, and copies the files at
+// copies moments a few milliseconds apart while they run. It returns the
+// copies and the sizes of the batches committed, by number, once the
+// store is closed.
+func runBoundWorkload(t *testing.T, fs *slowWALFS, seed uint64, background bool, writers, copies int) ([]crashCopy, map[int]int) {
 	t.Helper()
 	db, err := kv.Open("db", boundOpts(fs, background))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var acked atomic.Int64
-	var sizes []int
+	acked := make([]atomic.Int64, writers)
+	sizes := make([][]int, writers)
 	stop := make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				done <- nil
-				return
-			default:
+	done := make(chan error, writers)
+	for w := range writers {
+		go func() {
+			for k := 0; ; k++ {
+				select {
+				case <-stop:
+					done <- nil
+					return
+				default:
+				}
+				n, err := applyBoundBatch(db, seed, w+k*writers)
+				if err != nil {
+					done <- err
+					return
+				}
+				sizes[w] = append(sizes[w], n)
+				acked[w].Add(1)
 			}
-			n, err := applyBoundBatch(db, seed, i)
-			if err != nil {
-				done <- err
-				return
-			}
-			sizes = append(sizes, n)
-			acked.Add(1)
-		}
-	}()
+		}()
+	}
 	rng := newRand(seed)
 	var out []crashCopy
 	for range copies {
-		time.Sleep(time.Duration(1+rng.IntN(8)) * time.Millisecond)
-		var c crashCopy
-		if c.fs, err = fs.snapshot("db", func() { c.acked = int(acked.Load()) }); err != nil {
+		time.Sleep(time.Duration(1+rng.IntN(4)) * time.Millisecond)
+		c := crashCopy{acked: make([]int, writers)}
+		c.fs, err = fs.snapshot("db", func() {
+			for w := range acked {
+				c.acked[w] = int(acked[w].Load())
+			}
+		})
+		if err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, c)
 	}
 	close(stop)
-	if err := <-done; err != nil {
-		t.Fatal(err)
+	for range writers {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return out, sizes
+	byID := map[int]int{}
+	for w, ns := range sizes {
+		for k, n := range ns {
+			byID[w+k*writers] = n
+		}
+	}
+	return out, byID
 }
 
 // readBoundStore opens the store in fs, reads all it holds and closes it.
@@ -328,106 +390,131 @@ func readBoundStore(fs vfs.FS) (map[string]string, error) {
 }
 
 // boundLoss is what one crash lost of the acknowledged writes: batches,
-// their bytes (Batch.Len) and the bytes of their WAL records.
+// their bytes (Batch.Len) and the bytes of their WAL records, from the
+// end of the last record recovered to the end of the last one lost.
 type boundLoss struct {
 	batches, bytes int
 	walBytes       int64
 }
 
-// lossAt returns what the crash that left c lost of the writes
-// acknowledged by then, where r batches were recovered, sizes are the
-// batches' sizes and ends where their WAL records end.
-func lossAt(c crashCopy, r int, sizes []int, ends []int64) boundLoss {
-	var l boundLoss
-	if r >= c.acked {
-		return l
-	}
-	l.batches = c.acked - r
-	for _, n := range sizes[r:c.acked] {
-		l.bytes += n
-	}
-	l.walBytes = ends[c.acked-1]
-	if r > 0 {
-		l.walBytes -= ends[r-1]
-	}
-	return l
+// boundHistory is what a round of the workload committed: the sizes of
+// its batches by number, and the batch and end offset of each WAL record,
+// in commit order.
+type boundHistory struct {
+	writers int
+	sizes   map[int]int
+	ids     []int
+	ends    []int64
 }
 
-// TestBackgroundWAL_LossBound crashes the process, in effect, while a
-// writer commits NoSync batches over a slow WAL file: the files are copied
-// as they are at one moment (unsynced bytes included), and the copy is
-// opened. It must hold the first r batches of the workload, whole and
-// right, and nothing else. In the default mode r covers every batch
-// acknowledged by then. With BackgroundWALWrites the acknowledged batches
-// past r must hold at most walLossBound bytes of WAL records (and of
-// batches), and the background writer must have fallen far enough
-// behind to test that.
+// TestBackgroundWAL_LossBound crashes the process, in effect, while 1 or
+// 4 writers commit NoSync batches over a slow WAL file: the files are
+// copied as they are at one moment (unsynced bytes included), and the
+// copy is opened. It must hold the first r batches of the WAL's commit
+// order, whole and right, and nothing else. In the default mode they
+// include every batch acknowledged by then. With BackgroundWALWrites the
+// acknowledged batches lost must span at most walLossBound bytes of WAL
+// records, from the end of the last record recovered (and their batches
+// hold at most that many bytes), and the background writer must have
+// fallen far enough behind to test that.
 func TestBackgroundWAL_LossBound(t *testing.T) {
-	rounds, copies := 8, 4
+	rounds, copies := 6, 8
 	if testing.Short() {
-		rounds = 3
+		rounds = 2
 	}
 	for _, mode := range walModes {
-		t.Run("wal="+mode.name, func(t *testing.T) {
-			forEachSeed(t, 1, func(t *testing.T, seed uint64) {
-				worst, checked := boundLoss{}, 0
-				for round := range rounds {
-					s := seed + uint64(round)
-					fs := &slowWALFS{FS: vfs.NewMem(), piece: 4 << 10, pause: 50 * time.Microsecond}
-					crashes, sizes := runBoundWorkload(t, fs, s, mode.background, copies)
-					ends, err := walRecordEnds(fs.FS, "db")
-					if err != nil {
-						t.Fatal(err)
-					}
-					if len(ends) != len(sizes) {
-						t.Fatalf("round %d: %d WAL records for %d batches", round, len(ends), len(sizes))
-					}
-					for i, c := range crashes {
-						l := checkBoundCrash(t, c, s, mode.background, sizes, ends)
-						t.Logf("round %d, crash %d: %d of %d acknowledged batches lost, %d bytes (%d of WAL records)",
-							round, i, l.batches, c.acked, l.bytes, l.walBytes)
-						worst.batches = max(worst.batches, l.batches)
-						worst.bytes = max(worst.bytes, l.bytes)
-						worst.walBytes = max(worst.walBytes, l.walBytes)
-						checked++
-					}
-				}
-				t.Logf("%d crashes: at most %d acknowledged batches lost, %d bytes (%d of WAL records); the bound is %d",
-					checked, worst.batches, worst.bytes, worst.walBytes, walLossBound)
-				if checked != rounds*copies {
-					t.Fatalf("%d crashes checked, want %d", checked, rounds*copies)
-				}
-				if mode.background && worst.walBytes < walLossBound/4 {
-					t.Fatalf("at most %d bytes of WAL records lost: the WAL was too fast to test the bound of %d", worst.walBytes, walLossBound)
-				}
+		for _, writers := range []int{1, 4} {
+			t.Run(fmt.Sprintf("wal=%s/writers=%d", mode.name, writers), func(t *testing.T) {
+				forEachSeed(t, 1, func(t *testing.T, seed uint64) {
+					runLossBound(t, seed, mode.background, writers, rounds, copies)
+				})
 			})
-		})
+		}
+	}
+}
+
+// runLossBound runs rounds of the workload of TestBackgroundWAL_LossBound
+// from seed on, with copies crashes each.
+func runLossBound(t *testing.T, seed uint64, background bool, writers, rounds, copies int) {
+	worst, checked := boundLoss{}, 0
+	for round := range rounds {
+		s := seed + uint64(round)
+		fs := &slowWALFS{FS: vfs.NewMem(), piece: 4 << 10, pause: 50 * time.Microsecond}
+		crashes, sizes := runBoundWorkload(t, fs, s, background, writers, copies)
+		h := boundHistory{writers: writers, sizes: sizes}
+		var err error
+		if h.ids, h.ends, err = walRecords(fs.FS, "db"); err != nil {
+			t.Fatal(err)
+		}
+		if len(h.ids) != len(sizes) {
+			t.Fatalf("round %d: %d WAL records for %d batches", round, len(h.ids), len(sizes))
+		}
+		for i, c := range crashes {
+			l := checkBoundCrash(t, c, s, background, h)
+			t.Logf("round %d, crash %d: %d acknowledged batches lost, %d bytes (%d of WAL records)",
+				round, i, l.batches, l.bytes, l.walBytes)
+			worst.batches = max(worst.batches, l.batches)
+			worst.bytes = max(worst.bytes, l.bytes)
+			worst.walBytes = max(worst.walBytes, l.walBytes)
+			checked++
+		}
+	}
+	t.Logf("%d crashes: at most %d acknowledged batches lost, %d bytes (%d of WAL records); the bound is %d",
+		checked, worst.batches, worst.bytes, worst.walBytes, walLossBound)
+	if checked != rounds*copies {
+		t.Fatalf("%d crashes checked, want %d", checked, rounds*copies)
+	}
+	if background && worst.walBytes < walLossBound/4 {
+		t.Fatalf("at most %d bytes of WAL records lost: the WAL was too fast to test the bound of %d", worst.walBytes, walLossBound)
 	}
 }
 
 // checkBoundCrash opens the copy c of a crashed store and checks what it
-// holds against the workload of seed, whose batches had sizes and whose
-// WAL records ended at ends. It returns what the crash lost.
-func checkBoundCrash(t *testing.T, c crashCopy, seed uint64, background bool, sizes []int, ends []int64) boundLoss {
+// holds against the workload of seed and its history h. It returns what
+// the crash lost.
+func checkBoundCrash(t *testing.T, c crashCopy, seed uint64, background bool, h boundHistory) boundLoss {
 	t.Helper()
 	got, err := readBoundStore(c.fs)
 	if err != nil {
 		t.Fatalf("reopening after the crash: %v", err)
 	}
-	r, err := recoveredBatches(got, seed)
+	back, err := wholeBatches(got, seed)
 	if err != nil {
 		t.Fatalf("after the crash: %v", err)
 	}
-	if r > len(sizes) {
-		t.Fatalf("%d batches back after the crash, but only %d were committed", r, len(sizes))
+	r := len(back)
+	pos := map[int]int{}
+	for i, id := range h.ids {
+		pos[id] = i
+		if i < r && !back[id] {
+			t.Fatalf("%d batches back after the crash, but not batch %d, record %d of the WAL: not a prefix", r, id, i)
+		}
 	}
-	l := lossAt(c, r, sizes, ends)
+	var l boundLoss
+	lastEnd := int64(0)
+	for w, n := range c.acked {
+		for k := range n {
+			id := w + k*h.writers
+			if back[id] {
+				continue
+			}
+			l.batches++
+			l.bytes += h.sizes[id]
+			lastEnd = max(lastEnd, h.ends[pos[id]])
+		}
+	}
+	if l.batches > 0 {
+		l.walBytes = lastEnd
+		if r > 0 {
+			l.walBytes -= h.ends[r-1]
+		}
+	}
 	switch {
 	case !background && l.batches > 0:
-		t.Fatalf("%d acknowledged NoSync batches lost in the default mode (%d of %d back)", l.batches, r, c.acked)
+		t.Fatalf("%d acknowledged NoSync batches lost in the default mode (%d back)", l.batches, r)
 	case l.walBytes > walLossBound || l.bytes > walLossBound:
-		t.Fatalf("%d acknowledged batches lost (%d of %d back): %d bytes, %d of WAL records, over the bound of %d",
-			l.batches, r, c.acked, l.bytes, l.walBytes, walLossBound)
+		t.Fatalf("%d acknowledged batches lost (%d back): %d bytes, %d of WAL records, over the bound of %d",
+			l.batches, r, l.bytes, l.walBytes, walLossBound)
 	}
 	return l
 }
