@@ -434,10 +434,14 @@ func TestBackgroundWAL_LossBound(t *testing.T) {
 }
 
 // runLossBound runs rounds of the workload of TestBackgroundWAL_LossBound
-// from seed on, with copies crashes each.
+// from seed on, with copies crashes each. With BackgroundWALWrites it runs
+// more rounds, up to 4 times as many, until a crash has lost at least a
+// quarter of the bound: a slow machine (or -race) can slow the writers
+// more than the WAL.
 func runLossBound(t *testing.T, seed uint64, background bool, writers, rounds, copies int) {
 	worst, checked := boundLoss{}, 0
-	for round := range rounds {
+	tooFast := func() bool { return background && worst.walBytes < walLossBound/4 }
+	for round := 0; round < rounds || (tooFast() && round < 4*rounds); round++ {
 		s := seed + uint64(round)
 		fs := &slowWALFS{FS: vfs.NewMem(), piece: 4 << 10, pause: 50 * time.Microsecond}
 		crashes, sizes := runBoundWorkload(t, fs, s, background, writers, copies)
@@ -461,10 +465,10 @@ func runLossBound(t *testing.T, seed uint64, background bool, writers, rounds, c
 	}
 	t.Logf("%d crashes: at most %d acknowledged batches lost, %d bytes (%d of WAL records); the bound is %d",
 		checked, worst.batches, worst.bytes, worst.walBytes, walLossBound)
-	if checked != rounds*copies {
-		t.Fatalf("%d crashes checked, want %d", checked, rounds*copies)
+	if checked < rounds*copies {
+		t.Fatalf("%d crashes checked, want at least %d", checked, rounds*copies)
 	}
-	if background && worst.walBytes < walLossBound/4 {
+	if tooFast() {
 		t.Fatalf("at most %d bytes of WAL records lost: the WAL was too fast to test the bound of %d", worst.walBytes, walLossBound)
 	}
 }
