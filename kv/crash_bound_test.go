@@ -261,13 +261,16 @@ func walRecords(fs vfs.FS, dir string) (ids []int, ends []int64, err error) {
 			return nil, nil, err
 		}
 		defer f.Close()
-		r := record.NewLogReader(f, name, uint32(num))
+		r := record.NewLogReader(f, name, uint32(num), record.RecyclableFormat)
 		for {
 			rec, err := r.Next()
 			if errors.Is(err, io.EOF) {
 				break
 			} else if err != nil {
 				return nil, nil, err
+			}
+			if len(rec) == batchHeaderLen {
+				continue // a seal: an empty batch, which Close and rotations write
 			}
 			id, err := firstBatchID(rec)
 			if err != nil {
@@ -281,6 +284,10 @@ func walRecords(fs vfs.FS, dir string) (ids []int, ends []int64, err error) {
 	}
 	return ids, ends, nil
 }
+
+// batchHeaderLen is the length of a batch's header: its sequence number and
+// count.
+const batchHeaderLen = 12
 
 // firstBatchID returns the batch number of the first key of the batch
 // encoded in rec: a 12-byte header, then kind, key length (uvarint), key.
