@@ -49,14 +49,15 @@ func (r *Reader) getPoint(userKey []byte, seq base.SeqNum, stats *LookupStats) (
 	}
 	stats.TablesConsidered++
 	filterKey := r.cmp.Prefix(userKey)
-	var it *blockIter // taken from the pool only when a block must be read
+	fb := r.filter.Load() // nil: no filter held; read as if the table had none
+	var it *blockIter     // taken from the pool only when a block must be read
 	defer func() {
 		if it != nil {
 			putBlockIter(it)
 		}
 	}()
 	for ; i < len(r.blocks); i++ {
-		if r.filter != nil && !r.filterPolicy.MayContain(r.filter.filter(i), filterKey) {
+		if fb != nil && !r.filterPolicy.MayContain(fb.filter(i), filterKey) {
 			stats.FilterNegatives++
 			return nil, key, false, nil
 		}
@@ -67,7 +68,7 @@ func (r *Reader) getPoint(userKey []byte, seq base.SeqNum, stats *LookupStats) (
 		if err != nil {
 			return nil, key, false, err
 		}
-		r.countVerdict(stats, res.held)
+		countVerdict(stats, fb != nil, res.held)
 		if res.found || !res.exhausted {
 			return res.value, res.key, res.found, nil
 		}
@@ -81,10 +82,11 @@ func (r *Reader) getPoint(userKey []byte, seq base.SeqNum, stats *LookupStats) (
 	return nil, key, false, nil
 }
 
-// countVerdict records whether a filter's "maybe" was borne out.
-func (r *Reader) countVerdict(stats *LookupStats, held bool) {
+// countVerdict records whether a filter's "maybe" was borne out, when a
+// filter was asked.
+func countVerdict(stats *LookupStats, asked, held bool) {
 	switch {
-	case r.filter == nil:
+	case !asked:
 	case held:
 		stats.FilterTruePositives++
 	default:

@@ -85,6 +85,11 @@ type ReaderOptions struct {
 	Filters map[string]bloompolicy.FilterPolicy
 	// FileName names the file in errors.
 	FileName string
+	// DeferFilter opens the table without loading its filter block: the
+	// Reader answers lookups as a table without a filter until
+	// Reader.LoadFilter. A store that caps filter memory uses it to load
+	// only the filters it decides to hold.
+	DeferFilter bool
 }
 
 // LookupStats accumulates what point lookups and prefix seeks cost.
