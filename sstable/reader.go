@@ -129,6 +129,15 @@ func (r *Reader) memSize() int64 {
 	return int64(n)
 }
 
+// IndexSize returns the bytes the table's index takes in memory: the index
+// block and what is decoded from it (each data block's handle and cache
+// slot, and the keys' prefixes).
+func (r *Reader) IndexSize() int64 {
+	return int64(uintptr(cap(r.index)) +
+		uintptr(cap(r.blocks))*unsafe.Sizeof(blockRef{}) +
+		uintptr(cap(r.indexPrefixes))*unsafe.Sizeof(uint64(0)))
+}
+
 // open loads everything NewReader keeps in memory.
 func (r *Reader) open() error {
 	if err := r.readFooter(); err != nil {

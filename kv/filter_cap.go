@@ -1,0 +1,292 @@
+package kv
+
+import (
+	"cmp"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/bloomkv/bloomkv/bloompolicy"
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/manifest"
+)
+
+// This file keeps the filter memory of a store under a cap
+// (Options.FilterBudget with Bytes set): which tables hold their filter
+// blocks in memory, and what the lookups the store serves say about where
+// filters save reads.
+//
+// Every table keeps its filter on disk, whatever happens here. A table
+// whose filter is not held is opened without it (sstable.ReaderOptions.
+// DeferFilter) and read as a table without a filter: each lookup that
+// considers it reads a data block. After every change of Version a
+// background pass (rebalance) ranks the tables by the reads their filters
+// save per byte, marks as many as fit the cap, drops the filters of the
+// others from the open tables, then loads the marked ones. A filter is
+// loaded only after its bytes are reserved against the cap, so the bytes
+// held never exceed it, whatever the order in which passes and lookups
+// open, drop and load.
+
+// filterHolder counts the filter bytes the open tables hold and, under a
+// cap, decides which tables may hold theirs.
+type filterHolder struct {
+	d   *DB
+	cap int64 // bytes; 0: no cap, every table holds its filter
+
+	held    atomic.Int64 // filter bytes of the open tables that hold theirs
+	notHeld atomic.Int64 // tables of the last pass's Version whose filter the cap leaves out
+	// allowed is the set of tables that may hold their filter, from the
+	// last pass; nil before the first.
+	allowed atomic.Pointer[map[base.FileNum]bool]
+	// misses is the traffic model's per-level misses per lookup (nil
+	// before any lookup), for sizing new tables.
+	misses atomic.Pointer[[manifest.NumLevels]float64]
+
+	mu      sync.Mutex // serialises passes; guards traffic
+	traffic trafficModel
+
+	// running and again, under d.mu, schedule passes: one goroutine runs
+	// them, again asks it for one more.
+	running, again bool
+}
+
+// filterPriorLookups is the weight, in decayed lookups, of the prior
+// belief that every lookup misses in every run (Monkey's assumption): it
+// keeps a level that has seen no lookups yet from looking useless.
+const filterPriorLookups = 1000
+
+// filterDecay is the weight of the lookups counted before a pass against
+// those counted since: each pass halves the history, so the allocation
+// follows a workload that changes over a few flushes.
+const filterDecay = 0.5
+
+// trafficModel turns the per-level lookup counters into decayed misses
+// per lookup.
+type trafficModel struct {
+	lastGets   int64
+	lastMisses [manifest.NumLevels]int64
+	gets       float64
+	misses     [manifest.NumLevels]float64
+}
+
+// update folds the counters' growth since the last update into the
+// decayed sums and returns each level's misses per lookup, smoothed
+// toward 1 by filterPriorLookups; nil when no lookup was ever counted.
+func (t *trafficModel) update(m *dbMetrics) *[manifest.NumLevels]float64 {
+	gets := m.gets.Load() + m.prefixSeeks.Load()
+	t.gets = filterDecay*t.gets + float64(gets-t.lastGets)
+	t.lastGets = gets
+	for l := range t.misses {
+		c := &m.levels[l].lookups
+		misses := c.tablesConsidered.Load() - c.found.Load()
+		t.misses[l] = filterDecay*t.misses[l] + float64(misses-t.lastMisses[l])
+		t.lastMisses[l] = misses
+	}
+	if gets == 0 {
+		return nil
+	}
+	var w [manifest.NumLevels]float64
+	for l := range w {
+		w[l] = (t.misses[l] + filterPriorLookups) / (t.gets + filterPriorLookups)
+	}
+	return &w
+}
+
+// newFilterHolder returns the holder of o's filter memory.
+func newFilterHolder(d *DB, o *Options) *filterHolder {
+	h := &filterHolder{d: d}
+	if o.FilterBudget != nil && !o.DisableFilters {
+		h.cap = o.FilterBudget.Bytes
+	}
+	return h
+}
+
+// mayHold reports whether table num may hold its filter.
+func (h *filterHolder) mayHold(num base.FileNum) bool {
+	if h.cap == 0 {
+		return true
+	}
+	allowed := h.allowed.Load()
+	return allowed != nil && (*allowed)[num]
+}
+
+// reserve charges n bytes against the cap and reports whether they fit.
+func (h *filterHolder) reserve(n int64) bool {
+	for {
+		held := h.held.Load()
+		if h.cap > 0 && held+n > h.cap {
+			return false
+		}
+		if h.held.CompareAndSwap(held, held+n) {
+			return true
+		}
+	}
+}
+
+// hold loads the filter of open table e if it may hold it and its bytes
+// fit. A filter that fails to load (a corrupt block) is left out: the
+// table stays readable without it.
+func (h *filterHolder) hold(e *tableEntry) {
+	if !h.mayHold(e.num) || e.reader.FilterHeld() || !e.reader.HasFilter() || !h.reserve(e.filterBytes) {
+		return
+	}
+	if loaded, err := e.reader.LoadFilter(); !loaded || err != nil {
+		h.held.Add(-e.filterBytes)
+	}
+}
+
+// opened counts the filter of a table just opened: held already without a
+// cap, loaded now if the cap allows under one.
+func (h *filterHolder) opened(e *tableEntry) {
+	if h.cap > 0 {
+		h.hold(e)
+	} else if e.reader.FilterHeld() {
+		h.held.Add(e.filterBytes)
+	}
+}
+
+// drop lets go of open table e's filter, if held.
+func (h *filterHolder) drop(e *tableEntry) {
+	if e.reader.DropFilter() {
+		h.held.Add(-e.filterBytes)
+	}
+}
+
+// scheduleLocked asks for a pass over the current Version, when there is
+// a cap. d.mu is held.
+func (h *filterHolder) scheduleLocked() {
+	d := h.d
+	switch {
+	case h.cap == 0 || d.closed.Load():
+	case h.running:
+		h.again = true
+	default:
+		h.running = true
+		d.bgWG.Add(1)
+		go h.passes()
+	}
+}
+
+// passes runs passes until none is asked for.
+func (h *filterHolder) passes() {
+	d := h.d
+	defer d.bgWG.Done()
+	for {
+		h.rebalance()
+		d.mu.Lock()
+		again := h.again && !d.closed.Load()
+		h.again, h.running = false, again
+		d.mu.Unlock()
+		if !again {
+			return
+		}
+	}
+}
+
+// rebalance updates the traffic model, chooses the tables of the current
+// Version that hold their filters under the cap, and makes the open
+// tables follow: drops first, so that the loads find room.
+func (h *filterHolder) rebalance() {
+	d := h.d
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	d.mu.Lock()
+	v := d.mu.versions.current
+	v.Ref()
+	d.mu.Unlock()
+	defer d.unrefVersion(v)
+
+	misses := h.traffic.update(&d.metrics)
+	h.misses.Store(misses)
+	allowed, left := chooseHeld(v, misses, h.cap)
+	h.allowed.Store(&allowed)
+	h.notHeld.Store(int64(left))
+	entries := d.tableCache.refAll()
+	defer d.tableCache.releaseAll(entries)
+	for _, e := range entries {
+		if !allowed[e.num] {
+			h.drop(e)
+		}
+	}
+	for _, e := range entries {
+		if d.closed.Load() {
+			return
+		}
+		h.hold(e)
+	}
+}
+
+// heldCandidate is a table whose filter may be held, and the reads per
+// lookup it saves per byte.
+type heldCandidate struct {
+	f     *manifest.FileMetadata
+	score float64
+}
+
+// chooseHeld returns the tables of v that hold their filters under cap
+// bytes, and how many tables with a filter it leaves out. Each table's
+// filter saves w*(1-p) reads per lookup, w being the lookups that reach
+// the table and miss there (the level's misses per lookup, spread over its
+// tables by their entries; an L0 table takes the level's share per table)
+// and p its rate at the bits per key it was written with. Without traffic
+// (misses nil) every lookup counts as reaching every run and missing, as
+// Monkey assumes. Tables are taken by saved reads per byte, best first,
+// while they fit.
+func chooseHeld(v *manifest.Version, misses *[manifest.NumLevels]float64, cap int64) (map[base.FileNum]bool, int) {
+	var cands []heldCandidate
+	for l, files := range v.Levels {
+		var levelEntries float64
+		for _, f := range files {
+			levelEntries += float64(f.NumEntries)
+		}
+		w := 1.0
+		if misses != nil {
+			w = misses[l]
+		}
+		for _, f := range files {
+			if f.FilterBytes == 0 || f.NumEntries == 0 {
+				continue
+			}
+			reach := w / float64(len(files)) // L0: each table is a run the lookup reaches
+			if l > 0 {
+				reach = w * float64(f.NumEntries) / levelEntries
+			}
+			p := bloompolicy.ModelFPR(8 * float64(f.FilterBytes) / float64(f.NumEntries))
+			cands = append(cands, heldCandidate{f: f, score: reach * (1 - p) / float64(f.FilterBytes)})
+		}
+	}
+	slices.SortStableFunc(cands, func(a, b heldCandidate) int { return cmp.Compare(b.score, a.score) })
+	allowed := make(map[base.FileNum]bool, len(cands))
+	var used int64
+	left := 0
+	for _, c := range cands {
+		if used+int64(c.f.FilterBytes) > cap {
+			left++
+			continue
+		}
+		used += int64(c.f.FilterBytes)
+		allowed[c.f.FileNum] = true
+	}
+	return allowed, left
+}
+
+// capBudget returns the budget that sizes new tables under a cap, for a
+// tree of v's tables in blocks of blockSize bytes: the cap less what the
+// filters take beyond their nominal bits per key, filterBlockOverhead
+// bytes per data block (each filter's rounding to whole bytes, its trailer
+// and its length), and 1% for rounding to whole lines and the rest.
+func capBudget(b bloompolicy.Budget, v *manifest.Version, blockSize int) bloompolicy.Budget {
+	var size int64
+	for _, files := range v.Levels {
+		for _, f := range files {
+			size += int64(f.Size)
+		}
+	}
+	overhead := filterBlockOverhead * size / int64(max(blockSize, 1))
+	return bloompolicy.Budget{Bytes: max(1, int64(float64(b.Bytes)*0.99)-overhead)}
+}
+
+// filterBlockOverhead is the bytes a data block's filter takes beyond its
+// bits per key, at most: up to one byte of rounding, the trailer byte and
+// a length of one or two bytes.
+const filterBlockOverhead = 4
