@@ -271,22 +271,36 @@ func chooseHeld(v *manifest.Version, misses *[manifest.NumLevels]float64, cap in
 }
 
 // capBudget returns the budget that sizes new tables under a cap, for a
-// tree of v's tables in blocks of blockSize bytes: the cap less what the
-// filters take beyond their nominal bits per key, filterBlockOverhead
-// bytes per data block (each filter's rounding to whole bytes, its trailer
-// and its length), and 1% for rounding to whole lines and the rest.
-func capBudget(b bloompolicy.Budget, v *manifest.Version, blockSize int) bloompolicy.Budget {
-	var size int64
+// tree of v's tables plus a table of flushed entries about to be written
+// (at v's bytes per entry, 16 in an empty tree), in blocks of blockSize
+// bytes: the cap less 1% for rounding, and less what filter blocks take
+// beyond their filters' nominal bits per key, per data block (each
+// filter's rounding to whole bytes, its trailer byte, its length) and per
+// table (the block's offsets word and trailer).
+func capBudget(b bloompolicy.Budget, v *manifest.Version, flushed int64, blockSize int) bloompolicy.Budget {
+	var size, entries int64
+	tables := int64(1)
 	for _, files := range v.Levels {
 		for _, f := range files {
 			size += int64(f.Size)
+			entries += int64(f.NumEntries)
+			tables++
 		}
 	}
-	overhead := filterBlockOverhead * size / int64(max(blockSize, 1))
+	perEntry := int64(16)
+	if entries > 0 {
+		perEntry = max(1, size/entries)
+	}
+	size += flushed * perEntry
+	blocks := size/int64(max(blockSize, 1)) + tables
+	overhead := filterBlockOverhead*blocks + filterTableOverhead*tables
 	return bloompolicy.Budget{Bytes: max(1, int64(float64(b.Bytes)*0.99)-overhead)}
 }
 
-// filterBlockOverhead is the bytes a data block's filter takes beyond its
-// bits per key, at most: up to one byte of rounding, the trailer byte and
-// a length of one or two bytes.
-const filterBlockOverhead = 4
+// filterBlockOverhead and filterTableOverhead bound the bytes a table's
+// filter block takes beyond its filters' nominal bits per key, per data
+// block and per table (see capBudget).
+const (
+	filterBlockOverhead = 6
+	filterTableOverhead = 32
+)

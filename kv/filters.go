@@ -114,7 +114,7 @@ func (d *DB) tableFilterLocked(level int, moving []*manifest.FileMetadata, flush
 	if budget.Bytes > 0 {
 		// A cap spends its bytes where the lookups served miss.
 		misses = d.filterMem.misses.Load()
-		budget = capBudget(budget, v, o.BlockSize)
+		budget = capBudget(budget, v, flushed, o.BlockSize)
 	}
 	runs, i := budgetRuns(v, d.picker.Shape(v, d.mu.compacting), level, moving, flushed, misses)
 	return budgetPolicy(runs, i, budget)
