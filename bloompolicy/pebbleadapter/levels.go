@@ -15,10 +15,9 @@ const numLevels = 7
 // Pebble v1.1.5's defaults for the options LevelBudget reads, applied where
 // the options leave them zero (as pebble.Options.EnsureDefaults does).
 const (
-	pebbleDefaultL0CompactionThreshold = 4
-	pebbleDefaultLBaseMaxBytes         = 64 << 20
-	pebbleDefaultLevelMultiplier       = 10
-	pebbleDefaultMemTableSize          = 4 << 20
+	pebbleDefaultLBaseMaxBytes   = 64 << 20
+	pebbleDefaultLevelMultiplier = 10
+	pebbleDefaultMemTableSize    = 4 << 20
 )
 
 // LevelBudget describes the store [SetLevelFilters] sizes filters for.
@@ -31,6 +30,16 @@ type LevelBudget struct {
 	// per-entry overhead); together they place the store's data in levels.
 	Keys        int64
 	BytesPerKey float64
+	// L0Tables is the number of memtable-sized L0 tables the plan expects
+	// the store to hold, each a run of its own whose filter bits count
+	// against the budget. 0, the default, plans for a settled store: Pebble
+	// compacts L0 away between bursts of writes, so L0 tables are
+	// transient and an allowance for them would go unspent (a plan that
+	// reserved L0CompactionThreshold of them spent about 9.5 of 10 bits per
+	// key on a settled 1.5M-key store). L0 tables still get the filters
+	// the rule gives a memtable-sized run. Set it to L0CompactionThreshold
+	// for a store whose L0 stays full under constant writes.
+	L0Tables int
 	// NoL6Filter leaves L6 tables without a filter and applies the budget
 	// to L0–L5 alone (a budget of bits per key then counts their keys
 	// only). Pebble v1.1.5's DB.Get never reads an L6 filter (only
@@ -43,8 +52,9 @@ type LevelBudget struct {
 // to Bloom policies (bloompolicy.NewBitsPerKey, through [ToPebble]) that
 // divide b.Budget among the levels by Monkey's rule, bloompolicy.Allocate,
 // for the target shape of a Pebble tree holding b.Keys keys: L0 as
-// L0CompactionThreshold runs of a memtable's worth of keys (MemTableSize
-// bytes), and below it the levels Pebble v1.1.5 sizes from the bottom up,
+// b.L0Tables runs of a memtable's worth of keys (MemTableSize bytes; none
+// by default, as a settled store holds), and below it the levels Pebble
+// v1.1.5 sizes from the bottom up,
 // L6 holding all but 1/LevelMultiplier of the data and each level above a
 // LevelMultiplier-th of the one below, up to the base level, the first
 // whose target is at most LBaseMaxBytes. Levels above the base hold
@@ -59,6 +69,9 @@ type LevelBudget struct {
 func SetLevelFilters(opts *pebble.Options, b LevelBudget) error {
 	if b.Keys <= 0 || math.IsNaN(b.BytesPerKey) || b.BytesPerKey <= 0 || math.IsInf(b.BytesPerKey, 0) {
 		return fmt.Errorf("pebbleadapter: LevelBudget needs a positive key count (%d) and bytes per key (%v)", b.Keys, b.BytesPerKey)
+	}
+	if b.L0Tables < 0 {
+		return fmt.Errorf("pebbleadapter: LevelBudget.L0Tables is negative (%d)", b.L0Tables)
 	}
 	runs := levelRuns(opts, b)
 	filters, err := bloompolicy.Allocate(runs[:], b.Budget)
@@ -108,9 +121,8 @@ func levelRuns(opts *pebble.Options, b LevelBudget) [numLevels]bloompolicy.Runs 
 	// The options are read through copies: pebble.Options.EnsureDefaults
 	// would change the caller's Levels entries and EventListener in place
 	// and wrap FS with a disk-health goroutine.
-	l0Runs, lbase := opts.L0CompactionThreshold, opts.LBaseMaxBytes
+	lbase := opts.LBaseMaxBytes
 	multInt, memtable := opts.Experimental.LevelMultiplier, opts.MemTableSize
-	base.SetDefault(&l0Runs, pebbleDefaultL0CompactionThreshold)
 	base.SetDefault(&lbase, pebbleDefaultLBaseMaxBytes)
 	base.SetDefault(&multInt, pebbleDefaultLevelMultiplier)
 	base.SetDefault(&memtable, pebbleDefaultMemTableSize)
@@ -118,7 +130,7 @@ func levelRuns(opts *pebble.Options, b LevelBudget) [numLevels]bloompolicy.Runs 
 
 	var runs [numLevels]bloompolicy.Runs
 	keysPerByte := 1 / b.BytesPerKey
-	runs[0] = bloompolicy.Runs{Count: l0Runs, Keys: max(1, int64(float64(memtable)*keysPerByte))}
+	runs[0] = bloompolicy.Runs{Count: b.L0Tables, Keys: max(1, int64(float64(memtable)*keysPerByte))}
 	size := float64(b.Keys) * b.BytesPerKey * (1 - 1/mult)
 	for level := numLevels - 1; level >= 1; level-- {
 		runs[level] = bloompolicy.Runs{Count: 1, Keys: max(1, int64(size*keysPerByte))}
