@@ -5,7 +5,8 @@
 //
 //	bloomkv bench [--keys N] [--value-size B] [--lookups N] [--fpr P] [--cache SIZE]
 //	              [--memtable SIZE] [--table-size SIZE] [--l1-size SIZE] [--growth]
-//	              [--dir D] [--keep] [--pebble] [--plot FILE.svg|FILE.png] [--seed S] [--json]
+//	              [--dir D] [--keep] [--pebble] [--plot FILE.svg|FILE.png] [--markdown FILE]
+//	              [--seed S] [--json]
 //	bloomkv bench --prefix [--keys N] [--lookups N] [--pebble] [...]
 //	bloomkv db get KEY... --dir D [--metrics]
 //	bloomkv db set KEY VALUE --dir D
@@ -25,9 +26,11 @@
 // in each, in three shapes of the LSM, one after the other on the same
 // store. By default: 500,000 keys of 16 bytes (hex digits) with 100-byte
 // values, written in random order in NoSync batches of 1000, into stores
-// with a 1 MiB memtable, 1 MiB tables and a 4 MiB L1 (10 times more per
-// level below), so that the data (about 60 MiB) fills L1 to L3; an 8 MiB
-// block cache, smaller than the data, so block reads are real. The shapes:
+// with a 1 MiB memtable, 1 MiB tables and a base level (the level L0
+// compacts into) of at most 4 MiB (--l1-size): levels are sized from the
+// bottom up, each a tenth of the one below, so the data (about 60 MiB)
+// settles into L0 and three levels below it; an 8 MiB block cache,
+// smaller than the data, so block reads are real. The shapes:
 //
 //   - settled: the load and its background compactions, no manual
 //     compaction. The last keys are flushed in chunks after a wait, so that
@@ -80,7 +83,14 @@
 // limit 2^(-b)) with the rates observed in the stores, and the reads saved
 // per lookup of each filtered store in each shape; with --growth, also the
 // tables considered and the reads saved per lookup against the number of
-// keys in the store.
+// keys in the store; the right panel's legend sits under it, clear of the
+// bars.
+//
+// --markdown FILE also writes the report as a Markdown page: the command
+// line that makes it, the machine, the Go version and the date, a headline
+// table of bloomkv with bloompolicy against Pebble with its own bloom (with
+// --pebble), and every table. docs/results.md is such a page, regenerated
+// rather than edited.
 //
 // bench --prefix runs the prefix-scan workload instead: --keys keys
 // "user/<id>/<field>", three fields per user, under comparers that split
