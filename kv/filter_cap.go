@@ -35,9 +35,10 @@ type filterHolder struct {
 
 	held    atomic.Int64 // filter bytes of the open tables that hold theirs
 	notHeld atomic.Int64 // tables of the last pass's Version whose filter the cap leaves out
-	// allowed is the set of tables that may hold their filter, from the
-	// last pass; nil before the first.
-	allowed atomic.Pointer[map[base.FileNum]bool]
+	// leftOut is the set of tables whose filter the last pass left out.
+	// A table it does not name (one written since) may hold its filter
+	// if the bytes fit, until the next pass decides.
+	leftOut atomic.Pointer[map[base.FileNum]bool]
 	// misses is the traffic model's per-level misses per lookup (nil
 	// before any lookup), for sizing new tables.
 	misses atomic.Pointer[[manifest.NumLevels]float64]
@@ -101,13 +102,11 @@ func newFilterHolder(d *DB, o *Options) *filterHolder {
 	return h
 }
 
-// mayHold reports whether table num may hold its filter.
+// mayHold reports whether table num may hold its filter: unless the last
+// pass left it out.
 func (h *filterHolder) mayHold(num base.FileNum) bool {
-	if h.cap == 0 {
-		return true
-	}
-	allowed := h.allowed.Load()
-	return allowed != nil && (*allowed)[num]
+	leftOut := h.leftOut.Load()
+	return leftOut == nil || !(*leftOut)[num]
 }
 
 // reserve charges n bytes against the cap and reports whether they fit.
@@ -176,6 +175,9 @@ func (h *filterHolder) passes() {
 		d.mu.Lock()
 		again := h.again && !d.closed.Load()
 		h.again, h.running = false, again
+		if !again {
+			d.mu.cond.Broadcast() // WaitIdle waits for the passes too
+		}
 		d.mu.Unlock()
 		if !again {
 			return
@@ -198,13 +200,16 @@ func (h *filterHolder) rebalance() {
 
 	misses := h.traffic.update(&d.metrics)
 	h.misses.Store(misses)
-	allowed, left := chooseHeld(v, misses, h.cap)
-	h.allowed.Store(&allowed)
-	h.notHeld.Store(int64(left))
+	allowed, leftOut := chooseHeld(v, misses, h.cap)
+	h.leftOut.Store(&leftOut)
+	h.notHeld.Store(int64(len(leftOut)))
 	entries := d.tableCache.refAll()
 	defer d.tableCache.releaseAll(entries)
+	newest := newestTable(v)
 	for _, e := range entries {
-		if !allowed[e.num] {
+		// Left out, or gone from the Version (obsolete): a table written
+		// since v, numbered above its tables, waits for the next pass.
+		if leftOut[e.num] || (!allowed[e.num] && e.num <= newest) {
 			h.drop(e)
 		}
 	}
@@ -216,6 +221,17 @@ func (h *filterHolder) rebalance() {
 	}
 }
 
+// newestTable returns the highest file number of v's tables.
+func newestTable(v *manifest.Version) base.FileNum {
+	var n base.FileNum
+	for _, files := range v.Levels {
+		for _, f := range files {
+			n = max(n, f.FileNum)
+		}
+	}
+	return n
+}
+
 // heldCandidate is a table whose filter may be held, and the reads per
 // lookup it saves per byte.
 type heldCandidate struct {
@@ -224,7 +240,7 @@ type heldCandidate struct {
 }
 
 // chooseHeld returns the tables of v that hold their filters under cap
-// bytes, and how many tables with a filter it leaves out. Each table's
+// bytes, and those with a filter it leaves out. Each table's
 // filter saves w*(1-p) reads per lookup, w being the lookups that reach
 // the table and miss there (the level's misses per lookup, spread over its
 // tables by their entries; an L0 table takes the level's share per table)
@@ -232,7 +248,7 @@ type heldCandidate struct {
 // (misses nil) every lookup counts as reaching every run and missing, as
 // Monkey assumes. Tables are taken by saved reads per byte, best first,
 // while they fit.
-func chooseHeld(v *manifest.Version, misses *[manifest.NumLevels]float64, cap int64) (map[base.FileNum]bool, int) {
+func chooseHeld(v *manifest.Version, misses *[manifest.NumLevels]float64, cap int64) (allowed, leftOut map[base.FileNum]bool) {
 	var cands []heldCandidate
 	for l, files := range v.Levels {
 		var levelEntries float64
@@ -256,18 +272,17 @@ func chooseHeld(v *manifest.Version, misses *[manifest.NumLevels]float64, cap in
 		}
 	}
 	slices.SortStableFunc(cands, func(a, b heldCandidate) int { return cmp.Compare(b.score, a.score) })
-	allowed := make(map[base.FileNum]bool, len(cands))
+	allowed, leftOut = make(map[base.FileNum]bool, len(cands)), map[base.FileNum]bool{}
 	var used int64
-	left := 0
 	for _, c := range cands {
 		if used+int64(c.f.FilterBytes) > cap {
-			left++
+			leftOut[c.f.FileNum] = true
 			continue
 		}
 		used += int64(c.f.FilterBytes)
 		allowed[c.f.FileNum] = true
 	}
-	return allowed, left
+	return allowed, leftOut
 }
 
 // capBudget returns the budget that sizes new tables under a cap, for a
@@ -301,6 +316,6 @@ func capBudget(b bloompolicy.Budget, v *manifest.Version, flushed int64, blockSi
 // filter block takes beyond its filters' nominal bits per key, per data
 // block and per table (see capBudget).
 const (
-	filterBlockOverhead = 6
-	filterTableOverhead = 32
+	filterBlockOverhead = 4
+	filterTableOverhead = 16
 )

@@ -111,12 +111,13 @@ func (d *DB) tableFilterLocked(level int, moving []*manifest.FileMetadata, flush
 	v := d.mu.versions.current
 	budget := *o.FilterBudget
 	var misses *[manifest.NumLevels]float64
-	if budget.Bytes > 0 {
+	settled := budget.Bytes > 0
+	if settled {
 		// A cap spends its bytes where the lookups served miss.
 		misses = d.filterMem.misses.Load()
 		budget = capBudget(budget, v, flushed, o.BlockSize)
 	}
-	runs, i := budgetRuns(v, d.picker.Shape(v, d.mu.compacting), level, moving, flushed, misses)
+	runs, i := budgetRuns(v, d.picker.Shape(v, d.mu.compacting), level, moving, flushed, misses, settled)
 	return budgetPolicy(runs, i, budget)
 }
 
@@ -146,12 +147,16 @@ func budgetPolicy(runs []bloompolicy.Runs, i int, budget bloompolicy.Budget) blo
 // level down to above the deepest one holding keys counts at least its
 // target size (shape.MaxBytes at the store's average bytes per entry): the
 // size it settles at as the store grows, rather than what a compaction
-// just left in it. Levels above the base level stay empty. With misses
+// just left in it; with settled, exactly its target, however full it is
+// now (a cap plans for the tree compactions settle at: new versions piled
+// up above the bottom level, which compactions will merge with the old,
+// must not shrink the bits of the bottom level's tables). Levels above the
+// base level stay empty. With misses
 // (the traffic model's misses per lookup by level), each run's Misses is
 // its level's, an L0 table taking an equal share of L0's; nil leaves them
 // unset (Monkey's rule).
 func budgetRuns(v *manifest.Version, shape compaction.Shape, level int,
-	moving []*manifest.FileMetadata, flushed int64, misses *[manifest.NumLevels]float64) ([]bloompolicy.Runs, int) {
+	moving []*manifest.FileMetadata, flushed int64, misses *[manifest.NumLevels]float64, settled bool) ([]bloompolicy.Runs, int) {
 	leaving := make(map[*manifest.FileMetadata]bool, len(moving))
 	for _, f := range moving {
 		leaving[f] = true
@@ -192,7 +197,10 @@ func budgetRuns(v *manifest.Version, shape compaction.Shape, level int,
 	for l := 1; l <= bottom; l++ {
 		n := keys[l]
 		if l < bottom && l >= shape.BaseLevel && totalBytes > 0 {
-			n = max(n, int64(float64(shape.MaxBytes[l])*totalKeys/totalBytes))
+			target := int64(float64(shape.MaxBytes[l]) * totalKeys / totalBytes)
+			if n = max(n, target); misses != nil || settled {
+				n = target
+			}
 		}
 		if l == level {
 			target = len(runs)
