@@ -309,8 +309,19 @@ func capBudget(b bloompolicy.Budget, v *manifest.Version, flushed int64, blockSi
 	size += flushed * perEntry
 	blocks := size/int64(max(blockSize, 1)) + tables
 	overhead := filterBlockOverhead*blocks + filterTableOverhead*tables
-	return bloompolicy.Budget{Bytes: max(1, int64(float64(b.Bytes)*0.99)-overhead)}
+	bytes := int64(float64(b.Bytes)*0.99) - overhead
+	// A cap is a ceiling, not a target: a store far smaller than the cap
+	// spends at most capMaxBitsPerKey bits per entry, so that the tables
+	// it writes now are not left out wholesale once it has grown.
+	bytes = min(bytes, int64(capMaxBitsPerKey*float64(entries+flushed)/8))
+	return bloompolicy.Budget{Bytes: max(1, bytes)}
 }
+
+// capMaxBitsPerKey bounds the average bits per entry a cap plans for (see
+// capBudget): 0.05% false positives in the blocked layout, beyond which a
+// larger filter saves little and, under a cap, would be left out whole as
+// the store grows.
+const capMaxBitsPerKey = 16
 
 // filterBlockOverhead and filterTableOverhead bound the bytes a table's
 // filter block takes beyond its filters' nominal bits per key, per data
