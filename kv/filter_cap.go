@@ -124,9 +124,17 @@ func (h *filterHolder) reserve(n int64) bool {
 
 // hold loads the filter of open table e if it may hold it and its bytes
 // fit. A filter that fails to load (a corrupt block) is left out: the
-// table stays readable without it.
+// table stays readable without it. A table that may hold its filter but
+// finds no room (filters the next pass drops still held) asks for a
+// pass, which decides for it.
 func (h *filterHolder) hold(e *tableEntry) {
-	if !h.mayHold(e.num) || e.reader.FilterHeld() || !e.reader.HasFilter() || !h.reserve(e.filterBytes) {
+	if !h.mayHold(e.num) || e.reader.FilterHeld() || !e.reader.HasFilter() {
+		return
+	}
+	if !h.reserve(e.filterBytes) {
+		h.d.mu.Lock()
+		h.scheduleLocked()
+		h.d.mu.Unlock()
 		return
 	}
 	if loaded, err := e.reader.LoadFilter(); !loaded || err != nil {
