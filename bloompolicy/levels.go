@@ -31,6 +31,15 @@ import (
 
 // Budget is what an allocation of filter memory may spend. Set exactly one
 // field.
+//
+// Bytes is a cap, the shape a store's filter memory is bounded by: a store
+// given Budget{Bytes: N} (kv.Options.FilterBudget) sizes new tables so
+// that all its filters fit in N bytes as the tree stands, and holds in
+// memory only the filters that fit, choosing those that save the most
+// reads per byte. A budget of bits per key or of false positives grows
+// with the store; a cap does not. A cap lives in Budget rather than in a
+// store option of its own because it is one more way to say what the
+// filters may spend, and the same allocation serves all three.
 type Budget struct {
 	// BitsPerKey is the average number of filter bits per key over all the
 	// runs' keys (greater than 0, at most MaxBitsPerKey).
@@ -39,13 +48,25 @@ type Budget struct {
 	// of an absent key that reaches every run: the sum of the runs' rates
 	// (greater than 0).
 	FalsePositives float64
+	// Bytes is the total bytes of filter the runs may take (greater than
+	// 0): 8*Bytes bits over all the runs' keys.
+	Bytes int64
 }
 
 // Validate reports whether b sets exactly one usable field.
 func (b Budget) Validate() error {
+	set := 0
+	for _, isSet := range []bool{b.BitsPerKey != 0, b.FalsePositives != 0, b.Bytes != 0} {
+		if isSet {
+			set++
+		}
+	}
 	switch {
-	case b.BitsPerKey != 0 && b.FalsePositives != 0:
-		return fmt.Errorf("bloompolicy: budget sets both BitsPerKey (%v) and FalsePositives (%v)", b.BitsPerKey, b.FalsePositives)
+	case set > 1:
+		return fmt.Errorf("bloompolicy: budget sets more than one of BitsPerKey (%v), FalsePositives (%v) and Bytes (%d)", b.BitsPerKey, b.FalsePositives, b.Bytes)
+	case b.Bytes < 0:
+		return fmt.Errorf("bloompolicy: budget Bytes is negative (%d)", b.Bytes)
+	case b.Bytes > 0:
 	case b.BitsPerKey != 0:
 		if math.IsNaN(b.BitsPerKey) || b.BitsPerKey < 0 || b.BitsPerKey > MaxBitsPerKey {
 			return fmt.Errorf("bloompolicy: budget of %v bits per key is not in (0, %d]", b.BitsPerKey, MaxBitsPerKey)
@@ -55,16 +76,25 @@ func (b Budget) Validate() error {
 			return fmt.Errorf("bloompolicy: budget of %v false positives is not a positive number", b.FalsePositives)
 		}
 	default:
-		return fmt.Errorf("bloompolicy: budget sets neither BitsPerKey nor FalsePositives")
+		return fmt.Errorf("bloompolicy: budget sets none of BitsPerKey, FalsePositives and Bytes")
 	}
 	return nil
 }
 
 // Runs describes Count sorted runs of Keys keys each: L0 of an LSM tree is
 // one run per table, each deeper level one run.
+//
+// Misses weighs the runs by the lookups they serve: the expected number of
+// lookups, per lookup served by the store, that reach one of these runs and
+// do not find their key in it, so that a false positive there costs a
+// wasted data-block read. [Allocate] treats every run alike, as if every
+// lookup were of an absent key and reached every run (Monkey's
+// assumption), when no run of the slice has Misses set; otherwise a run
+// with Misses 0 gets no filter. Misses must not be negative.
 type Runs struct {
-	Count int
-	Keys  int64
+	Count  int
+	Keys   int64
+	Misses float64
 }
 
 // RunFilter is the filter sizing [Allocate] gives each run of a [Runs].
@@ -94,75 +124,100 @@ func (r RunFilter) Policy() (*Bloom, error) {
 const policySteps = 16
 
 // Allocate returns the filter sizing of each element of runs (one
-// RunFilter per element, in order) that spends budget with the smallest sum
-// of the runs' false-positive rates, by Monkey's rule: rates proportional
-// to the runs' key counts. A budget of bits per key is met on average over
-// all keys; a budget of false positives is met as the sum over every run of
-// its rate. Runs of no keys cost nothing and get the most bits,
-// MaxBitsPerKey per key; no run gets more. Allocate fails when the budget is invalid or cannot be
-// met within MaxBitsPerKey bits per key.
+// RunFilter per element, in order) that spends budget with the fewest
+// expected wasted data-block reads per lookup: the sum over the runs of
+// Misses times the false-positive rate. The rule (see doc.go) makes each
+// run's rate proportional to its key count over its Misses; with no Misses
+// set, every run weighs 1 and this is Monkey's rule, rates proportional to
+// key counts, the smallest sum of rates. A budget of bits per key is met
+// on average over all keys, a budget of bytes as 8*Bytes bits over all
+// keys; a budget of false positives is met as the sum over every run of
+// its weight times its rate. Runs of no keys cost nothing and get the most
+// bits, MaxBitsPerKey per key; no run gets more. Allocate fails when the
+// budget or a run is invalid, or the budget cannot be met within
+// MaxBitsPerKey bits per key.
 func Allocate(runs []Runs, budget Budget) ([]RunFilter, error) {
 	if err := budget.Validate(); err != nil {
 		return nil, err
 	}
-	var total, largest float64
+	a := allocation{runs: runs, curve: curve()}
+	var total float64
 	for i, r := range runs {
-		if r.Count < 0 || r.Keys < 0 {
-			return nil, fmt.Errorf("bloompolicy: runs[%d] has a negative count (%d) or key count (%d)", i, r.Count, r.Keys)
+		if r.Count < 0 || r.Keys < 0 || r.Misses < 0 || math.IsNaN(r.Misses) || math.IsInf(r.Misses, 0) {
+			return nil, fmt.Errorf("bloompolicy: runs[%d] has a negative count (%d), key count (%d) or Misses (%v)", i, r.Count, r.Keys, r.Misses)
 		}
 		total += float64(r.Count) * float64(r.Keys)
-		largest = max(largest, float64(r.Keys))
+		a.weighted = a.weighted || r.Misses > 0
 	}
-	a := allocation{runs: runs, curve: curve()}
 	if total == 0 {
 		// No key to spend on: a rate of 0 gives every run the most bits.
 		return a.filters(0), nil
 	}
-	if budget.BitsPerKey != 0 {
+	if bits := budget.BitsPerKey * total; budget.Bytes > 0 || bits > 0 {
+		if budget.Bytes > 0 {
+			bits = 8 * float64(budget.Bytes)
+		}
 		// The larger constant of the bracket spends at most the budget.
-		_, c := a.solve(func(c float64) float64 { return budget.BitsPerKey*total - a.bits(c) }, largest)
+		_, c := a.solve(func(c float64) float64 { return bits - a.bits(c) })
 		return a.filters(c), nil
 	}
 	if a.fps(0) > budget.FalsePositives {
 		return nil, fmt.Errorf("bloompolicy: %v false positives need more than %d bits per key", budget.FalsePositives, MaxBitsPerKey)
 	}
 	// The smaller constant of the bracket stays within the sum of rates.
-	c, _ := a.solve(func(c float64) float64 { return a.fps(c) - budget.FalsePositives }, largest)
+	c, _ := a.solve(func(c float64) float64 { return a.fps(c) - budget.FalsePositives })
 	return a.filters(c), nil
 }
 
-// allocation evaluates Monkey's rule p_i = c*n_i for one set of runs.
+// allocation evaluates the rule p_i = c*n_i/w_i for one set of runs, w_i
+// being run i's weight (its Misses, or 1 for every run when none is set).
 type allocation struct {
-	runs  []Runs
-	curve *rateCurve
+	runs     []Runs
+	curve    *rateCurve
+	weighted bool // some run has Misses set
 }
 
-// filter returns the sizing of a run of n keys at constant c: the bits of
-// the rate c*n, at most MaxBitsPerKey bits per key, and no filter at a rate of 1 or
-// more.
-func (a *allocation) filter(c float64, n int64) RunFilter {
-	if n == 0 {
+// weight returns r's weight in the sum the rule minimises.
+func (a *allocation) weight(r Runs) float64 {
+	if !a.weighted {
+		return 1
+	}
+	return r.Misses
+}
+
+// scale returns r's keys over its weight, the factor of the constant c in
+// its rate; +Inf for a run of keys but no weight.
+func (a *allocation) scale(r Runs) float64 {
+	return float64(r.Keys) / a.weight(r)
+}
+
+// filter returns the sizing of run r at constant c: the bits of the rate
+// c*n/w, at most MaxBitsPerKey bits per key, and no filter at a rate of 1
+// or more (a run no lookup misses in gets none).
+func (a *allocation) filter(c float64, r Runs) RunFilter {
+	if r.Keys == 0 {
 		return a.curve.filterAt(MaxBitsPerKey)
 	}
-	return a.curve.filterAt(a.curve.bitsFor(c * float64(n)))
+	return a.curve.filterAt(a.curve.bitsFor(c * a.scale(r)))
 }
 
 // bits returns the total filter bits of the runs at constant c.
 func (a *allocation) bits(c float64) float64 {
 	sum := 0.0
 	for _, r := range a.runs {
-		sum += float64(r.Count) * float64(r.Keys) * a.filter(c, r.Keys).BitsPerKey
+		sum += float64(r.Count) * float64(r.Keys) * a.filter(c, r).BitsPerKey
 	}
 	return sum
 }
 
-// fps returns the sum of the runs' rates at constant c. Runs of no keys
-// hold no filter a lookup could consult, and count nothing.
+// fps returns the weighted sum of the runs' rates at constant c: the
+// expected wasted reads per lookup. Runs of no keys hold no filter a
+// lookup could consult, and count nothing.
 func (a *allocation) fps(c float64) float64 {
 	sum := 0.0
 	for _, r := range a.runs {
-		if r.Keys > 0 {
-			sum += float64(r.Count) * a.filter(c, r.Keys).FPR
+		if r.Keys > 0 && a.weight(r) > 0 {
+			sum += float64(r.Count) * a.weight(r) * a.filter(c, r).FPR
 		}
 	}
 	return sum
@@ -171,10 +226,11 @@ func (a *allocation) fps(c float64) float64 {
 // solve brackets the constant c at which excess (rising with c) changes
 // sign, to a relative width of 1e-9: excess(lo) < 0 <= excess(hi), unless
 // the sign never changes. It bisects log c between the rate of the most
-// bits for the largest run and a rate of 1 for every run.
-func (a *allocation) solve(excess func(c float64) float64, largest float64) (lo, hi float64) {
+// bits for the run of the largest scale and a rate of 1 for every run.
+func (a *allocation) solve(excess func(c float64) float64) (lo, hi float64) {
+	smallest, largest := a.scales()
 	logLo := math.Log(a.curve.fpr[len(a.curve.fpr)-1] / largest / 2)
-	logHi := math.Log(1 / minPositiveKeys(a.runs))
+	logHi := math.Log(1 / smallest)
 	for logHi-logLo > 1e-9 {
 		mid := (logLo + logHi) / 2
 		if excess(math.Exp(mid)) < 0 {
@@ -186,28 +242,38 @@ func (a *allocation) solve(excess func(c float64) float64, largest float64) (lo,
 	return math.Exp(logLo), math.Exp(logHi)
 }
 
-// minPositiveKeys returns the smallest positive key count of runs (1 if
-// none).
-func minPositiveKeys(runs []Runs) float64 {
-	m := math.Inf(1)
-	for _, r := range runs {
-		if r.Keys > 0 && r.Count > 0 {
-			m = min(m, float64(r.Keys))
+// scales returns the smallest and largest finite positive scale of the
+// runs that count (1 for either if none).
+func (a *allocation) scales() (smallest, largest float64) {
+	smallest, largest = math.Inf(1), 0
+	for _, r := range a.runs {
+		if s := a.scale(r); r.Count > 0 && s > 0 && !math.IsInf(s, 1) {
+			smallest, largest = min(smallest, s), max(largest, s)
 		}
 	}
-	if math.IsInf(m, 1) {
-		return 1
+	if largest == 0 {
+		return 1, 1
 	}
-	return m
+	return smallest, largest
 }
 
 // filters returns the sizing of each run at constant c, in order.
 func (a *allocation) filters(c float64) []RunFilter {
 	out := make([]RunFilter, len(a.runs))
 	for i, r := range a.runs {
-		out[i] = a.filter(c, r.Keys)
+		out[i] = a.filter(c, r)
 	}
 	return out
+}
+
+// ModelFPR returns the false-positive rate the allocation's model gives a
+// filter of bitsPerKey bits per key (the blocked layout with its best probe
+// count, as [New] sizes filters; 1 at 0 bits).
+func ModelFPR(bitsPerKey float64) float64 {
+	if bitsPerKey <= 0 {
+		return 1
+	}
+	return curve().fprAt(bitsPerKey)
 }
 
 // curveSteps is the resolution, per bit, of the tabulated rate curve.

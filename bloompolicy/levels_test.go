@@ -64,9 +64,9 @@ func TestAllocate_BeatsUniform(t *testing.T) {
 		runs     []Runs
 		maxRatio float64
 	}{
-		{[]Runs{{1, 1e6}, {1, 1e7}, {1, 1e8}}, 0.55},
+		{[]Runs{{Count: 1, Keys: 1e6}, {Count: 1, Keys: 1e7}, {Count: 1, Keys: 1e8}}, 0.55},
 		{treeRuns, 0.25},
-		{[]Runs{{1, 1e6}, {1, 1e6}}, 1 + 1e-6},
+		{[]Runs{{Count: 1, Keys: 1e6}, {Count: 1, Keys: 1e6}}, 1 + 1e-6},
 	} {
 		filters, err := Allocate(tc.runs, Budget{BitsPerKey: 10})
 		if err != nil {
@@ -143,8 +143,12 @@ func TestAllocate_Errors(t *testing.T) {
 		budget Budget
 		want   string
 	}{
-		{treeRuns, Budget{}, "neither"},
-		{treeRuns, Budget{BitsPerKey: 10, FalsePositives: 0.1}, "both"},
+		{treeRuns, Budget{}, "none of"},
+		{treeRuns, Budget{BitsPerKey: 10, FalsePositives: 0.1}, "more than one"},
+		{treeRuns, Budget{BitsPerKey: 10, Bytes: 1 << 20}, "more than one"},
+		{treeRuns, Budget{Bytes: -1}, "Bytes is negative"},
+		{[]Runs{{Count: 1, Keys: 1, Misses: -1}}, Budget{BitsPerKey: 10}, "negative"},
+		{[]Runs{{Count: 1, Keys: 1, Misses: math.NaN()}}, Budget{BitsPerKey: 10}, "Misses"},
 		{treeRuns, Budget{BitsPerKey: -1}, "not in (0, 100]"},
 		{treeRuns, Budget{BitsPerKey: 101}, "not in (0, 100]"},
 		{treeRuns, Budget{BitsPerKey: math.NaN()}, "not in (0, 100]"},

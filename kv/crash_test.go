@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bloomkv/bloomkv/bloompolicy"
 	"github.com/bloomkv/bloomkv/kv"
 	"github.com/cockroachdb/pebble/vfs"
 )
@@ -24,16 +25,34 @@ import (
 // such. The recovered store must then take writes and survive a clean
 // restart unchanged.
 func TestCrash_PowerLoss(t *testing.T) {
+	testPowerLoss(t, nil)
+}
+
+// TestCrash_PowerLoss_FilterCap is TestCrash_PowerLoss with filter memory
+// capped at 512 bytes (FilterBudget{Bytes}): tables' filters are sized
+// under the cap and left out as the store grows; what a crash leaves must
+// open and read the same, and every Metrics call along the way shows no
+// more filter bytes held than the cap.
+func TestCrash_PowerLoss_FilterCap(t *testing.T) {
+	testPowerLoss(t, &bloompolicy.Budget{Bytes: 512})
+}
+
+func testPowerLoss(t *testing.T, budget *bloompolicy.Budget) {
 	points := 400
 	if testing.Short() {
 		points = 40
 	}
+	newRun := func(seed uint64, at int) *crashRun {
+		r := newCrashRun(t, seed, at)
+		r.opts.FilterBudget = budget
+		return r
+	}
 	forEachSeed(t, 1, func(t *testing.T, seed uint64) {
-		total := newCrashRun(t, seed, -1).run()
+		total := newRun(seed, -1).run()
 		t.Logf("the workload makes %d filesystem changes; crashing at %d points", total, min(points, total))
 		crashed := 0
 		for _, at := range crashPoints(newRand(seed), total, points) {
-			r := newCrashRun(t, seed, at)
+			r := newRun(seed, at)
 			r.run()
 			if r.fs.isCrashed() {
 				crashed++
@@ -150,8 +169,15 @@ func (r *crashRun) run() int {
 	}
 	if r.crashAt < 0 {
 		m := r.db.Metrics()
-		r.t.Logf("since the last reopen: %d flushes, %d compactions, %d moves into L1, tables per level %v",
-			m.Flush.Count, m.Compact.Count, m.Levels[1].Moves, levelFiles(m))
+		r.t.Logf("since the last reopen: %d flushes, %d compactions, %d moves into L1, tables per level %v; filters %+v",
+			m.Flush.Count, m.Compact.Count, m.Levels[1].Moves, levelFiles(m), m.Filters)
+		var filterBytes int64
+		for _, l := range m.Levels {
+			filterBytes += l.FilterBytes
+		}
+		if b := r.opts.FilterBudget; b != nil && (m.Filters.CapBytes != b.Bytes || filterBytes == 0 || m.Filters.HeldBytes > b.Bytes) {
+			r.fatalf("filters under a cap of %d: tables' filters %d bytes, %+v", b.Bytes, filterBytes, m.Filters)
+		}
 	}
 	if r.do("Close", r.db.Close) {
 		r.db = nil
@@ -329,6 +355,9 @@ func (r *crashRun) reopenAndRead(what string) map[string]string {
 		if (err == nil) != ok || (ok && string(v) != want) || (err != nil && !errors.Is(err, kv.ErrNotFound)) {
 			r.fatalf("%s: Get(%q) = %q, %v but the iterator shows %q (present %v)", what, k, v, err, want, ok)
 		}
+	}
+	if f := db.Metrics().Filters; f.CapBytes > 0 && f.HeldBytes > f.CapBytes {
+		r.fatalf("%s: %d filter bytes held over a cap of %d", what, f.HeldBytes, f.CapBytes)
 	}
 	return got
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bloomkv/bloomkv/bloompolicy"
 	"github.com/bloomkv/bloomkv/internal/itertest"
 	"github.com/bloomkv/bloomkv/internal/manifest"
 	"github.com/bloomkv/bloomkv/sstable"
@@ -19,7 +20,11 @@ import (
 // in-memory filesystem; commands:
 //
 //	open [memtable-size=N] [filters=off] [auto-compactions=off] [target-file-size=N]
-//	     [block-size=N] [l0-compaction-threshold=N] [split=slash|none]
+//	     [block-size=N] [l0-compaction-threshold=N] [split=slash|none] [filter-cap=N]
+//	fill start=N count=M  set keys k<start>..k<start+M-1> (zero-padded to 6
+//	                      digits), in one batch
+//	filters               wait for the filter passes, then print the filter
+//	                      memory and which tables hold their filters
 //	batch                 input: "set k v" / "del k" / "del-range start end"
 //	                      lines, applied atomically
 //	get [snapshot=name]   input: one key per line
@@ -88,6 +93,14 @@ func (h *scriptHarness) run(t *testing.T, td *datadriven.TestData) (string, erro
 		if td.HasArg("split") {
 			h.opts.Comparer = scriptComparer(t, td)
 		}
+		if td.HasArg("filter-cap") {
+			var n int64
+			td.ScanArgs(t, "filter-cap", &n)
+			h.opts.FilterBudget = nil
+			if n > 0 {
+				h.opts.FilterBudget = &bloompolicy.Budget{Bytes: n}
+			}
+		}
 		h.snaps = map[string]*Snapshot{}
 		var err error
 		h.db, err = Open("db", h.opts)
@@ -132,6 +145,20 @@ func (h *scriptHarness) run(t *testing.T, td *datadriven.TestData) (string, erro
 		return formatLookups(h.db.Metrics()), nil
 	case "build-ext", "ingest", "disk-usage":
 		return h.runFiles(td) // datadriven_files_test.go
+	case "fill":
+		var start, count int
+		td.ScanArgs(t, "start", &start)
+		td.ScanArgs(t, "count", &count)
+		b := h.db.NewBatch()
+		for k := start; k < start+count; k++ {
+			if err := b.Set([]byte(fmt.Sprintf("k%06d", k)), []byte("v")); err != nil {
+				return "", err
+			}
+		}
+		return "", h.db.Apply(b, Sync)
+	case "filters":
+		h.db.waitFilterPasses()
+		return formatFilters(h.db), nil
 	}
 	return "", fmt.Errorf("unknown command %q", td.Cmd)
 }
@@ -154,6 +181,8 @@ func scriptOptions(t *testing.T, td *datadriven.TestData, fs vfs.FS) *Options {
 			o.L0CompactionThreshold = atoi(t, arg.Vals[0])
 		case "split":
 			o.Comparer = scriptComparer(t, td)
+		case "filter-cap":
+			o.FilterBudget = &bloompolicy.Budget{Bytes: int64(atoi(t, arg.Vals[0]))}
 		default:
 			t.Fatalf("open: unknown argument %q", arg.Key)
 		}
@@ -319,6 +348,44 @@ func formatLSM(d *DB) string {
 		return "(empty)\n"
 	}
 	return s
+}
+
+// formatFilters prints the filter memory metrics and, per table of the
+// current Version, its filter bytes and whether it holds its filter (open
+// and loaded), may hold it (the cap allows it; not open now) or is left
+// out.
+func formatFilters(d *DB) string {
+	m := d.Metrics()
+	var b strings.Builder
+	fmt.Fprintf(&b, "cap=%d held=%d not-held=%d\n", m.Filters.CapBytes, m.Filters.HeldBytes, m.Filters.TablesNotHeld)
+	d.mu.Lock()
+	v := d.mu.versions.current
+	v.Ref()
+	d.mu.Unlock()
+	defer d.unrefVersion(v)
+	for l, files := range v.Levels {
+		for _, f := range files {
+			state := "left out"
+			if d.filterMem.mayHold(f.FileNum) {
+				state = "may hold"
+				if d.tableHoldsFilter(f) {
+					state = "held"
+				}
+			}
+			fmt.Fprintf(&b, "L%d %s entries=%d filter=%dB bits/key=%.1f: %s\n", l, f.FileNum, f.NumEntries,
+				f.FilterBytes, 8*float64(f.FilterBytes)/float64(f.NumEntries), state)
+		}
+	}
+	return b.String()
+}
+
+// tableHoldsFilter reports whether f is open with its filter loaded.
+func (d *DB) tableHoldsFilter(f *manifest.FileMetadata) bool {
+	c := d.tableCache
+	c.mu.RLock()
+	e, ok := c.entries[f.FileNum]
+	c.mu.RUnlock()
+	return ok && e.opened.Load() && e.err == nil && e.reader.FilterHeld()
 }
 
 // formatLookups prints the lookup counters of the levels that were

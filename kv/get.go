@@ -113,6 +113,9 @@ func (d *DB) getFromTable(level int, f *manifest.FileMetadata, key []byte, seq b
 	var stats sstable.LookupStats
 	value, kind, found, err = e.reader.Get(key, seq, &stats)
 	counters.addStats(&stats)
+	if found {
+		counters.found.Add(1)
+	}
 	if err != nil {
 		return nil, 0, false, err
 	}

@@ -182,6 +182,25 @@ type Metrics struct {
 		Count int   // memtables, the mutable one included
 	}
 	Snapshots int // open snapshots
+
+	// Filters describes the memory the tables' filters and indexes take.
+	Filters FilterMetrics
+}
+
+// FilterMetrics describes the filter memory of the open tables (see
+// Options.FilterBudget). Tables not open (beyond MaxOpenFiles) hold
+// nothing.
+type FilterMetrics struct {
+	// HeldBytes is the filter bytes the open tables hold in memory, by
+	// the MANIFEST's filter sizes; never above CapBytes under a cap.
+	HeldBytes int64
+	// CapBytes is the cap, FilterBudget.Bytes; 0 without one.
+	CapBytes int64
+	// TablesNotHeld counts the tables with a filter that the cap leaves
+	// out: lookups read them as if they had none.
+	TablesNotHeld int64
+	// IndexBytes is the memory the open tables' indexes take.
+	IndexBytes int64
 }
 
 // lookupCounters are the hot-path atomics behind a level's LookupMetrics
@@ -192,6 +211,10 @@ type lookupCounters struct {
 	prefixMatches, filterSkipped        atomic.Int64
 	blockReads, blockCacheMisses        atomic.Int64
 	rangeDelChecks                      atomic.Int64
+	// found counts the Gets that found their key (a value or a
+	// tombstone) in the level: the lookups that reached it and did not
+	// miss, for the filter budget's traffic model.
+	found atomic.Int64
 }
 
 // addStats adds one table lookup's stats. Most counters of a lookup are
@@ -271,6 +294,12 @@ func (d *DB) Metrics() Metrics {
 	d.mu.Unlock()
 	defer d.unrefVersion(v)
 	m.BlockCache = d.blockCache.Metrics()
+	m.Filters = FilterMetrics{
+		HeldBytes:     d.filterMem.held.Load(),
+		CapBytes:      d.filterMem.cap,
+		TablesNotHeld: d.filterMem.notHeld.Load(),
+		IndexBytes:    d.tableCache.indexBytes.Load(),
+	}
 	d.shapeMetrics(&m, v, mems)
 	return m
 }

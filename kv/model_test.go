@@ -24,17 +24,49 @@ import (
 // MANIFEST rollovers happen all the time. Each seed is logged and named in
 // every failure; -seed replays one.
 func TestDB_Model(t *testing.T) {
+	testModel(t, false)
+}
+
+// TestDB_Model_FilterCap runs the model test with filter memory capped
+// (FilterBudget{Bytes}, tens to hundreds of bytes: filters are left out at
+// times) and, at reopens, the cap changed, removed or set again. Metrics
+// must never show more filter bytes held than the cap.
+func TestDB_Model_FilterCap(t *testing.T) {
+	testModel(t, true)
+}
+
+func testModel(t *testing.T, capped bool) {
 	seeds, steps := 5, 5000
 	if testing.Short() {
 		seeds, steps = 2, 1000
+		if capped { // enough steps that flushes outgrow the cap
+			seeds, steps = 3, 3000
+		}
 	}
+	leftOut, heldUnderCap := 0, 0
+	defer func() {
+		if capped && !t.Failed() && (leftOut == 0 || heldUnderCap == 0) {
+			t.Fatalf("Metrics saw filters left out by the cap %d times, held under a cap %d times", leftOut, heldUnderCap)
+		}
+	}()
 	forEachSeed(t, seeds, func(t *testing.T, seed uint64) {
 		r := newModelRun(t, seed)
+		if capped {
+			r.capFilters()
+		}
 		defer r.closeAll()
 		for i := 0; i < steps; i++ {
 			r.step()
+			if capped && i%5 == 0 {
+				r.metrics()
+			}
 		}
 		r.checkFull()
+		if capped {
+			t.Logf("Metrics calls saw filters held under a cap %d times, filters left out %d times", r.heldUnderCapSeen, r.leftOutSeen)
+			leftOut += r.leftOutSeen
+			heldUnderCap += r.heldUnderCapSeen
+		}
 	})
 }
 
@@ -50,6 +82,13 @@ type modelRun struct {
 	snaps []*modelSnap
 	iters []*modelIter
 	log   opLog
+	// capped runs reopen with filter memory caps (see capFilters);
+	// leftOutSeen counts the Metrics calls that saw a table whose filter
+	// the cap left out.
+	capped      bool
+	leftOutSeen int
+	// heldUnderCapSeen counts those that saw filters held under a cap.
+	heldUnderCapSeen int
 }
 
 // modelSnap is an open snapshot and the model as it was when taken.
@@ -475,9 +514,33 @@ func (r *modelRun) reopen() {
 	}
 }
 
+// capFilters reopens the DB with its filter memory capped, and makes
+// later reopens change the cap.
+func (r *modelRun) capFilters() {
+	r.capped = true
+	r.check(r.db.Close(), "Close")
+	r.opts.FilterBudget = &bloompolicy.Budget{Bytes: int64(96 + r.rng.IntN(160))}
+	r.log.add("FilterBudget %+v", r.opts.FilterBudget)
+	r.open()
+}
+
+// setCap sets a cap of 16 to 400 bytes (the filters of the key space at
+// about 10 bits per key take 300), or none.
+func (r *modelRun) setCap() {
+	r.opts.FilterBudget = nil
+	if r.rng.IntN(10) > 0 {
+		r.opts.FilterBudget = &bloompolicy.Budget{Bytes: int64(16 + r.rng.IntN(384))}
+	}
+	r.log.add("FilterBudget %+v", r.opts.FilterBudget)
+}
+
 // switchFilters changes the filter options a reopened DB runs with: tables
 // written under another policy, or none, must read the same.
 func (r *modelRun) switchFilters() {
+	if r.capped && r.rng.IntN(2) == 0 {
+		r.setCap()
+		return
+	}
 	switch r.rng.IntN(4) {
 	case 0:
 		r.opts.DisableFilters = !r.opts.DisableFilters
@@ -497,6 +560,15 @@ func (r *modelRun) metrics() {
 	r.log.add("Metrics")
 	if len(m.Levels) == 0 {
 		r.fatalf("Metrics has no levels")
+	}
+	if f := m.Filters; f.HeldBytes < 0 || (f.CapBytes > 0 && f.HeldBytes > f.CapBytes) {
+		r.fatalf("filter bytes held %d, cap %d", f.HeldBytes, f.CapBytes)
+	}
+	if m.Filters.TablesNotHeld > 0 {
+		r.leftOutSeen++
+	}
+	if m.Filters.CapBytes > 0 && m.Filters.HeldBytes > 0 {
+		r.heldUnderCapSeen++
 	}
 	var sum kv.LookupMetrics
 	for i, l := range m.Levels {

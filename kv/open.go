@@ -29,6 +29,7 @@ type DB struct {
 
 	blockCache *sstable.Cache
 	tableCache *tableCache
+	filterMem  *filterHolder // the filters held in memory, under Options.FilterBudget's cap
 	picker     *compaction.Picker
 	// compactOpts is the level shape and table size, derived from opts
 	// once at Open: the picker and the filter budget size levels by it.
@@ -127,6 +128,7 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 		}
 	}
 	d.blockCache = sstable.NewCache(o.BlockCacheSize)
+	d.filterMem = newFilterHolder(d, o)
 	d.tableCache = newTableCache(d, o.MaxOpenFiles)
 	d.compactOpts = compactionOptions(o)
 	d.picker = compaction.NewPicker(d.compactOpts, d.cmp)

@@ -104,6 +104,20 @@ type Options struct {
 	// the keys when its tables were written: 8% more in
 	// BenchmarkFilterBudget's load of 2M keys). Levels[i].FilterPolicy,
 	// where set, takes precedence for level i.
+	//
+	// A budget of Bytes is a cap on the filter memory the store holds,
+	// whatever its size. New tables are sized so that every table's filter
+	// fits the cap (less 3% for the filters' rounding) as the tree stands,
+	// weighing each run by the lookups that reach it and miss there,
+	// decayed over recent flushes and compactions (the traffic-aware rule
+	// of bloompolicy's documentation; Monkey's rule before any lookup).
+	// When the store outgrows the cap, the filters that save the fewest
+	// reads per byte are not held in memory and their tables are read as
+	// if they had none (Metrics.Filters counts them); they are held again
+	// when compactions make room. The bytes held never exceed the cap. A
+	// cap excludes Levels[i].FilterPolicy: Open refuses both. Tables stay
+	// self-describing: a store written under a cap opens under any other
+	// setting, and the reverse.
 	FilterBudget *bloompolicy.Budget
 	// DisableFilters writes new tables without filters and reads every
 	// table without its filter, as if no policy knew it: each table a

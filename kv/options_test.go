@@ -86,8 +86,11 @@ func TestOptions_Invalid(t *testing.T) {
 		{Options{Comparer: splitWithoutName()}, "Split and SplitName must be set together"},
 		{Options{Levels: make([]LevelOptions, 8)}, "Levels has 8 entries for 7 levels"},
 		{Options{Levels: []LevelOptions{{}, {FilterPolicy: &unnamedPolicy{}}}}, "Levels[1].FilterPolicy has an empty name"},
-		{Options{FilterBudget: &bloompolicy.Budget{BitsPerKey: 10, FalsePositives: 0.1}}, "FilterBudget: bloompolicy: budget sets both"},
-		{Options{FilterBudget: &bloompolicy.Budget{}}, "FilterBudget: bloompolicy: budget sets neither"},
+		{Options{FilterBudget: &bloompolicy.Budget{BitsPerKey: 10, FalsePositives: 0.1}}, "FilterBudget: bloompolicy: budget sets more than one"},
+		{Options{FilterBudget: &bloompolicy.Budget{}}, "FilterBudget: bloompolicy: budget sets none"},
+		{Options{FilterBudget: &bloompolicy.Budget{Bytes: -1}}, "FilterBudget: bloompolicy: budget Bytes is negative"},
+		{Options{FilterBudget: &bloompolicy.Budget{Bytes: 1 << 20}, Levels: []LevelOptions{{}, {FilterPolicy: &exactPolicy{}}}},
+			"Levels[1].FilterPolicy fixes the level's filters, which a FilterBudget.Bytes cap must size"},
 	}
 	for _, tc := range tests {
 		_, err := tc.opts.resolve()

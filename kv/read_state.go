@@ -128,6 +128,9 @@ func (d *DB) updateReadStateLocked() {
 		}
 		old.unref()
 	}
+	if old == nil || old.current != rs.current {
+		d.filterMem.scheduleLocked()
+	}
 }
 
 // inheritTableDels takes over the table range tombstones old gathered, if

@@ -25,6 +25,10 @@ type tableCache struct {
 	d        *DB
 	capacity int
 
+	// indexBytes counts the memory the open tables' indexes take
+	// (sstable.Reader.IndexSize).
+	indexBytes atomic.Int64
+
 	mu      sync.RWMutex
 	entries map[base.FileNum]*tableEntry
 	clock   []*tableEntry // the ring of listed entries, at most capacity
@@ -40,6 +44,10 @@ type tableEntry struct {
 	opened atomic.Bool
 	reader *sstable.Reader
 	err    error
+
+	// filterBytes is the table's filter block size by the MANIFEST: what
+	// holding its filter charges against a cap (see filterHolder).
+	filterBytes int64
 
 	refs       atomic.Int32 // the cache's own reference while listed, plus users
 	referenced atomic.Bool  // got since it was listed or the hand last passed it
@@ -96,7 +104,7 @@ func (c *tableCache) insert(f *manifest.FileMetadata) (*tableEntry, error) {
 		c.mu.Unlock()
 		return c.await(e)
 	}
-	e := &tableEntry{num: f.FileNum, ready: make(chan struct{})}
+	e := &tableEntry{num: f.FileNum, ready: make(chan struct{}), filterBytes: int64(f.FilterBytes)}
 	e.refs.Store(2)
 	var victim *tableEntry
 	if len(c.clock) < c.capacity {
@@ -112,6 +120,10 @@ func (c *tableCache) insert(f *manifest.FileMetadata) (*tableEntry, error) {
 	}
 
 	e.reader, e.err = c.open(f)
+	if e.err == nil {
+		c.indexBytes.Add(e.reader.IndexSize())
+		c.d.filterMem.opened(e)
+	}
 	e.opened.Store(true)
 	close(e.ready)
 	if e.err != nil {
@@ -166,6 +178,8 @@ func (c *tableCache) open(f *manifest.FileMetadata) (*sstable.Reader, error) {
 		// An ingested table's keys all take the sequence number it was
 		// given (see ingest.go).
 		GlobalSeqNum: f.GlobalSeqNum,
+		// Under a cap the filter is loaded once its bytes are reserved.
+		DeferFilter: d.filterMem.cap > 0,
 	})
 	if err != nil {
 		return nil, err
@@ -225,6 +239,8 @@ func (c *tableCache) release(e *tableEntry) {
 func (c *tableCache) closeEntry(e *tableEntry) {
 	<-e.ready
 	if e.reader != nil {
+		c.d.filterMem.drop(e)
+		c.indexBytes.Add(-e.reader.IndexSize())
 		e.reader.Close()
 	}
 }
@@ -323,4 +339,27 @@ func (t *tableIter) Close() error {
 	t.cache.release(t.entry)
 	t.entry = nil
 	return err
+}
+
+// refAll returns every listed entry whose table is open, each referenced
+// (without marking it referenced for the clock); release them with
+// releaseAll.
+func (c *tableCache) refAll() []*tableEntry {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var out []*tableEntry
+	for _, e := range c.clock {
+		if e.opened.Load() && e.err == nil {
+			e.refs.Add(1)
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// releaseAll releases the entries of refAll.
+func (c *tableCache) releaseAll(entries []*tableEntry) {
+	for _, e := range entries {
+		c.release(e)
+	}
 }

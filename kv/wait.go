@@ -39,11 +39,12 @@ func (d *DB) WaitIdle(ctx context.Context) error {
 	}
 }
 
-// idleLocked reports whether no flush or compaction runs or is due. It
+// idleLocked reports whether no flush or compaction runs or is due, and
+// no pass over the filters held under a cap (filterHolder) runs. It
 // asks the scheduler to start whatever compaction is due, so "due" is the
 // scheduler's own rule, then reports whether it started none.
 func (d *DB) idleLocked() bool {
-	if d.mu.flushing || len(d.mu.imm) > 0 || d.mu.manual > 0 || len(d.mu.compacting) > 0 {
+	if d.mu.flushing || len(d.mu.imm) > 0 || d.mu.manual > 0 || len(d.mu.compacting) > 0 || d.filterMem.running {
 		return false
 	}
 	d.maybeScheduleCompactionLocked()

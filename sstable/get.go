@@ -53,14 +53,15 @@ func (r *Reader) getPoint(userKey []byte, seq base.SeqNum, stats *LookupStats) (
 	if err != nil {
 		return nil, key, false, fmt.Errorf("sstable: %s: %w", r.name, err)
 	}
-	var it *blockIter // taken from the pool only when a block must be read
+	fb := r.filter.Load() // nil: no filter held; read as if the table had none
+	var it *blockIter     // taken from the pool only when a block must be read
 	defer func() {
 		if it != nil {
 			putBlockIter(it)
 		}
 	}()
 	for ; i < len(r.blocks); i++ {
-		if r.filter != nil && !r.filterPolicy.MayContain(r.filter.filter(i), filterKey) {
+		if fb != nil && !r.filterPolicy.MayContain(fb.filter(i), filterKey) {
 			stats.FilterNegatives++
 			return nil, key, false, nil
 		}
@@ -71,7 +72,7 @@ func (r *Reader) getPoint(userKey []byte, seq base.SeqNum, stats *LookupStats) (
 		if err != nil {
 			return nil, key, false, err
 		}
-		r.countVerdict(stats, res.held, !res.held && r.blockHoldsPrefix(it, filterKey))
+		countVerdict(stats, fb != nil, res.held, !res.held && fb != nil && r.blockHoldsPrefix(it, filterKey))
 		if res.found || !res.exhausted {
 			return res.value, res.key, res.found, nil
 		}
@@ -94,13 +95,13 @@ func (r *Reader) countConsidered(stats *LookupStats) {
 	}
 }
 
-// countVerdict records whether a filter's "maybe" was borne out: held
-// says the block held the key, prefixHeld that it held keys of the key's
-// prefix (a prefix match, not a false positive: the filter holds
-// prefixes).
-func (r *Reader) countVerdict(stats *LookupStats, held, prefixHeld bool) {
+// countVerdict records whether a filter's "maybe" was borne out, when a
+// filter was asked: held says the block held the key, prefixHeld that it
+// held keys of the key's prefix (a prefix match, not a false positive:
+// the filter holds prefixes).
+func countVerdict(stats *LookupStats, asked, held, prefixHeld bool) {
 	switch {
-	case r.filter == nil:
+	case !asked:
 	case held:
 		stats.FilterTruePositives++
 	case prefixHeld:
@@ -112,11 +113,12 @@ func (r *Reader) countVerdict(stats *LookupStats, held, prefixHeld bool) {
 
 // blockHoldsPrefix reports whether the data block it was initialized on
 // holds a key of prefix, under a comparer with a Split and a table with a
-// filter (false otherwise: the answer would count nothing). It reseeks
+// filter held (the caller's to check; false otherwise: the answer would
+// count nothing). It reseeks
 // it: keys of one prefix are contiguous and sort at or after the prefix
 // itself, so the first key at or after the prefix tells.
 func (r *Reader) blockHoldsPrefix(it *blockIter, prefix []byte) bool {
-	if r.cmp.Split == nil || r.filter == nil {
+	if r.cmp.Split == nil {
 		return false
 	}
 	return it.SeekGE(base.MakeSearchKey(prefix)) && r.cmp.HasPrefix(it.ikey.UserKey, prefix)

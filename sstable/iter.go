@@ -34,6 +34,7 @@ type Iter struct {
 	closed       bool
 
 	prefix   []byte       // prefix mode's prefix; nil outside prefix mode
+	filter   *filterBlock // the table's filters as the iterator was set up; nil: none held
 	pending  bool         // a filter said "maybe" for the block loaded last: the verdict awaits its keys
 	asked    bool         // the seek already asked block's filter (it said "maybe")
 	stats    *LookupStats // what prefix seeks cost; &ownStats when the caller wants none
@@ -74,7 +75,7 @@ func (r *Reader) InitIter(it *Iter, opts *IterOptions) error {
 	}
 	data, buf := it.data, it.blockBuf
 	data.release()
-	*it = Iter{r: r, cmp: r.cmp.Compare, lower: o.LowerBound, upper: o.UpperBound, stats: o.Stats, data: data}
+	*it = Iter{r: r, cmp: r.cmp.Compare, lower: o.LowerBound, upper: o.UpperBound, stats: o.Stats, data: data, filter: r.filter.Load()}
 	if it.stats == nil {
 		it.stats = &it.ownStats
 	}
@@ -104,7 +105,7 @@ func (it *Iter) loadBlock(forward bool) bool {
 			it.valid = false
 			return false
 		}
-		it.pending = it.r.filter != nil
+		it.pending = it.filter != nil
 		stats = it.stats
 		stats.BlockReads++
 	}
@@ -122,15 +123,14 @@ func (it *Iter) loadBlock(forward bool) bool {
 // blockMayContainPrefix asks the filter of block it.block about the
 // iterator's prefix; true when the table has no usable filter.
 func (it *Iter) blockMayContainPrefix() bool {
-	r := it.r
-	if r.filter == nil {
+	if it.filter == nil {
 		return true
 	}
 	if it.asked {
 		it.asked = false
 		return true
 	}
-	return r.filterPolicy.MayContain(r.filter.filter(it.block), it.prefix)
+	return it.r.filterPolicy.MayContain(it.filter.filter(it.block), it.prefix)
 }
 
 // countVerdict settles a pending filter verdict: the block just loaded
@@ -234,10 +234,10 @@ func (it *Iter) seekGE(key []byte) bool {
 		return it.fail(err)
 	case i == len(it.r.blocks):
 		return false
-	case it.prefix != nil && it.r.filter != nil:
+	case it.prefix != nil && it.filter != nil:
 		// Prefix mode on a table with filters: the block's filter is
 		// asked before the block is read.
-		if !it.r.filterPolicy.MayContain(it.r.filter.filter(i), it.prefix) {
+		if !it.r.filterPolicy.MayContain(it.filter.filter(i), it.prefix) {
 			it.stats.FilterNegatives++
 			return false
 		}

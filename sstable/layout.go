@@ -85,18 +85,10 @@ func (r *Reader) Layout() (*Layout, error) {
 // filterBlock returns the table's filter block, reading it if the reader
 // did not load it; nil when the table has none.
 func (r *Reader) filterBlock() (*filterBlock, error) {
-	if r.filter != nil || r.filterHandle == (BlockHandle{}) {
-		return r.filter, nil
+	if fb := r.filter.Load(); fb != nil || r.filterHandle == (BlockHandle{}) {
+		return fb, nil
 	}
-	data, err := r.readBlock(r.filterHandle)
-	if err != nil {
-		return nil, err
-	}
-	fb, err := decodeFilterBlock(data, len(r.blocks))
-	if err != nil {
-		return nil, r.corruptf(r.filterHandle.Offset, "filter block: %v", err)
-	}
-	return &fb, nil
+	return r.decodeFilter()
 }
 
 // Check reads every block from the file, bypassing the cache, and
@@ -213,7 +205,7 @@ func (r *Reader) checkDataBlock(c *tableCheck, d DataBlockInfo, i int) error {
 		return r.corruptf(d.Handle.Offset, "empty data block")
 	}
 	c.prevSep = d.Separator
-	if r.filter != nil {
+	if r.filter.Load() != nil {
 		return r.checkFilterHolds(i, d, c.keys)
 	}
 	return nil

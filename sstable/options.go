@@ -92,6 +92,11 @@ type ReaderOptions struct {
 	// number this way, as Pebble does, without rewriting the file. Keys,
 	// Bounds, Properties and RangeDels then all carry it.
 	GlobalSeqNum SeqNum
+	// DeferFilter opens the table without loading its filter block: the
+	// Reader answers lookups as a table without a filter until
+	// Reader.LoadFilter. A store that caps filter memory uses it to load
+	// only the filters it decides to hold.
+	DeferFilter bool
 }
 
 // IterOptions configures a table iterator (Reader.NewIter, Reader.InitIter).

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
@@ -40,12 +40,19 @@ type Reader struct {
 	blocks        []blockRef
 	indexPrefixes []uint64
 
-	filter       *filterBlock // nil: no usable filter
+	// filter is the table's filter block while held (see LoadFilter and
+	// DropFilter); nil when not held or not usable. filterPolicy is set
+	// when the table's filter is usable, held or not.
+	filter       atomic.Pointer[filterBlock]
 	filterPolicy bloompolicy.FilterPolicy
 	filterHandle BlockHandle // zero when the table has no filter block
 	// filterSkipped says the table has a filter the reader cannot use
 	// (see LookupStats.FilterSkipped).
 	filterSkipped bool
+	filterMu      sync.Mutex // serialises LoadFilter and DropFilter
+	// unreserveFilter gives back the cache reservation of the filter
+	// held; nil when none is held or there is no cache.
+	unreserveFilter func()
 
 	// rangeDels are the table's range tombstones, fragmented, loaded at
 	// open.
@@ -95,24 +102,24 @@ func NewReader(f vfs.File, opts ReaderOptions) (*Reader, error) {
 	}
 	if opts.Cache != nil {
 		r.unreserve = opts.Cache.Reserve(r.memSize())
+		if fb := r.filter.Load(); fb != nil {
+			r.unreserveFilter = opts.Cache.Reserve(filterMemSize(fb))
+		}
 	}
 	return r, nil
 }
 
 // memSize returns the bytes the Reader keeps on the heap from NewReader to
 // Close: itself, its index block and the handles and prefixes decoded from
-// it, its filter block and the filters' offsets, its range tombstones,
-// metaindex and properties. Buffers count by capacity.
+// it, its range tombstones, metaindex and properties. Buffers count by
+// capacity. The filter block, which can be dropped and loaded again, is
+// reserved on its own (see filterMemSize).
 func (r *Reader) memSize() int64 {
 	n := unsafe.Sizeof(*r) + uintptr(cap(r.index)) +
 		uintptr(cap(r.blocks))*unsafe.Sizeof(blockRef{}) +
 		uintptr(cap(r.indexPrefixes))*unsafe.Sizeof(uint64(0)) +
 		uintptr(cap(r.rangeDels))*unsafe.Sizeof(RangeTombstone{}) +
 		uintptr(cap(r.metaindex))*unsafe.Sizeof(MetaEntry{})
-	if r.filter != nil {
-		n += unsafe.Sizeof(*r.filter) + uintptr(cap(r.filter.data)) +
-			uintptr(cap(r.filter.offsets))*unsafe.Sizeof(uint32(0))
-	}
 	for _, t := range r.rangeDels {
 		n += uintptr(cap(t.Start) + cap(t.End))
 	}
@@ -123,6 +130,15 @@ func (r *Reader) memSize() int64 {
 	n += uintptr(cap(p.SmallestKey) + cap(p.LargestKey) +
 		len(p.FilterPolicyName) + len(p.FilterSplitName) + len(p.ComparerName))
 	return int64(n)
+}
+
+// IndexSize returns the bytes the table's index takes in memory: the index
+// block and what is decoded from it (each data block's handle and cache
+// slot, and the keys' prefixes).
+func (r *Reader) IndexSize() int64 {
+	return int64(uintptr(cap(r.index)) +
+		uintptr(cap(r.blocks))*unsafe.Sizeof(blockRef{}) +
+		uintptr(cap(r.indexPrefixes))*unsafe.Sizeof(uint64(0)))
 }
 
 // open loads everything NewReader keeps in memory.
@@ -392,36 +408,6 @@ func (r *Reader) readIndex() error {
 	return nil
 }
 
-// readFilter finds the filter block in the metaindex and loads it if the
-// reader knows its policy and its filters hold what the reader's comparer
-// asks them about: prefixes under the same Split, or whole keys.
-func (r *Reader) readFilter() error {
-	for _, e := range r.metaindex {
-		name, ok := strings.CutPrefix(e.Name, metaFilterPrefix)
-		if !ok {
-			continue
-		}
-		r.filterHandle = e.Handle
-		policy := r.opts.Filters[name]
-		if policy == nil || r.props.FilterSplitName != r.cmp.SplitName {
-			// An unknown policy or another Split: read without the filter.
-			r.filterSkipped = len(r.opts.Filters) > 0
-			return nil
-		}
-		data, err := r.readBlock(e.Handle)
-		if err != nil {
-			return err
-		}
-		fb, err := decodeFilterBlock(data, len(r.blocks))
-		if err != nil {
-			return r.corruptf(e.Handle.Offset, "filter block: %v", err)
-		}
-		r.filter, r.filterPolicy = &fb, policy
-		return nil
-	}
-	return nil
-}
-
 // Properties returns the table's properties. The caller must not modify
 // them.
 func (r *Reader) Properties() *Properties { return &r.props }
@@ -442,6 +428,7 @@ func (r *Reader) Close() error {
 	if r.unreserve != nil {
 		r.unreserve()
 	}
+	r.DropFilter()
 	if err != nil {
 		return fmt.Errorf("sstable: %s: close: %w", r.name, err)
 	}

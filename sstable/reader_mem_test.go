@@ -22,23 +22,28 @@ func TestReader_ReservesInCache(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.filter == nil {
+		fb := r.filter.Load()
+		if fb == nil {
 			t.Fatal("filter not loaded")
 		}
-		size := r.memSize()
-		if min := int64(len(r.index) + len(r.filter.data) + 4*len(r.filter.offsets) + 32*len(r.blocks)); size < min {
-			t.Fatalf("memSize %d below the index, filter and per-block %d bytes", size, min)
+		size, fsize := r.memSize(), filterMemSize(fb)
+		if min := int64(len(r.index) + 32*len(r.blocks)); size < min {
+			t.Fatalf("memSize %d below the index and per-block %d bytes", size, min)
 		}
-		want += (size + cacheShards - 1) / cacheShards * cacheShards
+		if min := int64(len(fb.data) + 4*len(fb.offsets)); fsize < min {
+			t.Fatalf("filterMemSize %d below the filter's %d bytes", fsize, min)
+		}
+		want += reservedShares(size) + reservedShares(fsize)
 		if m := c.Metrics(); m.Reserved != want || m.Size != want {
 			t.Fatalf("reader %d open: reserved %d, size %d, want %d", n, m.Reserved, m.Size, want)
 		}
 		rs = append(rs, r)
 	}
+	closing := reservedShares(rs[0].memSize()) + reservedShares(filterMemSize(rs[0].filter.Load()))
 	if err := rs[0].Close(); err != nil {
 		t.Fatal(err)
 	}
-	want -= (rs[0].memSize() + cacheShards - 1) / cacheShards * cacheShards
+	want -= closing
 	if m := c.Metrics(); m.Reserved != want {
 		t.Fatalf("after one Close: reserved %d, want %d", m.Reserved, want)
 	}
@@ -207,4 +212,10 @@ func TestReader_CompactionIter(t *testing.T) {
 			}
 		})
 	}
+}
+
+// reservedShares returns what Cache.Reserve(n) adds to the cache's
+// Reserved: n rounded up to a whole share per shard.
+func reservedShares(n int64) int64 {
+	return (n + cacheShards - 1) / cacheShards * cacheShards
 }

@@ -44,6 +44,6 @@ func ExampleSetLevelFilters() {
 		db.Close()
 	}
 	// Output:
-	// NoL6Filter=false: L0 31.56 L1 28.81 L2 28.81 L3 28.81 L4 21.31 L5 14.88 L6 9.31
-	// NoL6Filter=true: L0 23.38 L1 21.06 L2 21.06 L3 21.06 L4 14.69 L5 9.19 L6 0.00
+	// NoL6Filter=false: L0 31.62 L1 28.81 L2 28.81 L3 28.81 L4 21.31 L5 14.94 L6 9.38
+	// NoL6Filter=true: L0 23.69 L1 21.38 L2 21.38 L3 21.38 L4 14.94 L5 9.38 L6 0.00
 }

@@ -22,6 +22,16 @@ type LevelBudget struct {
 	// per-entry overhead); together they place the store's data in levels.
 	Keys        int64
 	BytesPerKey float64
+	// L0Tables is the number of memtable-sized L0 tables the plan expects
+	// the store to hold, each a run of its own whose filter bits count
+	// against the budget. 0, the default, plans for a settled store: Pebble
+	// compacts L0 away between bursts of writes, so L0 tables are
+	// transient and an allowance for them would go unspent (a plan that
+	// reserved L0CompactionThreshold of them spent about 9.5 of 10 bits per
+	// key on a settled 1.5M-key store). L0 tables still get the filters
+	// the rule gives a memtable-sized run. Set it to L0CompactionThreshold
+	// for a store whose L0 stays full under constant writes.
+	L0Tables int
 	// NoL6Filter leaves L6 tables without a filter and applies the budget
 	// to L0–L5 alone (a budget of bits per key then counts their keys
 	// only). Pebble v1.1.5's DB.Get never reads an L6 filter (only
@@ -34,8 +44,9 @@ type LevelBudget struct {
 // to Bloom policies (bloompolicy.NewBitsPerKey, through [ToPebble]) that
 // divide b.Budget among the levels by Monkey's rule, bloompolicy.Allocate,
 // for the target shape of a Pebble tree holding b.Keys keys: L0 as
-// L0CompactionThreshold runs of a memtable's worth of keys (MemTableSize
-// bytes), and below it the levels Pebble v1.1.5 sizes from the bottom up,
+// b.L0Tables runs of a memtable's worth of keys (MemTableSize bytes; none
+// by default, as a settled store holds), and below it the levels Pebble
+// v1.1.5 sizes from the bottom up,
 // L6 holding all but 1/LevelMultiplier of the data and each level above a
 // LevelMultiplier-th of the one below, up to the base level, the first
 // whose target is at most LBaseMaxBytes. Levels above the base hold
@@ -50,6 +61,9 @@ type LevelBudget struct {
 func SetLevelFilters(opts *pebble.Options, b LevelBudget) error {
 	if b.Keys <= 0 || math.IsNaN(b.BytesPerKey) || b.BytesPerKey <= 0 || math.IsInf(b.BytesPerKey, 0) {
 		return fmt.Errorf("pebbleadapter: LevelBudget needs a positive key count (%d) and bytes per key (%v)", b.Keys, b.BytesPerKey)
+	}
+	if b.L0Tables < 0 {
+		return fmt.Errorf("pebbleadapter: LevelBudget.L0Tables is negative (%d)", b.L0Tables)
 	}
 	runs := levelRuns(opts, b)
 	filters, err := bloompolicy.Allocate(runs[:], b.Budget)
@@ -97,12 +111,12 @@ func fillLevels(opts *pebble.Options) {
 // does L6 with NoL6Filter.
 func levelRuns(opts *pebble.Options, b LevelBudget) [numLevels]bloompolicy.Runs {
 	d := shapeOptions(opts)
-	l0Runs, lbase, memtable := d.L0CompactionThreshold, d.LBaseMaxBytes, d.MemTableSize
+	lbase, memtable := d.LBaseMaxBytes, d.MemTableSize
 	mult := float64(d.Experimental.LevelMultiplier)
 
 	var runs [numLevels]bloompolicy.Runs
 	keysPerByte := 1 / b.BytesPerKey
-	runs[0] = bloompolicy.Runs{Count: l0Runs, Keys: max(1, int64(float64(memtable)*keysPerByte))}
+	runs[0] = bloompolicy.Runs{Count: b.L0Tables, Keys: max(1, int64(float64(memtable)*keysPerByte))}
 	size := float64(b.Keys) * b.BytesPerKey * (1 - 1/mult)
 	for level := numLevels - 1; level >= 1; level-- {
 		runs[level] = bloompolicy.Runs{Count: 1, Keys: max(1, int64(size*keysPerByte))}
@@ -118,7 +132,7 @@ func levelRuns(opts *pebble.Options, b LevelBudget) [numLevels]bloompolicy.Runs 
 }
 
 // shapeOptions returns the options the target shape depends on
-// (L0CompactionThreshold, LBaseMaxBytes, LevelMultiplier, MemTableSize),
+// (LBaseMaxBytes, LevelMultiplier, MemTableSize),
 // with Pebble's own defaults where opts leaves them zero. Pebble applies
 // them (pebble.Options.EnsureDefaults) to a fresh Options holding only
 // those fields: on the caller's it would change the Levels entries and
@@ -127,10 +141,9 @@ func levelRuns(opts *pebble.Options, b LevelBudget) [numLevels]bloompolicy.Runs 
 // uses.
 func shapeOptions(opts *pebble.Options) *pebble.Options {
 	d := &pebble.Options{
-		FS:                    vfs.NewMem(),
-		L0CompactionThreshold: opts.L0CompactionThreshold,
-		LBaseMaxBytes:         opts.LBaseMaxBytes,
-		MemTableSize:          opts.MemTableSize,
+		FS:            vfs.NewMem(),
+		LBaseMaxBytes: opts.LBaseMaxBytes,
+		MemTableSize:  opts.MemTableSize,
 	}
 	d.Experimental.LevelMultiplier = opts.Experimental.LevelMultiplier
 	return d.EnsureDefaults()

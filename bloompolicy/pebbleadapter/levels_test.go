@@ -11,9 +11,10 @@ import (
 	"github.com/cockroachdb/pebble/vfs"
 )
 
-// TestLevelRuns checks the target shape: L0 runs of a memtable each, L6
-// with all but a tenth of the data, each level above a tenth of the one
-// below, up to the base level.
+// TestLevelRuns checks the target shape: L0 runs of a memtable each, none
+// unless L0Tables asks (a settled store holds none), L6 with all but a
+// tenth of the data, each level above a tenth of the one below, up to the
+// base level.
 func TestLevelRuns(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -22,12 +23,12 @@ func TestLevelRuns(t *testing.T) {
 		want string
 	}{
 		{"defaults, 10 GB", pebble.Options{}, LevelBudget{Keys: 1e8, BytesPerKey: 100},
-			"[{4 41943} {0 0} {0 0} {1 90000} {1 900000} {1 9000000} {1 90000000}]"},
-		{"small store", pebble.Options{}, LevelBudget{Keys: 1e5, BytesPerKey: 100},
-			"[{4 41943} {0 0} {0 0} {0 0} {0 0} {0 0} {1 90000}]"},
+			"[{0 41943 0} {0 0 0} {0 0 0} {1 90000 0} {1 900000 0} {1 9000000 0} {1 90000000 0}]"},
+		{"small store, L0 full", pebble.Options{}, LevelBudget{Keys: 1e5, BytesPerKey: 100, L0Tables: 4},
+			"[{4 41943 0} {0 0 0} {0 0 0} {0 0 0} {0 0 0} {0 0 0} {1 90000 0}]"},
 		{"options, no L6 filter", pebble.Options{L0CompactionThreshold: 2, LBaseMaxBytes: 1 << 20, MemTableSize: 1 << 20},
-			LevelBudget{Keys: 1e6, BytesPerKey: 100, NoL6Filter: true},
-			"[{2 10485} {0 0} {0 0} {0 0} {1 9000} {1 90000} {0 900000}]"},
+			LevelBudget{Keys: 1e6, BytesPerKey: 100, NoL6Filter: true, L0Tables: 2},
+			"[{2 10485 0} {0 0 0} {0 0 0} {0 0 0} {1 9000 0} {1 90000 0} {0 900000 0}]"},
 	} {
 		if got := fmt.Sprint(levelRuns(&tc.opts, tc.b)); got != tc.want {
 			t.Errorf("%s: runs %s, want %s", tc.name, got, tc.want)
@@ -42,7 +43,8 @@ func TestSetLevelFilters_Errors(t *testing.T) {
 	}{
 		{LevelBudget{Keys: 0, BytesPerKey: 100, Budget: bloompolicy.Budget{BitsPerKey: 10}}, "positive key count"},
 		{LevelBudget{Keys: 10, BytesPerKey: -1, Budget: bloompolicy.Budget{BitsPerKey: 10}}, "bytes per key"},
-		{LevelBudget{Keys: 10, BytesPerKey: 100}, "budget sets neither"},
+		{LevelBudget{Keys: 10, BytesPerKey: 100}, "budget sets none"},
+		{LevelBudget{Keys: 10, BytesPerKey: 100, Budget: bloompolicy.Budget{BitsPerKey: 10}, L0Tables: -1}, "L0Tables is negative"},
 	} {
 		err := SetLevelFilters(&pebble.Options{}, tc.b)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "pebbleadapter: ") {

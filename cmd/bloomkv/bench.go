@@ -32,6 +32,7 @@ type benchOptions struct {
 	dir                      string
 	keep, pebble, growth     bool
 	prefix                   bool
+	filterMemory             bool
 	plot                     string
 	markdown                 string
 	seed                     uint64
@@ -92,6 +93,7 @@ func (a *app) benchCommand() *cobra.Command {
 	f.BoolVar(&o.keep, "keep", false, "keep the stores after the run")
 	f.BoolVar(&o.pebble, "pebble", false, "also run Pebble v1.1.5 with both filters")
 	f.BoolVar(&o.growth, "growth", false, "load in doubling steps up to --keys and measure the settled shape after each")
+	f.BoolVar(&o.filterMemory, "filter-memory", false, "run the filter-memory study instead: wasted data-block reads per lookup against filter bits per key (2-16) for uniform filters, no bottom-level filters, Monkey's budget and the traffic-aware cap, on all-absent, 90% present and Zipfian lookups")
 	f.BoolVar(&o.prefix, "prefix", false, "run the prefix-scan workload instead: --keys as user/<id>/<field> keys, --lookups prefix seeks of absent and of present users")
 	f.StringVar(&o.plot, "plot", "", "write a plot to `FILE` (.svg or .png)")
 	f.StringVar(&o.markdown, "markdown", "", "also write the report as a Markdown page to `FILE`, with the command line, machine, Go version and date (docs/results.md is one)")
@@ -243,6 +245,9 @@ func (a *app) runBench(ctx context.Context, o benchOptions) error {
 	}
 	if o.prefix {
 		return a.runPrefixBench(ctx, o, ours)
+	}
+	if o.filterMemory {
+		return a.runFilterMemory(ctx, o)
 	}
 	root, cleanup, err := benchDir(o)
 	if err != nil {

@@ -1,0 +1,315 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/bloomkv/bloomkv/bloompolicy"
+	"github.com/bloomkv/bloomkv/kv"
+	"github.com/cockroachdb/pebble/vfs"
+)
+
+// This file is the filter-memory study: wasted data-block reads per lookup
+// against filter memory, for four ways of spending it and three lookup
+// mixes, on stores settled at L0 and three levels.
+//
+// A lookup wastes a read when it reads a data block that does not hold its
+// key: a false positive, or a table whose filter is missing or not held.
+// With every key in a table, wasted reads = block reads - lookups that
+// found their key.
+
+// FilterStrategy is a way to spend filter memory.
+type FilterStrategy string
+
+// The strategies of the study.
+const (
+	// StrategyUniform gives every table the same bits per key.
+	StrategyUniform FilterStrategy = "uniform"
+	// StrategyNoBottom gives the bottom level no filter and spreads the
+	// same memory over the levels above (RocksDB's
+	// optimize_filters_for_hits).
+	StrategyNoBottom FilterStrategy = "no-bottom"
+	// StrategyMonkey is kv.Options.FilterBudget{BitsPerKey}: Monkey's rule.
+	StrategyMonkey FilterStrategy = "monkey"
+	// StrategyTraffic is kv.Options.FilterBudget{Bytes}: a cap of the
+	// filter bytes StrategyMonkey's store spent at the same bits per key
+	// (its budget counts every entry, shadowed versions included), spent
+	// by the lookups the store serves.
+	StrategyTraffic FilterStrategy = "traffic"
+)
+
+// FilterStrategies lists the strategies in the order the study reports
+// them.
+var FilterStrategies = []FilterStrategy{StrategyUniform, StrategyNoBottom, StrategyMonkey, StrategyTraffic}
+
+// LookupMix is a distribution of lookups over present and absent keys.
+type LookupMix string
+
+// The mixes of the study.
+const (
+	// MixAbsent looks up absent keys only.
+	MixAbsent LookupMix = "absent"
+	// MixPresent90 looks up present keys 90% of the time, any alike, and
+	// absent ones 10%.
+	MixPresent90 LookupMix = "90/10"
+	// MixZipf draws keys from present and absent ones alike, by a Zipf
+	// law (s = 1.1) over a fixed random ranking of them.
+	MixZipf LookupMix = "zipf"
+)
+
+// LookupMixes lists the mixes in the order the study reports them.
+var LookupMixes = []LookupMix{MixAbsent, MixPresent90, MixZipf}
+
+// FilterMemConfig sizes the study.
+type FilterMemConfig struct {
+	Keys      int       // keys loaded into each store
+	ValueSize int       // bytes per value
+	Lookups   int       // lookups measured per mix (and as many to warm up)
+	Bits      []float64 // filter memory, in bits per key of the final store
+	Seed      uint64
+}
+
+// FilterMemResult is one measurement.
+type FilterMemResult struct {
+	Strategy FilterStrategy
+	Mix      LookupMix
+	Bits     float64 // the memory asked for, bits per key
+	// Spent is the filter bits per entry the store's tables hold in
+	// memory (under a cap: held; otherwise: every table's filter), and
+	// FilterBytes the bytes.
+	Spent       float64
+	FilterBytes int64
+	// Wasted is the wasted data-block reads per lookup.
+	Wasted float64
+	// Levels is the number of L0 tables and deeper levels holding data.
+	L0Tables, Levels int
+}
+
+// FilterMemStudy runs the study: for each memory and strategy, a store
+// loaded with every key twice (the second pass rewrites the tables of the
+// first for the store at its full size, as a store that has served its
+// workload a while holds them), each pass followed by a warm-up of
+// lookups of the mix (the traffic the traffic-aware budget learns from;
+// the other strategies ignore it, so they load once for all mixes), then
+// flushed, settled and measured. progress, if not nil, is told of each
+// result.
+func FilterMemStudy(ctx context.Context, c FilterMemConfig, progress func(FilterMemResult)) ([]FilterMemResult, error) {
+	var out []FilterMemResult
+	for _, bits := range c.Bits {
+		var capBytes int64 // what Monkey's store spent
+		for _, s := range FilterStrategies {
+			mixes := LookupMixes
+			if s == StrategyTraffic {
+				mixes = nil // one store per mix below
+			}
+			if err := c.measureStore(ctx, s, bits, 0, "", mixes, &out, progress); err != nil {
+				return out, err
+			}
+			if s == StrategyMonkey {
+				capBytes = out[len(out)-1].FilterBytes
+			}
+			if s != StrategyTraffic {
+				continue
+			}
+			for _, m := range LookupMixes {
+				if err := c.measureStore(ctx, s, bits, capBytes, m, []LookupMix{m}, &out, progress); err != nil {
+					return out, err
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// measureStore loads one store (warming up with mix warm, if set) and
+// measures mixes on it.
+func (c FilterMemConfig) measureStore(ctx context.Context, s FilterStrategy, bits float64, capBytes int64,
+	warm LookupMix, mixes []LookupMix, out *[]FilterMemResult, progress func(FilterMemResult)) error {
+	if len(mixes) == 0 {
+		return nil
+	}
+	db, err := c.load(ctx, s, bits, capBytes, warm)
+	if err != nil {
+		return fmt.Errorf("bench: %s at %v bits/key: %w", s, bits, err)
+	}
+	defer db.Close()
+	for _, m := range mixes {
+		r, err := c.measure(db, m)
+		if err != nil {
+			return fmt.Errorf("bench: %s at %v bits/key, %s: %w", s, bits, m, err)
+		}
+		r.Strategy, r.Bits = s, bits
+		*out = append(*out, r)
+		if progress != nil {
+			progress(r)
+		}
+	}
+	return nil
+}
+
+// filterMemOptions returns the options of a study store: sizes that settle
+// Keys keys of about 40 bytes into L0 and three levels.
+func (c FilterMemConfig) filterMemOptions(s FilterStrategy, bits float64, capBytes int64) (*kv.Options, error) {
+	o := &kv.Options{FS: vfs.NewMem(), MemTableSize: 64 << 10, TargetFileSize: 64 << 10,
+		LBaseMaxBytes: 128 << 10, BlockCacheSize: 64 << 20}
+	switch s {
+	case StrategyUniform:
+		p, err := bloompolicy.NewBitsPerKey(bits)
+		o.FilterPolicy = p
+		return o, err
+	case StrategyNoBottom:
+		// Set once the shape is known (see load): the bottom level's
+		// share of the keys decides the bits of the others.
+		return o, nil
+	case StrategyMonkey:
+		o.FilterBudget = &bloompolicy.Budget{BitsPerKey: bits}
+	case StrategyTraffic:
+		if capBytes <= 0 {
+			capBytes = int64(bits * float64(c.Keys) / 8)
+		}
+		o.FilterBudget = &bloompolicy.Budget{Bytes: capBytes}
+	}
+	return o, nil
+}
+
+// load builds a store for strategy s at bits per key.
+func (c FilterMemConfig) load(ctx context.Context, s FilterStrategy, bits float64, capBytes int64, warm LookupMix) (*kv.DB, error) {
+	o, err := c.filterMemOptions(s, bits, capBytes)
+	if err != nil {
+		return nil, err
+	}
+	if s == StrategyNoBottom {
+		// The levels above L6 hold about a ninth of the keys at
+		// multiplier 10; they get the bits of all keys, L6 none.
+		p, err := bloompolicy.NewBitsPerKey(min(bits*10, bloompolicy.MaxBitsPerKey))
+		if err != nil {
+			return nil, err
+		}
+		o.FilterPolicy = p
+		o.Levels = make([]kv.LevelOptions, 7)
+		o.Levels[6].FilterPolicy = noFilter{}
+		o.ExtraFilterPolicies = []bloompolicy.FilterPolicy{noFilter{}}
+	}
+	db, err := kv.Open("db", o)
+	if err != nil {
+		return nil, err
+	}
+	g := NewKeyGen(c.Seed)
+	for range 2 {
+		if err := c.fill(db, g, 0, c.Keys); err != nil {
+			db.Close()
+			return nil, err
+		}
+		if warm != "" {
+			if _, err := c.lookups(db, warm, c.Keys, c.Lookups, 1); err != nil {
+				db.Close()
+				return nil, err
+			}
+		}
+	}
+	if err := db.Flush(); err == nil {
+		err = db.WaitIdle(ctx)
+	}
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// fill sets present keys [lo, hi).
+func (c FilterMemConfig) fill(db *kv.DB, g KeyGen, lo, hi int) error {
+	var key, value []byte
+	for i := lo; i < hi; i++ {
+		key, value = g.Present(key[:0], i), g.Value(value[:0], i, c.ValueSize)
+		if err := db.Set(key, value, kv.NoSync); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// measure runs c.Lookups lookups of mix m and reports what they wasted.
+func (c FilterMemConfig) measure(db *kv.DB, m LookupMix) (FilterMemResult, error) {
+	before := db.Metrics()
+	found, err := c.lookups(db, m, c.Keys, c.Lookups, 2)
+	if err != nil {
+		return FilterMemResult{}, err
+	}
+	after := db.Metrics()
+	r := FilterMemResult{Mix: m}
+	reads := after.Lookups.BlockReads - before.Lookups.BlockReads
+	r.Wasted = float64(reads-int64(found)) / float64(c.Lookups)
+	var filterBytes, keys int64
+	for i, l := range after.Levels {
+		filterBytes += l.FilterBytes
+		keys += l.Keys
+		if i == 0 {
+			r.L0Tables = l.NumFiles
+		} else if l.NumFiles > 0 {
+			r.Levels++
+		}
+	}
+	if after.Filters.CapBytes > 0 {
+		filterBytes = after.Filters.HeldBytes
+	}
+	r.Spent = 8 * float64(filterBytes) / float64(keys)
+	r.FilterBytes = filterBytes
+	return r, nil
+}
+
+// lookups runs n lookups of mix m over the first keys present keys (and
+// as many absent ones), drawing with stream, and returns how many found
+// their key. A present key not found, or an absent one found, is an error.
+func (c FilterMemConfig) lookups(db *kv.DB, m LookupMix, keys, n int, stream uint64) (int, error) {
+	g := NewKeyGen(c.Seed)
+	rng := rand.New(rand.NewPCG(c.Seed, stream))
+	zipf := rand.NewZipf(rng, 1.1, 1, uint64(2*keys-1))
+	found := 0
+	var key []byte
+	for range n {
+		var present bool
+		var i int
+		switch m {
+		case MixAbsent:
+			i = rng.IntN(keys)
+		case MixPresent90:
+			present, i = rng.IntN(10) > 0, rng.IntN(keys)
+		case MixZipf:
+			id := int(Mix64(zipf.Uint64()^c.Seed) % uint64(2*keys))
+			present, i = id%2 == 0, id/2
+		}
+		if present {
+			key = g.Present(key[:0], i)
+		} else {
+			key = g.Absent(key[:0], i)
+		}
+		_, err := db.Get(key)
+		switch {
+		case err == nil && present:
+			found++
+		case errors.Is(err, kv.ErrNotFound) && !present:
+		case err != nil && !errors.Is(err, kv.ErrNotFound):
+			return found, err
+		default:
+			return found, fmt.Errorf("key %s: present %v, but Get says %v", key, present, err)
+		}
+	}
+	return found, nil
+}
+
+// noFilter is a filter policy whose filters say "maybe" to every key: the
+// bottom level of StrategyNoBottom. Its filters are empty, so a table
+// spends a byte or two per data block on them.
+type noFilter struct{}
+
+func (noFilter) Name() string                        { return "bench.nofilter" }
+func (noFilter) NewWriter() bloompolicy.FilterWriter { return noFilterWriter{} }
+func (noFilter) MayContain(_, _ []byte) bool         { return true }
+
+type noFilterWriter struct{}
+
+func (noFilterWriter) AddKey([]byte)            {}
+func (noFilterWriter) Finish(dst []byte) []byte { return dst }

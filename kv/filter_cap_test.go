@@ -1,0 +1,174 @@
+package kv
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/bloomkv/bloomkv/bloompolicy"
+	"github.com/cockroachdb/pebble/vfs"
+)
+
+// waitFilterPasses waits until no pass over the filters under a cap is
+// running or asked for.
+func (d *DB) waitFilterPasses() {
+	for {
+		d.mu.Lock()
+		running := d.filterMem.running
+		d.mu.Unlock()
+		if !running {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// capKey is key i of the cap tests: 8 bytes, big-endian, so that keys
+// sort by i.
+func capKey(i int) []byte { return binary.BigEndian.AppendUint64(nil, uint64(i)) }
+
+// TestFilterCap_Growth loads a store to 40 times its first flush under a
+// cap of 4 bits per key of the final size, sampling the filter bytes held
+// from another goroutine all along: they never exceed the cap. Lookups of
+// present and absent keys during the load give the traffic model work and
+// must all answer right, held filter or not.
+func TestFilterCap_Growth(t *testing.T) {
+	const total = 200_000
+	capBytes := int64(4 * total / 8)
+	d, err := Open("db", &Options{FS: vfs.NewMem(), MemTableSize: 64 << 10, TargetFileSize: 128 << 10,
+		LBaseMaxBytes: 256 << 10, FilterBudget: &bloompolicy.Budget{Bytes: capBytes}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var samples, over atomic.Int64
+	var maxHeld atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			held := d.Metrics().Filters.HeldBytes
+			samples.Add(1)
+			if held > capBytes {
+				over.Add(1)
+			}
+			if held > maxHeld.Load() {
+				maxHeld.Store(held)
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+	}()
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	order := rng.Perm(total)
+	val := make([]byte, 16)
+	gets := 0
+	for i, k := range order {
+		if err := d.Set(capKey(2*k), val, NoSync); err != nil {
+			t.Fatal(err)
+		}
+		if i%50 == 49 {
+			mustGetKey(t, d, capKey(2*order[rng.IntN(i)]))
+			if _, err := d.Get(capKey(2*rng.IntN(total) + 1)); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("absent key: %v", err)
+			}
+			gets += 2
+		}
+	}
+	d.waitCompactionsIdle()
+	d.waitFilterPasses()
+	for i := range 2000 { // open the tables again, as the load left them
+		if _, err := d.Get(capKey(2*rng.IntN(total) + 1)); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("absent key %d: %v", i, err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	m := d.Metrics()
+	t.Logf("%d samples, most held %d of a cap of %d; now held %d, %d tables not held, index %d B; %d gets\n%s",
+		samples.Load(), maxHeld.Load(), capBytes, m.Filters.HeldBytes, m.Filters.TablesNotHeld, m.Filters.IndexBytes, gets, m)
+	if samples.Load() < 100 {
+		t.Fatalf("only %d samples", samples.Load())
+	}
+	if over.Load() > 0 || m.Filters.HeldBytes > capBytes {
+		t.Fatalf("filter bytes held above the cap of %d in %d samples (most %d)", capBytes, over.Load(), maxHeld.Load())
+	}
+	if m.Filters.CapBytes != capBytes || m.Filters.IndexBytes == 0 || m.Filters.HeldBytes == 0 {
+		t.Fatalf("filter metrics %+v", m.Filters)
+	}
+	var filterBytes int64
+	for _, l := range m.Levels {
+		filterBytes += l.FilterBytes
+	}
+	if filterBytes > capBytes && m.Filters.TablesNotHeld == 0 {
+		t.Fatalf("tables hold %d filter bytes over the cap of %d, and none is left out", filterBytes, capBytes)
+	}
+}
+
+// mustGetKey fails t unless key is found.
+func mustGetKey(t testing.TB, d *DB, key []byte) {
+	t.Helper()
+	if _, err := d.Get(key); err != nil {
+		t.Fatalf("get %x: %v", key, err)
+	}
+}
+
+// TestFilterCap_ReopenOtherSettings writes a store under a cap and reopens
+// it without one, with filters disabled and under a cap again: every key
+// answers the same.
+func TestFilterCap_ReopenOtherSettings(t *testing.T) {
+	fs := vfs.NewMem()
+	settings := []*Options{
+		{FilterBudget: &bloompolicy.Budget{Bytes: 4 << 10}},
+		{},
+		{DisableFilters: true},
+		{FilterBudget: &bloompolicy.Budget{BitsPerKey: 6}},
+		{FilterBudget: &bloompolicy.Budget{Bytes: 1}},
+	}
+	checked := 0
+	for i, o := range settings {
+		o.FS, o.MemTableSize = fs, 32<<10
+		d, err := Open("db", o)
+		if err != nil {
+			t.Fatalf("setting %d: %v", i, err)
+		}
+		for k := range 5000 {
+			if err := d.Set(capKey(2*(k+5000*i)), []byte(fmt.Sprint(k)), NoSync); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := d.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		d.waitFilterPasses()
+		for k := range 5000 * (i + 1) {
+			mustGetKey(t, d, capKey(2*k))
+			if _, err := d.Get(capKey(2*k + 1)); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("setting %d: absent key: %v", i, err)
+			}
+			checked++
+		}
+		if m := d.Metrics(); o.FilterBudget != nil && o.FilterBudget.Bytes > 0 && m.Filters.HeldBytes > o.FilterBudget.Bytes {
+			t.Fatalf("setting %d: %d bytes held over the cap", i, m.Filters.HeldBytes)
+		}
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if checked != 5000*15 {
+		t.Fatalf("checked %d keys", checked)
+	}
+}
