@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"regexp"
+	"strings"
 
 	"github.com/bloomkv/bloomkv/kv"
 	"github.com/cockroachdb/pebble/vfs"
@@ -142,4 +144,58 @@ func ExampleDB_GetAppend() {
 	// a v-a
 	// b v-b
 	// z not found
+}
+
+func ExampleMakeLoggingEventListener() {
+	// Log every background event; here through a function that drops the
+	// durations and sizes, which vary from run to run and release to
+	// release (log.Printf would do).
+	sizes := regexp.MustCompile(`[0-9]+ B`)
+	logf := func(format string, args ...any) {
+		line, _, _ := strings.Cut(fmt.Sprintf(format, args...), ", in ")
+		fmt.Println(sizes.ReplaceAllString(line, "N B"))
+	}
+	listener := kv.MakeLoggingEventListener(kv.LoggerFunc(logf))
+	db, err := kv.Open("demo", &kv.Options{FS: vfs.NewMem(), EventListener: &listener})
+	if err != nil {
+		log.Fatal(err)
+	}
+	db.Set([]byte("a"), []byte("1"), kv.NoSync)
+	if err := db.Flush(); err != nil {
+		log.Fatal(err)
+	}
+	db.Close() // delivers the events still queued
+	// Output:
+	// WAL created: demo/000001.log
+	// WAL created: demo/000003.log
+	// [JOB 1] flushing memtable of N B to L0
+	// [JOB 1] flush: table created: demo/000004.sst
+	// [JOB 1] flushed N B to L0: 1 tables, N B
+}
+
+func ExampleOptions_eventListener() {
+	// Count flushes and print the compactions as they finish.
+	var flushes int
+	db, err := kv.Open("demo", &kv.Options{FS: vfs.NewMem(), EventListener: &kv.EventListener{
+		FlushEnd: func(kv.FlushInfo) { flushes++ }, // one goroutine delivers every event
+		CompactionEnd: func(i kv.CompactionInfo) {
+			fmt.Printf("compaction (%s) L%d -> L%d: %d tables in, %d out\n",
+				i.Reason, i.StartLevel, i.OutputLevel, len(i.Input), len(i.Output))
+		},
+	}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, k := range []string{"a", "b"} {
+		db.Set([]byte(k), []byte("1"), kv.NoSync)
+		db.Flush()
+	}
+	if err := db.Compact(nil, []byte("z")); err != nil {
+		log.Fatal(err)
+	}
+	db.Close()
+	fmt.Println("flushes:", flushes)
+	// Output:
+	// compaction (manual) L0 -> L6: 2 tables in, 1 out
+	// flushes: 2
 }

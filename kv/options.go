@@ -222,6 +222,12 @@ type Options struct {
 	// Close, and the DB accepts no more writes; the NoSync writes
 	// acknowledged after the failed bytes were buffered are lost.
 	BackgroundWALWrites bool
+
+	// EventListener, when not nil, is told of flushes, compactions, WALs
+	// and tables created and deleted, write stalls and background errors
+	// (see EventListener). MakeLoggingEventListener makes one that logs
+	// them.
+	EventListener *EventListener
 }
 
 // resolve returns a copy of o with defaults filled in, or an error naming
