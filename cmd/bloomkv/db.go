@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
+	"sync"
 
 	"github.com/bloomkv/bloomkv/kv"
 	"github.com/spf13/cobra"
@@ -16,6 +18,8 @@ func (a *app) dbCommand() *cobra.Command {
 			"set creates the store (and the directory) when --dir holds none; the other "+
 			"commands need an existing store and create nothing.")
 	cmd.PersistentFlags().StringVar(&dir, "dir", "", "store directory (required)")
+	cmd.PersistentFlags().BoolVar(&a.verbose, "verbose", false,
+		"log the store's background events (WALs and tables created and deleted, flushes, compactions, write stalls) on stderr")
 	cmd.AddCommand(a.dbGetCommand(&dir), a.dbSetCommand(&dir), a.dbDeleteCommand(&dir),
 		a.dbDeleteRangeCommand(&dir), a.dbScanCommand(&dir), a.dbMetricsCommand(&dir))
 	return cmd
@@ -25,11 +29,16 @@ func (a *app) dbCommand() *cobra.Command {
 // one (create false: kv.Options.ErrorIfNotExists), so a mistyped --dir is an
 // error, not an empty store. Tables built with Pebble's bloom (bench's third
 // store) are read with their filters too.
-func openDB(dir string, create bool) (*kv.DB, error) {
+// With --verbose the store's events are logged on stderr.
+func (a *app) openDB(dir string, create bool) (*kv.DB, error) {
 	if dir == "" {
 		return nil, usagef("--dir is required")
 	}
-	db, err := kv.Open(dir, &kv.Options{ErrorIfNotExists: !create, ExtraFilterPolicies: readableFilters()})
+	o := &kv.Options{ErrorIfNotExists: !create, ExtraFilterPolicies: readableFilters()}
+	if a.verbose {
+		o.EventListener = a.eventLogger()
+	}
+	db, err := kv.Open(dir, o)
 	if errors.Is(err, kv.ErrDBDoesNotExist) {
 		return nil, fmt.Errorf("no bloomkv store in %s (db set creates one)", dir)
 	}
@@ -38,8 +47,8 @@ func openDB(dir string, create bool) (*kv.DB, error) {
 
 // withDB runs fn on the store in dir and closes it, reporting the first
 // error.
-func withDB(dir string, create bool, fn func(db *kv.DB) error) error {
-	db, err := openDB(dir, create)
+func (a *app) withDB(dir string, create bool, fn func(db *kv.DB) error) error {
+	db, err := a.openDB(dir, create)
 	if err != nil {
 		return err
 	}
@@ -48,6 +57,30 @@ func withDB(dir string, create bool, fn func(db *kv.DB) error) error {
 		err = cerr
 	}
 	return err
+}
+
+// eventLogger returns a listener logging each event as a line on stderr,
+// "bloomkv: event: ...". The store's events come from a goroutine of its
+// own, so stderr is then shared under a lock.
+func (a *app) eventLogger() *kv.EventListener {
+	w := &lockedWriter{w: a.stderr}
+	a.stderr = w
+	l := kv.MakeLoggingEventListener(kv.LoggerFunc(func(format string, args ...any) {
+		fmt.Fprintf(w, "bloomkv: event: "+format+"\n", args...)
+	}))
+	return &l
+}
+
+// lockedWriter serializes the writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // keyValue is one entry as get and scan print it with --json.
@@ -71,7 +104,7 @@ func (a *app) dbGetCommand(dir *string) *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withDB(*dir, false, func(db *kv.DB) error { return a.get(db, args, metrics) })
+			return a.withDB(*dir, false, func(db *kv.DB) error { return a.get(db, args, metrics) })
 		},
 	}
 	cmd.Flags().BoolVar(&metrics, "metrics", false, "print the per-level lookup accounting of these gets")
@@ -130,7 +163,7 @@ func (a *app) dbSetCommand(dir *string) *cobra.Command {
 		Short: "Set a key to a value (synced; creates the store if --dir holds none)",
 		Args:  exactArgs("KEY", "VALUE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withDB(*dir, true, func(db *kv.DB) error {
+			return a.withDB(*dir, true, func(db *kv.DB) error {
 				return db.Set([]byte(args[0]), []byte(args[1]), kv.Sync)
 			})
 		},
@@ -143,7 +176,7 @@ func (a *app) dbDeleteCommand(dir *string) *cobra.Command {
 		Short: "Delete a key (synced; deleting an absent key is not an error)",
 		Args:  exactArgs("KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withDB(*dir, false, func(db *kv.DB) error {
+			return a.withDB(*dir, false, func(db *kv.DB) error {
 				return db.Delete([]byte(args[0]), kv.Sync)
 			})
 		},
@@ -156,7 +189,7 @@ func (a *app) dbDeleteRangeCommand(dir *string) *cobra.Command {
 		Short: "Delete every key from START up to END, END excluded (synced; an empty range deletes nothing)",
 		Args:  exactArgs("START", "END"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withDB(*dir, false, func(db *kv.DB) error {
+			return a.withDB(*dir, false, func(db *kv.DB) error {
 				return db.DeleteRange([]byte(args[0]), []byte(args[1]), kv.Sync)
 			})
 		},
@@ -181,7 +214,7 @@ func (a *app) dbScanCommand(dir *string) *cobra.Command {
 			if cmd.Flags().Changed("end") {
 				opts.UpperBound = []byte(end)
 			}
-			return withDB(*dir, false, func(db *kv.DB) error { return a.scan(db, opts, limit) })
+			return a.withDB(*dir, false, func(db *kv.DB) error { return a.scan(db, opts, limit) })
 		},
 	}
 	cmd.Flags().StringVar(&start, "start", "", "first key (inclusive; default: the first key)")
@@ -237,7 +270,7 @@ func (a *app) dbMetricsCommand(dir *string) *cobra.Command {
 			"process, so they are zero here; `db get --metrics` shows them for its keys.",
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withDB(*dir, false, func(db *kv.DB) error {
+			return a.withDB(*dir, false, func(db *kv.DB) error {
 				m := dbMetrics(db)
 				if a.json {
 					return writeJSON(a.stdout, m)

@@ -99,7 +99,11 @@
 // tombstone; START >= END deletes nothing), scan a key range, and metrics,
 // the per-level table of tables, bytes, keys, filter bytes and lookup
 // counters. set creates the store when --dir holds none; the other
-// commands fail on such a directory and create nothing.
+// commands fail on such a directory and create nothing. With --verbose,
+// every db command logs the store's background events on stderr, one
+// line each ("bloomkv: event: ..."): WALs and tables created and deleted,
+// flushes and compactions begun and ended, write stalls, background
+// errors (kv.MakeLoggingEventListener).
 //
 // get and scan print one entry per line, "KEY<tab>VALUE", each quoted when
 // it is not printable text. get prints the keys found in the order given

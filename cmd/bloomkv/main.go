@@ -33,6 +33,7 @@ const (
 type app struct {
 	stdout, stderr io.Writer
 	json           bool // --json: machine-readable output on stdout
+	verbose        bool // db --verbose: log the store's events on stderr
 }
 
 // run executes the command line args and returns the process exit code.
