@@ -19,6 +19,13 @@
 // buffer out first). Metrics reports how many tables, filters and blocks
 // each lookup touched.
 //
+// What Pebble users reach for next works as in Pebble: [DB.GetAppend]
+// reads into the caller's buffer without allocating; [DB.NewIndexedBatch]
+// makes a batch whose Get and NewIter see its own writes over the DB;
+// [Iterator.SetBounds] and [Iterator.Clone] reuse an iterator's view,
+// and [Iterator.Stats] tells what it read; [Options.EventListener] is
+// told of flushes, compactions, files and stalls.
+//
 // # Prefixes
 //
 // A Comparer with a Split (Options.Comparer) cuts each key into a prefix
