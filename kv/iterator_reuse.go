@@ -75,10 +75,10 @@ func (s *iterState) setBounds(lower, upper []byte) {
 // with the same bounds and options, unpositioned. The two are
 // independent: each has its own position and bounds, and each must be
 // closed. A clone of an iterator over an indexed batch sees the batch's
-// writes that i sees, and no later ones. Clone is cheaper than NewIter at
-// the same moment would be, and it sees the very same state, which a
-// NewIter after writes would not. It fails with ErrClosed on a closed
-// iterator or DB.
+// writes that i sees, and no later ones. A clone costs what a NewIter
+// does (its state comes from the same pool), but sees i's state, where a
+// NewIter would see the writes made since. It fails with ErrClosed on a
+// closed iterator or DB.
 func (i *Iterator) Clone() (*Iterator, error) {
 	if i.s == nil {
 		return nil, ErrClosed
