@@ -70,6 +70,7 @@ func (d *DB) compactLocked(c *compaction.Compaction) (err error) {
 	}
 	if c.TrivialMove() {
 		f := c.Inputs[0][0]
+		outputs = []*manifest.FileMetadata{f}
 		edit.NewFiles = []manifest.NewFileEntry{{Level: c.OutputLevel, Meta: f}}
 		if err := d.mu.versions.logAndApply(edit); err != nil {
 			return err
