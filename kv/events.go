@@ -24,6 +24,10 @@ import (
 // BackgroundError, later writes, Flush and Close), as a failed flush is:
 // the store's own goroutines keep running. Close returns once every event
 // queued before it has been delivered.
+//
+// Delivery is asynchronous: a FlushEnd may come after the Flush that
+// waited for it has returned. A listener may call the DB's methods, but
+// not Close, which waits for the listener.
 type EventListener struct {
 	// BackgroundError is called when a flush or compaction fails (or a
 	// listener panics): the DB accepts no more writes.
