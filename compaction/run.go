@@ -3,6 +3,7 @@ package compaction
 import (
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sort"
 
 	"github.com/bloomkv/bloomkv/internal/base"
@@ -115,7 +116,8 @@ type RunStats struct {
 //
 // Run does not close input. On error it returns the tables finished so far
 // with the error; the caller deletes every file it handed out through
-// cfg.NewOutput.
+// cfg.NewOutput. A panic of a callback (the comparer's, the filter
+// policy's, the input's) is such an error, wrapping ErrCallbackPanic.
 func Run(input InternalIterator, cfg RunConfig) ([]*FileMetadata, RunStats, error) {
 	var stats RunStats
 	if err := cfg.check(); err != nil {
@@ -128,17 +130,33 @@ func Run(input InternalIterator, cfg RunConfig) ([]*FileMetadata, RunStats, erro
 		cfg.Writer.Comparer = cfg.Comparer
 	}
 	r := &runner{cfg: cfg, stats: &stats}
-	frags := rangedel.Fragment(cfg.Comparer.Compare, cfg.RangeDels)
-	r.iter = newCompactionIter(cfg.Comparer.Compare, input, cfg.Snapshots, cfg.ElideTombstone, frags, &stats)
-	r.pending = r.iter.keptRangeDels(frags, cfg.ElideRangeTombstone)
-	r.gp = grandparentLimiter{cmp: cfg.Comparer.Compare, files: cfg.Grandparents, limit: cfg.grandparentLimit()}
-	r.split = boundarySplitter{cmp: cfg.Comparer.Compare, files: cfg.SplitBoundaries, bytes: cfg.SplitBytes}
-	err := r.run()
+	err := guard(func() error {
+		r.start(input)
+		return r.run()
+	})
 	if r.w != nil {
 		// Only after a failure: the table is incomplete, its error moot.
-		_ = r.w.Close()
+		_ = guard(r.w.Close)
 	}
 	return r.tables, stats, err
+}
+
+// ErrCallbackPanic is wrapped by the error of a Run during which a
+// function of the caller's panicked: the Comparer's (Compare, Split,
+// Separator, Successor), the filter policy's, or the input iterator's.
+// Run returns it, with the panic's value and stack, rather than let the
+// panic kill the goroutine that runs it (a store's background flush or
+// compaction, which no caller could recover).
+var ErrCallbackPanic = errors.New("compaction: a callback panicked")
+
+// guard runs fn, turning a panic into an error wrapping ErrCallbackPanic.
+func guard(fn func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: %v\n%s", ErrCallbackPanic, p, debug.Stack())
+		}
+	}()
+	return fn()
 }
 
 // check rejects configurations that are programming mistakes.
@@ -189,6 +207,18 @@ type runner struct {
 	lower   []byte
 }
 
+// start readies r to drain input: the compaction iterator, the range
+// tombstones it keeps, and where tables are cut.
+func (r *runner) start(input InternalIterator) {
+	cfg := &r.cfg
+	frags := rangedel.Fragment(cfg.Comparer.Compare, cfg.RangeDels)
+	r.iter = newCompactionIter(cfg.Comparer.Compare, input, cfg.Snapshots, cfg.ElideTombstone, frags, r.stats)
+	r.pending = r.iter.keptRangeDels(frags, cfg.ElideRangeTombstone)
+	r.gp = grandparentLimiter{cmp: cfg.Comparer.Compare, files: cfg.Grandparents, limit: cfg.grandparentLimit()}
+	r.split = boundarySplitter{cmp: cfg.Comparer.Compare, files: cfg.SplitBoundaries, bytes: cfg.SplitBytes}
+}
+
+// run drains the input into tables.
 func (r *runner) run() error {
 	for {
 		versions, ok := r.iter.nextKey()

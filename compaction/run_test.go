@@ -413,3 +413,38 @@ func BenchmarkRun(b *testing.B) {
 		b.ReportMetric(float64(stats.EntriesOut)/float64(stats.EntriesIn), "kept/entry")
 	}
 }
+
+// TestRun_CallbackPanic checks that a comparer function that panics during
+// Run comes back as an error wrapping ErrCallbackPanic, with the panic's
+// value, and that the table being written is abandoned.
+func TestRun_CallbackPanic(t *testing.T) {
+	cases := map[string]func(c *base.Comparer){
+		"Split": func(c *base.Comparer) {
+			// Only on b/1, so that NewWriter's CheckSplit passes.
+			c.Split = func(k []byte) int {
+				if string(k) == "b/1" {
+					panic("split " + string(k))
+				}
+				return itertest.SlashSplit(k)
+			}
+		},
+		"Separator": func(c *base.Comparer) { c.Separator = func(dst, a, b []byte) []byte { panic("separator") } },
+		"Successor": func(c *base.Comparer) { c.Successor = func(dst, a []byte) []byte { panic("successor") } },
+	}
+	ran := 0
+	for name, spoil := range cases {
+		c := itertest.SlashComparer()
+		spoil(c)
+		input := itertest.ParseEntries(t, "a/1#3,SET:a b/1#2,SET:b c/1#1,SET:c")
+		out := newMemOutputs()
+		_, _, err := Run(input, RunConfig{NewOutput: out.newOutput, Comparer: c,
+			Writer: sstable.WriterOptions{Comparer: c, BlockSize: 1}})
+		if !errors.Is(err, ErrCallbackPanic) || !strings.Contains(err.Error(), strings.ToLower(name)) {
+			t.Errorf("%s panics: Run = %v, want ErrCallbackPanic naming the panic", name, err)
+		}
+		ran++
+	}
+	if ran != len(cases) {
+		t.Fatalf("%d of %d cases ran", ran, len(cases))
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
+	"github.com/bloomkv/bloomkv/internal/bench"
 	"github.com/bloomkv/bloomkv/kv"
 	"github.com/cockroachdb/pebble/vfs"
 )
@@ -102,20 +103,20 @@ func loadBudgetStore(b *testing.B, o kv.Options) *kv.DB {
 	if err != nil {
 		b.Fatal(err)
 	}
-	e := &bloomkvEngine{db: d}
+	e := &bench.KV{DB: d}
 	memtable := o.MemTableSize
 	if memtable == 0 {
 		memtable = kv.DefaultMemTableSize
 	}
-	const entryBytes = 17 + benchValueSize + 24 // key, value, memtable overhead
+	const entryBytes = benchEntryBytes + 24 // key, value, memtable overhead
 	chunk := int(memtable * 3 / 4 / entryBytes)
 	for lo := 0; lo < budgetKeys; lo += chunk {
 		writeKeys(b, e, lo, min(lo+chunk, budgetKeys), true, false)
 		if err := d.Flush(); err != nil {
 			b.Fatal(err)
 		}
-		if !waitIdle(e, 5*time.Minute) {
-			b.Fatalf("store still compacting after five minutes: %v tables per level", e.levels())
+		if !settle(b, e, 5*time.Minute) {
+			b.Fatalf("store still compacting after five minutes: tables per level %s", bench.FormatShape(e.Shape()))
 		}
 	}
 	return d
@@ -146,7 +147,7 @@ func logShape(b *testing.B, name string, d *kv.DB) {
 // random order and reports the lookup counters per lookup and the store's
 // filter memory.
 func benchBudgetGets(b *testing.B, d *kv.DB, present bool) {
-	e := &bloomkvEngine{db: d}
+	e := &bench.KV{DB: d}
 	var key []byte
 	before := d.Metrics().Lookups
 	b.ResetTimer()
@@ -171,7 +172,7 @@ func benchBudgetGets(b *testing.B, d *kv.DB, present bool) {
 // processes falls on both, and reports each store's time per Get and
 // their ratio (budget ÷ uniform).
 func benchPairedGets(b *testing.B, uniform, budget *kv.DB, present bool) {
-	engines := [2]*bloomkvEngine{{db: uniform}, {db: budget}}
+	engines := [2]*bench.KV{{DB: uniform}, {DB: budget}}
 	var spent [2]time.Duration
 	var key []byte
 	b.ResetTimer()

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bloomkv/bloomkv/internal/bench"
 	"github.com/bloomkv/bloomkv/kv"
 )
 
@@ -68,7 +69,7 @@ func BenchmarkFillLarge(b *testing.B) {
 	for _, n := range sizes {
 		for _, eng := range writeEngines {
 			b.Run(fmt.Sprintf("keys=%dM/engine=%s", n/1_000_000, eng.name), func(b *testing.B) {
-				b.SetBytes(int64(n) * (17 + benchValueSize))
+				b.SetBytes(int64(n) * benchEntryBytes)
 				for i := 0; i < b.N; i++ {
 					fillLarge(b, eng.open(b, b.TempDir(), true), eng.name, n)
 				}
@@ -87,12 +88,12 @@ var (
 // engineMetrics formats e's metrics table: per level, the tables, bytes
 // and compaction traffic (bloomkv's Metrics.String, Pebble's
 // Metrics.String).
-func engineMetrics(e benchEngine) string {
+func engineMetrics(e bench.Engine) string {
 	switch e := e.(type) {
-	case *bloomkvEngine:
-		return e.db.Metrics().String()
-	case *pebbleEngine:
-		return e.db.Metrics().String()
+	case *bench.KV:
+		return e.DB.Metrics().String()
+	case *bench.Pebble:
+		return e.DB.Metrics().String()
 	}
 	return ""
 }
@@ -103,7 +104,7 @@ const (
 )
 
 // fillLarge runs one fill of n keys into e, timed, then closes e.
-func fillLarge(b *testing.B, e benchEngine, engine string, n int) {
+func fillLarge(b *testing.B, e bench.Engine, engine string, n int) {
 	b.StopTimer()
 	var probe fillProbe
 	var elapsed time.Duration
@@ -115,41 +116,41 @@ func fillLarge(b *testing.B, e benchEngine, engine string, n int) {
 		b.StopTimer()
 		elapsed += time.Since(start)
 		probe = probeLookups(b, e, c*n/fillCheckpoints)
-		b.Logf("%s %3d%%: %d keys in %v, tables per level %v, sorted runs %d, %s, write-amp %.2f",
+		b.Logf("%s %3d%%: %d keys in %v, tables per level %s, sorted runs %d, %s, write-amp %.2f",
 			engine, 100*c/fillCheckpoints, c*n/fillCheckpoints, elapsed.Round(time.Millisecond),
-			e.levels(), probe.sortedRuns, probe, e.fillStats().writeAmp)
+			bench.FormatShape(e.Shape()), probe.sortedRuns, probe, e.Stats().WriteAmp)
 	}
 	peakHeap := heap.stop()
-	if err := e.flush(); err != nil {
+	if err := e.Flush(); err != nil {
 		b.Fatal(err)
 	}
 	settleStart := time.Now()
-	if !waitIdle(e, 30*time.Minute) {
+	if !settle(b, e, 30*time.Minute) {
 		b.Logf("%s: background work still running after 30 minutes", engine)
 	}
 	settled := time.Since(settleStart)
-	st := e.fillStats()
+	st := e.Stats()
 	probe = probeLookups(b, e, n)
-	b.Logf("%s settled %v after the fill: tables per level %v, sorted runs %d, %s, write-amp %.2f, peak heap beyond cache and memtables %.1f MB",
-		engine, settled.Round(time.Millisecond), e.levels(), probe.sortedRuns, probe, st.writeAmp, float64(peakHeap)/1e6)
+	b.Logf("%s settled %v after the fill: tables per level %s, sorted runs %d, %s, write-amp %.2f, peak heap beyond cache and memtables %.1f MB",
+		engine, settled.Round(time.Millisecond), bench.FormatShape(e.Shape()), probe.sortedRuns, probe, st.WriteAmp, float64(peakHeap)/1e6)
 	if *fillMetrics {
 		b.Logf("%s settled metrics:\n%s", engine, engineMetrics(e))
 	}
 	b.ReportMetric(float64(n)/elapsed.Seconds(), "keys/s")
-	b.ReportMetric(st.writeAmp, "write-amp")
+	b.ReportMetric(st.WriteAmp, "write-amp")
 	b.ReportMetric(float64(peakHeap)/1e6, "peak-heap-MB")
 	b.ReportMetric(float64(probe.sortedRuns), "sorted-runs")
 	name := map[bool]string{true: "tables", false: "filter-checks"}[probe.countsTables]
 	b.ReportMetric(probe.present, name+"/get-present")
 	b.ReportMetric(probe.absent, name+"/get-absent")
-	if err := e.close(); err != nil {
+	if err := e.Close(); err != nil {
 		b.Fatal(err)
 	}
 }
 
 // writeKeysPaced writes keys lo..hi-1 as writeKeys does, random, NoSync,
 // at most rate keys a second from its start (unpaced when rate is 0).
-func writeKeysPaced(b *testing.B, e benchEngine, lo, hi, rate int) {
+func writeKeysPaced(b *testing.B, e bench.Engine, lo, hi, rate int) {
 	if rate <= 0 {
 		writeKeys(b, e, lo, hi, true, false)
 		return
@@ -161,54 +162,6 @@ func writeKeysPaced(b *testing.B, e benchEngine, lo, hi, rate int) {
 		time.Sleep(time.Until(due))
 		writeKeys(b, e, i, min(i+step, hi), true, false)
 	}
-}
-
-// fillStats is what fillLarge reads from an engine.
-type fillStats struct {
-	// tablesChecked counts, over all lookups so far, the tables whose
-	// filter a lookup checked (see BenchmarkFillLarge).
-	tablesChecked float64
-	// countsTables is true when tablesChecked counts every table a lookup
-	// considered (bloomkv), false when it leaves out L6 (Pebble).
-	countsTables bool
-	sortedRuns   int
-	writeAmp     float64
-	// tableBytes is the size of the engine's tables.
-	tableBytes int64
-	// onHeap is what the engine holds on the Go heap for its block cache
-	// and memtables.
-	onHeap int64
-}
-
-func (e *bloomkvEngine) fillStats() fillStats {
-	m := e.db.Metrics()
-	s := fillStats{tablesChecked: float64(m.Lookups.TablesConsidered), countsTables: true, writeAmp: m.WriteAmp,
-		onHeap: m.BlockCache.Size + m.MemTable.Size}
-	s.sortedRuns = m.Levels[0].NumFiles
-	for _, l := range m.Levels[1:] {
-		if l.NumFiles > 0 {
-			s.sortedRuns++
-		}
-	}
-	for _, l := range m.Levels {
-		s.tableBytes += l.Size
-	}
-	return s
-}
-
-func (e *pebbleEngine) fillStats() fillStats {
-	m := e.db.Metrics()
-	total := m.Total()
-	s := fillStats{
-		tablesChecked: float64(m.Filter.Hits + m.Filter.Misses),
-		sortedRuns:    m.ReadAmp(),
-		writeAmp:      total.WriteAmp(),
-		tableBytes:    total.Size,
-	}
-	if pebbleManualOnHeap {
-		s.onHeap = m.BlockCache.Size + int64(m.MemTable.Size)
-	}
-	return s
 }
 
 // fillProbe is what lookups consulted at one checkpoint.
@@ -225,18 +178,18 @@ func (p fillProbe) String() string {
 
 // probeLookups looks up fillProbes of the first written keys, then as many
 // absent keys among them, and returns the tables checked per lookup.
-func probeLookups(b *testing.B, e benchEngine, written int) fillProbe {
-	before := e.fillStats()
-	p := fillProbe{countsTables: before.countsTables, sortedRuns: before.sortedRuns}
+func probeLookups(b *testing.B, e bench.Engine, written int) fillProbe {
+	before := e.Stats()
+	p := fillProbe{countsTables: before.AllTables, sortedRuns: before.SortedRuns}
 	var key []byte
 	for _, present := range []bool{true, false} {
-		start := e.fillStats().tablesChecked
+		start := e.Stats().TablesChecked
 		for i := 0; i < fillProbes; i++ {
 			j := mix64(uint64(written)*fillProbes+uint64(i)) % uint64(written)
 			key = benchKey(key, 2*j+boolToUint(!present), true)
 			checkGet(b, e, key, present)
 		}
-		perGet := (e.fillStats().tablesChecked - start) / fillProbes
+		perGet := float64(e.Stats().TablesChecked-start) / fillProbes
 		if present {
 			p.present = perGet
 		} else {
@@ -250,7 +203,7 @@ func probeLookups(b *testing.B, e benchEngine, written int) fillProbe {
 const heapSampleEvery = 10 * time.Millisecond
 
 // heapSampler tracks the peak of the live Go heap less the engine's
-// on-heap cache and memtables (fillStats.onHeap).
+// on-heap cache and memtables (bench.Stats.OnHeap).
 type heapSampler struct {
 	done chan struct{}
 	peak chan int64
@@ -264,7 +217,7 @@ type heapSampler struct {
 //
 // With -fillheapprofile it writes a heap profile each time the peak
 // grows, so the file left is the heap as the peak's collection found it.
-func startHeapSampler(e benchEngine, engine string) *heapSampler {
+func startHeapSampler(e bench.Engine, engine string) *heapSampler {
 	h := &heapSampler{done: make(chan struct{}), peak: make(chan int64, 1)}
 	go func() {
 		sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/cycles/total:gc-cycles"}}
@@ -273,7 +226,7 @@ func startHeapSampler(e benchEngine, engine string) *heapSampler {
 		var peak, held int64
 		var cycles uint64
 		for {
-			held = max(held, e.fillStats().onHeap)
+			held = max(held, e.Stats().OnHeap)
 			metrics.Read(sample)
 			if c := sample[1].Value.Uint64(); c != cycles {
 				cycles = c
@@ -281,7 +234,7 @@ func startHeapSampler(e benchEngine, engine string) *heapSampler {
 					peak = p
 					writeHeapProfile(*fillHeap, engine)
 				}
-				held = e.fillStats().onHeap
+				held = e.Stats().OnHeap
 			}
 			select {
 			case <-h.done:
@@ -327,8 +280,8 @@ func (h *heapSampler) stop() int64 {
 // reported: keys/s of the writes, write-amp, and for bloomkv the times a
 // writer stalled (Metrics.WriteStalls).
 //
-// A million keys make about 126 MB of tables (the values are random
-// letters, which Snappy does not shorten). It runs under three base-level targets
+// A million keys make over 100 MB of tables (the values are random
+// bytes, which Snappy does not shorten). It runs under three base-level targets
 // (LBaseMaxBytes, the same on both engines), since a dynamic leveled LSM's
 // space amplification depends on where the store's size falls between two
 // moves of its base level:
@@ -350,7 +303,7 @@ func BenchmarkOverwriteSpaceAmp(b *testing.B) {
 	for _, lbase := range []int64{kv.DefaultLBaseMaxBytes, 16 << 20, 6 << 20} {
 		for _, eng := range overwriteEngines {
 			b.Run(fmt.Sprintf("lbase=%dMB/engine=%s", lbase>>20, eng.name), func(b *testing.B) {
-				b.SetBytes(int64(overwriteKeys*overwriteRounds) * (17 + benchValueSize))
+				b.SetBytes(int64(overwriteKeys*overwriteRounds) * benchEntryBytes)
 				for i := 0; i < b.N; i++ {
 					overwriteSpaceAmp(b, eng.open(b, b.TempDir(), lbase), eng.name)
 				}
@@ -363,14 +316,14 @@ func BenchmarkOverwriteSpaceAmp(b *testing.B) {
 // options of bench_test.go but for LBaseMaxBytes.
 var overwriteEngines = []struct {
 	name string
-	open func(b *testing.B, dir string, lbase int64) benchEngine
+	open func(b *testing.B, dir string, lbase int64) bench.Engine
 }{
-	{"bloomkv", func(b *testing.B, dir string, lbase int64) benchEngine {
+	{bench.EngineKV, func(b *testing.B, dir string, lbase int64) bench.Engine {
 		opts := bloomkvBenchOptions(b, true)
 		opts.LBaseMaxBytes = lbase
 		return openBloomkvWith(b, dir, opts)
 	}},
-	{"pebble", func(b *testing.B, dir string, lbase int64) benchEngine {
+	{bench.EnginePebble, func(b *testing.B, dir string, lbase int64) bench.Engine {
 		opts := pebbleBenchOptions(true)
 		opts.LBaseMaxBytes = lbase
 		return openPebbleWith(b, dir, opts)
@@ -383,44 +336,45 @@ const (
 )
 
 // overwriteSpaceAmp runs one overwrite workload on e, then closes e.
-func overwriteSpaceAmp(b *testing.B, e benchEngine, engine string) {
-	var key []byte
+func overwriteSpaceAmp(b *testing.B, e bench.Engine, engine string) {
+	var key, value []byte
 	start := time.Now()
 	for r := 0; r < overwriteRounds; r++ {
 		for i := 0; i < overwriteKeys; i++ {
 			key = benchKey(key, uint64(2*i), true)
-			if err := e.set(key, benchValue(uint64(i)+uint64(r)*104729), false); err != nil {
+			value = benchKeys.Value(value[:0], i+r*104729, benchValueSize)
+			if err := e.Set(key, value, false); err != nil {
 				b.Fatal(err)
 			}
 		}
 	}
 	elapsed := time.Since(start)
 	b.StopTimer()
-	if err := e.flush(); err != nil {
+	if err := e.Flush(); err != nil {
 		b.Fatal(err)
 	}
-	if !waitIdle(e, 30*time.Minute) {
+	if !settle(b, e, 30*time.Minute) {
 		b.Logf("%s: background work still running after 30 minutes", engine)
 	}
-	settled := e.fillStats()
-	levels := e.levels()
+	settled := e.Stats()
+	levels := bench.FormatShape(e.Shape())
 	if *fillMetrics {
 		b.Logf("%s settled metrics:\n%s", engine, engineMetrics(e))
 	}
-	if err := e.compactAll(); err != nil {
+	if err := e.Compact(); err != nil {
 		b.Fatal(err)
 	}
-	oneCopy := e.fillStats().tableBytes
-	b.Logf("%s: settled tables %.1f MB in levels %v, one copy %.1f MB: space-amp %.3f, write-amp %.2f",
-		engine, float64(settled.tableBytes)/1e6, levels, float64(oneCopy)/1e6,
-		float64(settled.tableBytes)/float64(oneCopy), settled.writeAmp)
+	oneCopy := e.Stats().TableBytes
+	b.Logf("%s: settled tables %.1f MB in levels %s, one copy %.1f MB: space-amp %.3f, write-amp %.2f",
+		engine, float64(settled.TableBytes)/1e6, levels, float64(oneCopy)/1e6,
+		float64(settled.TableBytes)/float64(oneCopy), settled.WriteAmp)
 	b.ReportMetric(float64(overwriteKeys*overwriteRounds)/elapsed.Seconds(), "keys/s")
-	b.ReportMetric(float64(settled.tableBytes)/float64(oneCopy), "space-amp")
-	b.ReportMetric(settled.writeAmp, "write-amp")
-	if be, ok := e.(*bloomkvEngine); ok {
-		b.ReportMetric(float64(be.db.Metrics().WriteStalls), "stalls")
+	b.ReportMetric(float64(settled.TableBytes)/float64(oneCopy), "space-amp")
+	b.ReportMetric(settled.WriteAmp, "write-amp")
+	if be, ok := e.(*bench.KV); ok {
+		b.ReportMetric(float64(be.DB.Metrics().WriteStalls), "stalls")
 	}
-	if err := e.close(); err != nil {
+	if err := e.Close(); err != nil {
 		b.Fatal(err)
 	}
 	b.StartTimer()

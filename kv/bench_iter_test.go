@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bloomkv/bloomkv/internal/bench"
 	"github.com/cockroachdb/pebble"
 )
 
@@ -38,19 +39,19 @@ import (
 func BenchmarkIter(b *testing.B) {
 	for _, cache := range []int64{benchCacheSize, 256 << 20} {
 		b.Run(fmt.Sprintf("cache=%dMB", cache>>20), func(b *testing.B) {
-			engines := make([]benchEngine, len(benchEngines))
+			engines := make([]bench.Engine, len(benchEngines))
 			for k, eng := range benchEngines {
 				engines[k] = loadSettled(b, openWithCache(b, eng.name, b.TempDir(), cache), iterKeys)
-				b.Logf("engine=%s: tables per level %v", eng.name, engines[k].levels())
+				b.Logf("engine=%s: tables per level %s", eng.name, bench.FormatShape(engines[k].Shape()))
 			}
 			for _, op := range iterOps {
 				for k, eng := range benchEngines {
-					e := engines[k].(iterEngine)
+					e := engines[k]
 					b.Run(fmt.Sprintf("op=%s/engine=%s", op.name, eng.name), func(b *testing.B) { op.run(b, e, iterKeys) })
 				}
 			}
 			for _, e := range engines {
-				if err := e.close(); err != nil {
+				if err := e.Close(); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -63,65 +64,43 @@ const iterKeys = 1_000_000
 // openWithCache opens a store of the named engine in dir, on the options
 // of bench_test.go but with a block cache of cache bytes, with automatic
 // compactions.
-func openWithCache(b *testing.B, engine, dir string, cache int64) benchEngine {
-	if engine == "bloomkv" {
+func openWithCache(b *testing.B, engine, dir string, cache int64) bench.Engine {
+	if engine == bench.EngineKV {
 		opts := bloomkvBenchOptions(b, true)
 		opts.BlockCacheSize = cache
 		return openBloomkvWith(b, dir, opts)
 	}
 	opts := pebbleBenchOptions(true)
 	opts.Cache.Unref()
-	opts.Cache = pebble.NewCache(cache + 2*benchMemTable)
+	opts.Cache = pebble.NewCache(cache + 2*benchMemTable) // room for the memtables, as bench.Sizes gives
 	return openPebbleWith(b, dir, opts)
 }
 
 // loadSettled loads n keys (the even ones) in random order into e, which
 // runs automatic compactions, then flushes and waits for the background
 // work to end.
-func loadSettled(b *testing.B, e benchEngine, n int) benchEngine {
+func loadSettled(b *testing.B, e bench.Engine, n int) bench.Engine {
 	writeKeys(b, e, 0, n, true, false)
-	if err := e.flush(); err != nil {
+	if err := e.Flush(); err != nil {
 		b.Fatal(err)
 	}
-	if !waitIdle(e, 5*time.Minute) {
-		b.Logf("engine still busy five minutes after the load: %v tables per level", e.levels())
+	if !settle(b, e, 5*time.Minute) {
+		b.Logf("engine still busy five minutes after the load: tables per level %s", bench.FormatShape(e.Shape()))
 	}
 	return e
 }
-
-// benchIter is what the iterator benchmarks need of either engine's
-// iterator.
-type benchIter interface {
-	First() bool
-	Last() bool
-	SeekGE(key []byte) bool
-	Next() bool
-	Prev() bool
-	Key() []byte
-	Value() []byte
-	Error() error
-	Close() error
-}
-
-// iterEngine is an engine that opens unbounded iterators.
-type iterEngine interface {
-	newIter() (benchIter, error)
-}
-
-func (e *bloomkvEngine) newIter() (benchIter, error) { return e.db.NewIter(nil) }
-func (e *pebbleEngine) newIter() (benchIter, error)  { return e.db.NewIter(nil) }
 
 // iterOps are the operations of BenchmarkIter and BenchmarkIterCompacted
 // on a store of keys keys (benchKey's even ones).
 var iterOps = []struct {
 	name string
-	run  func(b *testing.B, e iterEngine, keys int)
+	run  func(b *testing.B, e bench.Engine, keys int)
 }{
-	{"seek-one", func(b *testing.B, e iterEngine, keys int) { benchSeeks(b, e, keys, 1) }},
-	{"range50", func(b *testing.B, e iterEngine, keys int) { benchSeeks(b, e, keys, 50) }},
-	{"range100", func(b *testing.B, e iterEngine, keys int) { benchSeeks(b, e, keys, 100) }},
-	{"scan-forward", func(b *testing.B, e iterEngine, keys int) { benchFullScans(b, e, keys, true) }},
-	{"scan-reverse", func(b *testing.B, e iterEngine, keys int) { benchFullScans(b, e, keys, false) }},
+	{"seek-one", func(b *testing.B, e bench.Engine, keys int) { benchSeeks(b, e, keys, 1) }},
+	{"range50", func(b *testing.B, e bench.Engine, keys int) { benchSeeks(b, e, keys, 50) }},
+	{"range100", func(b *testing.B, e bench.Engine, keys int) { benchSeeks(b, e, keys, 100) }},
+	{"scan-forward", func(b *testing.B, e bench.Engine, keys int) { benchFullScans(b, e, keys, true) }},
+	{"scan-reverse", func(b *testing.B, e bench.Engine, keys int) { benchFullScans(b, e, keys, false) }},
 }
 
 // BenchmarkIterCompacted runs the operations of BenchmarkIter on the
@@ -133,15 +112,15 @@ var iterOps = []struct {
 //
 //	go test ./kv -run '^$' -bench 'IterCompacted' -count 3
 func BenchmarkIterCompacted(b *testing.B) {
-	engines := make([]iterEngine, len(benchEngines))
+	engines := make([]bench.Engine, len(benchEngines))
 	for k, eng := range benchEngines {
 		e := loadStore(b, eng.open, b.TempDir(), "compacted")
 		defer func() {
-			if err := e.close(); err != nil {
+			if err := e.Close(); err != nil {
 				b.Error(err)
 			}
 		}()
-		engines[k] = e.(iterEngine)
+		engines[k] = e
 	}
 	for _, op := range iterOps {
 		for k, eng := range benchEngines {
@@ -155,7 +134,7 @@ func BenchmarkIterCompacted(b *testing.B) {
 // benchSeeks opens an iterator per operation, seeks it to a random present
 // key of a store of keys keys, reads n keys from there (fewer at the end
 // of the store) and closes it.
-func benchSeeks(b *testing.B, e iterEngine, keys, n int) {
+func benchSeeks(b *testing.B, e bench.Engine, keys, n int) {
 	var buf seekBuffers
 	cpu := startCPU()
 	defer cpu.stop(b)
@@ -168,10 +147,10 @@ func benchSeeks(b *testing.B, e iterEngine, keys, n int) {
 type seekBuffers struct{ key, sink []byte }
 
 // seekOnce is benchSeeks' operation i.
-func seekOnce(b *testing.B, e iterEngine, buf *seekBuffers, i, keys, n int) {
+func seekOnce(b *testing.B, e bench.Engine, buf *seekBuffers, i, keys, n int) {
 	j := mix64(uint64(i)) % uint64(keys)
 	buf.key = benchKey(buf.key, 2*j, true)
-	it, err := e.newIter()
+	it, err := e.NewIter()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -193,8 +172,8 @@ func seekOnce(b *testing.B, e iterEngine, buf *seekBuffers, i, keys, n int) {
 // benchFullScans walks the whole store of keys keys once per operation,
 // after one untimed pass that fills the block cache as far as it holds
 // the store.
-func benchFullScans(b *testing.B, e iterEngine, keys int, forward bool) {
-	b.SetBytes(int64(keys) * (17 + benchValueSize))
+func benchFullScans(b *testing.B, e bench.Engine, keys int, forward bool) {
+	b.SetBytes(int64(keys) * benchEntryBytes)
 	fullScan(b, e, keys, forward)
 	b.ResetTimer()
 	cpu := startCPU()
@@ -233,8 +212,8 @@ func (m cpuMeter) stop(b *testing.B) {
 
 // fullScan walks the whole store of keys keys once, forward or backward,
 // and checks it saw every key.
-func fullScan(b *testing.B, e iterEngine, keys int, forward bool) {
-	it, err := e.newIter()
+func fullScan(b *testing.B, e bench.Engine, keys int, forward bool) {
+	it, err := e.NewIter()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -270,11 +249,11 @@ func fullScan(b *testing.B, e iterEngine, keys int, forward bool) {
 //
 //	go test ./kv -run '^$' -bench 'Paired' -benchtime 200000x -count 3
 func BenchmarkPaired(b *testing.B) {
-	var engines [2]benchEngine
+	var engines [2]bench.Engine
 	for k, eng := range benchEngines {
 		engines[k] = loadStore(b, eng.open, b.TempDir(), "compacted")
 		defer func() {
-			if err := engines[k].close(); err != nil {
+			if err := engines[k].Close(); err != nil {
 				b.Error(err)
 			}
 		}()
@@ -293,33 +272,33 @@ const pairSlice = 2000
 var pairedOps = []struct {
 	name  string
 	slice int
-	run   func(b *testing.B, e benchEngine, buf *seekBuffers, i int)
+	run   func(b *testing.B, e bench.Engine, buf *seekBuffers, i int)
 }{
-	{"get-present", pairSlice, func(b *testing.B, e benchEngine, buf *seekBuffers, i int) {
+	{"get-present", pairSlice, func(b *testing.B, e bench.Engine, buf *seekBuffers, i int) {
 		buf.key = benchKey(buf.key, 2*(mix64(uint64(i))%benchPrefill), true)
 		checkGet(b, e, buf.key, true)
 	}},
-	{"get-absent", pairSlice, func(b *testing.B, e benchEngine, buf *seekBuffers, i int) {
+	{"get-absent", pairSlice, func(b *testing.B, e bench.Engine, buf *seekBuffers, i int) {
 		buf.key = benchKey(buf.key, 2*(mix64(uint64(i))%benchPrefill)+1, true)
 		checkGet(b, e, buf.key, false)
 	}},
-	{"seek-one", pairSlice, func(b *testing.B, e benchEngine, buf *seekBuffers, i int) {
-		seekOnce(b, e.(iterEngine), buf, i, benchPrefill, 1)
+	{"seek-one", pairSlice, func(b *testing.B, e bench.Engine, buf *seekBuffers, i int) {
+		seekOnce(b, e, buf, i, benchPrefill, 1)
 	}},
-	{"range50", pairSlice, func(b *testing.B, e benchEngine, buf *seekBuffers, i int) {
-		seekOnce(b, e.(iterEngine), buf, i, benchPrefill, 50)
+	{"range50", pairSlice, func(b *testing.B, e bench.Engine, buf *seekBuffers, i int) {
+		seekOnce(b, e, buf, i, benchPrefill, 50)
 	}},
-	{"scan-forward", 1, func(b *testing.B, e benchEngine, _ *seekBuffers, _ int) {
-		fullScan(b, e.(iterEngine), benchPrefill, true)
+	{"scan-forward", 1, func(b *testing.B, e bench.Engine, _ *seekBuffers, _ int) {
+		fullScan(b, e, benchPrefill, true)
 	}},
-	{"scan-reverse", 1, func(b *testing.B, e benchEngine, _ *seekBuffers, _ int) {
-		fullScan(b, e.(iterEngine), benchPrefill, false)
+	{"scan-reverse", 1, func(b *testing.B, e bench.Engine, _ *seekBuffers, _ int) {
+		fullScan(b, e, benchPrefill, false)
 	}},
 }
 
 // runPaired runs b.N operations on each engine, alternating every slice,
 // and reports each engine's CPU time per operation.
-func runPaired(b *testing.B, engines [2]benchEngine, slice int, run func(*testing.B, benchEngine, *seekBuffers, int)) {
+func runPaired(b *testing.B, engines [2]bench.Engine, slice int, run func(*testing.B, bench.Engine, *seekBuffers, int)) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	var cpu [2]int64

@@ -1,43 +1,43 @@
 package kv_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
+	"github.com/bloomkv/bloomkv/internal/bench"
 	"github.com/bloomkv/bloomkv/kv"
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/bloom"
-	"github.com/cockroachdb/pebble/vfs"
 )
 
 // Benchmarks of bloomkv side by side with Pebble v1.1.5, on disk
 // (vfs.Default in b.TempDir()), each engine a sub-benchmark
 // (engine=bloomkv, engine=pebble), so benchstat can set them side by side
-// (-col /engine).
+// (-col /engine). The engines, keys, values, loads and the idle rule are
+// internal/bench's, the harness cmd/bloomkv bench uses too.
 //
 // Both engines get the same memtable size, block size, table size, level
 // sizes, L0 compaction trigger, L0 write stall (and no slowdown before it:
-// Pebble v1.1.5 has none), block cache capacity, Snappy compression,
-// and a Bloom filter of 10 bits per key on every level: bloomkv's own
-// (bloompolicy.NewBitsPerKey(10), one filter per data block), Pebble's
-// (bloom.FilterPolicy(10), one filter per table, the only kind Pebble v1
-// has).
-//
-// Pebble charges its memtables to its block cache; it gets room for two
-// on top of the shared capacity, so blocks get the same bytes in both.
+// Pebble v1.1.5 has none), block cache capacity, Snappy compression
+// (bench.Sizes), and a Bloom filter of 10 bits per key on every level:
+// bloomkv's own (bloompolicy.NewBitsPerKey(10), one filter per data
+// block), Pebble's (bloom.FilterPolicy(10), one filter per table, the only
+// kind Pebble v1 has).
 //
 // Filters at L6: Pebble v1.1.5 writes them, but DB.Get never reads them
-// (only iterators opened with IterOptions.UseL6Filters do). Pebble sizes
-// its levels from the bottom up, so a fully compacted store sits in L6,
-// where every Pebble Get reads a data block, present key or not; bloomkv's
-// levels grow from L1 down, and its filters work at every level. Gets are
-// therefore measured on two shapes: shape=l0, where both engines hold the
-// data in L0 tables (automatic compactions off while loading) and both
-// use their filters, the like-for-like comparison; and shape=compacted,
-// each engine's settled shape after a full compaction, which shows what
-// the L6 rule costs Pebble's absent lookups.
+// (only iterators opened with IterOptions.UseL6Filters do), and these
+// benchmarks call Get (bench.PebbleGet). Pebble sizes its levels from the
+// bottom up, so a fully compacted store sits in L6, where every Pebble Get
+// reads a data block, present key or not; bloomkv's filters work at every
+// level. Gets are therefore measured on two shapes: shape=l0, where both
+// engines hold the data in L0 tables (automatic compactions off while
+// loading) and both use their filters, the like-for-like comparison; and
+// shape=compacted, each engine's settled shape after a full compaction,
+// which shows what the L6 rule costs Pebble's absent lookups.
 
 const (
 	benchValueSize  = 100
@@ -47,53 +47,32 @@ const (
 	benchBitsPerKey = 10
 )
 
-// benchEngine is what the benchmarks drive.
-type benchEngine interface {
-	set(key, value []byte, sync bool) error
-	// get reports whether key is present; the value is copied, as bloomkv's
-	// Get returns the caller's own copy.
-	get(key []byte) (bool, error)
-	scan() (int, error)
-	flush() error
-	compactAll() error
-	// idle reports whether no flush or compaction runs or is due.
-	idle() bool
-	// counters returns the lookup counters the benchmarks report per
-	// operation.
-	counters() map[string]float64
-	// levels returns the number of tables in each level.
-	levels() []int
-	// fillStats returns what BenchmarkFillLarge reports of the engine.
-	fillStats() fillStats
-	close() error
-}
+// benchSizes are the sizes of the benchmarks' stores.
+var benchSizes = bench.Sizes{MemTable: benchMemTable, Table: kv.DefaultTargetFileSize,
+	LBase: kv.DefaultLBaseMaxBytes, Cache: benchCacheSize}
+
+// benchEntryBytes is the size of one key and its value.
+const benchEntryBytes = bench.KeySize + benchValueSize
 
 var benchEngines = []struct {
 	name string
-	open func(b *testing.B, dir string, autoCompact bool) benchEngine
+	open func(b *testing.B, dir string, autoCompact bool) bench.Engine
 }{
-	{"bloomkv", openBloomkv},
-	{"pebble", openPebble},
+	{bench.EngineKV, openBloomkv},
+	{bench.EnginePebble, openPebble},
 }
 
-// --- bloomkv ---
-
-type bloomkvEngine struct {
-	db *kv.DB
-	it *kv.Iterator // for prefix seeks, opened by the first
-}
-
-func openBloomkv(b *testing.B, dir string, autoCompact bool) benchEngine {
+func openBloomkv(b *testing.B, dir string, autoCompact bool) bench.Engine {
 	return openBloomkvWith(b, dir, bloomkvBenchOptions(b, autoCompact))
 }
 
 // openBloomkvWith opens a bloomkv store in dir with opts.
-func openBloomkvWith(b *testing.B, dir string, opts *kv.Options) *bloomkvEngine {
-	db, err := kv.Open(dir, opts)
+func openBloomkvWith(b *testing.B, dir string, opts *kv.Options) *bench.KV {
+	e, err := bench.OpenKV(dir, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &bloomkvEngine{db: db}
+	return e
 }
 
 // bloomkvBenchOptions returns the options of the benchmarks' bloomkv
@@ -103,282 +82,101 @@ func bloomkvBenchOptions(b *testing.B, autoCompact bool) *kv.Options {
 	if err != nil {
 		b.Fatal(err)
 	}
-	opts := &kv.Options{
-		FS:                          vfs.Default,
-		FilterPolicy:                policy,
-		MemTableSize:                benchMemTable,
-		BlockSize:                   kv.DefaultBlockSize,
-		BlockCacheSize:              benchCacheSize,
-		TargetFileSize:              kv.DefaultTargetFileSize,
-		LBaseMaxBytes:               kv.DefaultLBaseMaxBytes,
-		L0CompactionThreshold:       kv.DefaultL0CompactionThreshold,
-		DisableAutomaticCompactions: !autoCompact,
-	}
-	// Pebble v1.1.5 has no write slowdown, only its stop at
-	// L0StopWritesThreshold: bloomkv's slowdown starts there too.
-	opts.L0SlowdownWritesThreshold = kv.DefaultL0StopWritesThreshold
+	opts := benchSizes.KVOptions()
+	opts.FilterPolicy = policy
+	opts.DisableAutomaticCompactions = !autoCompact
 	return opts
 }
 
-func (e *bloomkvEngine) set(key, value []byte, sync bool) error {
-	o := kv.NoSync
-	if sync {
-		o = kv.Sync
-	}
-	return e.db.Set(key, value, o)
-}
-
-func (e *bloomkvEngine) get(key []byte) (bool, error) {
-	_, err := e.db.Get(key)
-	if err == kv.ErrNotFound {
-		return false, nil
-	}
-	return err == nil, err
-}
-
-func (e *bloomkvEngine) scan() (int, error) { return countKeys(e.db.NewIter(nil)) }
-
-func (e *bloomkvEngine) flush() error      { return e.db.Flush() }
-func (e *bloomkvEngine) compactAll() error { return e.db.Compact(nil, nil) }
-
-func (e *bloomkvEngine) idle() bool {
-	m := e.db.Metrics()
-	if m.Compact.InProgress != 0 || m.MemTable.Count != 1 {
-		return false
-	}
-	for _, l := range m.Levels[:len(m.Levels)-1] { // L6 never compacts
-		if l.Score >= 1 {
-			return false
-		}
-	}
-	return true
-}
-
-func (e *bloomkvEngine) counters() map[string]float64 {
-	m := e.db.Metrics()
-	return map[string]float64{
-		"tables/op":      float64(m.Lookups.TablesConsidered),
-		"reads/op":       float64(m.Lookups.BlockReads),
-		"filter-neg/op":  float64(m.Lookups.FilterNegatives),
-		"cache-gets/op":  float64(m.BlockCache.Hits + m.BlockCache.Misses),
-		"cache-miss/op":  float64(m.BlockCache.Misses),
-		"filter-fpos/op": float64(m.Lookups.FilterFalsePositives),
-	}
-}
-
-func (e *bloomkvEngine) levels() []int { return levelFiles(e.db.Metrics()) }
-
-func (e *bloomkvEngine) close() error {
-	if e.it != nil {
-		if err := e.it.Close(); err != nil {
-			return err
-		}
-	}
-	return e.db.Close()
-}
-
-// --- Pebble ---
-
-type pebbleEngine struct {
-	db    *pebble.DB
-	cache *pebble.Cache
-	buf   []byte
-	it    *pebble.Iterator // for prefix seeks, opened by the first
-}
-
-// quietLogger keeps Pebble's informational messages out of benchmark
-// output.
-type quietLogger struct{}
-
-func (quietLogger) Infof(string, ...any)           {}
-func (quietLogger) Fatalf(format string, a ...any) { panic(fmt.Sprintf(format, a...)) }
-
-func openPebble(b *testing.B, dir string, autoCompact bool) benchEngine {
+func openPebble(b *testing.B, dir string, autoCompact bool) bench.Engine {
 	return openPebbleWith(b, dir, pebbleBenchOptions(autoCompact))
 }
 
 // openPebbleWith opens a Pebble store in dir with opts, whose Cache it
-// takes over.
-func openPebbleWith(b *testing.B, dir string, opts *pebble.Options) *pebbleEngine {
-	db, err := pebble.Open(dir, opts)
+// takes over; lookups go through DB.Get.
+func openPebbleWith(b *testing.B, dir string, opts *pebble.Options) *bench.Pebble {
+	e, err := bench.OpenPebble(dir, opts, bench.PebbleGet)
 	if err != nil {
-		opts.Cache.Unref()
 		b.Fatal(err)
 	}
-	return &pebbleEngine{db: db, cache: opts.Cache}
+	return e
 }
 
 // pebbleBenchOptions returns the options of the benchmarks' Pebble stores
 // (see the top of this file), with a cache of their own.
 func pebbleBenchOptions(autoCompact bool) *pebble.Options {
-	cache := pebble.NewCache(benchCacheSize + 2*benchMemTable)
-	opts := &pebble.Options{
-		FS:                          vfs.Default,
-		Cache:                       cache,
-		MemTableSize:                benchMemTable,
-		LBaseMaxBytes:               kv.DefaultLBaseMaxBytes,
-		L0CompactionThreshold:       kv.DefaultL0CompactionThreshold,
-		DisableAutomaticCompactions: !autoCompact,
-		Logger:                      quietLogger{},
-	}
-	// All seven levels, so none falls back to Pebble's defaults (which
-	// double the target file size per level).
-	opts.Levels = make([]pebble.LevelOptions, 7)
-	for i := range opts.Levels {
-		opts.Levels[i] = pebble.LevelOptions{
-			BlockSize:      kv.DefaultBlockSize,
-			TargetFileSize: kv.DefaultTargetFileSize,
-			FilterPolicy:   bloom.FilterPolicy(benchBitsPerKey),
-			FilterType:     pebble.TableFilter,
-			Compression:    pebble.SnappyCompression,
-		}
-	}
+	opts := benchSizes.PebbleOptions()
+	bench.WithPebbleFilter(opts, bloom.FilterPolicy(benchBitsPerKey))
+	opts.DisableAutomaticCompactions = !autoCompact
 	return opts
 }
 
-func (e *pebbleEngine) set(key, value []byte, sync bool) error {
-	o := pebble.NoSync
-	if sync {
-		o = pebble.Sync
+// counters returns the lookup counters the benchmarks report per
+// operation, under the names where both engines mean the same: Pebble
+// counts no tables considered and no data-block reads apart, and its block
+// cache lookups include index and filter blocks, which bloomkv keeps out
+// of its cache.
+func counters(e bench.Engine) map[string]float64 {
+	c := e.Counters()
+	m := map[string]float64{
+		"filter-neg/op": float64(c.Total.FilterNegatives),
+		"cache-gets/op": float64(c.CacheGets),
+		"cache-miss/op": float64(c.CacheMisses),
 	}
-	return e.db.Set(key, value, o)
-}
-
-func (e *pebbleEngine) get(key []byte) (bool, error) {
-	v, closer, err := e.db.Get(key)
-	if err == pebble.ErrNotFound {
-		return false, nil
+	if e.Name() == bench.EngineKV {
+		m["tables/op"] = float64(c.Total.TablesConsidered)
+		m["reads/op"] = float64(c.Total.BlockReads)
+		m["filter-fpos/op"] = float64(c.Total.FilterFalsePositives)
 	}
-	if err != nil {
-		return false, err
-	}
-	e.buf = append(e.buf[:0], v...)
-	return true, closer.Close()
-}
-
-func (e *pebbleEngine) scan() (int, error) { return countKeys(e.db.NewIter(nil)) }
-
-func (e *pebbleEngine) flush() error { return e.db.Flush() }
-
-// compactAll compacts every key: keys are printable ASCII.
-func (e *pebbleEngine) compactAll() error { return e.db.Compact([]byte{0}, []byte{0xff}, true) }
-
-// idle does not wait for Compact.EstimatedDebt to reach zero: Pebble's
-// estimate stays above zero on a store whose every level scores under 1,
-// where Pebble schedules nothing more.
-func (e *pebbleEngine) idle() bool {
-	m := e.db.Metrics()
-	if m.Compact.NumInProgress != 0 || m.Flush.NumInProgress != 0 {
-		return false
-	}
-	for _, l := range m.Levels[:len(m.Levels)-1] { // L6 never compacts
-		if l.Score >= 1 {
-			return false
-		}
-	}
-	return true
-}
-
-// counters maps Pebble's metrics onto the same names where they mean the
-// same: a filter hit is a negative; block cache lookups include index and
-// filter blocks, which bloomkv keeps out of its cache. Pebble counts no
-// tables considered and no data-block reads apart.
-func (e *pebbleEngine) counters() map[string]float64 {
-	m := e.db.Metrics()
-	return map[string]float64{
-		"filter-neg/op": float64(m.Filter.Hits),
-		"cache-gets/op": float64(m.BlockCache.Hits + m.BlockCache.Misses),
-		"cache-miss/op": float64(m.BlockCache.Misses),
-	}
-}
-
-func (e *pebbleEngine) levels() []int {
-	var n []int
-	for _, l := range e.db.Metrics().Levels {
-		n = append(n, int(l.NumFiles))
-	}
-	return n
-}
-
-func (e *pebbleEngine) close() error {
-	if e.it != nil {
-		if err := e.it.Close(); err != nil {
-			return err
-		}
-	}
-	err := e.db.Close()
-	e.cache.Unref()
-	return err
-}
-
-// scanIter is what countKeys needs of either engine's iterator.
-type scanIter interface {
-	First() bool
-	Next() bool
-	Close() error
-}
-
-// countKeys walks a freshly opened iterator to the end, closes it, and
-// returns the number of keys it showed.
-func countKeys[I scanIter](it I, err error) (int, error) {
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for ok := it.First(); ok; ok = it.Next() {
-		n++
-	}
-	return n, it.Close()
+	return m
 }
 
 // --- workloads ---
 
-// waitIdle waits until e's background work is done, for at most limit,
-// and reports whether it is.
-func waitIdle(e benchEngine, limit time.Duration) bool {
-	for deadline := time.Now().Add(limit); !e.idle(); {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(5 * time.Millisecond)
+// settle waits until e's background work is done (bench's idle rule), for
+// at most limit, and reports whether it is.
+func settle(b *testing.B, e bench.Engine, limit time.Duration) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	err := e.WaitIdle(ctx)
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		b.Fatal(err)
 	}
-	return true
+	return err == nil
 }
 
-// mix64 is a bijection on uint64 (the splitmix64 finalizer): distinct
-// indexes give distinct, randomly ordered keys.
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	return x ^ x>>31
-}
+// benchKeys generates the benchmarks' keys and values.
+var benchKeys = bench.NewKeyGen(0)
 
-// benchKey writes key i of a store into buf: "k" and 16 hex digits. Even
-// i are loaded; odd ones are the absent keys, spread among present ones.
+// benchKey writes key i of a store into buf. With random, even i are the
+// loaded keys (bench.KeyGen's present key i/2) and odd ones absent keys,
+// spread among them; without, key i in sequential order.
 func benchKey(buf []byte, i uint64, random bool) []byte {
-	if random {
-		i = mix64(i)
+	switch {
+	case !random:
+		return benchKeys.Sequential(buf[:0], int(i))
+	case i%2 == 0:
+		return benchKeys.Present(buf[:0], int(i/2))
 	}
-	return fmt.Appendf(buf[:0], "k%016x", i)
+	return benchKeys.Absent(buf[:0], int(i/2))
 }
 
-// benchValues is a pool of incompressible-ish bytes values are cut from.
-var benchValues = []byte(randomLetters(newRand(1), 1<<16))
+// mix64 is bench.Mix64, which orders the benchmarks' lookups (and the
+// prefix tests' seeks).
+func mix64(x uint64) uint64 { return bench.Mix64(x) }
 
-func benchValue(i uint64) []byte {
-	off := (i * 7919) % uint64(len(benchValues)-benchValueSize)
-	return benchValues[off : off+benchValueSize]
-}
+// benchValue returns a fresh value of key i, for the tests that write one
+// at a time; the benchmarks reuse a buffer (benchKeys.Value).
+func benchValue(i uint64) []byte { return benchKeys.Value(nil, int(i), benchValueSize) }
 
-// writeKeys writes keys lo..hi-1 of a store (benchKey(2*i), benchValue(i))
-// into e.
-func writeKeys(b *testing.B, e benchEngine, lo, hi int, random, sync bool) {
-	var key []byte
+// writeKeys writes keys lo..hi-1 of a store (benchKey(2*i), the value of
+// key i) into e.
+func writeKeys(b *testing.B, e bench.Engine, lo, hi int, random, sync bool) {
+	var key, value []byte
 	for i := lo; i < hi; i++ {
 		key = benchKey(key, uint64(2*i), random)
-		if err := e.set(key, benchValue(uint64(i)), sync); err != nil {
+		value = benchKeys.Value(value[:0], i, benchValueSize)
+		if err := e.Set(key, value, sync); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -401,11 +199,11 @@ func BenchmarkFill(b *testing.B) {
 				name := fmt.Sprintf("order=%s/sync=%v/engine=%s", order, sync, eng.name)
 				b.Run(name, func(b *testing.B) {
 					e := eng.open(b, b.TempDir(), true)
-					b.SetBytes(17 + benchValueSize)
+					b.SetBytes(benchEntryBytes)
 					b.ResetTimer()
 					writeKeys(b, e, 0, b.N, order == "random", sync)
 					b.StopTimer()
-					if err := e.close(); err != nil {
+					if err := e.Close(); err != nil {
 						b.Fatal(err)
 					}
 				})
@@ -418,18 +216,18 @@ func BenchmarkFill(b *testing.B) {
 // ones) in random order, then settles it into shape: "l0" flushes with
 // compactions off; "compacted" compacts everything and waits for
 // background work to end.
-func loadStore(b *testing.B, open func(*testing.B, string, bool) benchEngine, dir, shape string) benchEngine {
+func loadStore(b *testing.B, open func(*testing.B, string, bool) bench.Engine, dir, shape string) bench.Engine {
 	e := open(b, dir, shape == "compacted")
 	writeKeys(b, e, 0, benchPrefill, true, false)
-	if err := e.flush(); err != nil {
+	if err := e.Flush(); err != nil {
 		b.Fatal(err)
 	}
 	if shape == "compacted" {
-		if err := e.compactAll(); err != nil {
+		if err := e.Compact(); err != nil {
 			b.Fatal(err)
 		}
-		if !waitIdle(e, time.Minute) {
-			b.Logf("engine still busy a minute after a full compaction: %v tables per level", e.levels())
+		if !settle(b, e, time.Minute) {
+			b.Logf("engine still busy a minute after a full compaction: tables per level %s", bench.FormatShape(e.Shape()))
 		}
 	}
 	return e
@@ -444,21 +242,21 @@ func BenchmarkGet(b *testing.B) {
 	for _, shape := range []string{"l0", "compacted"} {
 		for _, eng := range benchEngines {
 			e := loadStore(b, eng.open, b.TempDir(), shape)
-			b.Logf("shape=%s engine=%s: tables per level %v", shape, eng.name, e.levels())
+			b.Logf("shape=%s engine=%s: tables per level %s", shape, eng.name, bench.FormatShape(e.Shape()))
 			for _, present := range []bool{true, false} {
 				name := fmt.Sprintf("shape=%s/present=%v/engine=%s", shape, present, eng.name)
 				b.Run(name, func(b *testing.B) { benchGets(b, e, present) })
 			}
-			if err := e.close(); err != nil {
+			if err := e.Close(); err != nil {
 				b.Fatal(err)
 			}
 		}
 	}
 }
 
-func benchGets(b *testing.B, e benchEngine, present bool) {
+func benchGets(b *testing.B, e bench.Engine, present bool) {
 	var key []byte
-	before := e.counters()
+	before := counters(e)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		j := mix64(uint64(i)) % benchPrefill
@@ -466,17 +264,13 @@ func benchGets(b *testing.B, e benchEngine, present bool) {
 		checkGet(b, e, key, present)
 	}
 	b.StopTimer()
-	reportCounters(b, before, e.counters())
+	reportCounters(b, before, counters(e))
 }
 
 // checkGet looks key up in e and fails b on an error or a wrong answer.
-func checkGet(b *testing.B, e benchEngine, key []byte, present bool) {
-	found, err := e.get(key)
-	if err != nil {
+func checkGet(b *testing.B, e bench.Engine, key []byte, present bool) {
+	if err := bench.CheckGet(e, key, present, benchValueSize); err != nil {
 		b.Fatal(err)
-	}
-	if found != present {
-		b.Fatalf("key %s: found %v, want %v", key, found, present)
 	}
 }
 
@@ -492,9 +286,9 @@ func BenchmarkScan(b *testing.B) {
 	for _, eng := range benchEngines {
 		e := loadStore(b, eng.open, b.TempDir(), "compacted")
 		b.Run("engine="+eng.name, func(b *testing.B) {
-			b.SetBytes(benchPrefill * (17 + benchValueSize))
+			b.SetBytes(benchPrefill * benchEntryBytes)
 			for i := 0; i < b.N; i++ {
-				n, err := e.scan()
+				n, err := bench.Scan(e, true)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -503,7 +297,7 @@ func BenchmarkScan(b *testing.B) {
 				}
 			}
 		})
-		if err := e.close(); err != nil {
+		if err := e.Close(); err != nil {
 			b.Fatal(err)
 		}
 	}

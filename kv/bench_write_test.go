@@ -6,8 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/bloomkv/bloomkv/kv"
-	"github.com/cockroachdb/pebble"
+	"github.com/bloomkv/bloomkv/internal/bench"
 )
 
 // Benchmarks of the write path, bloomkv beside Pebble v1.1.5 on the
@@ -15,85 +14,60 @@ import (
 // engine=bloomkv-bgwal: bloomkv with Options.BackgroundWALWrites, whose
 // NoSync writes reach the OS from a background goroutine as Pebble's do
 // (engine=bloomkv keeps the default promise: an acknowledged NoSync write
-// is in the OS). Each fills a fresh store with b.N keys (benchKey(2i),
-// benchValue(i)), flushes and compactions running in the background;
-// one operation is one key written.
+// is in the OS). Each fills a fresh store with b.N keys (benchKey(2i)
+// and the value of key i), flushes and compactions running in the
+// background; one operation is one key written.
 
 // writeEngines are the engines the write benchmarks compare.
 var writeEngines = append(benchEngines[:len(benchEngines):len(benchEngines)], struct {
 	name string
-	open func(b *testing.B, dir string, autoCompact bool) benchEngine
+	open func(b *testing.B, dir string, autoCompact bool) bench.Engine
 }{"bloomkv-bgwal", openBloomkvBackgroundWAL})
 
 // openBloomkvBackgroundWAL opens a bloomkv store with the benchmarks'
 // options and BackgroundWALWrites.
-func openBloomkvBackgroundWAL(b *testing.B, dir string, autoCompact bool) benchEngine {
+func openBloomkvBackgroundWAL(b *testing.B, dir string, autoCompact bool) bench.Engine {
 	opts := bloomkvBenchOptions(b, autoCompact)
 	opts.BackgroundWALWrites = true
 	return openBloomkvWith(b, dir, opts)
 }
 
-// batchEngine is an engine that also commits batches.
-type batchEngine interface {
-	benchEngine
-	// applyBatch writes keys lo..hi-1 (as writeKeys does) in one batch.
-	applyBatch(lo, hi int, random, sync bool) error
-}
-
-func (e *bloomkvEngine) applyBatch(lo, hi int, random, sync bool) error {
-	b := e.db.NewBatch()
-	defer b.Close()
-	var key []byte
-	for i := lo; i < hi; i++ {
-		key = benchKey(key, uint64(2*i), random)
-		if err := b.Set(key, benchValue(uint64(i))); err != nil {
-			return err
+// applyBatch writes keys lo..hi-1 (as writeKeys does) into e in one
+// batch.
+func applyBatch(e bench.Engine, lo, hi int, random, sync bool) error {
+	var key, value []byte
+	return e.Apply(func(set func(key, value []byte) error) error {
+		for i := lo; i < hi; i++ {
+			key = benchKey(key, uint64(2*i), random)
+			value = benchKeys.Value(value[:0], i, benchValueSize)
+			if err := set(key, value); err != nil {
+				return err
+			}
 		}
-	}
-	o := kv.NoSync
-	if sync {
-		o = kv.Sync
-	}
-	return e.db.Apply(b, o)
-}
-
-func (e *pebbleEngine) applyBatch(lo, hi int, random, sync bool) error {
-	b := e.db.NewBatch()
-	defer b.Close()
-	var key []byte
-	for i := lo; i < hi; i++ {
-		key = benchKey(key, uint64(2*i), random)
-		if err := b.Set(key, benchValue(uint64(i)), nil); err != nil {
-			return err
-		}
-	}
-	o := pebble.NoSync
-	if sync {
-		o = pebble.Sync
-	}
-	return e.db.Apply(b, o)
+		return nil
+	}, sync)
 }
 
 // runFill runs fill on a fresh store of each write engine, timing the
 // writes only.
-func runFill(b *testing.B, name string, engines []string, fill func(b *testing.B, e benchEngine)) {
+func runFill(b *testing.B, name string, engines []string, fill func(b *testing.B, e bench.Engine)) {
 	for _, eng := range writeEngines {
 		if !slices.Contains(engines, eng.name) {
 			continue
 		}
 		b.Run(fmt.Sprintf("%s/engine=%s", name, eng.name), func(b *testing.B) {
 			e := eng.open(b, b.TempDir(), true)
-			b.SetBytes(17 + benchValueSize)
+			b.SetBytes(benchEntryBytes)
 			b.ResetTimer()
 			fill(b, e)
 			b.StopTimer()
-			if be, ok := e.(*bloomkvEngine); ok {
-				m := be.db.Metrics()
+			if be, ok := e.(*bench.KV); ok {
+				m := be.DB.Metrics()
 				b.ReportMetric(float64(m.WAL.Syncs)/float64(b.N), "syncs/op")
 				b.ReportMetric(float64(m.WAL.Writes)/float64(b.N), "groups/op")
 				b.ReportMetric(float64(m.WriteStalls), "stalls")
 			}
-			if err := e.close(); err != nil {
+			if err := e.Close(); err != nil {
 				b.Fatal(err)
 			}
 		})
@@ -106,7 +80,7 @@ var allWriteEngines = []string{"bloomkv", "bloomkv-bgwal", "pebble"}
 // sequential order.
 func BenchmarkWriteFill(b *testing.B) {
 	for _, order := range []string{"random", "sequential"} {
-		runFill(b, "order="+order, allWriteEngines, func(b *testing.B, e benchEngine) {
+		runFill(b, "order="+order, allWriteEngines, func(b *testing.B, e bench.Engine) {
 			writeKeys(b, e, 0, b.N, order == "random", false)
 		})
 	}
@@ -116,9 +90,9 @@ func BenchmarkWriteFill(b *testing.B) {
 // order (the last batch may be shorter).
 func BenchmarkWriteFillBatch(b *testing.B) {
 	const batchKeys = 1000
-	runFill(b, "order=random/batch=1000", allWriteEngines, func(b *testing.B, e benchEngine) {
+	runFill(b, "order=random/batch=1000", allWriteEngines, func(b *testing.B, e bench.Engine) {
 		for lo := 0; lo < b.N; lo += batchKeys {
-			if err := e.(batchEngine).applyBatch(lo, min(lo+batchKeys, b.N), true, false); err != nil {
+			if err := applyBatch(e, lo, min(lo+batchKeys, b.N), true, false); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -130,16 +104,17 @@ func BenchmarkWriteFillBatch(b *testing.B) {
 // syncs/op shows how many writers share an fsync (bloomkv only).
 func BenchmarkWriteFillSync(b *testing.B) {
 	for _, writers := range []int{1, 8} {
-		runFill(b, fmt.Sprintf("writers=%d", writers), []string{"bloomkv", "pebble"}, func(b *testing.B, e benchEngine) {
+		runFill(b, fmt.Sprintf("writers=%d", writers), []string{"bloomkv", "pebble"}, func(b *testing.B, e bench.Engine) {
 			var wg sync.WaitGroup
 			for w := range writers {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					var key []byte
+					var key, value []byte
 					for i := w; i < b.N; i += writers {
 						key = benchKey(key, uint64(2*i), true)
-						if err := e.set(key, benchValue(uint64(i)), true); err != nil {
+						value = benchKeys.Value(value[:0], i, benchValueSize)
+						if err := e.Set(key, value, true); err != nil {
 							b.Error(err)
 							return
 						}

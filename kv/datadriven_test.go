@@ -36,6 +36,10 @@ import (
 //	ls                    list the store's files
 //	metrics               print lookup counters per level
 //	reopen [split=slash|none] / close
+//	build-ext name        input: batch lines; writes them at seqnum 0 into
+//	                      the table ext/name with sstable.Writer
+//	ingest name...        ingest those tables; print the LSM shape
+//	disk-usage [start end]   print EstimateDiskUsage
 func TestDataDriven(t *testing.T) {
 	datadriven.Walk(t, "testdata/script", func(t *testing.T, path string) {
 		h := &scriptHarness{fs: vfs.NewMem(), snaps: map[string]*Snapshot{}}
@@ -129,6 +133,8 @@ func (h *scriptHarness) run(t *testing.T, td *datadriven.TestData) (string, erro
 		return strings.Join(names, "\n") + "\n", err
 	case "metrics":
 		return formatLookups(h.db.Metrics()), nil
+	case "build-ext", "ingest", "disk-usage":
+		return h.runFiles(td) // datadriven_files_test.go
 	}
 	return "", fmt.Errorf("unknown command %q", td.Cmd)
 }
@@ -378,6 +384,12 @@ func formatLookups(m Metrics) string {
 			l.FilterFalsePositives, l.BlockReads)
 		if l.RangeDelChecks > 0 {
 			fmt.Fprintf(&b, " range-del-checks=%d", l.RangeDelChecks)
+		}
+		if l.PrefixMatches > 0 {
+			fmt.Fprintf(&b, " prefix-matches=%d", l.PrefixMatches)
+		}
+		if l.FilterSkipped > 0 {
+			fmt.Fprintf(&b, " filter-skipped=%d", l.FilterSkipped)
 		}
 		b.WriteString("\n")
 	}

@@ -19,7 +19,12 @@
 // buffer out first). Metrics reports how many tables, filters and blocks
 // each lookup touched.
 //
-// What Pebble users reach for next works as in Pebble: [DB.GetAppend]
+// For a store's files as a whole, as in Pebble: [DB.Checkpoint] copies
+// the store into a new directory while it serves, [DB.Ingest] adds tables
+// written outside it by sstable.Writer (a bulk load), and
+// [DB.EstimateDiskUsage] tells the bytes of a key range's tables.
+//
+// For reads and background events, as in Pebble: [DB.GetAppend]
 // reads into the caller's buffer without allocating; [DB.NewIndexedBatch]
 // makes a batch whose Get and NewIter see its own writes over the DB;
 // [Iterator.SetBounds] and [Iterator.Clone] reuse an iterator's view,
@@ -115,10 +120,10 @@
 // A store's directory holds these files, numbered from one counter that
 // never reuses a number (six digits at least, zero-padded):
 //
-//	000012.log      WAL: one record per committed batch (internal/record framing,
+//	000012.log      WAL: one record per committed batch, then a seal (internal/record framing,
 //	                recyclable chunks, each carrying the WAL's number)
 //	000010.sst      a table (see package sstable)
-//	MANIFEST-000011 log of version edits (internal/record framing)
+//	MANIFEST-000011 log of version edits, each followed by a seal (internal/record framing)
 //	CURRENT         "MANIFEST-000011\n": the manifest in use, switched atomically
 //	LOCK            held while the store is open
 //	000013.tmp      a CURRENT being written (removed at Open if left behind)
@@ -170,12 +175,41 @@
 // write tables: it writes them all out as L0 tables (every replayed WAL
 // then becomes obsolete) and starts a new WAL.
 //
-// A WAL whose last record is torn (a crash in mid-write) ends recovery at
-// its last whole record, and is not continued (one followed only by zeros,
-// which a sync writes ahead of the records, ends cleanly); damage followed by valid
-// records is reported as corruption naming the file and offset. A WAL
-// ends, too, at the first record of another WAL: the remains of the file's
-// earlier life, when it was recycled. Those must be of a WAL below the
-// MANIFEST's log number; records of a live WAL are a copy, and corruption. A table
-// whose footer names a newer format version gives ErrNewerFormat.
+// A WAL ends, too, at the first record of another WAL: the remains of the
+// file's earlier life, when it was recycled. Those must be of a WAL below
+// the MANIFEST's log number; records of a live WAL are a copy, and
+// corruption. A table whose footer names a newer format version gives
+// ErrNewerFormat.
+//
+// Recovery tells a crash from damage; the policy:
+//
+//   - A torn tail is a clean recovery. A log (WAL or MANIFEST) whose last
+//     record is incomplete or fails its checksum, with nothing valid after
+//     it (the file's end, zeros, or the remains of a recycled WAL's earlier
+//     log), is what a crash in mid-append leaves: that record was never
+//     acknowledged, so recovery stops at the last whole record, without an
+//     error. A WAL with a torn tail is not continued: new writes go to a
+//     new WAL. A WAL followed only by zeros (which a sync writes ahead of
+//     the records) ends cleanly.
+//   - Everything else is corruption: an error that wraps ErrCorruption and
+//     names the file and the offset. That is damage followed by any valid
+//     record of the same log; a WAL whose chunks are not in the format the
+//     MANIFEST records for it; a CURRENT that does not name an existing
+//     MANIFEST; a table block or footer that fails its checksum or does not
+//     decode (met by Open, or by the read that reaches it); and contents
+//     that contradict each other (see above).
+//
+// Two things keep one flipped bit from passing for a torn tail. First, a
+// log's format never rests on a byte of the log: the MANIFEST records from
+// which WAL on the store writes recyclable chunks (every WAL of a store
+// this version created), and those WALs are read as such, so damage to a
+// first chunk's type is corruption; WALs of older stores are read in the
+// format of their first chunk that verifies. Second, logs are sealed: every
+// MANIFEST edit is followed by an empty record, and a WAL by an empty batch
+// at Close and when the memtable moves to a new WAL, synced with it. Damage
+// to any edit or batch is then followed by a valid record, and only damage
+// to the seal, which loses nothing, reads as a torn tail. One case is left:
+// the last records of a WAL still being written at a crash are not sealed,
+// so damage to them after the crash reads as a torn tail, as it does in
+// LevelDB and Pebble.
 package kv

@@ -33,6 +33,17 @@ var ErrCorruption = base.ErrCorruption
 // sstable.ErrNewerFormat.
 var ErrNewerFormat = base.ErrNewerFormat
 
+// ErrInvalidSplit is wrapped by the error of Open, of a write, of a flush
+// or compaction, of Get or of a prefix seek that met an Options.Comparer
+// whose Split broke its contract: a length outside its key, or a prefix
+// that is not its own prefix. Open tries the Split on a few sample keys
+// and on the bounds of the store's tables; a write (Set, Delete, Apply)
+// tries it on each point key it brings, and fails whole, applying
+// nothing; the other calls check each length they get. A flush or compaction that fails so stops writes, as
+// any failed flush does, and Close reports it. It is the same value as
+// sstable.ErrInvalidSplit.
+var ErrInvalidSplit = base.ErrInvalidSplit
+
 // The limits on what one write may carry. Larger keys, values or batches are
 // refused with an error; nothing is written.
 const (
@@ -53,8 +64,10 @@ var (
 )
 
 // ErrReversePrefixIteration is the error of Iterator.Prev in prefix mode
-// (after SeekPrefixGE), as in Pebble. The iterator is then exhausted until
-// the next absolute positioning call, which clears the error.
+// (after SeekPrefixGE), as in Pebble: whether or not the iterator is
+// Valid, so a prefix seek that found nothing makes Prev fail too. The
+// iterator is then exhausted until the next absolute positioning call,
+// which clears the error.
 var ErrReversePrefixIteration = errors.New("kv: unsupported reverse prefix iteration")
 
 // ErrInvalidPrefixSeek is wrapped by the error of an Iterator.SeekPrefixGE

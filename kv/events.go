@@ -170,12 +170,6 @@ type WriteStallBeginInfo struct {
 
 func (i WriteStallBeginInfo) String() string { return "write stall: " + i.Reason }
 
-// Logger is what MakeLoggingEventListener writes to; *log.Logger has it
-// through a small adapter (see LoggerFunc).
-type Logger interface {
-	Infof(format string, args ...any)
-}
-
 // LoggerFunc adapts a printf-like function, such as log.Printf, to Logger.
 type LoggerFunc func(format string, args ...any)
 

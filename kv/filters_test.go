@@ -71,6 +71,8 @@ func lookupDelta(a, b LookupMetrics) LookupMetrics {
 		FilterNegatives:      a.FilterNegatives - b.FilterNegatives,
 		FilterTruePositives:  a.FilterTruePositives - b.FilterTruePositives,
 		FilterFalsePositives: a.FilterFalsePositives - b.FilterFalsePositives,
+		PrefixMatches:        a.PrefixMatches - b.PrefixMatches,
+		FilterSkipped:        a.FilterSkipped - b.FilterSkipped,
 		BlockReads:           a.BlockReads - b.BlockReads,
 		BlockCacheMisses:     a.BlockCacheMisses - b.BlockCacheMisses,
 		RangeDelChecks:       a.RangeDelChecks - b.RangeDelChecks,

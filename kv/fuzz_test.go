@@ -3,15 +3,24 @@ package kv
 import (
 	"bytes"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 
+	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/internal/record"
+	"github.com/bloomkv/bloomkv/sstable"
 	"github.com/cockroachdb/pebble/vfs"
 )
 
 // FuzzOpenWALs replays two WALs, whole files of several batches, through
-// Open on a fresh MemFS. It is seeded from the golden WALs (and from them
-// copied twice, truncated, and swapped).
+// Open on a fresh MemFS, twice: as the WALs of a store without a MANIFEST
+// (their format detected, as for an older store) and of one whose
+// MANIFEST says they are recyclable (as a store this version wrote). It is
+// seeded from the golden WALs (and from them copied twice, truncated, and
+// swapped), from them in recyclable chunks and sealed, as Close leaves
+// them, and from the single-bit flips the sweeps try
+// (bitflip_wal_test.go): the first chunk's type byte, the last batch.
 func FuzzOpenWALs(f *testing.F) {
 	var wals [][]byte
 	for _, name := range goldenWALNames {
@@ -26,13 +35,71 @@ func FuzzOpenWALs(f *testing.F) {
 	f.Add(wals[1], wals[0])
 	f.Add(wals[0][:len(wals[0])-9], wals[1])
 	f.Add([]byte{}, wals[1])
+	sealed := [][]byte{sealedRecyclableWAL(f, wals[0], 1), sealedRecyclableWAL(f, wals[1], 2)}
+	f.Add(sealed[0], sealed[1])
+	for _, bit := range []int{0, 1, 2} {
+		f.Add(flipBit(wals[0], 6, bit), wals[1])
+		f.Add(flipBit(sealed[0], 6, bit), sealed[1])
+	}
+	f.Add(sealed[0], flipBit(sealed[1], len(sealed[1])-walSealSize-3, 4))
+	f.Add(flipBit(sealed[0], len(sealed[0])-4, 0), sealed[1])
 	f.Fuzz(func(t *testing.T, wal1, wal2 []byte) {
-		fs := vfs.NewMem()
-		fs.MkdirAll("db", 0o755)
-		writeFile(t, fs, "db/"+goldenWALNames[0], wal1)
-		writeFile(t, fs, "db/"+goldenWALNames[1], wal2)
-		checkOpenAnyBytes(t, fs, MinMemTableSize<<(len(wal1)%8))
+		for _, recyclable := range []bool{false, true} {
+			fs := vfs.NewMem()
+			fs.MkdirAll("db", 0o755)
+			writeFile(t, fs, "db/"+goldenWALNames[0], wal1)
+			writeFile(t, fs, "db/"+goldenWALNames[1], wal2)
+			if recyclable {
+				writeRecyclableManifest(t, fs)
+			}
+			checkOpenAnyBytes(t, fs, MinMemTableSize<<(len(wal1)%8))
+		}
 	})
+}
+
+// sealedRecyclableWAL returns the records of the legacy log data as WAL
+// logNum writes them: recyclable chunks, and a seal.
+func sealedRecyclableWAL(t testing.TB, data []byte, logNum uint32) []byte {
+	r := record.NewReader(bytes.NewReader(data), "golden")
+	var buf bytes.Buffer
+	w := record.NewRecyclableWriterAt(&buf, 0, logNum)
+	for {
+		rec, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.WriteRecord(rec)
+	}
+	w.WriteRecord(make([]byte, batchHeaderLen))
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// writeRecyclableManifest writes to fs the MANIFEST (and CURRENT) of an
+// empty store whose WALs, from 000001.log on, are recyclable.
+func writeRecyclableManifest(t testing.TB, fs vfs.FS) {
+	var buf bytes.Buffer
+	w := record.NewWriter(&buf)
+	e := manifest.VersionEdit{ComparerName: sstable.DefaultComparer.Name, LogNum: 1, NextFileNum: 4, RecyclableLogNum: 1}
+	w.WriteRecord(e.Encode())
+	w.WriteRecord(nil)
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, fs, "db/MANIFEST-000003", buf.Bytes())
+	writeFile(t, fs, "db/CURRENT", []byte("MANIFEST-000003\n"))
+}
+
+// flipBit returns a copy of data with bit of byte off flipped.
+func flipBit(data []byte, off, bit int) []byte {
+	data = bytes.Clone(data)
+	data[off] ^= 1 << bit
+	return data
 }
 
 // FuzzOpenManifest opens a store whose MANIFEST is the fuzzer's, over the
@@ -46,11 +113,44 @@ func FuzzOpenManifest(f *testing.F) {
 	f.Add(data)
 	f.Add(data[:len(data)-3])
 	f.Add(append(bytes.Clone(data), data...))
+	// The bit flips the sweeps try (bitflip_manifest_test.go), in the
+	// golden MANIFEST and in it sealed as this version writes one.
+	sealed := sealedManifest(f, data)
+	for _, m := range [][]byte{data, sealed} {
+		for _, bit := range []int{0, 2, 7} {
+			f.Add(flipBit(m, 6, bit))
+			f.Add(flipBit(m, len(m)-9, bit))
+		}
+	}
+	f.Add(sealed)
 	f.Fuzz(func(t *testing.T, manifest []byte) {
 		fs := goldenManifestFS(t, manifestName, tables)
 		writeFile(t, fs, "db/"+manifestName, manifest)
 		checkOpenAnyBytes(t, fs, MinMemTableSize)
 	})
+}
+
+// sealedManifest returns the edits of MANIFEST data each followed by a
+// seal, as this version writes them.
+func sealedManifest(t testing.TB, data []byte) []byte {
+	r := record.NewReader(bytes.NewReader(data), "golden")
+	var buf bytes.Buffer
+	w := record.NewWriter(&buf)
+	for {
+		rec, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.WriteRecord(rec)
+		w.WriteRecord(nil)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }
 
 // checkOpenAnyBytes opens the store in fs, whose files hold any bytes.

@@ -85,7 +85,9 @@ func (i *Iterator) Next() bool { return i.s != nil && i.s.next() }
 
 // Prev moves to the preceding key. On an iterator that is not Valid it
 // returns false. In prefix mode it is not supported: it fails with
-// ErrReversePrefixIteration, as Pebble's does.
+// ErrReversePrefixIteration, as Pebble's does, whether the iterator is
+// Valid or not (after a SeekPrefixGE that found nothing, or a Next that
+// reached the end of the prefix, too).
 func (i *Iterator) Prev() bool { return i.s != nil && i.s.prev() }
 
 // Valid reports whether the iterator is at a key.
@@ -128,10 +130,10 @@ func (i *Iterator) Close() error {
 	return s.close()
 }
 
-// first is Iterator.First.
+// first is Iterator.First. It is never a prefix seek, PrefixOnly or not.
 func (s *iterState) first() bool {
 	if s.lower != nil {
-		return s.seekGE(s.lower)
+		return s.seekGEAll(s.lower)
 	}
 	if !s.reposition() {
 		return false
@@ -157,6 +159,12 @@ func (s *iterState) seekGE(key []byte) bool {
 	if s.prefixOnly {
 		return s.seekPrefixGE(key)
 	}
+	return s.seekGEAll(key)
+}
+
+// seekGEAll is SeekGE outside prefix mode, whatever PrefixOnly says: the
+// seek of First with a LowerBound.
+func (s *iterState) seekGEAll(key []byte) bool {
 	if !s.reposition() {
 		return false
 	}
@@ -200,11 +208,14 @@ func (s *iterState) next() bool {
 
 // prev is Iterator.Prev.
 func (s *iterState) prev() bool {
-	if !s.usable() || !s.valid {
+	if !s.usable() {
 		return false
 	}
 	if s.prefix != nil {
 		s.valid, s.err = false, ErrReversePrefixIteration
+		return false
+	}
+	if !s.valid {
 		return false
 	}
 	if s.dir > 0 {

@@ -29,6 +29,10 @@ import (
 // tool: SeekPrefixGE is for a comparer whose Split cuts keys where the
 // filters should.
 //
+// A Split that cuts the seek key, or a key the seek meets, outside that
+// key stops the iterator with an error wrapping ErrInvalidSplit, which no
+// positioning call clears.
+//
 // What a prefix seek costs is counted in Metrics().Lookups: PrefixSeeks, and
 // per level the tables considered, filter verdicts and block reads.
 func (i *Iterator) SeekPrefixGE(key []byte) bool { return i.s != nil && i.s.seekPrefixGE(key) }
@@ -38,11 +42,14 @@ func (s *iterState) seekPrefixGE(key []byte) bool {
 	if !s.reposition() {
 		return false
 	}
-	split := s.db.cmp.Split
-	if split == nil {
+	if s.db.cmp.Split == nil {
 		return s.invalidPrefixSeek("the DB's Comparer has no Split")
 	}
-	s.prefixBuf = append(s.prefixBuf[:0], key[:split(key)]...)
+	prefix, err := s.db.cmp.Prefix(key)
+	if err != nil {
+		return s.failSplit(err)
+	}
+	s.prefixBuf = append(s.prefixBuf[:0], prefix...)
 	s.prefix = s.prefixBuf
 	key, ok := s.clampPrefixSeek(key)
 	if !ok {
@@ -60,17 +67,25 @@ func (s *iterState) seekPrefixGE(key []byte) bool {
 func (s *iterState) clampPrefixSeek(key []byte) ([]byte, bool) {
 	switch {
 	case s.lower != nil && s.cmp(key, s.lower) < 0:
-		if !bytes.Equal(s.db.cmp.Prefix(s.lower), s.prefix) {
+		if !s.db.cmp.HasPrefix(s.lower, s.prefix) {
 			return nil, s.invalidPrefixSeek("key below LowerBound, of another prefix")
 		}
 		return s.lower, true
 	case s.upper != nil && s.cmp(key, s.upper) > 0:
-		if !bytes.Equal(s.db.cmp.Prefix(s.upper), s.prefix) {
+		if !s.db.cmp.HasPrefix(s.upper, s.prefix) {
 			return nil, s.invalidPrefixSeek("key above UpperBound, of another prefix")
 		}
 		return s.upper, true
 	}
 	return key, true
+}
+
+// failSplit stops the iterator with the error of a Split that broke its
+// contract; no positioning call clears it.
+func (s *iterState) failSplit(err error) bool {
+	s.valid, s.prefix = false, nil
+	s.err = fmt.Errorf("kv: %w", err)
+	return false
 }
 
 // invalidPrefixSeek fails the seek with an error wrapping
@@ -81,9 +96,17 @@ func (s *iterState) invalidPrefixSeek(why string) bool {
 	return false
 }
 
-// hasPrefix reports whether userKey's prefix is the prefix mode's.
+// hasPrefix reports whether userKey's prefix is the prefix mode's. A
+// Split that cuts userKey outside it stops the iterator with an error.
 func (s *iterState) hasPrefix(userKey []byte) bool {
-	return bytes.HasPrefix(userKey, s.prefix) && s.db.cmp.Split(userKey) == len(s.prefix)
+	if !bytes.HasPrefix(userKey, s.prefix) {
+		return false
+	}
+	p, err := s.db.cmp.Prefix(userKey)
+	if err != nil {
+		return s.failSplit(err)
+	}
+	return len(p) == len(s.prefix)
 }
 
 // reposition readies the iterator for an absolute positioning call: it

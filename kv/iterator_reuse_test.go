@@ -8,9 +8,9 @@ import (
 	"github.com/cockroachdb/pebble/vfs"
 )
 
-// openUsers opens a store of users (see loadUsers) in tables of several
+// openUserTables opens a store of users (see loadUsers) in tables of several
 // levels, whose comparer splits keys by user.
-func openUsers(t *testing.T, users int) *kv.DB {
+func openUserTables(t *testing.T, users int) *kv.DB {
 	t.Helper()
 	db, err := kv.Open("db", &kv.Options{FS: vfs.NewMem(), Comparer: userComparer(),
 		MemTableSize: 64 << 10, TargetFileSize: 32 << 10, BlockSize: 1 << 10})
@@ -38,7 +38,7 @@ func openUsers(t *testing.T, users int) *kv.DB {
 // DB's metrics count for them, and read a block only on a false positive;
 // a clone counts from zero; a closed iterator reports zeros.
 func TestIterator_Stats(t *testing.T) {
-	db := openUsers(t, 3001)
+	db := openUserTables(t, 3001)
 	defer db.Close()
 	tables := 0
 	for _, l := range db.Metrics().Levels {

@@ -24,18 +24,38 @@ import (
 // the seek key. Scans outside prefix mode are not counted. Measure one
 // kind alone by taking the difference of two Metrics around it.
 //
-// Observed false-positive rate = FilterFalsePositives / (FilterFalsePositives
-// + FilterNegatives); data-block reads saved per lookup = FilterNegatives /
-// (Gets + PrefixSeeks).
+// Under a Comparer with a Split a filter holds key prefixes, so a "maybe"
+// for a block that holds the key's prefix but not the key is the filter
+// being right: it counts as a PrefixMatch, not as a false positive. Every
+// "maybe" is then exactly one of FilterTruePositives, PrefixMatches and
+// FilterFalsePositives, and
+//
+//	filter false-positive rate = FilterFalsePositives / (FilterFalsePositives + FilterNegatives)
+//	data-block reads saved per lookup = FilterNegatives / (Gets + PrefixSeeks)
+//
+// is the filter's own rate, comparable with its policy's target. Tables
+// read without their filter (FilterSkipped) ask no filter and count in
+// neither.
 type LookupMetrics struct {
 	Gets                 int64 // point lookups served (total only; 0 per level)
 	PrefixSeeks          int64 // Iterator.SeekPrefixGE calls (total only; 0 per level)
 	TablesConsidered     int64 // tables whose key range covered the key (or may hold the prefix)
 	FilterNegatives      int64 // filter said absent: a data-block read saved
 	FilterTruePositives  int64 // filter said maybe; the block held the user key
-	FilterFalsePositives int64 // filter said maybe; the block did not
-	BlockReads           int64 // data blocks fetched for lookups
-	BlockCacheMisses     int64 // of those, read from the file
+	FilterFalsePositives int64 // filter said maybe; the block held neither the key nor (with a Split) its prefix
+	// PrefixMatches counts, under a Split, the filters that said maybe
+	// for a block holding keys of the key's prefix but not the key (for a
+	// prefix seek: keys of the prefix only below the seek key). The filter
+	// was right; the block read was the price of filtering prefixes.
+	PrefixMatches int64
+	// FilterSkipped counts the tables considered that have a filter the
+	// DB did not use: written by a policy it does not know, or under
+	// another Comparer.SplitName (or with a Split when it has none, or
+	// the reverse). Such tables are read correctly, without their filter.
+	// Options.DisableFilters skips filters on purpose and counts none.
+	FilterSkipped    int64
+	BlockReads       int64 // data blocks fetched for lookups
+	BlockCacheMisses int64 // of those, read from the file
 	// RangeDelChecks counts the tables whose range tombstones were
 	// searched for the key: tables with any, searched in memory whatever
 	// their filter said (a filter speaks only of point keys, so a table
@@ -53,6 +73,8 @@ func (m *LookupMetrics) add(o LookupMetrics) {
 	m.FilterNegatives += o.FilterNegatives
 	m.FilterTruePositives += o.FilterTruePositives
 	m.FilterFalsePositives += o.FilterFalsePositives
+	m.PrefixMatches += o.PrefixMatches
+	m.FilterSkipped += o.FilterSkipped
 	m.BlockReads += o.BlockReads
 	m.BlockCacheMisses += o.BlockCacheMisses
 	m.RangeDelChecks += o.RangeDelChecks
@@ -136,6 +158,11 @@ type Metrics struct {
 		// flushed one.
 		Recycled int64
 	}
+	// Ingest counts the DB.Ingest calls that added tables, and those
+	// tables and their bytes (Pebble's Metrics.Ingest).
+	Ingest struct {
+		Count, Tables, Bytes int64
+	}
 	// WriteStalls counts the times a writer waited for a flush or a
 	// compaction.
 	WriteStalls int64
@@ -162,6 +189,7 @@ type Metrics struct {
 type lookupCounters struct {
 	tablesConsidered                    atomic.Int64
 	filterNegatives, filterTP, filterFP atomic.Int64
+	prefixMatches, filterSkipped        atomic.Int64
 	blockReads, blockCacheMisses        atomic.Int64
 	rangeDelChecks                      atomic.Int64
 }
@@ -174,6 +202,8 @@ func (c *lookupCounters) addStats(s *sstable.LookupStats) {
 	addNonZero(&c.filterNegatives, s.FilterNegatives)
 	addNonZero(&c.filterTP, s.FilterTruePositives)
 	addNonZero(&c.filterFP, s.FilterFalsePositives)
+	addNonZero(&c.prefixMatches, s.PrefixMatches)
+	addNonZero(&c.filterSkipped, s.FilterSkipped)
 	addNonZero(&c.blockReads, s.BlockReads)
 	addNonZero(&c.blockCacheMisses, s.BlockCacheMisses)
 	addNonZero(&c.rangeDelChecks, s.RangeDelChecks)
@@ -191,6 +221,8 @@ func (c *lookupCounters) load() LookupMetrics {
 		FilterNegatives:      c.filterNegatives.Load(),
 		FilterTruePositives:  c.filterTP.Load(),
 		FilterFalsePositives: c.filterFP.Load(),
+		PrefixMatches:        c.prefixMatches.Load(),
+		FilterSkipped:        c.filterSkipped.Load(),
 		BlockReads:           c.blockReads.Load(),
 		BlockCacheMisses:     c.blockCacheMisses.Load(),
 		RangeDelChecks:       c.rangeDelChecks.Load(),
@@ -217,6 +249,7 @@ type dbMetrics struct {
 	walSyncs, writeStalls atomic.Int64
 	walsRecycled          atomic.Int64
 	tablesDeleted         atomic.Int64
+	ingests               ingestCounters
 }
 
 // Metrics returns the DB's current metrics. After Close it returns the
@@ -268,6 +301,7 @@ func (d *DB) counterMetrics() Metrics {
 	m.WAL.Syncs, m.WriteStalls = d.metrics.walSyncs.Load(), d.metrics.writeStalls.Load()
 	m.WAL.Recycled = d.metrics.walsRecycled.Load()
 	m.TablesDeleted = d.metrics.tablesDeleted.Load()
+	d.metrics.ingests.load(&m)
 	if m.WAL.BytesIn > 0 {
 		total := m.WAL.BytesIn + m.Flush.BytesWritten + m.Compact.BytesWritten
 		m.WriteAmp = float64(total) / float64(m.WAL.BytesIn)
@@ -301,12 +335,13 @@ func (d *DB) shapeMetrics(m *Metrics, v *manifest.Version, mems []*memTable) {
 // String formats the metrics as a table, one row per level.
 func (m Metrics) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "level  files       size     keys  filter-B  considered  negatives  true-pos  false-pos  block-reads  misses\n")
+	fmt.Fprintf(&b, "level  files       size     keys  filter-B  considered  negatives  true-pos  false-pos  prefix-match  skipped  block-reads  misses\n")
 	for i, l := range m.Levels {
-		fmt.Fprintf(&b, "L%d  %8d %10d %8d %9d %11d %10d %9d %10d %12d %7d\n", i,
+		fmt.Fprintf(&b, "L%d  %8d %10d %8d %9d %11d %10d %9d %10d %13d %8d %12d %7d\n", i,
 			l.NumFiles, l.Size, l.Keys, l.FilterBytes, l.Lookups.TablesConsidered,
 			l.Lookups.FilterNegatives, l.Lookups.FilterTruePositives,
-			l.Lookups.FilterFalsePositives, l.Lookups.BlockReads, l.Lookups.BlockCacheMisses)
+			l.Lookups.FilterFalsePositives, l.Lookups.PrefixMatches, l.Lookups.FilterSkipped,
+			l.Lookups.BlockReads, l.Lookups.BlockCacheMisses)
 	}
 	fmt.Fprintf(&b, "level  compactions  moves   bytes-in  bytes-read  bytes-written  w-amp\n")
 	for i, l := range m.Levels {
@@ -314,9 +349,9 @@ func (m Metrics) String() string {
 			l.Compactions, l.Moves, l.BytesIn, l.BytesRead, l.BytesWritten, l.WriteAmp())
 	}
 	t := m.Lookups
-	fmt.Fprintf(&b, "total gets %d, prefix seeks %d: considered %d, negatives %d, true-pos %d, false-pos %d, block-reads %d, misses %d\n",
+	fmt.Fprintf(&b, "total gets %d, prefix seeks %d: considered %d, negatives %d, true-pos %d, false-pos %d, prefix-match %d, skipped %d, block-reads %d, misses %d\n",
 		t.Gets, t.PrefixSeeks, t.TablesConsidered, t.FilterNegatives, t.FilterTruePositives,
-		t.FilterFalsePositives, t.BlockReads, t.BlockCacheMisses)
+		t.FilterFalsePositives, t.PrefixMatches, t.FilterSkipped, t.BlockReads, t.BlockCacheMisses)
 	fmt.Fprintf(&b, "flushes %d (%d B), compactions %d (%d multi-level; read %d B, wrote %d B), write-amp %.2f\n",
 		m.Flush.Count, m.Flush.BytesWritten, m.Compact.Count, m.Compact.MultiLevelCount,
 		m.Compact.BytesRead, m.Compact.BytesWritten, m.WriteAmp)

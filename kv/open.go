@@ -72,6 +72,8 @@ type DB struct {
 		// bgErr is the first failure of a flush, a compaction or the
 		// manifest. It stops writes and background work for good.
 		bgErr error
+		// checkpoints holds back the WALs running checkpoints copy.
+		checkpoints checkpointHold
 	}
 }
 
@@ -125,6 +127,9 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 	d.picker = compaction.NewPicker(d.compactOpts, d.cmp)
 	d.mu.versions.init(d)
 	if err := d.recover(); err != nil {
+		return nil, err
+	}
+	if err := d.checkSplitOnTables(); err != nil {
 		return nil, err
 	}
 	d.deleteObsoleteFiles()
@@ -252,7 +257,11 @@ func (d *DB) Close() error {
 	// Become the commit leader once every queued write is done, then close
 	// the WAL: flushed and synced.
 	walErr := d.commit.runExclusive(d, func() error {
+		sealErr := d.commit.sealLog()
 		err := d.commit.closeLog()
+		if err == nil {
+			err = sealErr
+		}
 		if d.commit.err != nil {
 			return d.commit.err
 		}

@@ -67,7 +67,13 @@ type Options struct {
 	// With a Split (and its SplitName), filters hold key prefixes, Get asks
 	// them about Split(key), and Iterator.SeekPrefixGE skips every table
 	// whose filter rules the prefix out. Tables whose filters were built
-	// under another Split, or none, stay readable without their filters.
+	// under another Split, or none, stay readable without their filters
+	// (Metrics counts them, LevelMetrics.Lookups.FilterSkipped). A Split
+	// that breaks its contract is refused by Open when sample keys or the
+	// tables' bounds show it, and otherwise fails the write, Get, prefix
+	// seek, flush or compaction that meets it with an error wrapping
+	// ErrInvalidSplit (a write checks each point key's Split); a comparer function that panics in a flush or
+	// compaction stops writes with an error, as a failed flush does.
 	Comparer *sstable.Comparer
 
 	// FilterPolicy builds the per-block filters of new tables, on every
@@ -228,6 +234,17 @@ type Options struct {
 	// (see EventListener). MakeLoggingEventListener makes one that logs
 	// them.
 	EventListener *EventListener
+
+	// Logger receives the store's warnings, such as an ingested table
+	// whose filters the store cannot read (see DB.Ingest); nil discards
+	// them.
+	Logger Logger
+}
+
+// Logger takes the store's log messages. Pebble's Logger satisfies it.
+type Logger interface {
+	// Infof logs a message formatted as fmt.Sprintf does.
+	Infof(format string, args ...any)
 }
 
 // resolve returns a copy of o with defaults filled in, or an error naming
@@ -325,6 +342,24 @@ func checkComparer(c *sstable.Comparer) error {
 		return fmt.Errorf("kv: invalid options: Comparer %q needs Compare, Separator, Successor and a Name", c.Name)
 	}
 	if err := c.CheckSplit(); err != nil {
+		return fmt.Errorf("kv: invalid options: %w", err)
+	}
+	return nil
+}
+
+// checkSplitOnTables tries the comparer's Split on the bounds of the
+// store's tables, keys the store holds (see base.Comparer.CheckSplit).
+func (d *DB) checkSplitOnTables() error {
+	if d.cmp.Split == nil {
+		return nil
+	}
+	var samples [][]byte
+	for _, files := range d.mu.versions.current.Levels {
+		for _, f := range files {
+			samples = append(samples, f.Smallest.UserKey, f.Largest.UserKey)
+		}
+	}
+	if err := d.cmp.CheckSplit(samples...); err != nil {
 		return fmt.Errorf("kv: invalid options: %w", err)
 	}
 	return nil

@@ -28,8 +28,10 @@ type recovered struct {
 	// flushed is set once replayed writes went to tables: the rest must
 	// follow, since the replayed WALs become obsolete.
 	flushed bool
-	// tail is where the replay of the last WAL stopped.
-	tail walTail
+	// tail is where the replay of the last WAL stopped, and sealed
+	// whether its last record is a seal (see sealLog).
+	tail   walTail
+	sealed bool
 }
 
 // recover rebuilds the store's state at Open: the Version from the
@@ -91,7 +93,9 @@ func (d *DB) replayWALs(nums []base.FileNum) (*recovered, error) {
 		lastSeq: d.mu.versions.lastSeq,
 	}
 	for _, num := range nums {
+		rec.sealed = false
 		tail, err := d.replayWAL(num, func(batch []byte, where recordPos) error {
+			rec.sealed = isSeal(batch)
 			return d.replayBatch(rec, batch, where)
 		})
 		if err != nil {
@@ -164,6 +168,10 @@ func (d *DB) startFresh(rec *recovered) error {
 	}
 	d.commit.log = log
 	d.commit.logSeq = rec.lastSeq
+	d.commit.sealedAt = -1
+	if log.w.Size() == 0 || rec.sealed {
+		d.commit.sealedAt = log.w.Size()
+	}
 	d.visibleSeq.Store(uint64(rec.lastSeq))
 	rec.edit.LogNum = mem.logNum()
 	d.mu.Lock()
@@ -176,16 +184,24 @@ func (d *DB) startFresh(rec *recovered) error {
 // one, continued, when the recovered memtable keeps it and it ends
 // cleanly; a new one otherwise. WALs from the one it returns on may be
 // recycled once flushed; older ones were perhaps written in the legacy
-// format, and are deleted.
+// format, and are deleted. rec.edit records the first WAL known to be
+// recyclable, which the MANIFEST keeps from then on (a MANIFEST that
+// says so already wins: see versionSet.walFormat).
 func (d *DB) openLogForRecovered(rec *recovered) (*walWriter, error) {
 	if logs := rec.mem.logs; len(logs) > 0 && rec.tail.clean {
 		num := logs[len(logs)-1]
 		d.commit.recycler.start(num+1, d.opts.MemTableStopWritesThreshold+1)
+		if rec.tail.recyclable || rec.tail.end == 0 {
+			rec.edit.RecyclableLogNum = num
+		} else {
+			rec.edit.RecyclableLogNum = num + 1
+		}
 		return d.reopenWAL(num, rec.tail)
 	}
 	d.mu.Lock()
 	num := d.mu.versions.nextFileNum()
 	d.mu.Unlock()
 	d.commit.recycler.start(num, d.opts.MemTableStopWritesThreshold+1)
+	rec.edit.RecyclableLogNum = num
 	return d.createWAL(num)
 }

@@ -55,7 +55,7 @@ func logEnd(t *testing.T, fs vfs.FS, name string) int64 {
 	data := readFile(t, fs, name)
 	r := record.NewReader(bytes.NewReader(data), name)
 	if typ, num, ok := base.ParseFilename(fs.PathBase(name)); ok && typ == base.FileTypeLog {
-		r = record.NewLogReader(bytes.NewReader(data), name, uint32(num))
+		r = record.NewLogReader(bytes.NewReader(data), name, uint32(num), record.DetectFormat)
 	}
 	for {
 		if _, err := r.Next(); err != nil {

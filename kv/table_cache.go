@@ -163,6 +163,9 @@ func (c *tableCache) open(f *manifest.FileMetadata) (*sstable.Reader, error) {
 		Comparer: d.cmp,
 		Filters:  d.filters,
 		FileName: name,
+		// An ingested table's keys all take the sequence number it was
+		// given (see ingest.go).
+		GlobalSeqNum: f.GlobalSeqNum,
 	})
 	if err != nil {
 		return nil, err

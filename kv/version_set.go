@@ -1,9 +1,11 @@
 package kv
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/bloomkv/bloomkv/internal/base"
@@ -30,6 +32,10 @@ type versionSet struct {
 	logNum   base.FileNum
 	nextFile base.FileNum
 	lastSeq  base.SeqNum
+	// recyclableLogNum is the first WAL from which every WAL is in
+	// recyclable chunks; 0 until a MANIFEST or this DB's first WAL says
+	// (see manifest.VersionEdit.RecyclableLogNum).
+	recyclableLogNum base.FileNum
 
 	manifestNum  base.FileNum
 	manifestFile vfs.File
@@ -107,6 +113,7 @@ func (vs *versionSet) logAndApply(edit *manifest.VersionEdit) error {
 	if edit.LogNum != 0 {
 		vs.logNum = edit.LogNum
 	}
+	vs.recyclableLogNum = cmp.Or(vs.recyclableLogNum, edit.RecyclableLogNum)
 	vs.lastSeq = edit.LastSeqNum
 	vs.install(next)
 	return nil
@@ -131,9 +138,19 @@ func (vs *versionSet) appendEdit(edit *manifest.VersionEdit) error {
 	return nil
 }
 
+// writeEdit appends edit to a MANIFEST, sealed, and syncs it. The seal is
+// an empty record (an empty edit, which changes nothing, to any reader of
+// the format) after the edit: a torn tail of the MANIFEST ends recovery
+// quietly, as a crash in mid-write, so without a valid record after it
+// damage to the last edit, synced and acted on (its WAL deleted, its
+// compaction's inputs removed), would be taken for one. Sealed, only
+// damage to the seal itself reads as a torn tail, and it loses nothing.
 func writeEdit(w *record.Writer, f vfs.File, edit *manifest.VersionEdit) (int64, error) {
 	buf := edit.Encode()
 	if _, err := w.WriteRecord(buf); err != nil {
+		return 0, err
+	}
+	if _, err := w.WriteRecord(nil); err != nil {
 		return 0, err
 	}
 	if err := w.Flush(); err != nil {
@@ -153,6 +170,8 @@ func (vs *versionSet) writeNewManifest(num base.FileNum, v *manifest.Version, ed
 		LogNum:       max(edit.LogNum, vs.logNum),
 		NextFileNum:  edit.NextFileNum,
 		LastSeqNum:   edit.LastSeqNum,
+		// Every MANIFEST says it once known, so no later one forgets it.
+		RecyclableLogNum: cmp.Or(vs.recyclableLogNum, edit.RecyclableLogNum),
 	}
 	for level, files := range v.Levels {
 		for _, f := range files {
@@ -223,7 +242,12 @@ func (vs *versionSet) load() error {
 	}
 	name := base.MakeFilename(base.FileTypeManifest, num)
 	f, err := d.fs.Open(d.path(name))
-	if err != nil {
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		// A store never removes the MANIFEST CURRENT names (it switches
+		// CURRENT first): damage to CURRENT, or a lost MANIFEST.
+		return base.CorruptionErrorf("kv: CURRENT: offset 0: names %s, which does not exist: %w", name, err)
+	case err != nil:
 		return fmt.Errorf("kv: opening %s named by CURRENT: %w", name, err)
 	}
 	defer f.Close()
@@ -243,7 +267,7 @@ func (vs *versionSet) load() error {
 		}
 	}
 	if n == 0 {
-		return base.CorruptionErrorf("kv: %s holds no version edit", name)
+		return base.CorruptionErrorf("kv: %s: offset 0: holds no version edit", name)
 	}
 	v, err := b.Build()
 	if err != nil {
@@ -275,10 +299,22 @@ func (vs *versionSet) replayEdit(b *manifest.Builder, rec []byte, where recordPo
 	vs.logNum = max(vs.logNum, e.LogNum)
 	vs.markFileNumUsed(max(e.NextFileNum, 1) - 1)
 	vs.lastSeq = max(vs.lastSeq, e.LastSeqNum)
+	vs.recyclableLogNum = cmp.Or(e.RecyclableLogNum, vs.recyclableLogNum)
 	for _, nf := range e.NewFiles {
 		vs.markFileNumUsed(nf.Meta.FileNum)
 	}
 	return nil
+}
+
+// walFormat returns what the store knows of the chunk format of WAL num:
+// recyclable when the MANIFEST says every WAL from a number at or below
+// num on is; to be detected otherwise (a WAL of a store written before
+// MANIFESTs said so, perhaps legacy).
+func (vs *versionSet) walFormat(num base.FileNum) record.LogFormat {
+	if vs.recyclableLogNum != 0 && num >= vs.recyclableLogNum {
+		return record.RecyclableFormat
+	}
+	return record.DetectFormat
 }
 
 // readCurrent returns the number of the MANIFEST that CURRENT names.
@@ -296,7 +332,7 @@ func (vs *versionSet) readCurrent() (base.FileNum, error) {
 	s, ok := strings.CutSuffix(string(buf), "\n")
 	typ, num, ok2 := base.ParseFilename(s)
 	if !ok || !ok2 || typ != base.FileTypeManifest {
-		return 0, base.CorruptionErrorf("kv: CURRENT holds %q, not a MANIFEST name", buf)
+		return 0, base.CorruptionErrorf("kv: CURRENT: offset 0: holds %q, not a MANIFEST name", buf)
 	}
 	return num, nil
 }

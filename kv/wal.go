@@ -176,7 +176,7 @@ func (d *DB) replayWAL(num base.FileNum, apply func(batch []byte, where recordPo
 		return walTail{}, fmt.Errorf("kv: opening WAL %s: %w", name, err)
 	}
 	defer f.Close()
-	r := record.NewLogReader(f, name, uint32(num))
+	r := record.NewLogReader(f, name, uint32(num), d.mu.versions.walFormat(num))
 	file := "WAL " + name
 	for {
 		rec, err := r.Next()

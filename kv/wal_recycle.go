@@ -73,8 +73,12 @@ func (r *walRecycler) take() (base.FileNum, bool) {
 }
 
 // retireWALs disposes of the WALs of a flushed memtable: each is kept for
-// recycling, or deleted.
+// recycling, or deleted; while a checkpoint copies WALs, later (see
+// checkpoint.go). d.mu is held.
 func (d *DB) retireWALs(nums []base.FileNum) {
+	if d.holdRetiredWALs(nums) {
+		return
+	}
 	for _, num := range nums {
 		if !d.commit.recycler.add(num) {
 			d.cleaner.deleteFile(d, base.FileTypeLog, num)

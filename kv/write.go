@@ -40,6 +40,9 @@ type commitPipeline struct {
 	// Owned by the leader.
 	log    *walWriter  // the WAL of the mutable memtable
 	logSeq base.SeqNum // the last sequence number assigned
+	// sealedAt is log's size when its records end in a seal, or hold none
+	// (see sealLog); -1 otherwise.
+	sealedAt int64
 	// err is the sticky failure of a WAL write or sync: once set, nothing
 	// more is acknowledged.
 	err error
@@ -151,6 +154,9 @@ func (d *DB) applyWriter(w *writer, b *Batch, opts *WriteOptions) error {
 	}
 	if b.Empty() {
 		return nil
+	}
+	if err := d.checkSplit(b); err != nil {
+		return err
 	}
 	w.batch, w.sync = b, opts.sync()
 	return d.commit.run(d, w)
@@ -368,7 +374,11 @@ func (d *DB) rotateMemTableLocked() error {
 	d.mu.Unlock()
 	newLog, err := d.createWAL(num)
 	if err == nil {
-		if err = p.log.close(); err != nil {
+		sealErr := p.sealLog()
+		if err = p.log.close(); err == nil {
+			err = sealErr
+		}
+		if err != nil {
 			newLog.file.Close()
 		}
 	}
@@ -377,7 +387,7 @@ func (d *DB) rotateMemTableLocked() error {
 		p.err = fmt.Errorf("kv: switching WAL, the DB accepts no more writes: %w", err)
 		return p.err
 	}
-	p.log = newLog
+	p.log, p.sealedAt = newLog, 0
 	d.mu.imm = append(d.mu.imm, d.mu.mem)
 	d.mu.mem = newMemTable(d.cmp, num)
 	d.updateReadStateLocked()

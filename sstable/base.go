@@ -105,3 +105,9 @@ type FileNum = base.FileNum
 // table bytes; test for it with errors.Is. It is the same value as the one
 // every bloomkv package wraps (kv.ErrCorruption too).
 var ErrCorruption = base.ErrCorruption
+
+// ErrInvalidSplit is wrapped by the error of a Writer, Reader or lookup
+// that met a Comparer.Split breaking its contract (a length outside its
+// key, say; see Comparer.CheckSplit). It is the same value as
+// kv.ErrInvalidSplit.
+var ErrInvalidSplit = base.ErrInvalidSplit

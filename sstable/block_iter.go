@@ -39,6 +39,10 @@ type blockIter struct {
 
 	file     string
 	blockOff uint64
+	// globalSeq, when not 0, replaces the sequence number of every key
+	// decoded (ReaderOptions.GlobalSeqNum); set after init, for data
+	// blocks only.
+	globalSeq base.SeqNum
 }
 
 // init points the iterator at a block's contents, keeping its buffers.
@@ -153,7 +157,7 @@ func (it *blockIter) readEntry(off int) bool {
 		it.rawKey, it.keyInBuf = it.keyBuf, true
 	}
 	if it.cmp != nil {
-		if it.ikey, ok = base.DecodeInternalKey(it.rawKey); !ok {
+		if it.ikey, ok = it.decodeKey(it.rawKey); !ok {
 			it.corrupt(off, "bad internal key")
 			return false
 		}
@@ -186,9 +190,19 @@ func (it *blockIter) restartKey(i int) (base.InternalKey, bool) {
 		it.corrupt(off, "bad restart entry")
 		return base.InternalKey{}, false
 	}
-	k, ok := base.DecodeInternalKey(it.data[off+n : off+n+unshared])
+	k, ok := it.decodeKey(it.data[off+n : off+n+unshared])
 	if !ok {
 		it.corrupt(off, "bad internal key")
+	}
+	return k, ok
+}
+
+// decodeKey decodes an encoded internal key of the block, giving it the
+// table's global sequence number if it has one.
+func (it *blockIter) decodeKey(encoded []byte) (base.InternalKey, bool) {
+	k, ok := base.DecodeInternalKey(encoded)
+	if it.globalSeq != 0 {
+		k.Trailer = base.MakeTrailer(it.globalSeq, k.Kind())
 	}
 	return k, ok
 }

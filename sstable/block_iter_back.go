@@ -138,7 +138,7 @@ func (it *bidiBlockIter) useCached(j int) {
 	}
 	it.keyInBuf = false
 	if it.cmp != nil {
-		it.ikey, _ = base.DecodeInternalKey(it.rawKey)
+		it.ikey, _ = it.decodeKey(it.rawKey)
 	}
 	it.val = it.data[e.valStart:e.nextOffset]
 	it.offset, it.nextOffset, it.prevIdx = e.offset, e.nextOffset, j

@@ -207,9 +207,18 @@ func (s *ddTable) get(t *testing.T, d *datadriven.TestData) (string, error) {
 	return b.String(), nil
 }
 
+// statsString prints a lookup's counters; prefix matches and skipped
+// filters only when there are any.
 func statsString(s LookupStats) string {
-	return fmt.Sprintf("[neg=%d tp=%d fp=%d reads=%d misses=%d rangedel=%d]",
-		s.FilterNegatives, s.FilterTruePositives, s.FilterFalsePositives, s.BlockReads, s.BlockCacheMisses,
+	var extra string
+	if s.PrefixMatches > 0 {
+		extra += fmt.Sprintf(" prefix-match=%d", s.PrefixMatches)
+	}
+	if s.FilterSkipped > 0 {
+		extra += fmt.Sprintf(" skipped=%d", s.FilterSkipped)
+	}
+	return fmt.Sprintf("[neg=%d tp=%d fp=%d%s reads=%d misses=%d rangedel=%d]",
+		s.FilterNegatives, s.FilterTruePositives, s.FilterFalsePositives, extra, s.BlockReads, s.BlockCacheMisses,
 		s.RangeDelChecks)
 }
 

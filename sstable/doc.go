@@ -167,4 +167,14 @@
 // but names a format version above FormatVersion is no damage: the table
 // was written by a newer bloomkv, and NewReader's error wraps
 // [ErrNewerFormat] instead.
+//
+// A filter carries no checksum of its own: the filter block's trailer,
+// the checksum every block has, covers all the table's filters and their
+// lengths at once. NewReader reads the filter block whole and verifies
+// that checksum before any lookup consults a filter, so a filter bit
+// flipped to 0, which would make the filter answer "absent" for a present
+// key, fails NewReader with corruption naming the filter block's offset
+// (TestBitFlip_FilterBitCleared). A reader that does not use the filters
+// (an unknown policy, another Split) does not read the block, and its
+// damage does not matter to it.
 package sstable

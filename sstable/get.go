@@ -1,6 +1,7 @@
 package sstable
 
 import (
+	"fmt"
 	"sync"
 
 	"github.com/bloomkv/bloomkv/internal/base"
@@ -47,8 +48,11 @@ func (r *Reader) getPoint(userKey []byte, seq base.SeqNum, stats *LookupStats) (
 	if err != nil {
 		return nil, key, false, err
 	}
-	stats.TablesConsidered++
-	filterKey := r.cmp.Prefix(userKey)
+	r.countConsidered(stats)
+	filterKey, err := r.cmp.Prefix(userKey)
+	if err != nil {
+		return nil, key, false, fmt.Errorf("sstable: %s: %w", r.name, err)
+	}
 	var it *blockIter // taken from the pool only when a block must be read
 	defer func() {
 		if it != nil {
@@ -67,7 +71,7 @@ func (r *Reader) getPoint(userKey []byte, seq base.SeqNum, stats *LookupStats) (
 		if err != nil {
 			return nil, key, false, err
 		}
-		r.countVerdict(stats, res.held)
+		r.countVerdict(stats, res.held, !res.held && r.blockHoldsPrefix(it, filterKey))
 		if res.found || !res.exhausted {
 			return res.value, res.key, res.found, nil
 		}
@@ -81,15 +85,41 @@ func (r *Reader) getPoint(userKey []byte, seq base.SeqNum, stats *LookupStats) (
 	return nil, key, false, nil
 }
 
-// countVerdict records whether a filter's "maybe" was borne out.
-func (r *Reader) countVerdict(stats *LookupStats, held bool) {
+// countConsidered counts a table a lookup asks, and whether its filter
+// is skipped.
+func (r *Reader) countConsidered(stats *LookupStats) {
+	stats.TablesConsidered++
+	if r.filterSkipped {
+		stats.FilterSkipped++
+	}
+}
+
+// countVerdict records whether a filter's "maybe" was borne out: held
+// says the block held the key, prefixHeld that it held keys of the key's
+// prefix (a prefix match, not a false positive: the filter holds
+// prefixes).
+func (r *Reader) countVerdict(stats *LookupStats, held, prefixHeld bool) {
 	switch {
 	case r.filter == nil:
 	case held:
 		stats.FilterTruePositives++
+	case prefixHeld:
+		stats.PrefixMatches++
 	default:
 		stats.FilterFalsePositives++
 	}
+}
+
+// blockHoldsPrefix reports whether the data block it was initialized on
+// holds a key of prefix, under a comparer with a Split and a table with a
+// filter (false otherwise: the answer would count nothing). It reseeks
+// it: keys of one prefix are contiguous and sort at or after the prefix
+// itself, so the first key at or after the prefix tells.
+func (r *Reader) blockHoldsPrefix(it *blockIter, prefix []byte) bool {
+	if r.cmp.Split == nil || r.filter == nil {
+		return false
+	}
+	return it.SeekGE(base.MakeSearchKey(prefix)) && r.cmp.HasPrefix(it.ikey.UserKey, prefix)
 }
 
 // searchIndex returns the first index entry >= target (the number of data
@@ -184,6 +214,7 @@ func (r *Reader) searchBlock(it *blockIter, i int, userKey []byte, seq base.SeqN
 	if err := it.init(data, r.cmp.Compare, r.name, r.blocks[i].handle.Offset); err != nil {
 		return blockSearch{}, err
 	}
+	it.globalSeq = r.opts.GlobalSeqNum
 	var res blockSearch
 	ok := it.SeekGE(base.MakeSearchKey(userKey))
 	for ; ok && r.cmp.Compare(it.ikey.UserKey, userKey) == 0; ok = it.Next() {

@@ -1,7 +1,6 @@
 package sstable
 
 import (
-	"bytes"
 	"errors"
 
 	"github.com/bloomkv/bloomkv/internal/base"
@@ -66,8 +65,9 @@ func (r *Reader) NewIter(lower, upper []byte) (InternalIterator, error) {
 // stats (nil: not counted): one table considered per SeekPrefixGE, the
 // filters' verdicts, and the data blocks read in prefix mode. A filter's
 // "maybe" counts as a true positive when the block held a key of the
-// prefix at or after the seek key. Reads outside prefix mode are not
-// counted. stats must not be shared between goroutines.
+// prefix at or after the seek key, as a prefix match when it held keys of
+// the prefix only below it, and as a false positive otherwise. Reads
+// outside prefix mode are not counted. stats must not be shared between goroutines.
 func (r *Reader) NewIterWithStats(lower, upper []byte, stats *LookupStats) (InternalIterator, error) {
 	it := new(Iter)
 	if err := r.InitIter(it, lower, upper, stats); err != nil {
@@ -120,6 +120,7 @@ func (it *Iter) loadBlock(forward bool) bool {
 	data, err := it.dataBlock(it.block, stats)
 	if err == nil {
 		err = it.data.init(data, it.cmp, it.r.name, it.r.blocks[it.block].handle.Offset)
+		it.data.globalSeq = it.r.opts.GlobalSeqNum
 	}
 	if err != nil {
 		return it.fail(err)
@@ -148,12 +149,29 @@ func (it *Iter) countVerdict(ok bool) {
 		return
 	}
 	it.pending = false
-	k := it.data.ikey.UserKey
-	if ok && bytes.HasPrefix(k, it.prefix) && len(it.r.cmp.Prefix(k)) == len(it.prefix) {
+	switch {
+	case ok && it.r.cmp.HasPrefix(it.data.ikey.UserKey, it.prefix):
 		it.stats.FilterTruePositives++
-	} else {
+	case it.blockHoldsPrefix():
+		it.stats.PrefixMatches++
+	default:
 		it.stats.FilterFalsePositives++
 	}
+}
+
+// blockHoldsPrefix reports whether the block loaded last holds a key of
+// the prefix (below the seek key, where the iterator did not land),
+// searching it with an iterator of its own so that it.data stays put.
+func (it *Iter) blockHoldsPrefix() bool {
+	if it.r.cmp.Split == nil || it.data.err != nil {
+		return false
+	}
+	b := blockIters.Get().(*blockIter)
+	defer putBlockIter(b)
+	if b.init(it.data.data, it.cmp, it.r.name, it.r.blocks[it.block].handle.Offset) != nil {
+		return false
+	}
+	return it.r.blockHoldsPrefix(b, it.prefix)
 }
 
 // settle checks the data iterator's last move: on an error it fails, past
@@ -251,7 +269,7 @@ func (it *Iter) SeekPrefixGE(prefix, key []byte) bool {
 		return false
 	}
 	it.prefix = prefix
-	it.stats.TablesConsidered++
+	it.r.countConsidered(it.stats)
 	return it.seekGE(key)
 }
 

@@ -180,6 +180,7 @@ func (r *Reader) checkDataBlock(c *tableCheck, d DataBlockInfo, i int) error {
 	if err := r.readBlockIter(&it, d.Handle, r.cmp.Compare); err != nil {
 		return err
 	}
+	it.globalSeq = r.opts.GlobalSeqNum
 	c.keys = c.keys[:0]
 	n := 0
 	for ok := it.First(); ok; ok = it.Next() {
@@ -196,9 +197,9 @@ func (r *Reader) checkDataBlock(c *tableCheck, d DataBlockInfo, i int) error {
 			c.keys = append(c.keys, slices.Clone(k.UserKey))
 		}
 		if c.entries == 0 {
-			c.first = slices.Clone(it.rawKey)
+			c.first = k.AppendEncoded(nil)
 		}
-		c.last = append(c.last[:0], it.rawKey...)
+		c.last = k.AppendEncoded(c.last[:0])
 		c.entries++
 		if k.Kind() == base.KindDelete {
 			c.deletions++
@@ -213,10 +214,22 @@ func (r *Reader) checkDataBlock(c *tableCheck, d DataBlockInfo, i int) error {
 	}
 	c.prevSep = d.Separator
 	if r.filter != nil {
-		for _, k := range c.keys {
-			if !r.filterPolicy.MayContain(d.Filter, k) {
-				return r.corruptf(d.Handle.Offset, "filter of block %d rejects its key %q", i, k)
-			}
+		return r.checkFilterHolds(i, d, c.keys)
+	}
+	return nil
+}
+
+// checkFilterHolds checks that block i's filter holds what the writer
+// added for each of its user keys: the key's prefix under the comparer's
+// Split, the whole key without one.
+func (r *Reader) checkFilterHolds(i int, d DataBlockInfo, keys [][]byte) error {
+	for _, k := range keys {
+		p, err := r.cmp.Prefix(k)
+		if err != nil {
+			return fmt.Errorf("sstable: %s: %w", r.name, err)
+		}
+		if !r.filterPolicy.MayContain(d.Filter, p) {
+			return r.corruptf(d.Handle.Offset, "filter of block %d rejects its key %q (filtered as %q)", i, k, p)
 		}
 	}
 	return nil

@@ -85,6 +85,13 @@ type ReaderOptions struct {
 	Filters map[string]bloompolicy.FilterPolicy
 	// FileName names the file in errors.
 	FileName string
+	// GlobalSeqNum, when not 0, is the sequence number of every entry and
+	// range tombstone of the table, which must have been written with
+	// sequence number 0 (the reader refuses it otherwise): a store that
+	// ingests a table written outside it gives all its keys one sequence
+	// number this way, as Pebble does, without rewriting the file. Keys,
+	// Bounds, Properties and RangeDels then all carry it.
+	GlobalSeqNum SeqNum
 }
 
 // LookupStats accumulates what point lookups and prefix seeks cost.
@@ -101,8 +108,22 @@ type LookupStats struct {
 	// that held the user key.
 	FilterTruePositives int64
 	// FilterFalsePositives counts filters that answered "maybe" for a block
-	// that did not.
+	// that did not hold the key, nor, under a Split, any key of its prefix:
+	// the filter's own errors. FilterFalsePositives / (FilterFalsePositives
+	// + FilterNegatives) is the filter's false-positive rate.
 	FilterFalsePositives int64
+	// PrefixMatches counts, under a Split, filters that answered "maybe"
+	// for a block that held keys of the key's prefix but not the key (for
+	// a prefix seek: only keys of the prefix below the seek key). The
+	// filter holds prefixes, so it was right: these are neither true nor
+	// false positives.
+	PrefixMatches int64
+	// FilterSkipped counts the tables a lookup asked that have a filter
+	// the reader did not use: built by a policy not among
+	// ReaderOptions.Filters, or under another Split than the Comparer's
+	// (Properties.FilterSplitName). A reader given no policies at all
+	// reads without filters on purpose, and counts none.
+	FilterSkipped int64
 	// BlockReads counts data blocks fetched.
 	BlockReads int64
 	// BlockCacheMisses counts, of those, the ones read from the file.
@@ -121,6 +142,8 @@ func (s *LookupStats) Add(o LookupStats) {
 	s.FilterNegatives += o.FilterNegatives
 	s.FilterTruePositives += o.FilterTruePositives
 	s.FilterFalsePositives += o.FilterFalsePositives
+	s.PrefixMatches += o.PrefixMatches
+	s.FilterSkipped += o.FilterSkipped
 	s.BlockReads += o.BlockReads
 	s.BlockCacheMisses += o.BlockCacheMisses
 	s.RangeDelChecks += o.RangeDelChecks

@@ -2,12 +2,15 @@ package sstable
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
 
+	"github.com/bloomkv/bloomkv/bloompolicy"
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/itertest"
+	"github.com/cockroachdb/pebble/vfs"
 )
 
 // greedySlashComparer splits as itertest.SlashComparer does, but its
@@ -73,16 +76,19 @@ func TestTableIter_SeekPrefixGE_Model(t *testing.T) {
 // lands against the sorted keys.
 func checkPrefixSeek(t *testing.T, cmp *base.Comparer, it base.PrefixIterator, keys []string, seek string) {
 	t.Helper()
-	prefix := cmp.Prefix([]byte(seek))
+	prefix, err := cmp.Prefix([]byte(seek))
+	if err != nil {
+		t.Fatal(err)
+	}
 	ok := it.SeekPrefixGE(prefix, []byte(seek))
 	i, _ := slices.BinarySearch(keys, seek)
-	wantKey := i < len(keys) && bytes.Equal(cmp.Prefix([]byte(keys[i])), prefix)
+	wantKey := i < len(keys) && cmp.HasPrefix([]byte(keys[i]), prefix)
 	switch {
 	case it.Error() != nil:
 		t.Fatalf("%s: SeekPrefixGE(%s): %v", cmp.Name, seek, it.Error())
 	case wantKey && (!ok || string(it.Key().UserKey) != keys[i]):
 		t.Fatalf("%s: SeekPrefixGE(%s) = %v %s, want %s", cmp.Name, seek, ok, it.Key().UserKey, keys[i])
-	case !wantKey && ok && bytes.Equal(cmp.Prefix(it.Key().UserKey), prefix):
+	case !wantKey && ok && cmp.HasPrefix(it.Key().UserKey, prefix):
 		t.Fatalf("%s: SeekPrefixGE(%s) landed on %s, of a prefix that has no key >= %s", cmp.Name, seek, it.Key().UserKey, seek)
 	case ok && string(it.Key().UserKey) != keys[i]:
 		t.Fatalf("%s: SeekPrefixGE(%s) landed on %s, want %s or nothing", cmp.Name, seek, it.Key().UserKey, keys[i])
@@ -101,5 +107,88 @@ func TestWriter_SplitWithoutName(t *testing.T) {
 	data := buildBytes(t, []testEntry{{base.MakeInternalKey([]byte("a/1"), 1, base.KindSet), nil}}, WriterOptions{})
 	if _, err := openBytes(data, ReaderOptions{Comparer: cmp}); err == nil {
 		t.Fatal("reading under a Split without a name succeeded")
+	}
+}
+
+// badSlashComparer splits as itertest.SlashComparer does, but cuts keys
+// that start with "bad" past their end.
+func badSlashComparer() *base.Comparer {
+	c := itertest.SlashComparer()
+	c.Split = func(k []byte) int {
+		if bytes.HasPrefix(k, []byte("bad")) {
+			return len(k) + 5
+		}
+		return itertest.SlashSplit(k)
+	}
+	return c
+}
+
+// TestSplit_OutOfRange checks that a Split cutting a key past its end
+// gives an error wrapping ErrInvalidSplit from Writer.Add, which stays
+// usable, and from Reader.Get; and that NewWriter refuses a Split that
+// does so on every key.
+func TestSplit_OutOfRange(t *testing.T) {
+	cmp := badSlashComparer()
+	opts := WriterOptions{Comparer: cmp, FilterPolicy: hashSetPolicy{}}
+	fs := vfs.NewMem()
+	f, err := fs.Create("t.sst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := NewWriter(f, opts)
+	for i, k := range []string{"a/1", "bad/2", "c/3"} {
+		err := w.Add(base.MakeInternalKey([]byte(k), 1, base.KindSet), nil)
+		if bad := i == 1; bad != errors.Is(err, ErrInvalidSplit) {
+			t.Fatalf("Add(%s): %v", k, err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatalf("Close after a refused key: %v", err)
+	}
+	data, err := readAll(fs, "t.sst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := openBytes(data, ReaderOptions{Comparer: cmp, Filters: map[string]bloompolicy.FilterPolicy{hashSetPolicy{}.Name(): hashSetPolicy{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, _, _, err := r.Get([]byte("bad/2"), base.SeqNumMax, nil); !errors.Is(err, ErrInvalidSplit) {
+		t.Fatalf("Get(bad/2): %v, want ErrInvalidSplit", err)
+	}
+	if _, _, found, err := r.Get([]byte("c/3"), base.SeqNumMax, nil); !found || err != nil {
+		t.Fatalf("Get(c/3): found=%v, %v", found, err)
+	}
+
+	always := itertest.SlashComparer()
+	always.Split = func(k []byte) int { return -1 }
+	_, err = writeBytes([]testEntry{{base.MakeInternalKey([]byte("a/1"), 1, base.KindSet), nil}}, WriterOptions{Comparer: always})
+	if !errors.Is(err, ErrInvalidSplit) {
+		t.Fatalf("writing under a Split that returns -1: %v, want ErrInvalidSplit", err)
+	}
+}
+
+// TestReader_Check_Split checks that Check verifies a table's filters
+// against its keys' prefixes under the comparer's Split, as the writer
+// built them, and finds them sound.
+func TestReader_Check_Split(t *testing.T) {
+	cmp := itertest.SlashComparer()
+	var entries []testEntry
+	for _, k := range []string{"a/1", "a/2", "b/1", "c"} {
+		entries = append(entries, testEntry{base.MakeInternalKey([]byte(k), 1, base.KindSet), nil})
+	}
+	policies := map[string]bloompolicy.FilterPolicy{hashSetPolicy{}.Name(): hashSetPolicy{}}
+	data := buildBytes(t, entries, WriterOptions{Comparer: cmp, FilterPolicy: hashSetPolicy{}, BlockSize: 1})
+	r, err := openBytes(data, ReaderOptions{Comparer: cmp, Filters: policies})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if r.Properties().NumDataBlocks < 3 {
+		t.Fatalf("%d data blocks, want one per key", r.Properties().NumDataBlocks)
+	}
+	if err := r.Check(); err != nil {
+		t.Fatalf("Check: %v", err)
 	}
 }

@@ -85,7 +85,8 @@ func (r *Reader) readRangeDels() error {
 }
 
 // decodeRangeDels reads and decodes the range-deletion block h locates,
-// checking that its sequence numbers lie within the properties'.
+// checking that its sequence numbers lie within the properties'. The
+// table's global sequence number, if any, replaces theirs.
 func (r *Reader) decodeRangeDels(h BlockHandle) ([]RangeTombstone, error) {
 	data, err := r.readBlock(h)
 	if err != nil {
@@ -95,7 +96,11 @@ func (r *Reader) decodeRangeDels(h BlockHandle) ([]RangeTombstone, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, t := range ts {
+	for i := range ts {
+		if g := r.opts.GlobalSeqNum; g != 0 {
+			ts[i].Seq = g
+		}
+		t := ts[i]
 		if t.Seq < r.props.SmallestSeqNum || t.Seq > r.props.LargestSeqNum {
 			return nil, r.corruptf(h.Offset, "range tombstone %s outside the table's seqnums %d-%d",
 				t, r.props.SmallestSeqNum, r.props.LargestSeqNum)

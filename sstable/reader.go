@@ -43,6 +43,9 @@ type Reader struct {
 	filter       *filterBlock // nil: no usable filter
 	filterPolicy bloompolicy.FilterPolicy
 	filterHandle BlockHandle // zero when the table has no filter block
+	// filterSkipped says the table has a filter the reader cannot use
+	// (see LookupStats.FilterSkipped).
+	filterSkipped bool
 
 	// rangeDels are the table's range tombstones, fragmented, loaded at
 	// open.
@@ -136,10 +139,43 @@ func (r *Reader) open() error {
 	if err := r.readIndex(); err != nil {
 		return err
 	}
+	if err := r.applyGlobalSeqNum(); err != nil {
+		return err
+	}
 	if err := r.readRangeDels(); err != nil {
 		return err
 	}
 	return r.readFilter()
+}
+
+// applyGlobalSeqNum gives the properties' sequence numbers and keys the
+// table's global sequence number, if it has one
+// (ReaderOptions.GlobalSeqNum); the range tombstones and the data blocks'
+// keys get it as they are decoded. A table written with other sequence numbers than 0 cannot take
+// one.
+func (r *Reader) applyGlobalSeqNum() error {
+	g := r.opts.GlobalSeqNum
+	if g == 0 {
+		return nil
+	}
+	p := &r.props
+	if p.LargestSeqNum != 0 {
+		return fmt.Errorf("sstable: %s holds sequence numbers up to %d; a global sequence number applies only to a table written with 0", r.name, p.LargestSeqNum)
+	}
+	p.SmallestSeqNum, p.LargestSeqNum = g, g
+	p.SmallestKey = withSeqNum(p.SmallestKey, g)
+	p.LargestKey = withSeqNum(p.LargestKey, g)
+	return nil
+}
+
+// withSeqNum returns encoded internal key k with sequence number seq; an
+// empty k (no entries) stays empty.
+func withSeqNum(k []byte, seq base.SeqNum) []byte {
+	ik, ok := base.DecodeInternalKey(k)
+	if !ok {
+		return k
+	}
+	return base.MakeInternalKey(ik.UserKey, seq, ik.Kind()).AppendEncoded(nil)
 }
 
 // corruptf returns an error wrapping base.ErrCorruption naming the file
@@ -364,7 +400,9 @@ func (r *Reader) readFilter() error {
 		r.filterHandle = e.Handle
 		policy := r.opts.Filters[name]
 		if policy == nil || r.props.FilterSplitName != r.cmp.SplitName {
-			return nil // an unknown policy or another Split: read without the filter
+			// An unknown policy or another Split: read without the filter.
+			r.filterSkipped = len(r.opts.Filters) > 0
+			return nil
 		}
 		data, err := r.readBlock(e.Handle)
 		if err != nil {

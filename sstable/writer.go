@@ -36,7 +36,7 @@ type Writer struct {
 	rangeDels []RangeTombstone // fragmented, in order; keys owned
 
 	prevKey       base.InternalKey // last key added, in prevKeyBuf
-	prevPrefixLen int              // length of prevKey's prefix, kept by addFilterKey
+	prevPrefixLen int              // length of prevKey's prefix, so that each key is split once
 	pendingHandle BlockHandle      // block awaiting its index entry
 	pending       bool
 
@@ -109,12 +109,17 @@ func (w *Writer) Add(key InternalKey, value []byte) error {
 	case w.props.NumEntries > 0 && base.InternalCompare(w.cmp.Compare, w.prevKey, key) >= 0:
 		return fmt.Errorf("sstable: key %s added after %s: keys must increase", key, w.prevKey)
 	}
+	prefix, err := w.cmp.Prefix(key.UserKey)
+	if err != nil {
+		return fmt.Errorf("sstable: adding %s: %w", key, err)
+	}
 	if w.pending {
-		w.addIndexEntry(&key)
+		w.addIndexEntry(&key, prefix)
 	}
 	if w.filter != nil {
-		w.addFilterKey(key.UserKey)
+		w.addFilterKey(prefix)
 	}
+	w.prevPrefixLen = len(prefix)
 	w.scratch = key.AppendEncoded(w.scratch[:0])
 	w.data.add(w.scratch, value)
 	w.record(key, len(value))
@@ -124,16 +129,14 @@ func (w *Writer) Add(key InternalKey, value []byte) error {
 	return nil
 }
 
-// addFilterKey adds userKey's prefix (the whole key without a Split) to
-// the current block's filter, once per block: the keys of one prefix are
-// contiguous, so comparing with the previous key's prefix suffices. It
-// remembers the prefix's length, so each key is split once.
-func (w *Writer) addFilterKey(userKey []byte) {
-	k := w.cmp.Prefix(userKey)
-	if w.data.empty() || !bytes.Equal(w.prevKey.UserKey[:w.prevPrefixLen], k) {
-		w.filter.addKey(k)
+// addFilterKey adds prefix, the new key's (the whole key without a
+// Split), to the current block's filter, once per block: the keys of one
+// prefix are contiguous, so comparing with the previous key's prefix
+// suffices.
+func (w *Writer) addFilterKey(prefix []byte) {
+	if w.data.empty() || !bytes.Equal(w.prevKey.UserKey[:w.prevPrefixLen], prefix) {
+		w.filter.addKey(prefix)
 	}
-	w.prevPrefixLen = len(k)
 }
 
 // record updates the properties for an added entry and keeps its key.
@@ -198,11 +201,11 @@ func (w *Writer) flushDataBlock() error {
 // below next's prefix. Then a seek for a key of prefix p lands on a block
 // that holds a key >= it, or on one followed by no key of prefix p, so that
 // block's filter alone can rule p out (see Iter.SeekPrefixGE).
-func (w *Writer) addIndexEntry(next *base.InternalKey) {
+func (w *Writer) addIndexEntry(next *base.InternalKey, nextPrefix []byte) {
 	last := w.prevKey
 	var sep []byte
 	if next != nil {
-		sep = w.cmp.Separator(w.sepBuf[:0], last.UserKey, w.separatorLimit(last.UserKey, next.UserKey))
+		sep = w.cmp.Separator(w.sepBuf[:0], last.UserKey, w.separatorLimit(next.UserKey, nextPrefix))
 	} else {
 		sep = w.cmp.Successor(w.sepBuf[:0], last.UserKey)
 	}
@@ -218,17 +221,14 @@ func (w *Writer) addIndexEntry(next *base.InternalKey) {
 }
 
 // separatorLimit returns the key a block separator must sort below: next,
-// or under a Split next's prefix when last's differs (last sorts below it
-// by the Split's invariants; should it not, next).
-func (w *Writer) separatorLimit(last, next []byte) []byte {
-	if w.cmp.Split == nil {
+// or under a Split next's prefix when the last key's differs (the last key
+// sorts below it by the Split's invariants; should it not, next).
+func (w *Writer) separatorLimit(next, nextPrefix []byte) []byte {
+	last := w.prevKey.UserKey
+	if w.cmp.Split == nil || bytes.Equal(last[:w.prevPrefixLen], nextPrefix) || w.cmp.Compare(last, nextPrefix) >= 0 {
 		return next
 	}
-	p := w.cmp.Prefix(next)
-	if bytes.Equal(w.cmp.Prefix(last), p) || w.cmp.Compare(last, p) >= 0 {
-		return next
-	}
-	return p
+	return nextPrefix
 }
 
 // compress returns the form in which contents are stored, compressed into

@@ -47,7 +47,7 @@ func (w *Writer) finish() error {
 		}
 	}
 	if w.pending {
-		w.addIndexEntry(nil)
+		w.addIndexEntry(nil, nil)
 	}
 	var meta blockWriter
 	meta.restartInterval = 1

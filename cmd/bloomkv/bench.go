@@ -14,6 +14,7 @@ import (
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
 	"github.com/bloomkv/bloomkv/bloompolicy/pebbleadapter"
+	"github.com/bloomkv/bloomkv/internal/bench"
 	"github.com/bloomkv/bloomkv/kv"
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/bloom"
@@ -32,11 +33,10 @@ type benchOptions struct {
 	keep, pebble, growth     bool
 	prefix                   bool
 	plot                     string
+	markdown                 string
 	seed                     uint64
+	command                  string // the command line, for --markdown
 }
-
-// loadBatch is the number of writes per NoSync batch while loading.
-const loadBatch = 1000
 
 // The sizes of the bench's stores, in both engines. They are smaller than
 // kv's defaults so that the default key count (about 60 MiB of tables)
@@ -50,6 +50,12 @@ const (
 	benchDefaultKeys    = 500_000
 	benchDefaultLookups = 50_000
 )
+
+// withPebbleFilter returns the configuration change that puts policy on every
+// level.
+func withPebbleFilter(policy pebble.FilterPolicy) func(*pebble.Options) {
+	return func(o *pebble.Options) { bench.WithPebbleFilter(o, policy) }
+}
 
 func (a *app) benchCommand() *cobra.Command {
 	o := benchOptions{cache: benchCacheSize, memtable: benchMemTableSize,
@@ -68,7 +74,10 @@ func (a *app) benchCommand() *cobra.Command {
 			"both filters; --growth measures the settled shape after each doubling of the " +
 			"store too.",
 		Args: exactArgs(),
-		RunE: func(cmd *cobra.Command, _ []string) error { return a.runBench(cmd.Context(), o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.command = commandLine(cmd)
+			return a.runBench(cmd.Context(), o)
+		},
 	}
 	f := cmd.Flags()
 	f.IntVar(&o.keys, "keys", benchDefaultKeys, "keys loaded into each store before the write-heavy shape adds a quarter more")
@@ -78,13 +87,14 @@ func (a *app) benchCommand() *cobra.Command {
 	f.Var(&o.cache, "cache", "block cache size (e.g. 8MiB, 512KiB, 1048576)")
 	f.Var(&o.memtable, "memtable", "memtable size of every store")
 	f.Var(&o.tableSize, "table-size", "size at which compactions cut tables")
-	f.Var(&o.l1Size, "l1-size", "target size of L1 (bloomkv) or the base level (Pebble); each level below is 10 times larger")
+	f.Var(&o.l1Size, "l1-size", "most bytes of the base level, the level L0 compacts into, in both engines (kv.Options.LBaseMaxBytes, pebble.Options.LBaseMaxBytes): levels are sized from the bottom up, each a tenth of the one below, and the base level is the highest whose target stays within this size; it is L1 only once the store is large enough")
 	f.StringVar(&o.dir, "dir", "", "directory for the stores (default: a new temporary directory)")
 	f.BoolVar(&o.keep, "keep", false, "keep the stores after the run")
 	f.BoolVar(&o.pebble, "pebble", false, "also run Pebble v1.1.5 with both filters")
 	f.BoolVar(&o.growth, "growth", false, "load in doubling steps up to --keys and measure the settled shape after each")
 	f.BoolVar(&o.prefix, "prefix", false, "run the prefix-scan workload instead: --keys as user/<id>/<field> keys, --lookups prefix seeks of absent and of present users")
 	f.StringVar(&o.plot, "plot", "", "write a plot to `FILE` (.svg or .png)")
+	f.StringVar(&o.markdown, "markdown", "", "also write the report as a Markdown page to `FILE`, with the command line, machine, Go version and date (docs/results.md is one)")
 	f.Uint64Var(&o.seed, "seed", 1, "seed of keys, values and lookup order")
 	return cmd
 }
@@ -111,15 +121,32 @@ func (o *benchOptions) check() error {
 		return err
 	}
 	if o.plot != "" {
-		return checkPlotPath(o.plot)
+		if err := checkPlotPath(o.plot); err != nil {
+			return err
+		}
+	}
+	return o.checkMarkdown()
+}
+
+// checkMarkdown checks --markdown before the run rather than after it: a
+// page of the point-lookup bench, into a directory that exists.
+func (o *benchOptions) checkMarkdown() error {
+	switch {
+	case o.markdown == "":
+		return nil
+	case o.prefix:
+		return usagef("--markdown: the page is of the point-lookup bench, not --prefix")
+	}
+	if _, err := vfs.Default.Stat(filepath.Dir(o.markdown)); err != nil {
+		return usagef("--markdown %s: %v", o.markdown, err)
 	}
 	return nil
 }
 
 // The engines bench runs, and the filter name of a store without filters.
 const (
-	engineKV     = "bloomkv"
-	enginePebble = "pebble"
+	engineKV     = bench.EngineKV
+	enginePebble = bench.EnginePebble
 	filterNone   = "none"
 )
 
@@ -144,12 +171,30 @@ func (c benchConfig) engine() string {
 	return engineKV
 }
 
-// open opens the configuration's store in dir.
-func (c benchConfig) open(dir string, o benchOptions) (store, error) {
+// sizes are the sizes both engines get.
+func (o benchOptions) sizes() bench.Sizes {
+	return bench.Sizes{MemTable: int64(o.memtable), Table: int64(o.tableSize),
+		LBase: int64(o.l1Size), Cache: int64(o.cache)}
+}
+
+// open opens the configuration's store in dir: the harness's options for
+// the bench's sizes, then the configuration's changes. Pebble answers
+// lookups through SeekPrefixGE, which reads L6 filters too
+// (bench.PebbleSeekPrefix). bloomkv keeps the L0 tables it holds between
+// L0 compactions once writes stop, as Pebble does: the settled shape is
+// that of a store taking writes.
+func (c benchConfig) open(dir string, o benchOptions) (bench.Engine, error) {
 	if c.pebble != nil {
-		return openPebble(dir, o, c.pebble)
+		opts := o.sizes().PebbleOptions()
+		c.pebble(opts)
+		return bench.OpenPebble(dir, opts, bench.PebbleSeekPrefix)
 	}
-	return openKV(dir, o, c.kv)
+	opts := o.sizes().KVOptions()
+	opts.DisableL0Settling = true
+	if c.kv != nil {
+		c.kv(opts)
+	}
+	return bench.OpenKV(dir, opts)
 }
 
 // benchConfigs returns the configurations to run: bloomkv without filters,
@@ -205,7 +250,7 @@ func (a *app) runBench(ctx context.Context, o benchOptions) error {
 	}
 	defer cleanup()
 	start := time.Now()
-	w := newWorkload(o.seed, o.keys, o.valueSize, o.lookups)
+	w := bench.NewWorkload(o.seed, o.keys, o.valueSize, o.lookups)
 	rep := &benchReport{Params: o.params(ours)}
 	for _, cfg := range benchConfigs(o, ours) {
 		row, err := a.benchOne(ctx, cfg, w, filepath.Join(root, cfg.id), o)
@@ -215,7 +260,7 @@ func (a *app) runBench(ctx context.Context, o benchOptions) error {
 		rep.Rows = append(rep.Rows, row)
 	}
 	if o.plot != "" {
-		if err := a.benchPlot(rep, w.kg, o); err != nil {
+		if err := a.benchPlot(rep, w.Gen, o); err != nil {
 			return err
 		}
 	}
@@ -223,22 +268,34 @@ func (a *app) runBench(ctx context.Context, o benchOptions) error {
 	if o.keep {
 		rep.Dir = root
 	}
+	return a.finishBench(rep, o)
+}
+
+// finishBench compares the engines and writes the report: the Markdown
+// page with --markdown, then the table or JSON on stdout.
+func (a *app) finishBench(rep *benchReport, o benchOptions) error {
+	rep.VsPebble = compareWithPebble(rep.Rows)
+	if o.markdown != "" {
+		if err := writeBenchMarkdown(o.markdown, o.command, rep, time.Now()); err != nil {
+			return err
+		}
+	}
 	return a.writeBenchReport(rep)
 }
 
 // params records the run's parameters for the report.
 func (o benchOptions) params(ours *bloompolicy.Bloom) benchParams {
-	extra := writeHeavyKeys(o.keys)
+	extra := bench.WriteHeavyKeys(o.keys)
 	return benchParams{
-		Keys: o.keys, WriteHeavyKeys: extra, KeySize: keySize, ValueSize: o.valueSize, Lookups: o.lookups,
+		Keys: o.keys, WriteHeavyKeys: extra, KeySize: bench.KeySize, ValueSize: o.valueSize, Lookups: o.lookups,
 		TargetFPR: o.fpr, CacheBytes: int64(o.cache), MemTableBytes: int64(o.memtable),
 		TableBytes: int64(o.tableSize), L1Bytes: int64(o.l1Size), Seed: o.seed,
 		OursBitsPerKey: ours.BitsPerKey(), PebbleBitsPerKey: pebbleBits(ours.BitsPerKey()),
 		Shapes: map[string]string{
 			shapeSettled: fmt.Sprintf("the %d keys written in random order in NoSync batches of %d, "+
-				"then Flush and a wait until no compaction is running or due; no manual compaction", o.keys, loadBatch),
+				"then Flush and a wait until no compaction is running or due; no manual compaction", o.keys, bench.LoadBatch),
 			shapeWriteHeavy: fmt.Sprintf("%d more keys written in NoSync batches of %d, each batch followed by "+
-				"an equal share of the lookups (present keys among the first %d); background work goes on", extra, loadBatch, o.keys),
+				"an equal share of the lookups (present keys among the first %d); background work goes on", extra, bench.LoadBatch, o.keys),
 			shapeCompacted: "Flush, Compact over the whole key range, and a wait until no compaction is running or due",
 		},
 		Machine: machine(),

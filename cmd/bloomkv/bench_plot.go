@@ -5,6 +5,7 @@ import (
 	"image/color"
 	"math"
 
+	"github.com/bloomkv/bloomkv/internal/bench"
 	"github.com/cockroachdb/pebble/vfs"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -14,7 +15,7 @@ import (
 
 // benchPlot measures the standalone filter curves (up to 100,000 keys per
 // filter, bits per key 4 to 20) and writes the plot of a bench run.
-func (a *app) benchPlot(rep *benchReport, kg keyGen, o benchOptions) error {
+func (a *app) benchPlot(rep *benchReport, kg bench.KeyGen, o benchOptions) error {
 	n := min(o.keys, 100_000)
 	q := min(max(20*n, 100_000), 2_000_000)
 	prog := a.startProgress("plot: standalone filters", -1)

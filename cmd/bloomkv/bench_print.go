@@ -18,7 +18,6 @@ const pebbleNote = "Pebble rows: lookups by SeekPrefixGE on an iterator opened w
 	"on top of --cache, since Pebble charges them to it."
 
 func (a *app) writeBenchReport(rep *benchReport) error {
-	rep.VsPebble = compareWithPebble(rep.Rows)
 	if a.json {
 		return writeJSON(a.stdout, rep)
 	}
@@ -195,6 +194,16 @@ func levelOf(p phase, level int) lookupRates {
 
 // writeGrowth prints the settled shape after each load step.
 func writeGrowth(w io.Writer, rows []benchRow) error {
+	t := growthTable(rows)
+	if len(t.rows) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\ngrowth: the settled shape after each load step (tables per level: L0 first):\n")
+	return t.write(w)
+}
+
+// growthTable has a line per configuration and load step.
+func growthTable(rows []benchRow) *table {
 	t := newTable("config", ">keys", ">size", "levels", ">tables/lookup", ">block reads/lookup",
 		">reads saved/lookup")
 	for _, r := range rows {
@@ -209,11 +218,7 @@ func writeGrowth(w io.Writer, rows []benchRow) error {
 				pair(g.Absent.ReadsSavedPerLookup, g.Present.ReadsSavedPerLookup, 2))
 		}
 	}
-	if len(t.rows) == 0 {
-		return nil
-	}
-	fmt.Fprintf(w, "\ngrowth: the settled shape after each load step (tables per level: L0 first):\n")
-	return t.write(w)
+	return t
 }
 
 // fmtLevelTables formats the tables per level from L0 to the deepest

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/bloomkv/bloomkv/internal/bench"
 )
 
 // lookupSnapshot is an engine's cumulative lookup counters, in total and
@@ -87,17 +89,8 @@ func newPhase(c lookupSnapshot, gets int64, elapsed time.Duration) phase {
 	return p
 }
 
-// footprint is what a store's tables hold.
-type footprint struct {
-	FilterBytes, Keys int64
-}
-
 // levelShape is one non-empty level of an LSM.
-type levelShape struct {
-	Level  int   `json:"level"`
-	Tables int   `json:"tables"`
-	Bytes  int64 `json:"bytes"`
-}
+type levelShape = bench.LevelShape
 
 // The shapes of the LSM that bench measures lookups in.
 const (
@@ -151,7 +144,7 @@ type benchRow struct {
 }
 
 // fill completes the row from the footprint of its tables.
-func (r *benchRow) fill(fp footprint, target float64) {
+func (r *benchRow) fill(fp bench.Footprint, target float64) {
 	r.FilterBytes, r.Keys = fp.FilterBytes, fp.Keys
 	r.FilterBitsPerKey = jsonFloat(ratio(8*float64(fp.FilterBytes), float64(fp.Keys)))
 	r.TargetFPR = jsonFloat(target)

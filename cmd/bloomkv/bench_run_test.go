@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
+	"github.com/bloomkv/bloomkv/internal/bench"
 )
 
 // smallBenchOptions sizes the stores so that a few thousand keys settle
@@ -24,7 +25,7 @@ func runBenchRows(t *testing.T, o benchOptions) []benchRow {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := newWorkload(o.seed, o.keys, o.valueSize, o.lookups)
+	w := bench.NewWorkload(o.seed, o.keys, o.valueSize, o.lookups)
 	var rows []benchRow
 	for _, cfg := range benchConfigs(o, ours) {
 		row, err := (&app{}).benchOne(context.Background(), cfg, w, o.dir+"/"+cfg.id, o)
@@ -61,14 +62,14 @@ func checkShapes(t *testing.T, r benchRow, o benchOptions) {
 	settled, _ := r.shape(shapeSettled)
 	wh, _ := r.shape(shapeWriteHeavy)
 	compacted, _ := r.shape(shapeCompacted)
-	if len(settled.LSM) < 3 || settled.LSM[0].Level != 0 || settled.LSM[0].Tables != settledL0Tables {
-		t.Errorf("settled: LSM %s, want %d L0 tables and several levels below", fmtShape(settled.LSM), settledL0Tables)
+	if len(settled.LSM) < 3 || settled.LSM[0].Level != 0 || settled.LSM[0].Tables != bench.SettledL0Tables {
+		t.Errorf("settled: LSM %s, want %d L0 tables and several levels below", fmtShape(settled.LSM), bench.SettledL0Tables)
 	}
 	// How many L0 tables the write-heavy lookups meet depends on how far
 	// the background flushes got, so only the sampling is checked here.
-	if wh.L0 == nil || wh.L0.Min > wh.L0.Max || wh.Keys != o.keys+writeHeavyKeys(o.keys) {
+	if wh.L0 == nil || wh.L0.Min > wh.L0.Max || wh.Keys != o.keys+bench.WriteHeavyKeys(o.keys) {
 		t.Errorf("write-heavy: L0 %+v over %d keys, want L0 sampled over %d keys", wh.L0, wh.Keys,
-			o.keys+writeHeavyKeys(o.keys))
+			o.keys+bench.WriteHeavyKeys(o.keys))
 	}
 	if settled.LSMAfter != nil || compacted.LSMAfter != nil {
 		t.Errorf("the LSM changed during the lookups: settled to %s, compacted to %s",
@@ -129,7 +130,7 @@ func checkPhase(t *testing.T, r benchRow, shape string, p phase, o benchOptions)
 // the last being the settled shape, with tables considered not falling as
 // the store grows from its first step to its last.
 func checkGrowth(t *testing.T, r benchRow, o benchOptions) {
-	steps := growthSteps(o.keys, true)
+	steps := bench.GrowthSteps(o.keys, true)
 	if len(r.Growth) != len(steps) {
 		t.Fatalf("%d growth points, want %d", len(r.Growth), len(steps))
 	}

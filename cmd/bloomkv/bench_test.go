@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/bloomkv/bloomkv/internal/bench"
 )
 
 func TestNewPhase(t *testing.T) {
@@ -66,13 +68,13 @@ func TestLookupSnapshot_Plus(t *testing.T) {
 
 func TestBenchRow_Fill(t *testing.T) {
 	r := benchRow{Filter: "bloomkv.bloom.v1"}
-	r.fill(footprint{FilterBytes: 1250, Keys: 1000}, 0.01)
+	r.fill(bench.Footprint{FilterBytes: 1250, Keys: 1000}, 0.01)
 	if r.FilterBitsPerKey != 10 || r.TargetFPR != 0.01 || r.Keys != 1000 || r.FilterBytes != 1250 {
 		t.Errorf("got bits/key %v, target %v, keys %d, bytes %d; want 10, 0.01, 1000, 1250",
 			r.FilterBitsPerKey, r.TargetFPR, r.Keys, r.FilterBytes)
 	}
 	none := benchRow{Filter: filterNone}
-	none.fill(footprint{Keys: 100}, 0.01)
+	none.fill(bench.Footprint{Keys: 100}, 0.01)
 	if !math.IsNaN(float64(none.TargetFPR)) || !math.IsNaN(float64(none.FilterBitsPerKey)) {
 		t.Errorf("a store without filters got target %v, bits/key %v; want none",
 			none.TargetFPR, none.FilterBitsPerKey)
@@ -110,24 +112,6 @@ func TestCompareWithPebble(t *testing.T) {
 	}
 }
 
-func TestGrowthSteps(t *testing.T) {
-	for _, tc := range []struct {
-		keys   int
-		growth bool
-		want   []int
-	}{
-		{1_000_000, false, []int{1_000_000}},
-		{1_000_000, true, []int{15625, 31250, 62500, 125000, 250000, 500000, 1_000_000}},
-		{8000, true, []int{1000, 2000, 4000, 8000}},
-		{1500, true, []int{1500}},
-		{1, true, []int{1}},
-	} {
-		if got := growthSteps(tc.keys, tc.growth); !slices.Equal(got, tc.want) {
-			t.Errorf("growthSteps(%d, %t) = %v, want %v", tc.keys, tc.growth, got, tc.want)
-		}
-	}
-}
-
 func TestL0Sampler(t *testing.T) {
 	var s l0Sampler
 	if s.summary() != nil {
@@ -160,22 +144,14 @@ func TestBenchOptions_Check(t *testing.T) {
 		{"--memtable 512", func(o *benchOptions) { o.memtable = 512 }},
 		{"--table-size 0", func(o *benchOptions) { o.tableSize = 0 }},
 		{"--l1-size -1", func(o *benchOptions) { o.l1Size = -1 }},
+		{"--markdown no/such/dir/r.md", func(o *benchOptions) { o.markdown = "no/such/dir/r.md" }},
+		{"--prefix --markdown r.md", func(o *benchOptions) { o.prefix, o.markdown = true, "r.md" }},
 	} {
 		o := ok
 		tc.edit(&o)
 		var u usageError
 		if err := o.check(); !errors.As(err, &u) {
 			t.Errorf("%s: got %v, want a usage error", tc.name, err)
-		}
-	}
-}
-
-func TestFlushesToSettledL0(t *testing.T) {
-	// settledL0Tables is 3 and the trigger 4: from 0 L0 tables three
-	// flushes; from 3, a round through a compaction and three more.
-	for l0, want := range []int{3, 2, 1, 4, 3, 2} {
-		if got := flushesToSettledL0(l0); got != want {
-			t.Errorf("flushesToSettledL0(%d) = %d, want %d", l0, got, want)
 		}
 	}
 }

@@ -14,27 +14,36 @@ func (a *app) dbCommand() *cobra.Command {
 	var dir string
 	cmd := commandGroup("db", "Read and write a bloomkv store on disk",
 		"db works on the store in --dir: get, set and delete keys, scan a range, "+
-			"and print the per-level metrics with the lookup accounting. Writes are synced. "+
-			"set creates the store (and the directory) when --dir holds none; the other "+
+			"and print the per-level metrics with the lookup accounting; checkpoint it, ingest "+
+			"tables into it, estimate its disk usage. Writes are synced. "+
+			"set and ingest create the store (and the directory) when --dir holds none; the other "+
 			"commands need an existing store and create nothing.")
 	cmd.PersistentFlags().StringVar(&dir, "dir", "", "store directory (required)")
+	a.addSplitFlag(cmd)
 	cmd.PersistentFlags().BoolVar(&a.verbose, "verbose", false,
 		"log the store's background events (WALs and tables created and deleted, flushes, compactions, write stalls) on stderr")
 	cmd.AddCommand(a.dbGetCommand(&dir), a.dbSetCommand(&dir), a.dbDeleteCommand(&dir),
-		a.dbDeleteRangeCommand(&dir), a.dbScanCommand(&dir), a.dbMetricsCommand(&dir))
+		a.dbDeleteRangeCommand(&dir), a.dbScanCommand(&dir), a.dbMetricsCommand(&dir),
+		a.dbCheckpointCommand(&dir), a.dbIngestCommand(&dir), a.dbDiskUsageCommand(&dir))
 	return cmd
 }
 
-// openDB opens the store in dir. Commands other than set refuse to create
-// one (create false: kv.Options.ErrorIfNotExists), so a mistyped --dir is an
-// error, not an empty store. Tables built with Pebble's bloom (bench's third
-// store) are read with their filters too.
+// openDB opens the store in dir under the comparer --split gives. Commands
+// other than set refuse to create one (create false:
+// kv.Options.ErrorIfNotExists), so a mistyped --dir is an error, not an
+// empty store. Tables built with Pebble's bloom (bench's third store) are
+// read with their filters too. It warns about tables whose filters were
+// built under another Split, which the store then reads without them.
 // With --verbose the store's events are logged on stderr.
 func (a *app) openDB(dir string, create bool) (*kv.DB, error) {
 	if dir == "" {
 		return nil, usagef("--dir is required")
 	}
-	o := &kv.Options{ErrorIfNotExists: !create, ExtraFilterPolicies: readableFilters()}
+	cmp, err := a.comparer()
+	if err != nil {
+		return nil, err
+	}
+	o := &kv.Options{ErrorIfNotExists: !create, ExtraFilterPolicies: readableFilters(), Comparer: cmp}
 	if a.verbose {
 		o.EventListener = a.eventLogger()
 	}
@@ -42,7 +51,16 @@ func (a *app) openDB(dir string, create bool) (*kv.DB, error) {
 	if errors.Is(err, kv.ErrDBDoesNotExist) {
 		return nil, fmt.Errorf("no bloomkv store in %s (db set creates one)", dir)
 	}
-	return db, err
+	if err != nil {
+		return nil, err
+	}
+	props, err := storeTableProperties(dir, cmp)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	a.warnSplits(dir, props, cmp)
+	return db, nil
 }
 
 // withDB runs fn on the store in dir and closes it, reporting the first
@@ -330,6 +348,8 @@ func fromLookupMetrics(l kv.LookupMetrics) lookupCounts {
 		FilterNegatives:      l.FilterNegatives,
 		FilterTruePositives:  l.FilterTruePositives,
 		FilterFalsePositives: l.FilterFalsePositives,
+		PrefixMatches:        l.PrefixMatches,
+		FilterSkipped:        l.FilterSkipped,
 		BlockReads:           l.BlockReads,
 		BlockCacheMisses:     l.BlockCacheMisses,
 	}
@@ -337,13 +357,15 @@ func fromLookupMetrics(l kv.LookupMetrics) lookupCounts {
 
 func (a *app) writeMetrics(m dbMetricsOut) error {
 	t := newTable("level", ">tables", ">size", ">keys", ">filter", ">bits/key", ">gets",
-		">tables considered", ">filter neg", ">true pos", ">false pos", ">FPR", ">block reads", ">cache misses")
+		">tables considered", ">filter neg", ">true pos", ">false pos", ">prefix match", ">FPR",
+		">filter skipped", ">block reads", ">cache misses")
 	for _, l := range append(m.Levels, m.Total) {
 		c := l.Lookups
 		t.add(l.Level, fmt.Sprint(l.Tables), fmtBytes(l.Bytes), fmt.Sprint(l.Keys), fmtBytes(l.FilterBytes),
 			fmtFloat(float64(l.BitsPerKey), 2), fmt.Sprint(c.Gets), fmt.Sprint(c.TablesConsidered),
 			fmt.Sprint(c.FilterNegatives), fmt.Sprint(c.FilterTruePositives), fmt.Sprint(c.FilterFalsePositives),
-			fmtPercent(float64(l.FPR), 2), fmt.Sprint(c.BlockReads), fmt.Sprint(c.BlockCacheMisses))
+			fmt.Sprint(c.PrefixMatches), fmtPercent(float64(l.FPR), 2), fmt.Sprint(c.FilterSkipped),
+			fmt.Sprint(c.BlockReads), fmt.Sprint(c.BlockCacheMisses))
 	}
 	return t.write(a.stdout)
 }

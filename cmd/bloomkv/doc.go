@@ -5,16 +5,17 @@
 //
 //	bloomkv bench [--keys N] [--value-size B] [--lookups N] [--fpr P] [--cache SIZE]
 //	              [--memtable SIZE] [--table-size SIZE] [--l1-size SIZE] [--growth]
-//	              [--dir D] [--keep] [--pebble] [--plot FILE.svg|FILE.png] [--seed S] [--json]
+//	              [--dir D] [--keep] [--pebble] [--plot FILE.svg|FILE.png] [--markdown FILE]
+//	              [--seed S] [--json]
 //	bloomkv bench --prefix [--keys N] [--lookups N] [--pebble] [...]
-//	bloomkv db get KEY... --dir D [--metrics]
+//	bloomkv db get KEY... --dir D [--metrics] [--split NAME]
 //	bloomkv db set KEY VALUE --dir D
 //	bloomkv db delete KEY --dir D
 //	bloomkv db delete-range START END --dir D
 //	bloomkv db scan --dir D [--start K] [--end K] [--limit N]
 //	bloomkv db metrics --dir D
-//	bloomkv sstable dump FILE
-//	bloomkv sstable check FILE
+//	bloomkv sstable dump FILE [--split NAME]
+//	bloomkv sstable check FILE [--split NAME]
 //	bloomkv filter [--fpr P] [--keys N] [--queries N] [--seed S]
 //
 // Every command takes --json to print machine-readable output on stdout.
@@ -25,9 +26,11 @@
 // in each, in three shapes of the LSM, one after the other on the same
 // store. By default: 500,000 keys of 16 bytes (hex digits) with 100-byte
 // values, written in random order in NoSync batches of 1000, into stores
-// with a 1 MiB memtable, 1 MiB tables and a 4 MiB L1 (10 times more per
-// level below), so that the data (about 60 MiB) fills L1 to L3; an 8 MiB
-// block cache, smaller than the data, so block reads are real. The shapes:
+// with a 1 MiB memtable, 1 MiB tables and a base level (the level L0
+// compacts into) of at most 4 MiB (--l1-size): levels are sized from the
+// bottom up, each a tenth of the one below, so the data (about 60 MiB)
+// settles into L0 and three levels below it; an 8 MiB block cache,
+// smaller than the data, so block reads are real. The shapes:
 //
 //   - settled: the load and its background compactions, no manual
 //     compaction. The last keys are flushed in chunks after a wait, so that
@@ -80,7 +83,14 @@
 // limit 2^(-b)) with the rates observed in the stores, and the reads saved
 // per lookup of each filtered store in each shape; with --growth, also the
 // tables considered and the reads saved per lookup against the number of
-// keys in the store.
+// keys in the store; the right panel's legend sits under it, clear of the
+// bars.
+//
+// --markdown FILE also writes the report as a Markdown page: the command
+// line that makes it, the machine, the Go version and the date, a headline
+// table of bloomkv with bloompolicy against Pebble with its own bloom (with
+// --pebble), and every table. docs/results.md is such a page, regenerated
+// rather than edited.
 //
 // bench --prefix runs the prefix-scan workload instead: --keys keys
 // "user/<id>/<field>", three fields per user, under comparers that split
@@ -105,6 +115,23 @@
 // flushes and compactions begun and ended, write stalls, background
 // errors (kv.MakeLoggingEventListener).
 //
+// The metrics table counts, per level, the filters' verdicts: negatives,
+// true positives, false positives and prefix matches (under a Split, a
+// "maybe" for a block that holds the key's prefix but not the key: the
+// filter was right, so it is no false positive), and the tables read
+// without their filter (filter skipped: another policy or Split). Its FPR
+// is false positives / (false positives + negatives), the filter's own
+// rate, comparable with the policy's target.
+//
+// Every db and sstable command takes --split NAME, a built-in Split
+// (first-slash: the key up to its first '/'; user: "user/<id>/" of
+// "user/<id>/<field>", bench --prefix's), to read tables whose filters
+// hold prefixes under it with those filters. Without it, or with another,
+// such tables are read without their filters, correctly, and the command
+// warns on stderr, naming the --split that reads them when one is built
+// in. A store written under an application's own Split has to be read
+// with its filters by that application.
+//
 // get and scan print one entry per line, "KEY<tab>VALUE", each quoted when
 // it is not printable text. get prints the keys found in the order given
 // and reports each key not found on its own line on stderr ("bloomkv: get
@@ -115,7 +142,9 @@
 // sstable dump prints a table's properties, its index and, per data block,
 // the filter's size, bits, probes, bits set and the number of keys estimated
 // from them, n ≈ −(m/k)·ln(1 − X/m) for m bits, k probes and X bits set.
-// sstable check reads every block and verifies checksums and decoding.
+// sstable check reads every block and verifies checksums and decoding,
+// and that each block's filter holds its keys (their prefixes under
+// --split).
 //
 // # filter
 //

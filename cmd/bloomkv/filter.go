@@ -7,6 +7,7 @@ import (
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
 	"github.com/bloomkv/bloomkv/bloompolicy/pebbleadapter"
+	"github.com/bloomkv/bloomkv/internal/bench"
 	"github.com/cockroachdb/pebble/bloom"
 	"github.com/spf13/cobra"
 )
@@ -66,7 +67,7 @@ func (a *app) runFilter(o filterOptions) error {
 	if err != nil {
 		return err
 	}
-	kg := newKeyGen(o.seed)
+	kg := bench.NewKeyGen(o.seed)
 	var results []filterResult
 	for _, c := range candidates {
 		r, err := measureFilter(c.policy, kg, o.keys, o.queries)
@@ -136,12 +137,12 @@ func pebbleBits(bits float64) int {
 // measureFilter builds one filter of p over the first n present keys of kg
 // (twice: the second build is timed), checks that each of them is reported present, and counts the false
 // positives among q absent keys. Times are per key.
-func measureFilter(p bloompolicy.FilterPolicy, kg keyGen, n, q int) (filterResult, error) {
-	var key [keySize]byte
+func measureFilter(p bloompolicy.FilterPolicy, kg bench.KeyGen, n, q int) (filterResult, error) {
+	var key [bench.KeySize]byte
 	build := func() []byte {
 		w := p.NewWriter()
 		for i := range n {
-			w.AddKey(kg.present(key[:0], i))
+			w.AddKey(kg.Present(key[:0], i))
 		}
 		return w.Finish(nil)
 	}
@@ -152,14 +153,14 @@ func measureFilter(p bloompolicy.FilterPolicy, kg keyGen, n, q int) (filterResul
 	filter := build()
 	buildTime := time.Since(start)
 	for i := range n {
-		if k := kg.present(key[:0], i); !p.MayContain(filter, k) {
+		if k := kg.Present(key[:0], i); !p.MayContain(filter, k) {
 			return filterResult{}, fmt.Errorf("filter misses key %q it was built from", k)
 		}
 	}
 	fp := 0
 	start = time.Now()
 	for i := range q {
-		if p.MayContain(filter, kg.absent(key[:0], i)) {
+		if p.MayContain(filter, kg.Absent(key[:0], i)) {
 			fp++
 		}
 	}
@@ -181,7 +182,7 @@ func measureFilter(p bloompolicy.FilterPolicy, kg keyGen, n, q int) (filterResul
 
 // fprCurve measures standalone filters of ours and of Pebble's bloom at
 // every whole number of bits per key from lo to hi, for the plot.
-func fprCurve(kg keyGen, lo, hi, n, q int) (ours, pebble []fprPoint, err error) {
+func fprCurve(kg bench.KeyGen, lo, hi, n, q int) (ours, pebble []fprPoint, err error) {
 	for b := lo; b <= hi; b++ {
 		p, err := bloompolicy.NewBitsPerKey(float64(b))
 		if err != nil {

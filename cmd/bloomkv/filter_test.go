@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
+	"github.com/bloomkv/bloomkv/internal/bench"
 )
 
 func TestMeasureFilter(t *testing.T) {
@@ -11,7 +12,7 @@ func TestMeasureFilter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kg := newKeyGen(1)
+	kg := bench.NewKeyGen(1)
 	for _, c := range candidates {
 		r, err := measureFilter(c.policy, kg, 2000, 20000)
 		if err != nil {
@@ -21,7 +22,7 @@ func TestMeasureFilter(t *testing.T) {
 		// Pebble's in the byte before its 4-byte line count.
 		w := c.policy.NewWriter()
 		for i := range 2000 {
-			w.AddKey(kg.present(nil, i))
+			w.AddKey(kg.Present(nil, i))
 		}
 		filter := w.Finish(nil)
 		wantProbes := int(filter[len(filter)-5])

@@ -104,27 +104,64 @@ func writePlot(fs vfs.FS, path string, d plotData) error {
 		// Crop's bottom moves up from the bottom edge, its top (negative)
 		// down from the top edge.
 		above, below := rowHeight*vg.Length(i), rowHeight*vg.Length(len(panels)-1-i)
-		cell := draw.Crop(dc, 0, 0, below, -above)
-		tiles := draw.Tiles{Rows: 1, Cols: len(row), PadX: vg.Centimeter, PadTop: vg.Millimeter * 3,
-			PadBottom: vg.Millimeter * 3, PadLeft: vg.Millimeter * 3, PadRight: vg.Millimeter * 3}
-		for j, c := range plot.Align([][]*plot.Plot{row}, tiles, cell)[0] {
-			row[j].Draw(c)
-		}
+		drawRow(row, draw.Crop(dc, 0, 0, below, -above))
 	}
 	return writeFile(fs, path, canvas)
 }
 
+// panel is one plot of the figure and, for a bar chart whose bars leave
+// no corner of its data area free, the legend drawn under it instead,
+// where it covers neither bars nor title.
+type panel struct {
+	*plot.Plot
+	legendBelow *plot.Legend
+}
+
+// drawRow draws a row of panels into cell, aligned, with a strip along the
+// bottom for the legends drawn below their panels.
+func drawRow(row []panel, cell draw.Canvas) {
+	strip := legendStrip(row, cell)
+	plots := make([]*plot.Plot, len(row))
+	for j, p := range row {
+		plots[j] = p.Plot
+	}
+	tiles := draw.Tiles{Rows: 1, Cols: len(row), PadX: vg.Centimeter, PadTop: vg.Millimeter * 3,
+		PadBottom: vg.Millimeter * 3, PadLeft: vg.Millimeter * 3, PadRight: vg.Millimeter * 3}
+	for j, c := range plot.Align([][]*plot.Plot{plots}, tiles, draw.Crop(cell, 0, 0, strip, 0))[0] {
+		row[j].Draw(c)
+		if l := row[j].legendBelow; l != nil {
+			l.Draw(draw.Canvas{Canvas: c.Canvas, Rectangle: vg.Rectangle{
+				Min: vg.Point{X: c.Min.X, Y: cell.Min.Y}, Max: vg.Point{X: c.Max.X, Y: cell.Min.Y + strip}}})
+		}
+	}
+}
+
+// legendStrip returns the height of the strip under row that its
+// tallest legend drawn below a panel needs, zero when none is.
+func legendStrip(row []panel, cell draw.Canvas) vg.Length {
+	var h vg.Length
+	for _, p := range row {
+		if p.legendBelow == nil {
+			continue
+		}
+		if r := p.legendBelow.Rectangle(cell); r.Max.Y > r.Min.Y {
+			h = max(h, r.Max.Y-r.Min.Y+vg.Millimeter*3)
+		}
+	}
+	return h
+}
+
 // plotPanels builds the panels, a row of two at a time.
-func plotPanels(d plotData) ([][]*plot.Plot, error) {
+func plotPanels(d plotData) ([][]panel, error) {
 	left, err := fprPlot(d)
 	if err != nil {
 		return nil, err
 	}
-	right, err := savedPlot(d.Saved)
+	right, legend, err := savedPlot(d.Saved)
 	if err != nil {
 		return nil, err
 	}
-	panels := [][]*plot.Plot{{left, right}}
+	panels := [][]panel{{{Plot: left}, {Plot: right, legendBelow: legend}}}
 	if len(d.Growth) == 0 {
 		return panels, nil
 	}
@@ -138,7 +175,7 @@ func plotPanels(d plotData) ([][]*plot.Plot, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(panels, []*plot.Plot{tables, saved}), nil
+	return append(panels, []panel{{Plot: tables}, {Plot: saved}}), nil
 }
 
 // writeFile creates path on fs and writes what w produces into it.
@@ -283,12 +320,15 @@ func bitsRange(d plotData) (lo, hi float64) {
 
 // savedPlot draws, per configuration with filters and shape, the
 // data-block reads the filters saved per lookup, for absent and present
-// keys. A kind of key whose bars would all be zero gets no legend entry.
-func savedPlot(bars []savedBar) (*plot.Plot, error) {
+// keys, and returns the legend to draw under it: the bars fill the data
+// area from top to bottom, so no corner of it is free. A kind of key whose
+// bars would all be zero gets no legend entry.
+func savedPlot(bars []savedBar) (*plot.Plot, *plot.Legend, error) {
 	p := plot.New()
 	p.Title.Text = "Block reads saved per lookup, by shape"
 	p.X.Label.Text = "filter negatives / lookups"
-	p.Legend.Top = true
+	legend := plot.NewLegend()
+	legend.Top, legend.Left = false, false
 	names := make([]string, len(bars))
 	absent := make(plotter.Values, len(bars))
 	present := make(plotter.Values, len(bars))
@@ -307,7 +347,7 @@ func savedPlot(bars []savedBar) (*plot.Plot, error) {
 	}{{"absent keys", absent, colorAbsent}, {"present keys", present, colorPresent}} {
 		bc, err := plotter.NewBarChart(s.values, width)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		bc.Horizontal = true
 		bc.Color = s.color
@@ -315,14 +355,13 @@ func savedPlot(bars []savedBar) (*plot.Plot, error) {
 		bc.Offset = vg.Length(2*i-1) * width / 2
 		p.Add(bc)
 		if m := maxValue(s.values); m > 0 {
-			p.Legend.Add(s.name, bc)
+			legend.Add(s.name, bc)
 			xmax = max(xmax, m)
 		}
 	}
 	p.NominalY(names...)
-	// Room on the right for the legend, above the longest bars.
-	p.X.Min, p.X.Max = 0, max(xmax*1.35, 0.1)
-	return p, nil
+	p.X.Min, p.X.Max = 0, max(xmax*1.05, 0.1)
+	return p, &legend, nil
 }
 
 func maxValue(v plotter.Values) float64 {

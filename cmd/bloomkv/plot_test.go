@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/vfs"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 )
 
 func testPlotData() plotData {
@@ -129,5 +132,36 @@ func TestWritePlot_BadExtension(t *testing.T) {
 	var u usageError
 	if !errors.As(err, &u) {
 		t.Fatalf("got %v, want a usage error", err)
+	}
+}
+
+// TestSavedPlot_LegendBelow checks that the reads-saved bar chart, whose
+// bars fill its data area from top to bottom, draws no legend inside it
+// (where it covered the first bar and the title) and that its row keeps a
+// strip under the panels for that legend; a row without such a legend
+// keeps none.
+func TestSavedPlot_LegendBelow(t *testing.T) {
+	d := testPlotData()
+	d.Growth = testGrowth()
+	panels, err := plotPanels(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cell := draw.New(vgimg.New(28*vg.Centimeter, 11*vg.Centimeter))
+	saved := panels[0][1]
+	if saved.legendBelow == nil {
+		t.Fatal("the reads-saved panel has no legend below it")
+	}
+	if r := saved.legendBelow.Rectangle(cell); r.Max.Y <= r.Min.Y {
+		t.Errorf("the legend below is empty: %+v", r)
+	}
+	if r := saved.Legend.Rectangle(cell); r.Max.Y > r.Min.Y {
+		t.Errorf("the panel still draws a legend over its bars: %+v", r)
+	}
+	if h := legendStrip(panels[0], cell); h <= 0 {
+		t.Errorf("first row keeps a strip of %v for the legend", h)
+	}
+	if h := legendStrip(panels[1], cell); h != 0 {
+		t.Errorf("growth row keeps a strip of %v with no legend below", h)
 	}
 }

@@ -158,6 +158,8 @@ type lookupCounts struct {
 	FilterNegatives      int64 `json:"filter_negatives"`
 	FilterTruePositives  int64 `json:"filter_true_positives"`
 	FilterFalsePositives int64 `json:"filter_false_positives"`
+	PrefixMatches        int64 `json:"prefix_matches"` // a maybe for a block holding the key's prefix, not the key: no false positive
+	FilterSkipped        int64 `json:"filter_skipped"` // tables read without their filter: another policy or Split
 	BlockReads           int64 `json:"block_reads"`
 	BlockCacheMisses     int64 `json:"block_cache_misses"`
 }
@@ -175,14 +177,18 @@ func (c lookupCounts) plus(o lookupCounts, sign int64) lookupCounts {
 		FilterNegatives:      c.FilterNegatives + sign*o.FilterNegatives,
 		FilterTruePositives:  c.FilterTruePositives + sign*o.FilterTruePositives,
 		FilterFalsePositives: c.FilterFalsePositives + sign*o.FilterFalsePositives,
+		PrefixMatches:        c.PrefixMatches + sign*o.PrefixMatches,
+		FilterSkipped:        c.FilterSkipped + sign*o.FilterSkipped,
 		BlockReads:           c.BlockReads + sign*o.BlockReads,
 		BlockCacheMisses:     c.BlockCacheMisses + sign*o.BlockCacheMisses,
 	}
 }
 
-// observedFPR returns the share of filter checks of tables without the key
-// that said maybe: false positives / (false positives + negatives), NaN
-// without any.
+// observedFPR returns the share of filter checks of blocks without the key
+// (nor, under a Split, its prefix) that said maybe: false positives /
+// (false positives + negatives), NaN without any. Prefix matches are
+// neither: the filter holds prefixes and was right, so this is the
+// filter's own rate, comparable with its policy's target.
 func (c lookupCounts) observedFPR() float64 {
 	return ratio(float64(c.FilterFalsePositives), float64(c.FilterFalsePositives+c.FilterNegatives))
 }

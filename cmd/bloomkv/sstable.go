@@ -13,6 +13,7 @@ import (
 
 func (a *app) sstableCommand() *cobra.Command {
 	cmd := commandGroup("sstable", "Inspect and verify a table file", "")
+	a.addSplitFlag(cmd)
 	cmd.AddCommand(&cobra.Command{
 		Use:   "dump FILE",
 		Short: "Print a table's properties, layout, index and per-block filter statistics",
@@ -44,8 +45,14 @@ func readableFilters() []bloompolicy.FilterPolicy {
 }
 
 // openTable opens the table in path with every filter policy the tool
-// knows, so that Check verifies the filters too.
-func openTable(path string) (*sstable.Reader, int64, error) {
+// knows and the comparer --split gives, so that Check verifies the filters
+// too; it warns when the table's filters were built under another Split,
+// which leaves them unread.
+func (a *app) openTable(path string) (*sstable.Reader, int64, error) {
+	cmp, err := a.comparer()
+	if err != nil {
+		return nil, 0, err
+	}
 	f, err := vfs.Default.Open(path)
 	if err != nil {
 		return nil, 0, err
@@ -59,8 +66,12 @@ func openTable(path string) (*sstable.Reader, int64, error) {
 	for _, p := range readableFilters() {
 		filters[p.Name()] = p
 	}
-	r, err := sstable.NewReader(f, sstable.ReaderOptions{FileName: path, Filters: filters})
-	return r, st.Size(), err
+	r, err := sstable.NewReader(f, sstable.ReaderOptions{FileName: path, Filters: filters, Comparer: cmp})
+	if err != nil {
+		return nil, 0, err
+	}
+	a.warnSplits(path, []*sstable.Properties{r.Properties()}, cmp)
+	return r, st.Size(), nil
 }
 
 // checkResult is what check prints with --json.
@@ -72,7 +83,7 @@ type checkResult struct {
 }
 
 func (a *app) checkTable(path string) error {
-	r, _, err := openTable(path)
+	r, _, err := a.openTable(path)
 	if err != nil {
 		return err
 	}
@@ -205,7 +216,7 @@ type filterSummary struct {
 }
 
 func (a *app) dumpTable(path string) error {
-	r, size, err := openTable(path)
+	r, size, err := a.openTable(path)
 	if err != nil {
 		return err
 	}

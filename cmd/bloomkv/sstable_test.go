@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
+	"github.com/bloomkv/bloomkv/internal/bench"
 	"github.com/bloomkv/bloomkv/sstable"
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/bloom"
@@ -13,9 +14,9 @@ import (
 // pebbleFilter builds Pebble's bloom filter of n generated keys.
 func pebbleFilter(bits, n int) []byte {
 	w := bloom.FilterPolicy(bits).NewWriter(pebble.TableFilter)
-	kg := newKeyGen(1)
+	kg := bench.NewKeyGen(1)
 	for i := range n {
-		w.AddKey(kg.present(nil, i))
+		w.AddKey(kg.Present(nil, i))
 	}
 	return w.Finish(nil)
 }
@@ -26,9 +27,9 @@ func TestInspectFilter(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := ours.NewWriter()
-	kg := newKeyGen(1)
+	kg := bench.NewKeyGen(1)
 	for i := range 5000 {
-		w.AddKey(kg.present(nil, i))
+		w.AddKey(kg.Present(nil, i))
 	}
 	for _, tc := range []struct {
 		name   string

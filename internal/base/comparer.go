@@ -3,6 +3,7 @@ package base
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"reflect"
 )
@@ -30,6 +31,11 @@ type Compare func(a, b []byte) int
 //  4. Split is deterministic and depends on the key alone.
 //
 // A Split that breaks them makes filters answer "absent" for present keys.
+// A length outside the key is caught wherever Split is called (Prefix):
+// the write, flush, seek or lookup that meets it fails with an error
+// wrapping ErrInvalidSplit. CheckSplit, which kv.Open and the sstable
+// Writer and Reader call, refuses a Split that breaks invariants 1, 2 or
+// 4 on a few sample keys.
 // Tables record the name of the Split their filters were built under
 // (Comparer.SplitName), so changing how keys split needs a new name.
 type Split func(key []byte) int
@@ -60,21 +66,103 @@ type Comparer struct {
 	Name string
 }
 
+// ErrInvalidSplit marks the error of a comparer whose Split broke its
+// contract (see [Split]): it returned a length outside the key, or a
+// prefix that is not its own prefix, or it panicked while CheckSplit
+// tried it. Test for it with errors.Is.
+var ErrInvalidSplit = errors.New("bloomkv: invalid Split")
+
 // Prefix returns key[:Split(key)], or key itself when c has no Split: what
-// a filter holds for key.
-func (c *Comparer) Prefix(key []byte) []byte {
+// a filter holds for key. A Split that returns a length outside key gives
+// an error wrapping ErrInvalidSplit that names the key, never a panic.
+func (c *Comparer) Prefix(key []byte) ([]byte, error) {
 	if c.Split == nil {
+		return key, nil
+	}
+	n := c.Split(key)
+	if n < 0 || n > len(key) {
+		return nil, c.splitError(key, fmt.Sprintf("returned %d", n))
+	}
+	return key[:n], nil
+}
+
+// HasPrefix reports whether prefix is key's prefix under c's Split (the
+// whole key when c has none). It slices nothing, so a Split that returns
+// a length outside key makes it answer false, not panic.
+func (c *Comparer) HasPrefix(key, prefix []byte) bool {
+	if !bytes.HasPrefix(key, prefix) {
+		return false
+	}
+	if c.Split == nil {
+		return len(key) == len(prefix)
+	}
+	return c.Split(key) == len(prefix)
+}
+
+// splitError describes what c's Split did wrong with key.
+func (c *Comparer) splitError(key []byte, what string) error {
+	return fmt.Errorf("%w: comparer %q: Split (%s) %s for the %d-byte key %q",
+		ErrInvalidSplit, c.Name, c.SplitName, what, len(key), abbreviate(key))
+}
+
+// abbreviate shortens long keys for error messages.
+func abbreviate(key []byte) []byte {
+	if len(key) <= 64 {
 		return key
 	}
-	return key[:c.Split(key)]
+	return key[:64]
+}
+
+// splitSamples are keys of common shapes (words, paths, numbers, binary)
+// on which CheckSplit tries every Split, whatever keys the store holds:
+// any Split must keep its contract on them. The empty key is not among
+// them.
+var splitSamples = [][]byte{
+	[]byte("a"), []byte("a/"), []byte("a/b"), []byte("user/7/name"), []byte("p75/000"),
+	[]byte("key000000123"), []byte("k\x00"), []byte("\x00"), []byte("\xff\xff\xff"),
+	[]byte("0123456789abcdef0123456789abcdef@12"),
 }
 
 // CheckSplit reports an error when c has a Split but no SplitName, or a
 // SplitName without a Split: filters built under it could not be told
-// apart from whole-key filters.
-func (c *Comparer) CheckSplit() error {
+// apart from whole-key filters. When c has a Split, it also tries it on a
+// few keys of common shapes and on samples (keys the store holds, say):
+// an error wrapping ErrInvalidSplit reports a Split that returns a length
+// outside its key, a prefix that is not its own prefix, a different
+// length for the same key, or that panics.
+func (c *Comparer) CheckSplit(samples ...[]byte) error {
 	if (c.Split == nil) != (c.SplitName == "") {
 		return fmt.Errorf("comparer %q: Split and SplitName must be set together", c.Name)
+	}
+	if c.Split == nil {
+		return nil
+	}
+	for _, set := range [][][]byte{splitSamples, samples} {
+		for _, key := range set {
+			if err := c.checkSplitOn(key); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkSplitOn checks c's Split on one key: a length within the key, the
+// same twice, and a prefix that is its own prefix.
+func (c *Comparer) checkSplitOn(key []byte) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = c.splitError(key, fmt.Sprintf("panicked (%v)", p))
+		}
+	}()
+	prefix, err := c.Prefix(key)
+	switch {
+	case err != nil:
+		return err
+	case c.Split(key) != len(prefix):
+		return c.splitError(key, "returned two lengths")
+	case c.Split(prefix) != len(prefix):
+		return c.splitError(key, fmt.Sprintf("cut %d bytes, but cut its prefix to %d", len(prefix), c.Split(prefix)))
 	}
 	return nil
 }

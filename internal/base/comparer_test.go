@@ -2,6 +2,7 @@ package base
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 )
 
@@ -20,6 +21,62 @@ func TestComparer_Bytewise(t *testing.T) {
 	} {
 		if got := tc.c.Bytewise(); got != tc.want {
 			t.Errorf("%s: Bytewise() = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestComparer_CheckSplit checks that CheckSplit refuses Splits that break
+// their contract on its sample keys or the caller's, and accepts sound
+// ones.
+func TestComparer_CheckSplit(t *testing.T) {
+	slash := func(k []byte) int {
+		if i := bytes.IndexByte(k, '/'); i >= 0 {
+			return i + 1
+		}
+		return len(k)
+	}
+	onlyOn := func(bad []byte, n int) Split {
+		return func(k []byte) int {
+			if bytes.Equal(k, bad) {
+				return n
+			}
+			return slash(k)
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		split   Split
+		samples [][]byte
+		ok      bool
+	}{
+		{"slash", slash, nil, true},
+		{"whole key", func(k []byte) int { return len(k) }, nil, true},
+		{"empty prefix", func(k []byte) int { return 0 }, nil, true},
+		{"len+5", func(k []byte) int { return len(k) + 5 }, nil, false},
+		{"-1", func(k []byte) int { return -1 }, nil, false},
+		{"not its own prefix", func(k []byte) int { return max(len(k)-1, 0) }, nil, false},
+		{"panics", func(k []byte) int { panic("boom") }, nil, false},
+		{"bad on a sample only", onlyOn([]byte("zz/9"), 9), [][]byte{[]byte("zz/9")}, false},
+		{"bad off the samples", onlyOn([]byte("zz/9"), 9), [][]byte{[]byte("zz/8")}, true},
+	} {
+		c := &Comparer{Compare: bytes.Compare, Split: tc.split, SplitName: "test", Name: "test"}
+		err := c.CheckSplit(tc.samples...)
+		if (err == nil) != tc.ok || err != nil && !errors.Is(err, ErrInvalidSplit) {
+			t.Errorf("%s: CheckSplit = %v, want ok=%v (else ErrInvalidSplit)", tc.name, err, tc.ok)
+		}
+	}
+}
+
+// TestComparer_PrefixOutOfRange checks that Prefix and HasPrefix meet a
+// Split's length outside the key with an error or false, never a panic.
+func TestComparer_PrefixOutOfRange(t *testing.T) {
+	for _, n := range []int{-1, 4, 100} {
+		c := &Comparer{Compare: bytes.Compare, Split: func([]byte) int { return n }, SplitName: "test", Name: "test"}
+		if p, err := c.Prefix([]byte("abc")); !errors.Is(err, ErrInvalidSplit) || p != nil {
+			t.Errorf("Split %d: Prefix(abc) = %q, %v; want ErrInvalidSplit", n, p, err)
+		}
+		if c.HasPrefix([]byte("abc"), []byte("ab")) {
+			t.Errorf("Split %d: HasPrefix(abc, ab) is true", n)
 		}
 	}
 }

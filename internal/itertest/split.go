@@ -1,20 +1,14 @@
 package itertest
 
 import (
-	"bytes"
-
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/splits"
 )
 
 // SlashSplit cuts a key after its first '/', or keeps it whole when it has
 // none: "user/7/name" has the prefix "user/", "apple" is its own prefix. It
-// keeps the invariants of base.Split under bytewise order.
-func SlashSplit(key []byte) int {
-	if i := bytes.IndexByte(key, '/'); i >= 0 {
-		return i + 1
-	}
-	return len(key)
-}
+// is splits.FirstSlash.
+func SlashSplit(key []byte) int { return splits.FirstSlash(key) }
 
 // SlashComparer returns a bytewise comparer whose Split is SlashSplit,
 // named "test.slash", for the tests of prefix filters and prefix seeks.
@@ -26,20 +20,9 @@ func SlashComparer() *base.Comparer {
 
 // UserSplit cuts "user/<id>/<field>" after "user/<id>/", the prefix of a
 // user's keys; a key with fewer than two slashes is its own prefix. It is
-// the Split of the prefix-scan workload, shared by its tests and
-// benchmarks (the bench command keeps its own copy), and keeps the
-// invariants of base.Split under bytewise order.
-func UserSplit(key []byte) int {
-	i := bytes.IndexByte(key, '/')
-	if i < 0 {
-		return len(key)
-	}
-	j := bytes.IndexByte(key[i+1:], '/')
-	if j < 0 {
-		return len(key)
-	}
-	return i + j + 2
-}
+// splits.User, the Split of the prefix-scan workload, shared by its tests
+// and benchmarks.
+func UserSplit(key []byte) int { return splits.User(key) }
 
 // ComparerNamed returns the comparer a test script's split argument names:
 // "slash" for SlashComparer (prefixes end at the first '/'), "none" for

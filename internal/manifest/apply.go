@@ -60,7 +60,8 @@ func NewBuilder(v *Version, cmp base.Compare) *Builder {
 //   - deletes a table that is not at the named level, or adds one whose
 //     number is already present;
 //   - adds a table without metadata, outside the levels, whose smallest key
-//     sorts after its largest, or whose smallest seqnum exceeds its largest;
+//     sorts after its largest, or whose smallest seqnum exceeds its largest,
+//     or whose seqnums are not its global seqnum when it has one;
 //   - adds a table numbered at or above the next file number, or names a
 //     log number at or above it (once an edit has set one);
 //   - adds a table holding seqnums above the last sequence number (once an
@@ -105,6 +106,8 @@ func (b *Builder) checkNewFile(nf NewFileEntry) error {
 		return fmt.Errorf("manifest: edit adds table %s at L%d whose smallest key sorts after its largest", m, nf.Level)
 	case m.SmallestSeqNum > m.LargestSeqNum:
 		return fmt.Errorf("manifest: edit adds table %s with seqnums %d-%d, smallest above largest", m, m.SmallestSeqNum, m.LargestSeqNum)
+	case m.GlobalSeqNum != 0 && (m.SmallestSeqNum != m.GlobalSeqNum || m.LargestSeqNum != m.GlobalSeqNum):
+		return fmt.Errorf("manifest: edit adds table %s with global seqnum %d and seqnums %d-%d", m, m.GlobalSeqNum, m.SmallestSeqNum, m.LargestSeqNum)
 	case b.nextFileNum != 0 && m.FileNum >= b.nextFileNum:
 		return fmt.Errorf("manifest: edit adds table %s, not below the next file number %s", m, b.nextFileNum)
 	case b.lastSeqNum != 0 && m.LargestSeqNum > b.lastSeqNum:

@@ -246,3 +246,20 @@ func TestBuilder_Build_Overlap(t *testing.T) {
 		t.Fatalf("Build = %v, %v; want an overlap error", v, err)
 	}
 }
+
+// TestBuilder_Accumulate_GlobalSeqNum checks that an ingested table's
+// seqnums must be its global seqnum.
+func TestBuilder_Accumulate_GlobalSeqNum(t *testing.T) {
+	ok := meta(3, "a#9,SET", "c#9,SET")
+	ok.SmallestSeqNum, ok.LargestSeqNum, ok.GlobalSeqNum = 9, 9, 9
+	bad := meta(4, "d#8,SET", "f#9,SET")
+	bad.SmallestSeqNum, bad.LargestSeqNum, bad.GlobalSeqNum = 8, 9, 9
+	b := NewBuilder(&Version{}, base.DefaultComparer.Compare)
+	if err := b.Accumulate(&VersionEdit{NewFiles: []NewFileEntry{{Level: 6, Meta: ok}}}); err != nil {
+		t.Fatalf("ingested table with matching seqnums: %v", err)
+	}
+	err := b.Accumulate(&VersionEdit{NewFiles: []NewFileEntry{{Level: 6, Meta: bad}}})
+	if err == nil || !strings.Contains(err.Error(), "global seqnum") {
+		t.Fatalf("err = %v, want a refusal of seqnums other than the global one", err)
+	}
+}

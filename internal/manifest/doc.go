@@ -29,6 +29,9 @@ package manifest
 //	|           |   smallest key bytes | largest key bytes |               |
 //	|           |   smallest seqnum uv | largest seqnum uv |               |
 //	|           |   entry count uv | filter bytes uv                       |
+//	| 7         | recyclable log number: uv (every WAL from it on is in    |
+//	|           |   recyclable chunks; absent in older MANIFESTs)          |
+//	| 8         | ingested table: tag 6's payload | global seqnum uv (> 0) |
 //	+-----------+----------------------------------------------------------+
 //
 // Tags are never reused. An unknown tag, a truncated field or an

@@ -19,6 +19,10 @@ const (
 	tagLastSeqNum  = 4
 	tagDeletedFile = 5
 	tagNewFile     = 6
+	tagWALFormat   = 7
+	// tagIngestedFile is tagNewFile's payload followed by the table's
+	// global sequence number (FileMetadata.GlobalSeqNum).
+	tagIngestedFile = 8
 )
 
 // VersionEdit is the difference between two Versions, plus the counters the
@@ -42,6 +46,12 @@ type VersionEdit struct {
 	DeletedFiles map[DeletedFileEntry]bool
 	// NewFiles holds the tables the edit adds.
 	NewFiles []NewFileEntry
+	// RecyclableLogNum is the first WAL number from which every WAL of
+	// the store is written in recyclable chunks (see internal/record), so
+	// that recovery reads them as such and no damaged byte can make one
+	// read as legacy. Zero means the MANIFEST does not say: a store
+	// written before the field existed, whose WALs' format is detected.
+	RecyclableLogNum base.FileNum
 }
 
 // DeletedFileEntry names a table removed by a VersionEdit.
@@ -68,6 +78,7 @@ func (e *VersionEdit) Encode() []byte {
 	buf = appendTaggedUvarint(buf, tagLogNum, uint64(e.LogNum))
 	buf = appendTaggedUvarint(buf, tagNextFileNum, uint64(e.NextFileNum))
 	buf = appendTaggedUvarint(buf, tagLastSeqNum, uint64(e.LastSeqNum))
+	buf = appendTaggedUvarint(buf, tagWALFormat, uint64(e.RecyclableLogNum))
 	for _, d := range e.sortedDeletions() {
 		buf = binary.AppendUvarint(buf, tagDeletedFile)
 		buf = binary.AppendUvarint(buf, uint64(d.Level))
@@ -92,7 +103,11 @@ func (e *VersionEdit) sortedDeletions() []DeletedFileEntry {
 
 func appendNewFile(buf []byte, nf NewFileEntry) []byte {
 	m := nf.Meta
-	buf = binary.AppendUvarint(buf, tagNewFile)
+	tag := uint64(tagNewFile)
+	if m.GlobalSeqNum != 0 {
+		tag = tagIngestedFile
+	}
+	buf = binary.AppendUvarint(buf, tag)
 	buf = binary.AppendUvarint(buf, uint64(nf.Level))
 	buf = binary.AppendUvarint(buf, uint64(m.FileNum))
 	buf = binary.AppendUvarint(buf, m.Size)
@@ -101,7 +116,11 @@ func appendNewFile(buf []byte, nf NewFileEntry) []byte {
 	buf = binary.AppendUvarint(buf, uint64(m.SmallestSeqNum))
 	buf = binary.AppendUvarint(buf, uint64(m.LargestSeqNum))
 	buf = binary.AppendUvarint(buf, m.NumEntries)
-	return binary.AppendUvarint(buf, m.FilterBytes)
+	buf = binary.AppendUvarint(buf, m.FilterBytes)
+	if m.GlobalSeqNum != 0 {
+		buf = binary.AppendUvarint(buf, uint64(m.GlobalSeqNum))
+	}
+	return buf
 }
 
 func appendTaggedUvarint(buf []byte, tag, v uint64) []byte {
@@ -144,6 +163,12 @@ func (e *VersionEdit) Decode(buf []byte) error {
 			e.DeletedFiles[del] = true
 		case tag == tagNewFile:
 			e.NewFiles = append(e.NewFiles, d.newFile())
+		case tag == tagWALFormat:
+			e.RecyclableLogNum = base.FileNum(d.uvarint("recyclable log number"))
+		case tag == tagIngestedFile:
+			nf := d.newFile()
+			nf.Meta.GlobalSeqNum = d.seqNum("global sequence number")
+			e.NewFiles = append(e.NewFiles, nf)
 		default:
 			d.fail(tagOff, fmt.Sprintf("unknown tag %d", tag))
 		}
@@ -246,6 +271,7 @@ func (d *editDecoder) newFile() NewFileEntry {
 //	log-num 000004
 //	del L1 000007
 //	add L1 000012:[a#5,SET-k#3,DEL] size=812 seqs=3-5 entries=4 filter=20
+//	add L6 000013:[m#9,SET-p#9,SET] size=512 seqs=9-9 entries=3 filter=0 global=9
 func (e *VersionEdit) String() string {
 	var sb strings.Builder
 	if e.ComparerName != "" {
@@ -260,13 +286,20 @@ func (e *VersionEdit) String() string {
 	if e.LastSeqNum != 0 {
 		fmt.Fprintf(&sb, "last-seq-num %d\n", e.LastSeqNum)
 	}
+	if e.RecyclableLogNum != 0 {
+		fmt.Fprintf(&sb, "recyclable-log-num %s\n", e.RecyclableLogNum)
+	}
 	for _, d := range e.sortedDeletions() {
 		fmt.Fprintf(&sb, "del L%d %s\n", d.Level, d.FileNum)
 	}
 	for _, nf := range e.NewFiles {
 		m := nf.Meta
-		fmt.Fprintf(&sb, "add L%d %s size=%d seqs=%d-%d entries=%d filter=%d\n",
+		fmt.Fprintf(&sb, "add L%d %s size=%d seqs=%d-%d entries=%d filter=%d",
 			nf.Level, m, m.Size, m.SmallestSeqNum, m.LargestSeqNum, m.NumEntries, m.FilterBytes)
+		if m.GlobalSeqNum != 0 {
+			fmt.Fprintf(&sb, " global=%d", m.GlobalSeqNum)
+		}
+		sb.WriteByte('\n')
 	}
 	return sb.String()
 }

@@ -62,13 +62,18 @@ func TestVersionEdit_RoundTrip(t *testing.T) {
 		{"log-num", VersionEdit{LogNum: 7}},
 		{"next-file-num", VersionEdit{NextFileNum: 1 << 50}},
 		{"last-seq-num", VersionEdit{LastSeqNum: base.SeqNumMax}},
+		{"recyclable-log-num", VersionEdit{RecyclableLogNum: 5}},
 		{"deleted", VersionEdit{DeletedFiles: map[DeletedFileEntry]bool{
 			{Level: 0, FileNum: 3}: true, {Level: 6, FileNum: 1 << 60}: true}}},
 		{"new-file-every-field", VersionEdit{NewFiles: []NewFileEntry{{Level: 6, Meta: full}}}},
+		{"ingested-file", VersionEdit{NewFiles: []NewFileEntry{{Level: 6, Meta: &FileMetadata{
+			FileNum: 8, Size: 99, Smallest: base.MakeInternalKey([]byte("m"), 9, base.KindSet),
+			Largest: base.MakeInternalKey([]byte("p"), 9, base.KindSet), SmallestSeqNum: 9, LargestSeqNum: 9,
+			NumEntries: 3, GlobalSeqNum: 9}}}}},
 		{"new-file-empty-user-keys", VersionEdit{NewFiles: []NewFileEntry{{Level: 0,
 			Meta: &FileMetadata{FileNum: 1, Smallest: base.MakeInternalKey([]byte{}, 0, 0), Largest: base.MakeInternalKey([]byte{}, 0, 0)}}}}},
 		{"everything", VersionEdit{
-			ComparerName: "c", LogNum: 4, NextFileNum: 9, LastSeqNum: 77,
+			ComparerName: "c", LogNum: 4, NextFileNum: 9, LastSeqNum: 77, RecyclableLogNum: 3,
 			DeletedFiles: map[DeletedFileEntry]bool{{Level: 1, FileNum: 2}: true},
 			NewFiles: []NewFileEntry{
 				{Level: 2, Meta: meta(5, "a#3,SET", "c#9,DEL")},
@@ -167,7 +172,7 @@ func TestVersionEdit_Decode_Errors(t *testing.T) {
 
 func TestVersionEdit_String(t *testing.T) {
 	e := VersionEdit{
-		ComparerName: "leveldb.BytewiseComparator", LogNum: 4, NextFileNum: 13, LastSeqNum: 9,
+		ComparerName: "leveldb.BytewiseComparator", LogNum: 4, NextFileNum: 13, LastSeqNum: 9, RecyclableLogNum: 4,
 		DeletedFiles: map[DeletedFileEntry]bool{{Level: 1, FileNum: 7}: true, {Level: 0, FileNum: 8}: true},
 		NewFiles:     []NewFileEntry{{Level: 1, Meta: meta(12, "a#5,SET", "k#3,DEL")}},
 	}
@@ -175,6 +180,7 @@ func TestVersionEdit_String(t *testing.T) {
 log-num 000004
 next-file-num 000013
 last-seq-num 9
+recyclable-log-num 000004
 del L0 000008
 del L1 000007
 add L1 000012:[a#5,SET-k#3,DEL] size=1200 seqs=3-5 entries=36 filter=84
@@ -220,6 +226,9 @@ func FuzzVersionEditDecode(f *testing.F) {
 		DeletedFiles: map[DeletedFileEntry]bool{{Level: 1, FileNum: 7}: true},
 		NewFiles:     []NewFileEntry{{Level: 1, Meta: meta(12, "a#5,SET", "k#3,DEL")}},
 	}).Encode())
+	ingested := meta(14, "m#9,SET", "p#9,SET")
+	ingested.SmallestSeqNum, ingested.LargestSeqNum, ingested.GlobalSeqNum = 9, 9, 9
+	f.Add((&VersionEdit{NewFiles: []NewFileEntry{{Level: 6, Meta: ingested}}}).Encode())
 	f.Fuzz(func(t *testing.T, buf []byte) {
 		var e VersionEdit
 		if err := e.Decode(buf); err != nil {

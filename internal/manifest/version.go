@@ -34,6 +34,11 @@ type FileMetadata struct {
 	// FilterBytes is the size of the table's filter block, offsets and
 	// trailer included; 0 when the table has no filter.
 	FilterBytes uint64
+	// GlobalSeqNum, when not 0, is the one sequence number of all the
+	// table's keys, which the file stores as 0: a table written outside
+	// the store and ingested (sstable.ReaderOptions.GlobalSeqNum). Then
+	// SmallestSeqNum and LargestSeqNum both equal it.
+	GlobalSeqNum base.SeqNum
 
 	// refs counts the Versions that include the table. When it drops to
 	// zero no reader can reach the table and its file may be deleted.

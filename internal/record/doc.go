@@ -53,10 +53,22 @@
 // does not grow the file and a sync need not update its size. Past the
 // new log's last write the file still holds the earlier log's chunks. A
 // Reader made by NewLogReader with the new log's number ends the stream
-// (io.EOF) at the first chunk that is not the new log's: a recyclable chunk
-// with another log number, or one of the other format. The format is
-// decided by the type byte of the stream's first header, even a torn one,
-// so a file whose first new chunk never reached the disk reads as empty.
+// (io.EOF) at the first valid chunk that is not the new log's: a
+// recyclable chunk with another log number, or, once the log's format is
+// known, one of the other format. A file whose first new chunk never
+// reached the disk holds the earlier log's chunk at offset 0, and reads as
+// empty.
+//
+// # Which format
+//
+// A log's format is never taken from a byte that damage can change. The
+// caller says what it knows (LogFormat): a store that records that its
+// WALs are recyclable reads them with RecyclableFormat, where a legacy
+// chunk is damage (and at offset 0, where no crash can leave a valid
+// chunk of the other format, corruption). Otherwise (DetectFormat) the
+// first chunk whose checksum verifies decides, and until one has, damage
+// is followed by the scan below for chunks of either format (recyclable
+// ones with the log's number).
 //
 // # Damage
 //

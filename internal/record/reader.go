@@ -26,8 +26,10 @@ type Reader struct {
 	logNum     uint32
 	recyclable bool
 	// format is the header size of the stream's chunks, which tells
-	// legacy from recyclable: 0 until the first chunk header is seen.
+	// legacy from recyclable: 0 until the first valid chunk is read,
+	// unless fixed, when the caller knows it (RecyclableFormat).
 	format int
+	fixed  bool
 	// foreignChunk is the last chunk nextChunk found not of this log;
 	// foreign is that chunk, and foreignOff its offset, when the stream
 	// ended at it.
@@ -46,14 +48,31 @@ func NewReader(r io.Reader, name string) *Reader {
 	return &Reader{r: r, name: name, block: make([]byte, 0, blockSize), format: headerSize}
 }
 
-// NewLogReader returns a Reader of a log that may be written in either
-// chunk format: legacy, or recyclable with logNum (the low 32 bits of the
-// log's file number). The first chunk header's type decides which; the
-// stream ends at the first chunk that does not belong to it, of the other
-// format or another log number: the remains of the log the file held
-// before it was recycled.
-func NewLogReader(r io.Reader, name string, logNum uint32) *Reader {
-	return &Reader{r: r, name: name, block: make([]byte, 0, blockSize), logNum: logNum, recyclable: true}
+// LogFormat is what a log's reader knows of the format of its chunks.
+type LogFormat uint8
+
+const (
+	// DetectFormat reads a log of either chunk format, legacy or
+	// recyclable, as its first valid chunk shows: the WAL of a store that
+	// does not record its WALs' format. A damaged byte decides nothing.
+	DetectFormat LogFormat = iota
+	// RecyclableFormat reads a log known to be written in recyclable
+	// chunks: a legacy chunk is damage, never the log's format.
+	RecyclableFormat
+)
+
+// NewLogReader returns a Reader of a WAL written in chunks of format, of
+// log number logNum (the low 32 bits of the log's file number) where
+// they are recyclable. The stream ends at the first valid chunk that
+// does not belong to it, of another log number, or of the other format
+// once the format is known: the remains of the log the file held before
+// it was recycled.
+func NewLogReader(r io.Reader, name string, logNum uint32, format LogFormat) *Reader {
+	lr := &Reader{r: r, name: name, block: make([]byte, 0, blockSize), logNum: logNum, recyclable: true}
+	if format == RecyclableFormat {
+		lr.format, lr.fixed = recyclableHeaderSize, true
+	}
+	return lr
 }
 
 // EndedAtLog reports whether the stream ended (Next returned io.EOF) at a
@@ -153,12 +172,13 @@ func (r *Reader) nextChunk() (typ byte, payload []byte, off int64, err error) {
 		}
 	}
 	off = r.offset()
-	if r.format == 0 {
-		r.format = formatOf(r.block[r.pos+6])
-	}
 	c, ok := chunkAt(r.block, r.pos)
 	switch {
-	case !ok || (c.hdr == recyclableHeaderSize && !r.recyclable):
+	case ok && r.fixed && c.hdr != r.format && off == 0:
+		// Where a log's first chunk belongs, only a crash's garbage or
+		// an earlier log of the same format may lie: this is neither.
+		return 0, nil, off, r.corrupt(off, "a chunk of the other format begins a log whose format is known")
+	case !ok || (c.hdr == recyclableHeaderSize && !r.recyclable) || (r.fixed && c.hdr != r.format):
 		return 0, nil, off, errBadChunk
 	case !r.ours(c):
 		r.foreignChunk = c
@@ -171,9 +191,10 @@ func (r *Reader) nextChunk() (typ byte, payload []byte, off int64, err error) {
 }
 
 // formatOf returns the header size a chunk type byte announces, 0 for a
-// byte that is no chunk type. It decides the format of a log from its
-// first header even when that chunk is torn, so that the remains of a
-// recycled file's earlier log are never taken for this one's.
+// byte that is no chunk type. It is a claim to check, never a decision: a
+// log's format comes from its caller or from a chunk whose checksum
+// verifies, so that one damaged type byte cannot make the whole log read
+// as another format's, and so as a torn tail.
 func formatOf(typ byte) int {
 	switch {
 	case typ >= chunkFull && typ <= chunkLast:

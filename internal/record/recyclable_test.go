@@ -21,10 +21,16 @@ func writeRecyclable(t testing.TB, records [][]byte, logNum uint32) (log []byte,
 	return writeStream(t, records, func(w io.Writer) *Writer { return NewRecyclableWriterAt(w, 0, logNum) })
 }
 
-// readLog reads records of log logNum until an error and returns them
-// with the error and whether the stream was recyclable.
+// readLog reads records of log logNum, of a format to detect, until an
+// error and returns them with the error and whether the stream was
+// recyclable.
 func readLog(log []byte, logNum uint32) ([][]byte, error, bool) {
-	r := NewLogReader(bytes.NewReader(log), "000007.log", logNum)
+	return readLogAs(log, logNum, DetectFormat)
+}
+
+// readLogAs is readLog for a log whose reader is told format.
+func readLogAs(log []byte, logNum uint32, format LogFormat) ([][]byte, error, bool) {
+	r := NewLogReader(bytes.NewReader(log), "000007.log", logNum, format)
 	var recs [][]byte
 	for {
 		rec, err := r.Next()
@@ -58,16 +64,18 @@ func TestRecyclable_RoundTrip(t *testing.T) {
 			if tt.wantSize >= 0 && int64(len(log)) != tt.wantSize {
 				t.Fatalf("log is %d bytes, want %d", len(log), tt.wantSize)
 			}
-			got, err, recyclable := readLog(log, 7)
-			if err != io.EOF || len(got) != len(tt.records) {
-				t.Fatalf("read %d records, %v; want %d, io.EOF", len(got), err, len(tt.records))
-			}
-			if recyclable != (len(tt.records) > 0) {
-				t.Fatalf("Recyclable() = %v", recyclable)
-			}
-			for i := range got {
-				if !bytes.Equal(got[i], tt.records[i]) {
-					t.Fatalf("record %d differs", i)
+			for _, format := range logFormats {
+				got, err, recyclable := readLogAs(log, 7, format)
+				if err != io.EOF || len(got) != len(tt.records) {
+					t.Fatalf("%v: read %d records, %v; want %d, io.EOF", format, len(got), err, len(tt.records))
+				}
+				if want := len(tt.records) > 0 || format == RecyclableFormat; recyclable != want {
+					t.Fatalf("%v: Recyclable() = %v", format, recyclable)
+				}
+				for i := range got {
+					if !bytes.Equal(got[i], tt.records[i]) {
+						t.Fatalf("%v: record %d differs", format, i)
+					}
 				}
 			}
 		})
@@ -98,21 +106,28 @@ func TestRecyclable_OverEarlierLog(t *testing.T) {
 	if testing.Short() {
 		step = 61
 	}
+	cuts := 0
 	for cut := 0; cut <= len(log); cut += step {
 		file := append(bytes.Clone(log[:cut]), old[min(cut, len(old)):]...)
-		got, err, _ := readLog(file, 7)
 		want := 0
 		for want < len(ends) && ends[want] <= int64(cut) {
 			want++
 		}
-		if err != io.EOF || len(got) != want {
-			t.Fatalf("cut at %d: read %d records, %v; want %d, io.EOF", cut, len(got), err, want)
-		}
-		for i := range got {
-			if !bytes.Equal(got[i], records[i]) {
-				t.Fatalf("cut at %d: record %d differs", cut, i)
+		for _, format := range logFormats {
+			got, err, _ := readLogAs(file, 7, format)
+			if err != io.EOF || len(got) != want {
+				t.Fatalf("%v: cut at %d: read %d records, %v; want %d, io.EOF", format, cut, len(got), err, want)
+			}
+			for i := range got {
+				if !bytes.Equal(got[i], records[i]) {
+					t.Fatalf("%v: cut at %d: record %d differs", format, cut, i)
+				}
 			}
 		}
+		cuts++
+	}
+	if cuts < len(log)/step {
+		t.Fatalf("only %d cuts tried", cuts)
 	}
 }
 
@@ -121,9 +136,11 @@ func TestRecyclable_OverEarlierLog(t *testing.T) {
 func TestRecyclable_OverLegacyBytes(t *testing.T) {
 	old, _, _ := writeLog(t, sizes(5, 900, 40_000, 30))
 	log, _, _ := writeRecyclable(t, sizes(10, 20), 7)
-	got, err, _ := readLog(append(bytes.Clone(log), old[len(log):]...), 7)
-	if err != io.EOF || len(got) != 2 {
-		t.Fatalf("read %d records, %v; want 2, io.EOF", len(got), err)
+	for _, format := range logFormats {
+		got, err, _ := readLogAs(append(bytes.Clone(log), old[len(log):]...), 7, format)
+		if err != io.EOF || len(got) != 2 {
+			t.Fatalf("%v: read %d records, %v; want 2, io.EOF", format, len(got), err)
+		}
 	}
 }
 
@@ -154,18 +171,11 @@ func TestRecyclable_Damage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err, _ := readLog(tt.damage(bytes.Clone(log)), 7)
-			var desc string
-			switch {
-			case err == io.EOF:
-				desc = fmt.Sprintf("EOF after %d", len(got))
-			case errors.Is(err, base.ErrCorruption):
-				desc = err.Error()
-			default:
-				t.Fatalf("err = %v", err)
-			}
-			if !strings.Contains(desc, tt.want) {
-				t.Fatalf("got %q, want %q", desc, tt.want)
+			for _, format := range logFormats {
+				got, err, _ := readLogAs(tt.damage(bytes.Clone(log)), 7, format)
+				if desc := describeEnd(t, got, err); !strings.Contains(desc, tt.want) {
+					t.Fatalf("%v: got %q, want %q", format, desc, tt.want)
+				}
 			}
 		})
 	}
@@ -220,7 +230,7 @@ func FuzzLogReader(f *testing.F) {
 	f.Add(log[:blockSize+50])
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		recs, err, _ := readLog(data, 7)
+		recs, err, _ := readLogAs(data, 7, LogFormat(len(data)%2))
 		if err != io.EOF && !errors.Is(err, base.ErrCorruption) {
 			t.Fatalf("err = %v, want io.EOF or corruption", err)
 		}
@@ -250,4 +260,61 @@ func readFile(t testing.TB, path string) []byte {
 		t.Fatal(err)
 	}
 	return data
+}
+
+// logFormats are the formats a recyclable log's reader may be told.
+var logFormats = []LogFormat{DetectFormat, RecyclableFormat}
+
+func (f LogFormat) String() string {
+	if f == RecyclableFormat {
+		return "recyclable"
+	}
+	return "detect"
+}
+
+// describeEnd describes how a read ended: "EOF after n" records, or the
+// corruption's message; any other error fails the test.
+func describeEnd(t *testing.T, got [][]byte, err error) string {
+	t.Helper()
+	switch {
+	case err == io.EOF:
+		return fmt.Sprintf("EOF after %d", len(got))
+	case errors.Is(err, base.ErrCorruption):
+		return err.Error()
+	}
+	t.Fatalf("err = %v", err)
+	return ""
+}
+
+// TestRecyclable_FirstHeaderBitFlips flips every bit of a log's first
+// chunk header, the one whose type byte once decided the log's format:
+// whatever the reader is told, the damage is corruption at offset 0, since
+// valid chunks of the log follow it, never a torn tail that hides them.
+func TestRecyclable_FirstHeaderBitFlips(t *testing.T) {
+	log, _, _ := writeRecyclable(t, sizes(100, 0, 20_000, 3), 7)
+	flips := 0
+	for bit := 0; bit < 8*recyclableHeaderSize; bit++ {
+		damaged := bytes.Clone(log)
+		damaged[bit/8] ^= 1 << (bit % 8)
+		for _, format := range logFormats {
+			got, err, _ := readLogAs(damaged, 7, format)
+			if desc := describeEnd(t, got, err); !strings.Contains(desc, "000007.log: offset 0:") {
+				t.Fatalf("%v: bit %d of byte %d: got %q, want corruption at offset 0", format, bit%8, bit/8, desc)
+			}
+			flips++
+		}
+	}
+	if flips != 2*8*recyclableHeaderSize {
+		t.Fatalf("%d flips tried", flips)
+	}
+}
+
+// TestLogReader_LegacyToldRecyclable: a legacy log whose reader is told it
+// is recyclable is corruption at offset 0, not an empty log.
+func TestLogReader_LegacyToldRecyclable(t *testing.T) {
+	_, log, _ := tornLog(t)
+	got, err, _ := readLogAs(log, 7, RecyclableFormat)
+	if desc := describeEnd(t, got, err); !strings.Contains(desc, "000007.log: offset 0:") {
+		t.Fatalf("got %q, want corruption at offset 0", desc)
+	}
 }

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"regexp"
@@ -10,11 +10,11 @@ import (
 func TestKeyGen_Disjoint(t *testing.T) {
 	const n = 20000
 	for _, seed := range []uint64{0, 1, 42, 1 << 63} {
-		kg := newKeyGen(seed)
+		kg := NewKeyGen(seed)
 		present := map[string]bool{}
 		hex := regexp.MustCompile(`^[0-9a-f]{16}$`)
 		for i := range n {
-			k := string(kg.present(nil, i))
+			k := string(kg.Present(nil, i))
 			if !hex.MatchString(k) {
 				t.Fatalf("seed %d: key %d = %q, want 16 hex digits", seed, i, k)
 			}
@@ -24,7 +24,7 @@ func TestKeyGen_Disjoint(t *testing.T) {
 			present[k] = true
 		}
 		for i := range n {
-			if k := string(kg.absent(nil, i)); present[k] {
+			if k := string(kg.Absent(nil, i)); present[k] {
 				t.Fatalf("seed %d: absent key %d = %q is present", seed, i, k)
 			}
 		}
@@ -32,30 +32,30 @@ func TestKeyGen_Disjoint(t *testing.T) {
 }
 
 func TestKeyGen_Value(t *testing.T) {
-	kg := newKeyGen(7)
+	kg := NewKeyGen(7)
 	for _, size := range []int{0, 1, 7, 8, 9, 100} {
-		v := kg.value(nil, 3, size)
+		v := kg.Value(nil, 3, size)
 		if len(v) != size {
 			t.Errorf("value of size %d has %d bytes", size, len(v))
 		}
-		if w := kg.value(nil, 3, size); string(w) != string(v) {
+		if w := kg.Value(nil, 3, size); string(w) != string(v) {
 			t.Errorf("value of size %d differs between calls", size)
 		}
 	}
-	if string(kg.value(nil, 1, 32)) == string(kg.value(nil, 2, 32)) {
+	if string(kg.Value(nil, 1, 32)) == string(kg.Value(nil, 2, 32)) {
 		t.Error("keys 1 and 2 have the same value")
 	}
 }
 
-// TestWorkload_PresentIndex checks that present lookups read keys among
+// TestWorkload_LookupKey checks that present lookups read keys among
 // the first n loaded, spread over all of them, and that absent lookups do
 // not depend on n.
-func TestWorkload_PresentIndex(t *testing.T) {
-	w := newWorkload(3, 1000, 10, 2500)
+func TestWorkload_LookupKey(t *testing.T) {
+	w := NewWorkload(3, 1000, 10, 2500)
 	for _, n := range []int{1, 7, 1000} {
 		seen := make([]int, n)
 		for i := range 20 * n {
-			j := w.presentIndex(i, n)
+			j := w.Gen.Index(i, n)
 			if j < 0 || j >= n {
 				t.Fatalf("n=%d: lookup %d reads key %d", n, i, j)
 			}
@@ -67,10 +67,10 @@ func TestWorkload_PresentIndex(t *testing.T) {
 			}
 		}
 	}
-	if string(w.lookupKey(nil, 5, 10, false)) != string(w.lookupKey(nil, 5, 1000, false)) {
+	if string(w.LookupKey(nil, 5, 10, false)) != string(w.LookupKey(nil, 5, 1000, false)) {
 		t.Error("absent lookup 5 depends on the keys loaded")
 	}
-	if string(w.lookupKey(nil, 5, 1000, true)) != string(w.kg.present(nil, w.presentIndex(5, 1000))) {
-		t.Error("present lookup 5 is not the present key presentIndex names")
+	if string(w.LookupKey(nil, 5, 1000, true)) != string(w.Gen.Present(nil, w.Gen.Index(5, 1000))) {
+		t.Error("present lookup 5 is not the present key Index names")
 	}
 }

@@ -1,6 +1,6 @@
 //go:build !cgo
 
-package kv_test
+package bench
 
 // pebbleManualOnHeap says whether Pebble v1.1.5 keeps its block cache and
 // memtables on the Go heap: it does without cgo (its internal/manual

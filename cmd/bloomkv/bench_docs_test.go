@@ -1,0 +1,117 @@
+package main
+
+import (
+	"io"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/pebble/vfs"
+)
+
+// headlineSection is the README section whose table quotes the generated
+// result pages.
+const headlineSection = "## Results against Pebble"
+
+// TestReadme_HeadlineFigures checks that every figure of the README's
+// headline table appears in the generated page its row links to
+// (docs/results.md from bench --markdown, docs/ycsb.md from run.sh
+// --markdown), so the README cannot drift from the runs it quotes. It
+// fails when the table quotes no figure at all.
+func TestReadme_HeadlineFigures(t *testing.T) {
+	readme := readRepoFile(t, "README.md")
+	rows := headlineRows(t, readme)
+	link := regexp.MustCompile(`\]\((docs/[a-z-]+\.md)\)`)
+	number := regexp.MustCompile(`\d+(?:\.\d+)?`)
+	checked := 0
+	for _, row := range rows {
+		m := link.FindStringSubmatch(row)
+		if m == nil {
+			t.Errorf("headline row links to no generated page: %s", row)
+			continue
+		}
+		page := readRepoFile(t, m[1])
+		cells := strings.Split(strings.Trim(row, "|"), "|")
+		for _, cell := range cells[1 : len(cells)-1] { // not the measure's name, not the link
+			for _, fig := range number.FindAllString(cell, -1) {
+				checked++
+				if !containsNumber(page, fig) {
+					t.Errorf("README quotes %s (%q), which %s does not hold", fig, strings.TrimSpace(cell), m[1])
+				}
+			}
+		}
+	}
+	if checked < len(rows) {
+		t.Fatalf("checked %d figures in %d headline rows: the table quotes too few", checked, len(rows))
+	}
+}
+
+// headlineRows returns the body rows of the first table under the
+// headline section.
+func headlineRows(t *testing.T, readme string) []string {
+	_, section, ok := strings.Cut(readme, "\n"+headlineSection+"\n")
+	if !ok {
+		t.Fatalf("README has no %q section", headlineSection)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	var rows []string
+	for _, line := range strings.Split(section, "\n") {
+		if strings.HasPrefix(line, "|") {
+			rows = append(rows, line)
+		}
+	}
+	if len(rows) < 3 {
+		t.Fatalf("headline section has %d table lines, want a header, a rule and rows", len(rows))
+	}
+	return rows[2:]
+}
+
+// containsNumber reports whether fig occurs in page as a whole number, not
+// as part of a longer one.
+func containsNumber(page, fig string) bool {
+	re := regexp.MustCompile(`(^|[^\d.])` + regexp.QuoteMeta(fig) + `($|[^\d]|\.[^\d])`)
+	return re.MatchString(page)
+}
+
+// readRepoFile reads a file of the repository, from the root.
+func readRepoFile(t *testing.T, name string) string {
+	f, err := vfs.Default.Open("../../" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+func TestContainsNumber(t *testing.T) {
+	page := "ratio 0.45x, fpr 0.97%, 1625 ns, 10.13 bits."
+	for fig, want := range map[string]bool{"0.45": true, "0.97": true, "1625": true, "10.13": true,
+		"0.4": false, "162": false, "10.1": false, "13": false} {
+		if got := containsNumber(page, fig); got != want {
+			t.Errorf("containsNumber(%q) = %v, want %v", fig, got, want)
+		}
+	}
+}
+
+// TestReadme_EmbeddingExample checks that the README's embedding example
+// is kv's ExampleOpen as go test runs it, so the first code a newcomer
+// copies compiles and does what it says.
+func TestReadme_EmbeddingExample(t *testing.T) {
+	src := readRepoFile(t, "kv/example_test.go")
+	start := strings.Index(src, "func ExampleOpen() {")
+	if start < 0 {
+		t.Fatal("kv/example_test.go has no ExampleOpen")
+	}
+	end := strings.Index(src[start:], "\n}\n")
+	if end < 0 {
+		t.Fatal("ExampleOpen does not end")
+	}
+	example := src[start : start+end+2]
+	if !strings.Contains(readRepoFile(t, "README.md"), example) {
+		t.Errorf("README's embedding example is not kv's ExampleOpen:\n%s", example)
+	}
+}

@@ -1,0 +1,200 @@
+package kv_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/bloomkv/bloomkv/kv"
+	"github.com/cockroachdb/pebble/vfs"
+)
+
+// readDir opens the store in dir of fs (which must exist), reads it all
+// and closes it.
+func readDir(fs vfs.FS, dir string) (map[string]string, error) {
+	db, err := kv.Open(dir, &kv.Options{FS: fs, ErrorIfNotExists: true})
+	if err != nil {
+		return nil, err
+	}
+	got, err := readAll(db.NewIter)
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	return got, err
+}
+
+// checkpointFixture opens a store in db of fs with tables in several
+// levels, flushed and unflushed memtables' writes, and returns it with its
+// contents.
+func checkpointFixture(t *testing.T, fs vfs.FS, bgWAL bool) (*kv.DB, map[string]string) {
+	t.Helper()
+	db, err := kv.Open("db", &kv.Options{FS: fs, MemTableSize: 16 << 10, BackgroundWALWrites: bgWAL,
+		DisableAutomaticCompactions: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	set := func(from, to int, tag string, opts *kv.WriteOptions) {
+		for i := from; i < to; i++ {
+			k, v := fmt.Sprintf("k%04d", i), fmt.Sprintf("%s%d", tag, i)
+			if err := db.Set([]byte(k), []byte(v), opts); err != nil {
+				t.Fatal(err)
+			}
+			want[k] = v
+		}
+	}
+	set(0, 300, "a", kv.NoSync)
+	if err := db.Compact(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	set(100, 200, "b", kv.NoSync)
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	set(150, 250, "c", kv.NoSync) // in the WAL alone
+	if err := db.Delete([]byte("k0001"), kv.Sync); err != nil {
+		t.Fatal(err)
+	}
+	delete(want, "k0001")
+	return db, want
+}
+
+// TestDB_Checkpoint copies a store with tables and a WAL; the copy opens
+// with the same contents, and later writes to the store do not reach it.
+func TestDB_Checkpoint(t *testing.T) {
+	for _, bgWAL := range []bool{false, true} {
+		t.Run(fmt.Sprintf("BackgroundWALWrites=%v", bgWAL), func(t *testing.T) {
+			fs := vfs.NewMem()
+			db, want := checkpointFixture(t, fs, bgWAL)
+			defer db.Close()
+			if err := db.Checkpoint("backups/ckpt"); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Set([]byte("k0002"), []byte("after"), kv.Sync); err != nil {
+				t.Fatal(err)
+			}
+			got, err := readDir(fs, "backups/ckpt")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := diffMaps(got, want); d != "" {
+				t.Fatalf("checkpoint: %s", d)
+			}
+			if _, err := fs.Stat("backups/ckpt.checkpoint-tmp"); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("temporary directory left behind: %v", err)
+			}
+			want["k0002"] = "after"
+			checkContents(t, db, want, "the store after the checkpoint")
+		})
+	}
+}
+
+// TestDB_Checkpoint_ConcurrentWrites takes checkpoints while writers
+// write: each holds every write acknowledged before it was called, and
+// of each writer's later writes a prefix.
+func TestDB_Checkpoint_ConcurrentWrites(t *testing.T) {
+	fs := vfs.NewMem()
+	db, err := kv.Open("db", &kv.Options{FS: fs, MemTableSize: 8 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	const writers, perWriter = 3, 400
+	var acked [writers]atomic.Int64 // per writer, the writes acknowledged
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perWriter {
+				k := fmt.Sprintf("w%d-%04d", w, i)
+				if err := db.Set([]byte(k), []byte(k), kv.NoSync); err != nil {
+					t.Error(err)
+					return
+				}
+				acked[w].Store(int64(i + 1))
+			}
+		}()
+	}
+	checked := 0
+	for c := 0; c < 8; c++ {
+		var before [writers]int64
+		for w := range writers {
+			before[w] = acked[w].Load()
+		}
+		dir := fmt.Sprintf("ckpt%d", c)
+		if err := db.Checkpoint(dir); err != nil {
+			t.Fatal(err)
+		}
+		got, err := readDir(fs, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for w := range writers {
+			n := 0
+			for ; n < perWriter; n++ {
+				if _, ok := got[fmt.Sprintf("w%d-%04d", w, n)]; !ok {
+					break
+				}
+			}
+			if int64(n) < before[w] {
+				t.Fatalf("checkpoint %d holds %d writes of writer %d, %d were acknowledged before it", c, n, w, before[w])
+			}
+			for i := n; i < perWriter; i++ {
+				if _, ok := got[fmt.Sprintf("w%d-%04d", w, i)]; ok {
+					t.Fatalf("checkpoint %d holds write %d of writer %d but not write %d", c, i, w, n)
+				}
+			}
+			checked++
+		}
+	}
+	wg.Wait()
+	if checked != 8*writers {
+		t.Fatalf("%d checks ran, want %d", checked, 8*writers)
+	}
+}
+
+// TestDB_Checkpoint_BadInput refuses an existing directory or file, and
+// Checkpoint after Close, writing nothing.
+func TestDB_Checkpoint_BadInput(t *testing.T) {
+	fs := vfs.NewMem()
+	db, want := checkpointFixture(t, fs, false)
+	if err := fs.MkdirAll("exists", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := fs.Create("file")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	for _, dir := range []string{"exists", "file", "db"} {
+		err := db.Checkpoint(dir)
+		if !errors.Is(err, os.ErrExist) || !strings.Contains(err.Error(), "kv: checkpoint: "+dir) {
+			t.Fatalf("Checkpoint(%q) = %v, want an error naming it wrapping os.ErrExist", dir, err)
+		}
+		if _, err := fs.Stat(dir + ".checkpoint-tmp"); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("Checkpoint(%q) wrote a temporary directory", dir)
+		}
+	}
+	if names, _ := fs.List("exists"); len(names) != 0 {
+		t.Fatalf("existing directory now holds %v", names)
+	}
+	checkContents(t, db, want, "after the refused checkpoints")
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Checkpoint("late"); !errors.Is(err, kv.ErrClosed) {
+		t.Fatalf("Checkpoint after Close = %v, want ErrClosed", err)
+	}
+	if _, err := fs.Stat("late"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("Checkpoint after Close wrote its directory")
+	}
+	got, err := readDir(fs, "db")
+	if err != nil || diffMaps(got, want) != "" {
+		t.Fatalf("store after the refused checkpoints: %v %s", err, diffMaps(got, want))
+	}
+}
