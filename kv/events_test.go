@@ -235,6 +235,11 @@ func TestEventListener_SlowListenerBlocksNothing(t *testing.T) {
 	if _, err := d.Get([]byte("k0001")); err != nil {
 		t.Fatal(err)
 	}
+	for deadline := time.Now().Add(30 * time.Second); calls.Load() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the listener was never called")
+		}
+	}
 	if n := calls.Load(); n != 1 {
 		t.Fatalf("the blocked listener was called %d times, want 1 (the rest queued)", n)
 	}
