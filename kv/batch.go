@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/memtable"
 )
 
 // A batch is encoded as a 12-byte header and a sequence of records; the same
@@ -33,6 +34,12 @@ type Batch struct {
 	data  []byte
 	count uint32
 	err   error
+
+	// index, for an indexed batch (NewIndexedBatch), holds a copy of
+	// each write, for reads over db, or over snap when not nil.
+	index *memtable.MemTable
+	db    *DB
+	snap  *Snapshot
 }
 
 // NewBatch returns an empty batch. The batch is not tied to the DB: it may be
@@ -56,7 +63,7 @@ const maxPooledBatchBuf = 4 << 20
 
 // Close releases the batch's buffer for later batches (NewBatch) and
 // empties the batch, as Reset does; the batch may then be used again, as
-// a new one. It must not be called while Apply is running, and the
+// a new one (a plain one: an indexed batch loses its index). It must not be called while Apply is running, and the
 // batch's bytes must not be used after it.
 func (b *Batch) Close() {
 	if c := cap(b.data); c > 0 && c <= maxPooledBatchBuf {
@@ -115,6 +122,10 @@ func (b *Batch) add(kind base.Kind, key, value []byte) error {
 		// about twice, not four times.
 		b.data = slices.Grow(b.data, max(need, min(len(b.data), MaxBatchSize-len(b.data))))
 	}
+	if err := b.indexWrite(kind, key, value); err != nil {
+		b.err = err
+		return err
+	}
 	b.data = append(b.data, byte(kind))
 	b.data = binary.AppendUvarint(b.data, uint64(len(key)))
 	b.data = append(b.data, key...)
@@ -149,6 +160,7 @@ func (b *Batch) Reset() {
 	b.data = b.data[:0]
 	b.count = 0
 	b.err = nil
+	b.resetIndex()
 }
 
 // setSeqNum stamps the sequence number of the batch's first record.

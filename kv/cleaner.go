@@ -52,7 +52,9 @@ func (c *cleaner) deleteFile(d *DB, typ base.FileType, num base.FileNum) {
 // removeLocked removes a file. A failure is ignored: the file is garbage
 // either way, and the next Open tries again.
 func (c *cleaner) removeLocked(d *DB, typ base.FileType, num base.FileNum) {
-	if err := d.fs.Remove(d.path(base.MakeFilename(typ, num))); err != nil {
+	err := d.fs.Remove(d.path(base.MakeFilename(typ, num)))
+	d.fileDeleted(typ, num, err)
+	if err != nil {
 		return
 	}
 	if typ == base.FileTypeTable {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/bloomkv/bloomkv/compaction"
 	"github.com/bloomkv/bloomkv/internal/base"
@@ -48,7 +49,7 @@ func (d *DB) backgroundCompaction(c *compaction.Compaction) {
 	err := d.compactLocked(c)
 	d.mu.compacting = slices.DeleteFunc(d.mu.compacting, func(x *compaction.Compaction) bool { return x == c })
 	if err != nil && !errors.Is(err, errCanceled) {
-		d.mu.bgErr = err
+		d.setBackgroundErrorLocked(err)
 	}
 	d.maybeScheduleCompactionLocked()
 	d.mu.cond.Broadcast()
@@ -59,13 +60,17 @@ func (d *DB) backgroundCompaction(c *compaction.Compaction) {
 // level. The outputs replace the inputs in one MANIFEST edit; the input
 // files are deleted once no Version holds them. d.mu is held on entry and
 // exit, released while tables are written.
-func (d *DB) compactLocked(c *compaction.Compaction) error {
+func (d *DB) compactLocked(c *compaction.Compaction) (err error) {
+	info, start := d.compactionBegin(c), time.Now()
+	var outputs []*manifest.FileMetadata
+	defer func() { d.compactionEnd(info, outputs, start, err) }()
 	edit := &manifest.VersionEdit{DeletedFiles: make(map[manifest.DeletedFileEntry]bool)}
 	for level, f := range c.Tables() {
 		edit.DeletedFiles[manifest.DeletedFileEntry{Level: level, FileNum: f.FileNum}] = true
 	}
 	if c.TrivialMove() {
 		f := c.Inputs[0][0]
+		outputs = []*manifest.FileMetadata{f}
 		edit.NewFiles = []manifest.NewFileEntry{{Level: c.OutputLevel, Meta: f}}
 		if err := d.mu.versions.logAndApply(edit); err != nil {
 			return err
@@ -74,7 +79,7 @@ func (d *DB) compactLocked(c *compaction.Compaction) error {
 		d.metrics.levels[c.OutputLevel].moves.Add(1)
 		return nil
 	}
-	outputs, stats, err := d.runCompaction(c)
+	outputs, stats, err := d.runCompaction(c, info.JobID)
 	if err != nil {
 		return err
 	}
@@ -109,7 +114,7 @@ func (d *DB) compactLocked(c *compaction.Compaction) error {
 // runCompaction merges c's inputs into new tables of c.OutputLevel and
 // returns them, not yet installed, with what the merge counted. d.mu is
 // held on entry and exit.
-func (d *DB) runCompaction(c *compaction.Compaction) ([]*manifest.FileMetadata, compaction.RunStats, error) {
+func (d *DB) runCompaction(c *compaction.Compaction, job int) ([]*manifest.FileMetadata, compaction.RunStats, error) {
 	cfg := compaction.RunConfig{
 		Snapshots:             d.mu.snaps.seqNums(),
 		ElideTombstone:        c.ElideTombstone(d.mu.versions.current, d.cmp.Compare),
@@ -141,7 +146,7 @@ func (d *DB) runCompaction(c *compaction.Compaction) ([]*manifest.FileMetadata, 
 		InternalIterator: iterator.NewMerging(d.cmp.Compare, iters...),
 		canceled:         d.cancelCheck(),
 	}
-	outputs, stats, err := d.runOutputs(input, cfg, filter)
+	outputs, stats, err := d.runOutputs(input, cfg, filter, job, "compaction")
 	if err != nil {
 		return nil, stats, fmt.Errorf("kv: compaction %s: %w", c, err)
 	}
@@ -216,7 +221,7 @@ func (d *DB) runManualLocked(c *compaction.Compaction) error {
 	case errors.Is(err, errCanceled):
 		return ErrClosed
 	case err != nil:
-		d.mu.bgErr = err
+		d.setBackgroundErrorLocked(err)
 	}
 	return err
 }

@@ -27,10 +27,14 @@ import (
 //	                      memory and which tables hold their filters
 //	batch                 input: "set k v" / "del k" / "del-range start end"
 //	                      lines, applied atomically
-//	get [snapshot=name]   input: one key per line
-//	iter [lower=k] [upper=k] [snapshot=name]
+//	indexed-batch name [snapshot=s]   input: batch lines, added to the
+//	                      indexed batch name (made on the first use), not applied
+//	apply name            apply the indexed batch name, and close it
+//	get [snapshot=name] [batch=name]   input: one key per line
+//	iter [lower=k] [upper=k] [snapshot=name] [batch=name]
 //	                      input: first, last, next, prev, seek-ge k, seek-lt k,
-//	                      seek-prefix-ge k, scan
+//	                      seek-prefix-ge k, scan, set-bounds lower upper ("-":
+//	                      none), clone (the next lines move a clone), stats
 //	snapshot name / close-snapshot name
 //	flush / compact [start end] / wait-compactions   print the LSM shape
 //	lsm                   print the tables of each level
@@ -56,15 +60,28 @@ func TestDataDriven(t *testing.T) {
 }
 
 type scriptHarness struct {
-	fs    vfs.FS
-	opts  *Options
-	db    *DB
-	snaps map[string]*Snapshot
+	fs      vfs.FS
+	opts    *Options
+	db      *DB
+	snaps   map[string]*Snapshot
+	batches map[string]*Batch
+}
+
+// closeSnapshots closes the script's snapshots, which end with the DB
+// they were taken of.
+func (h *scriptHarness) closeSnapshots() error {
+	for _, s := range h.snaps {
+		if err := s.Close(); err != nil && !errors.Is(err, ErrClosed) {
+			return err
+		}
+	}
+	return nil
 }
 
 // close closes the DB at the end of a script, unless the script did.
 func (h *scriptHarness) close(t testing.TB) {
 	if h.db != nil {
+		must(t, h.closeSnapshots())
 		if err := h.db.Close(); !errors.Is(err, ErrClosed) {
 			must(t, err)
 		}
@@ -81,11 +98,8 @@ func (h *scriptHarness) run(t *testing.T, td *datadriven.TestData) (string, erro
 		h.db, err = Open("db", h.opts)
 		return "", err
 	case "reopen":
-		// The script's snapshots end with the DB they were taken of.
-		for _, s := range h.snaps {
-			if err := s.Close(); err != nil && !errors.Is(err, ErrClosed) {
-				return "", err
-			}
+		if err := h.closeSnapshots(); err != nil {
+			return "", err
 		}
 		if err := h.db.Close(); err != nil {
 			return "", err
@@ -109,6 +123,13 @@ func (h *scriptHarness) run(t *testing.T, td *datadriven.TestData) (string, erro
 		return "", h.db.Close()
 	case "batch":
 		return "", h.batch(td.Input)
+	case "indexed-batch":
+		return "", h.indexedBatch(td)
+	case "apply":
+		b := h.batches[td.CmdArgs[0].Key]
+		delete(h.batches, td.CmdArgs[0].Key)
+		defer b.Close()
+		return "", h.db.Apply(b, Sync)
 	case "get":
 		return h.get(td)
 	case "iter":
@@ -212,6 +233,42 @@ func atoi(t *testing.T, s string) int {
 
 func (h *scriptHarness) batch(input string) error {
 	b := h.db.NewBatch()
+	if err := addBatchLines(b, input); err != nil {
+		return err
+	}
+	return h.db.Apply(b, Sync)
+}
+
+// indexedBatch adds the input's writes to the named indexed batch.
+func (h *scriptHarness) indexedBatch(td *datadriven.TestData) error {
+	name := td.CmdArgs[0].Key
+	b := h.batches[name]
+	if b == nil {
+		if s := h.snapshotArg(td); s != nil {
+			b = s.NewIndexedBatch()
+		} else {
+			b = h.db.NewIndexedBatch()
+		}
+		if h.batches == nil {
+			h.batches = map[string]*Batch{}
+		}
+		h.batches[name] = b
+	}
+	return addBatchLines(b, td.Input)
+}
+
+// batchArg returns the indexed batch the batch argument names, or nil.
+func (h *scriptHarness) batchArg(td *datadriven.TestData) *Batch {
+	for _, arg := range td.CmdArgs {
+		if arg.Key == "batch" {
+			return h.batches[arg.Vals[0]]
+		}
+	}
+	return nil
+}
+
+// addBatchLines adds the writes of input's lines to b.
+func addBatchLines(b *Batch, input string) error {
 	for _, line := range strings.Split(input, "\n") {
 		f := strings.Fields(line)
 		switch {
@@ -231,7 +288,7 @@ func (h *scriptHarness) batch(input string) error {
 			return fmt.Errorf("bad batch line %q", line)
 		}
 	}
-	return h.db.Apply(b, Sync)
+	return nil
 }
 
 func (h *scriptHarness) snapshotArg(td *datadriven.TestData) *Snapshot {
@@ -249,7 +306,9 @@ func (h *scriptHarness) get(td *datadriven.TestData) (string, error) {
 	for _, key := range strings.Fields(td.Input) {
 		var v []byte
 		var err error
-		if s != nil {
+		if ib := h.batchArg(td); ib != nil {
+			v, err = ib.Get([]byte(key))
+		} else if s != nil {
 			v, err = s.Get([]byte(key))
 		} else {
 			v, err = h.db.Get([]byte(key))
@@ -279,7 +338,9 @@ func (h *scriptHarness) iter(td *datadriven.TestData) (_ string, err error) {
 		}
 	}
 	var it *Iterator
-	if s := h.snapshotArg(td); s != nil {
+	if ib := h.batchArg(td); ib != nil {
+		it, err = ib.NewIter(opts)
+	} else if s := h.snapshotArg(td); s != nil {
 		it, err = s.NewIter(opts)
 	} else {
 		it, err = h.db.NewIter(opts)
@@ -315,6 +376,23 @@ func (h *scriptHarness) iter(td *datadriven.TestData) (_ string, err error) {
 			it.SeekLT([]byte(f[1]))
 		case "seek-prefix-ge":
 			it.SeekPrefixGE([]byte(f[1]))
+		case "set-bounds":
+			it.SetBounds(scriptBound(f[1]), scriptBound(f[2]))
+		case "clone":
+			c, err := it.Clone()
+			if err != nil {
+				return "", err
+			}
+			if cerr := it.Close(); cerr != nil && cerr != shown {
+				c.Close()
+				return "", cerr
+			}
+			it = c
+		case "stats":
+			st := it.Stats()
+			fmt.Fprintf(&b, "%s: tables=%d filter-negatives=%d block-reads=%d\n",
+				line, st.TablesConsidered, st.FilterNegatives, st.BlockReads)
+			continue
 		case "scan":
 			// All keys forward, on one line.
 			var keys []string
@@ -336,6 +414,14 @@ func (h *scriptHarness) iter(td *datadriven.TestData) (_ string, err error) {
 		}
 	}
 	return b.String(), nil
+}
+
+// scriptBound reads an iterator bound: "-" is none.
+func scriptBound(s string) []byte {
+	if s == "-" {
+		return nil
+	}
+	return []byte(s)
 }
 
 // formatLSM prints the tables of each non-empty level.

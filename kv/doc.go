@@ -25,6 +25,13 @@
 // written outside it by sstable.Writer (a bulk load), and
 // [DB.EstimateDiskUsage] tells the bytes of a key range's tables.
 //
+// For reads and background events, as in Pebble: [DB.GetAppend]
+// reads into the caller's buffer without allocating; [DB.NewIndexedBatch]
+// makes a batch whose Get and NewIter see its own writes over the DB;
+// [Iterator.SetBounds] and [Iterator.Clone] reuse an iterator's view,
+// and [Iterator.Stats] tells what it read; [Options.EventListener] is
+// told of flushes, compactions, files and stalls.
+//
 // # Prefixes
 //
 // A Comparer with a Split (Options.Comparer) cuts each key into a prefix

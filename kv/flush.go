@@ -3,6 +3,7 @@ package kv
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
 	"github.com/bloomkv/bloomkv/compaction"
@@ -81,7 +82,7 @@ func (d *DB) flushLoop() {
 	for len(d.mu.imm) > 0 && d.mu.bgErr == nil && !d.closed.Load() {
 		if err := d.flushOneLocked(); err != nil {
 			if !errors.Is(err, errCanceled) {
-				d.mu.bgErr = err
+				d.setBackgroundErrorLocked(err)
 			}
 			break
 		}
@@ -95,11 +96,14 @@ func (d *DB) flushLoop() {
 // the MANIFEST with the log number of the next memtable and the memtable's
 // last sequence number, and deletes its WALs. d.mu is released while
 // writing.
-func (d *DB) flushOneLocked() error {
+func (d *DB) flushOneLocked() (err error) {
 	mem := d.mu.imm[0]
 	snaps := d.mu.snaps.seqNums()
+	job, start := d.flushBegin(mem), time.Now()
+	var files []*manifest.FileMetadata
+	defer func() { d.flushEnd(job, mem, files, start, err) }()
 	d.mu.Unlock()
-	files, err := d.writeL0(mem, snaps, d.cancelCheck())
+	files, err = d.writeL0(mem, snaps, job, d.cancelCheck())
 	d.mu.Lock()
 	if err != nil {
 		return err
@@ -134,8 +138,9 @@ func (d *DB) flushOneLocked() error {
 // writeL0 writes a memtable out as L0 tables, keeping every version an
 // open snapshot sees: none when the memtable holds nothing, one unless it
 // outgrows compaction.Options.FlushSplitBytes, which cuts it along the
-// tables of the base level (compaction.Picker.FlushSplit).
-func (d *DB) writeL0(mem *memTable, snaps []base.SeqNum, cancel func() bool) ([]*manifest.FileMetadata, error) {
+// tables of the base level (compaction.Picker.FlushSplit). job is the
+// flush's JobID for the listener's events.
+func (d *DB) writeL0(mem *memTable, snaps []base.SeqNum, job int, cancel func() bool) ([]*manifest.FileMetadata, error) {
 	var input base.InternalIterator = mem.NewIter(nil, nil)
 	if cancel != nil {
 		input = &cancelIter{InternalIterator: input, canceled: cancel}
@@ -145,7 +150,7 @@ func (d *DB) writeL0(mem *memTable, snaps []base.SeqNum, cancel func() bool) ([]
 	filter := d.tableFilterLocked(0, nil, int64(mem.Len()))
 	cfg.SplitBoundaries, cfg.SplitBytes = d.picker.FlushSplit(d.mu.versions.current)
 	d.mu.Unlock()
-	files, _, err := d.runOutputs(input, cfg, filter)
+	files, _, err := d.runOutputs(input, cfg, filter, job, "flush")
 	if err != nil {
 		return nil, fmt.Errorf("kv: flushing memtable of WAL %s: %w", mem.logNum(), err)
 	}
@@ -155,7 +160,9 @@ func (d *DB) writeL0(mem *memTable, snaps []base.SeqNum, cancel func() bool) ([]
 // runOutputs drives compaction.Run over input into new tables with filter
 // (nil: none), filling in what cfg leaves to the DB: comparer, table
 // options, and file creation. On failure the tables it created are deleted.
-func (d *DB) runOutputs(input base.InternalIterator, cfg compaction.RunConfig, filter bloompolicy.FilterPolicy) (
+// It reports each table it creates to the listener as job's, for reason.
+func (d *DB) runOutputs(input base.InternalIterator, cfg compaction.RunConfig, filter bloompolicy.FilterPolicy,
+	job int, reason string) (
 	[]*manifest.FileMetadata, compaction.RunStats, error) {
 	var created []base.FileNum
 	cfg.Comparer = d.cmp
@@ -169,6 +176,7 @@ func (d *DB) runOutputs(input base.InternalIterator, cfg compaction.RunConfig, f
 			return 0, nil, err
 		}
 		created = append(created, num)
+		d.tableCreated(job, reason, num)
 		return num, f, nil
 	}
 	files, stats, err := compaction.Run(input, cfg)
@@ -180,7 +188,7 @@ func (d *DB) runOutputs(input base.InternalIterator, cfg compaction.RunConfig, f
 	}
 	if err != nil {
 		for _, num := range created {
-			d.fs.Remove(d.path(base.MakeFilename(base.FileTypeTable, num)))
+			d.fileDeleted(base.FileTypeTable, num, d.fs.Remove(d.path(base.MakeFilename(base.FileTypeTable, num))))
 		}
 		return nil, stats, err
 	}

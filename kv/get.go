@@ -15,13 +15,40 @@ func (d *DB) Get(key []byte) ([]byte, error) {
 	return d.get(key, nil)
 }
 
-// get looks key up as of the snapshot, or the current state when snap is
+// GetAppend appends the value of key to dst and returns the extended
+// slice; for a key not found it returns dst and ErrNotFound. It is Get for
+// a caller that keeps a buffer: when dst has room for the value, a lookup
+// allocates nothing, as Pebble's Get with its Closer does, and the value
+// stays valid for as long as the caller keeps dst, with no Close to call.
+// Pass dst[:0] to reuse a buffer.
+func (d *DB) GetAppend(dst, key []byte) ([]byte, error) {
+	if err := d.checkOpen(); err != nil {
+		return dst, err
+	}
+	v, err := d.lookup(key, nil)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, v...), nil
+}
+
+// get is lookup, with the value copied for the caller to keep.
+func (d *DB) get(key []byte, snap *Snapshot) ([]byte, error) {
+	value, err := d.lookup(key, snap)
+	if err != nil {
+		return nil, err
+	}
+	return append(make([]byte, 0, len(value)), value...), nil
+}
+
+// lookup looks key up as of the snapshot, or the current state when snap is
 // nil: in the memtables, then in the tables from newest to oldest. Each
 // source answers for its range tombstones too (a covered key comes back
 // found, as KindRangeDelete), so the first source that knows the key
 // decides: the sources below it hold only older versions and tombstones.
-// It counts what the lookup touched.
-func (d *DB) get(key []byte, snap *Snapshot) ([]byte, error) {
+// It counts what the lookup touched. The value it returns is immutable and
+// stays valid (see getFromTable), but belongs to the DB.
+func (d *DB) lookup(key []byte, snap *Snapshot) ([]byte, error) {
 	if key == nil {
 		key = []byte{} // nil is "unbounded" to key-range helpers
 	}
@@ -46,7 +73,7 @@ func (d *DB) get(key []byte, snap *Snapshot) ([]byte, error) {
 		// (KindRangeDelete): the sources below it are older.
 		return nil, ErrNotFound
 	}
-	return append(make([]byte, 0, len(value)), value...), nil
+	return value, nil
 }
 
 // readSeqNum returns the sequence number a read taken now sees: the

@@ -277,9 +277,7 @@ func (d *DB) ingestAsLeader(tables []ingestTable, edited *bool) error {
 	}
 	*edited = true
 	if err := d.mu.versions.logAndApply(edit); err != nil {
-		if d.mu.bgErr == nil {
-			d.mu.bgErr = err
-		}
+		d.setBackgroundErrorLocked(err)
 		return err
 	}
 	// Publish the tables before their sequence number: a reader that sees

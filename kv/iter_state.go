@@ -61,6 +61,18 @@ type iterState struct {
 	// stats gathers, per level, what the tables' prefix seeks cost; each
 	// move in prefix mode adds it to the DB's lookup counters.
 	stats [manifest.NumLevels]sstable.LookupStats
+	// counts is what Iterator.Stats reports, but for the blocks loaded by
+	// the table each level has open (see levelIter.openTable).
+	counts IteratorStats
+
+	// batch is the index of the indexed batch the iterator reads over the
+	// DB, nil for none; batchIter walks it. Its entries numbered below
+	// batchLimit (see batchSeq) are visible; when batchDels is set,
+	// rangeDels[0] holds its range tombstones.
+	batch      *memtable.MemTable
+	batchIter  memtable.Iter
+	batchLimit base.SeqNum
+	batchDels  bool
 }
 
 var iterStatePool = sync.Pool{New: func() any { return new(iterState) }}
@@ -69,19 +81,35 @@ var iterStatePool = sync.Pool{New: func() any { return new(iterState) }}
 // iterator it reuses for every table it opens.
 type levelIter struct {
 	iterator.Level
-	table tableIter
-	cache *tableCache
-	stats *sstable.LookupStats
-	open  iterator.TableOpener // openTable, bound once
+	table  tableIter
+	cache  *tableCache
+	stats  *sstable.LookupStats
+	counts *IteratorStats
+	// loaded is set while table's BlockLoads are this iterator's and not
+	// yet in counts.
+	loaded bool
+	open   iterator.TableOpener // openTable, bound once
 }
 
 // openTable is the level's iterator.TableOpener: the Level closes the
 // table it leaves before it opens the next, so one tableIter serves all.
 func (l *levelIter) openTable(f *manifest.FileMetadata, lower, upper []byte) (base.InternalIterator, error) {
+	l.harvest() // the table left is closed: its block loads are final
+	l.counts.TablesConsidered++
 	if err := l.cache.initIter(&l.table, f, lower, upper, l.stats); err != nil {
 		return nil, err
 	}
+	l.loaded = true
 	return &l.table, nil
+}
+
+// harvest adds the block loads of the level's table to the iterator's
+// counts, once.
+func (l *levelIter) harvest() {
+	if l.loaded {
+		l.counts.BlockReads += l.table.BlockLoads()
+		l.loaded = false
+	}
 }
 
 // init readies s, fresh from the pool (zero but for its memory), as an
@@ -95,9 +123,18 @@ func (s *iterState) init(d *DB, opts *IterOptions, snap *Snapshot) {
 		s.upper, s.upperBuf = keepBound(s.upperBuf, opts.UpperBound)
 		s.prefixOnly = opts.PrefixOnly
 	}
-	rs := d.loadReadState()
-	s.rs = rs
+	s.rs = d.loadReadState()
 	s.seq = d.readSeqNum(snap)
+	s.build()
+}
+
+// build adds the inputs of s's read state within s's bounds and readies the
+// merge over them: what init and SetBounds share.
+func (s *iterState) build() {
+	rs := s.rs
+	if s.batch != nil {
+		s.addBatch()
+	}
 	s.addMemTables(rs)
 	l0 := rs.current.Levels[0]
 	for i := len(l0) - 1; i >= 0; i-- {
@@ -156,7 +193,7 @@ func (s *iterState) addLevel(level int, files []*manifest.FileMetadata) {
 	}
 	l := s.levels[s.nLevels]
 	s.nLevels++
-	l.cache, l.stats = s.db.tableCache, &s.stats[level]
+	l.cache, l.stats, l.counts = s.db.tableCache, &s.stats[level], &s.counts
 	l.Init(s.cmp, files, s.lower, s.upper, l.open)
 	s.inputs = append(s.inputs, &l.Level)
 }
@@ -175,8 +212,12 @@ func (s *iterState) addRangeDels(frags []sstable.RangeTombstone, err error) {
 // rangeDeleted reports whether a range tombstone visible to the iterator
 // deletes version seq of key.
 func (s *iterState) rangeDeleted(key []byte, seq base.SeqNum) bool {
-	for _, frags := range s.rangeDels {
-		if tseq, ok := rangedel.Covering(s.cmp, frags, key, s.seq); ok && tseq > seq {
+	for j, frags := range s.rangeDels {
+		readSeq := s.seq
+		if j == 0 && s.batchDels {
+			readSeq = s.batchLimit - 1
+		}
+		if tseq, ok := rangedel.Covering(s.cmp, frags, key, readSeq); ok && tseq > seq {
 			return true
 		}
 	}
@@ -200,7 +241,7 @@ func (s *iterState) close() error {
 	}
 	for _, l := range s.levels[:s.nLevels] {
 		l.Level = iterator.Level{}
-		l.cache, l.stats = nil, nil
+		l.cache, l.stats, l.counts, l.loaded = nil, nil, nil, false
 	}
 	clear(s.inputs)
 	clear(s.rangeDels)

@@ -272,7 +272,7 @@ func (s *iterState) findNext() bool {
 		if s.upper != nil && s.cmp(k.UserKey, s.upper) >= 0 || s.prefix != nil && !s.hasPrefix(k.UserKey) {
 			break
 		}
-		if !k.Visible(s.seq) {
+		if !s.visible(k) {
 			s.merging.Next()
 			continue
 		}
@@ -301,7 +301,7 @@ func (s *iterState) findPrev() bool {
 		live := false
 		var liveSeq base.SeqNum
 		for {
-			if k.Visible(s.seq) {
+			if s.visible(k) {
 				live, liveSeq = k.Kind() == base.KindSet, k.SeqNum()
 				if live {
 					// Values are immutable in every source (memtables,

@@ -124,6 +124,7 @@ func (s *iterState) reposition() bool {
 func (s *iterState) flushStats() {
 	for level := range s.stats {
 		if st := &s.stats[level]; *st != (sstable.LookupStats{}) {
+			s.counts.FilterNegatives += st.FilterNegatives
 			s.db.metrics.levels[level].lookups.addStats(st)
 			*st = sstable.LookupStats{}
 		}

@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/bloomkv/bloomkv/kv"
 )
@@ -21,12 +22,13 @@ import (
 type iterModel struct {
 	keys  []string
 	vals  map[string]string
+	o     *kv.IterOptions
 	pos   int
 	valid bool
 }
 
 func newIterModel(m map[string]string, o *kv.IterOptions) *iterModel {
-	im := &iterModel{vals: m}
+	im := &iterModel{vals: m, o: o}
 	for k := range m {
 		if o != nil && o.LowerBound != nil && k < string(o.LowerBound) {
 			continue
@@ -39,6 +41,9 @@ func newIterModel(m map[string]string, o *kv.IterOptions) *iterModel {
 	slices.Sort(im.keys)
 	return im
 }
+
+// setBounds is Iterator.SetBounds: new bounds, no position.
+func (im *iterModel) setBounds(o *kv.IterOptions) { *im = *newIterModel(im.vals, o) }
 
 func (im *iterModel) set(pos int) bool {
 	im.pos = pos
@@ -99,8 +104,65 @@ func randomMove(rng *rand.Rand, seekKey func() []byte) iterMove {
 // checkIter makes n random moves (the first one a First, Last or seek) on
 // it and im and returns a description of the first disagreement, or "".
 func checkIter(rng *rand.Rand, it *kv.Iterator, im *iterModel, n int, seekKey func() []byte) string {
+	return checkIterMoves(rng, it, im, n, seekKey, false)
+}
+
+// checkIterReuse is checkIter with the reuse of an iterator mixed into
+// its moves: SetBounds to random bounds (the model follows), and Clone,
+// whose clone is moved at random against a model of its own and closed.
+func checkIterReuse(rng *rand.Rand, it *kv.Iterator, im *iterModel, n int, seekKey func() []byte) string {
+	return checkIterMoves(rng, it, im, n, seekKey, true)
+}
+
+// reuseMoves counts the SetBounds and Clone moves checked, so a test can
+// tell that they ran.
+var reuseMoves struct{ setBounds, clones atomic.Int64 }
+
+// reuseMove makes a SetBounds or Clone move, named in *trail, and returns
+// a description of a disagreement, or "".
+func reuseMove(rng *rand.Rand, it *kv.Iterator, im *iterModel, seekKey func() []byte, trail *[]string) string {
+	if rng.IntN(2) == 0 {
+		o := &kv.IterOptions{}
+		if rng.IntN(3) > 0 {
+			o.LowerBound = seekKey()
+		}
+		if rng.IntN(3) > 0 {
+			o.UpperBound = seekKey()
+		}
+		*trail = append(*trail, fmt.Sprintf("SetBounds(%q, %q)", o.LowerBound, o.UpperBound))
+		it.SetBounds(o.LowerBound, o.UpperBound)
+		im.setBounds(o)
+		reuseMoves.setBounds.Add(1)
+		if it.Valid() || it.Key() != nil {
+			return "valid after SetBounds"
+		}
+		return ""
+	}
+	*trail = append(*trail, "Clone")
+	c, err := it.Clone()
+	if err != nil {
+		return fmt.Sprintf("Clone: %v", err)
+	}
+	reuseMoves.clones.Add(1)
+	msg := checkIter(rng, c, newIterModel(im.vals, im.o), 3+rng.IntN(10), seekKey)
+	if err := c.Close(); msg == "" && err != nil {
+		msg = fmt.Sprintf("clone's Close: %v", err)
+	}
+	if msg != "" {
+		return "clone: " + msg
+	}
+	return ""
+}
+
+func checkIterMoves(rng *rand.Rand, it *kv.Iterator, im *iterModel, n int, seekKey func() []byte, reuse bool) string {
 	var trail []string
 	for i := 0; i < n; i++ {
+		if reuse && rng.IntN(6) == 0 {
+			if msg := reuseMove(rng, it, im, seekKey, &trail); msg != "" {
+				return fmt.Sprintf("after %s: %s", strings.Join(trail, ", "), msg)
+			}
+			continue
+		}
 		mv := randomMove(rng, seekKey)
 		for i == 0 && (mv.name == "Next" || mv.name == "Prev") {
 			mv = randomMove(rng, seekKey)

@@ -49,6 +49,7 @@ func testModel(t *testing.T, capped bool) {
 			t.Fatalf("Metrics saw filters left out by the cap %d times, held under a cap %d times", leftOut, heldUnderCap)
 		}
 	}()
+	bounds, clones := reuseMoves.setBounds.Load(), reuseMoves.clones.Load()
 	forEachSeed(t, seeds, func(t *testing.T, seed uint64) {
 		r := newModelRun(t, seed)
 		if capped {
@@ -68,6 +69,11 @@ func testModel(t *testing.T, capped bool) {
 			heldUnderCap += r.heldUnderCapSeen
 		}
 	})
+	bounds, clones = reuseMoves.setBounds.Load()-bounds, reuseMoves.clones.Load()-clones
+	if !t.Failed() && (bounds < int64(seeds*20) || clones < int64(seeds*20)) {
+		t.Fatalf("only %d SetBounds and %d Clone moves checked", bounds, clones)
+	}
+	t.Logf("checked %d SetBounds and %d Clone moves", bounds, clones)
 }
 
 // modelRun is one seed's run: the DB, its model, and what is open on it.
@@ -386,7 +392,7 @@ func (r *modelRun) iterate() {
 	it, err := r.db.NewIter(o)
 	r.check(err, "NewIter")
 	im := newIterModel(r.model, o)
-	if msg := checkIter(r.rng, it, im, 5+r.rng.IntN(30), r.seekKey); msg != "" {
+	if msg := checkIterReuse(r.rng, it, im, 5+r.rng.IntN(30), r.seekKey); msg != "" {
 		r.fatalf("iterator %s: %s", boundsString(o), msg)
 	}
 	if r.rng.IntN(4) == 0 {
@@ -419,7 +425,7 @@ func (r *modelRun) checkIters() {
 	i := r.rng.IntN(len(r.iters))
 	mi := r.iters[i]
 	r.log.add("check kept iterator %d", i)
-	if msg := checkIter(r.rng, mi.it, mi.im, 5+r.rng.IntN(20), r.seekKey); msg != "" {
+	if msg := checkIterReuse(r.rng, mi.it, mi.im, 5+r.rng.IntN(20), r.seekKey); msg != "" {
 		r.fatalf("kept iterator %d: %s", i, msg)
 	}
 	if r.rng.IntN(3) == 0 {
@@ -461,7 +467,7 @@ func (r *modelRun) checkSnapshot() {
 	it, err := ms.s.NewIter(o)
 	r.check(err, "Snapshot.NewIter")
 	im := newIterModel(ms.model, o)
-	msg := checkIter(r.rng, it, im, 5+r.rng.IntN(20), r.seekKey)
+	msg := checkIterReuse(r.rng, it, im, 5+r.rng.IntN(20), r.seekKey)
 	if msg == "" && r.rng.IntN(5) == 0 {
 		msg = scanBoth(it, im)
 	}

@@ -49,6 +49,7 @@ type DB struct {
 	readState readStateHolder
 	cleaner   cleaner
 	metrics   dbMetrics
+	events    events
 	bgWG      sync.WaitGroup
 
 	// manualMu serializes calls to Compact.
@@ -106,6 +107,7 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 		filters: o.filters(),
 	}
 	d.mu.cond.L = &d.mu.Mutex
+	d.events.init(o.EventListener)
 	// A store never loses its CURRENT, so one seen before locking is there
 	// after; checking first leaves a directory without a store untouched.
 	if o.ErrorIfNotExists {
@@ -287,6 +289,9 @@ func (d *DB) Close() error {
 	for d.mu.manual > 0 || d.mu.versions.writing {
 		d.mu.cond.Wait()
 	}
+	d.mu.Unlock()
+	d.waitEvents() // a listener's panic becomes bgErr
+	d.mu.Lock()
 	bgErr := d.mu.bgErr
 	d.mu.Unlock()
 	d.cleaner.disable()

@@ -260,6 +260,12 @@ type Options struct {
 	// acknowledged after the failed bytes were buffered are lost.
 	BackgroundWALWrites bool
 
+	// EventListener, when not nil, is told of flushes, compactions, WALs
+	// and tables created and deleted, write stalls and background errors
+	// (see EventListener). MakeLoggingEventListener makes one that logs
+	// them.
+	EventListener *EventListener
+
 	// Logger receives the store's warnings, such as an ingested table
 	// whose filters the store cannot read (see DB.Ingest); nil discards
 	// them.
@@ -439,6 +445,11 @@ func (o *WriteOptions) sync() bool { return o != nil && o.Sync }
 // enters it, and the next absolute positioning call (First, Last, SeekGE,
 // SeekLT) leaves it. In it, Next stops at the end of the seek key's prefix
 // and Prev is not supported (see Iterator.SeekPrefixGE).
+//
+// Pebble's IterOptions.UseL6Filters has no counterpart, and needs none:
+// Pebble's prefix seeks skip the filters of L6 tables unless it is set,
+// while bloomkv's read every table's filters, L6 included, as its Gets do.
+// To read without filters, open the store with Options.DisableFilters.
 type IterOptions struct {
 	// LowerBound, when not nil, is the smallest key the iterator shows
 	// (inclusive).

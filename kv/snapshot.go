@@ -42,6 +42,20 @@ func (s *Snapshot) Get(key []byte) ([]byte, error) {
 	return s.db.get(key, s)
 }
 
+// GetAppend is DB.GetAppend as of the snapshot: it appends the value key
+// had when the snapshot was taken to dst, allocating nothing when dst has
+// room.
+func (s *Snapshot) GetAppend(dst, key []byte) ([]byte, error) {
+	if err := s.check(); err != nil {
+		return dst, err
+	}
+	v, err := s.db.lookup(key, s)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, v...), nil
+}
+
 // NewIter returns an iterator over the snapshot's state.
 func (s *Snapshot) NewIter(opts *IterOptions) (*Iterator, error) {
 	if err := s.check(); err != nil {

@@ -54,6 +54,7 @@ type walWriter struct {
 func (d *DB) createWAL(num base.FileNum) (*walWriter, error) {
 	name := base.MakeFilename(base.FileTypeLog, num)
 	f, size, err := d.recycleWAL(name)
+	recycled := f != nil
 	if f == nil && err == nil {
 		f, err = d.fs.Create(d.path(name))
 	}
@@ -64,6 +65,7 @@ func (d *DB) createWAL(num base.FileNum) (*walWriter, error) {
 		f.Close()
 		return nil, fmt.Errorf("kv: syncing directory for WAL %s: %w", name, err)
 	}
+	d.walCreated(num, recycled)
 	return d.newWALWriter(num, name, f, f, 0, size, true), nil
 }
 

@@ -308,6 +308,7 @@ var errSeqNumsExhausted = errors.New("kv: sequence numbers exhausted")
 func (d *DB) makeRoomForWrite(n int) (*memTable, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	defer d.stallEndedLocked()
 	slowed := false
 	for {
 		switch {
@@ -326,9 +327,11 @@ func (d *DB) makeRoomForWrite(n int) (*memTable, error) {
 			return d.mu.mem, nil
 		case len(d.mu.imm) >= d.opts.MemTableStopWritesThreshold:
 			d.metrics.writeStalls.Add(1)
+			d.stallLocked("memtables waiting for a flush")
 			d.mu.cond.Wait()
 		case d.l0StallLocked(d.opts.L0StopWritesThreshold):
 			d.metrics.writeStalls.Add(1)
+			d.stallLocked("L0 read amplification at L0StopWritesThreshold")
 			d.mu.cond.Wait()
 		default:
 			if err := d.rotateMemTableLocked(); err != nil {

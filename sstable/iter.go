@@ -40,6 +40,8 @@ type Iter struct {
 	stats    *LookupStats // what prefix seeks cost; &ownStats when the caller wants none
 	ownStats LookupStats
 
+	blockLoads int64 // data blocks loaded since InitIter, in any mode (BlockLoads)
+
 	compaction bool   // IterOptions.Compaction: blocks not cached are read into blockBuf
 	blockBuf   []byte // the compaction iterator's block buffer, reused
 }
@@ -109,6 +111,7 @@ func (it *Iter) loadBlock(forward bool) bool {
 		stats = it.stats
 		stats.BlockReads++
 	}
+	it.blockLoads++
 	data, err := it.dataBlock(it.block, stats)
 	if err == nil {
 		err = it.data.init(data, it.cmp, it.r.name, it.r.blocks[it.block].handle.Offset)
@@ -358,6 +361,11 @@ func (it *Iter) Value() []byte { return it.data.val }
 
 // Error returns the first error met.
 func (it *Iter) Error() error { return it.err }
+
+// BlockLoads returns the number of data blocks the iterator has loaded
+// since it was initialized, in any mode, from the block cache or the file.
+// Close keeps it; the next InitIter sets it to zero.
+func (it *Iter) BlockLoads() int64 { return it.blockLoads }
 
 // Close releases the blocks the iterator holds and returns Error. The
 // iterator keeps its buffers for a later InitIter.

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"sync"
 
 	"github.com/bloomkv/bloomkv/kv"
 	"github.com/spf13/cobra"
@@ -19,6 +21,8 @@ func (a *app) dbCommand() *cobra.Command {
 			"commands need an existing store and create nothing.")
 	cmd.PersistentFlags().StringVar(&dir, "dir", "", "store directory (required)")
 	a.addSplitFlag(cmd)
+	cmd.PersistentFlags().BoolVar(&a.verbose, "verbose", false,
+		"log the store's background events (WALs and tables created and deleted, flushes, compactions, write stalls) on stderr")
 	cmd.AddCommand(a.dbGetCommand(&dir), a.dbSetCommand(&dir), a.dbDeleteCommand(&dir),
 		a.dbDeleteRangeCommand(&dir), a.dbScanCommand(&dir), a.dbMetricsCommand(&dir),
 		a.dbCheckpointCommand(&dir), a.dbIngestCommand(&dir), a.dbDiskUsageCommand(&dir))
@@ -31,6 +35,7 @@ func (a *app) dbCommand() *cobra.Command {
 // empty store. Tables built with Pebble's bloom (bench's third store) are
 // read with their filters too. It warns about tables whose filters were
 // built under another Split, which the store then reads without them.
+// With --verbose the store's events are logged on stderr.
 func (a *app) openDB(dir string, create bool) (*kv.DB, error) {
 	if dir == "" {
 		return nil, usagef("--dir is required")
@@ -39,7 +44,11 @@ func (a *app) openDB(dir string, create bool) (*kv.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := kv.Open(dir, &kv.Options{ErrorIfNotExists: !create, ExtraFilterPolicies: readableFilters(), Comparer: cmp})
+	o := &kv.Options{ErrorIfNotExists: !create, ExtraFilterPolicies: readableFilters(), Comparer: cmp}
+	if a.verbose {
+		o.EventListener = a.eventLogger()
+	}
+	db, err := kv.Open(dir, o)
 	if errors.Is(err, kv.ErrDBDoesNotExist) {
 		return nil, fmt.Errorf("no bloomkv store in %s (db set creates one)", dir)
 	}
@@ -67,6 +76,30 @@ func (a *app) withDB(dir string, create bool, fn func(db *kv.DB) error) error {
 		err = cerr
 	}
 	return err
+}
+
+// eventLogger returns a listener logging each event as a line on stderr,
+// "bloomkv: event: ...". The store's events come from a goroutine of its
+// own, so stderr is then shared under a lock.
+func (a *app) eventLogger() *kv.EventListener {
+	w := &lockedWriter{w: a.stderr}
+	a.stderr = w
+	l := kv.MakeLoggingEventListener(kv.LoggerFunc(func(format string, args ...any) {
+		fmt.Fprintf(w, "bloomkv: event: "+format+"\n", args...)
+	}))
+	return &l
+}
+
+// lockedWriter serializes the writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // keyValue is one entry as get and scan print it with --json.

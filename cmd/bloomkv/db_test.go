@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble/vfs"
@@ -61,4 +62,17 @@ func runCLI(t *testing.T, wantCode int, args ...string) (stdout, stderr string) 
 		t.Fatalf("bloomkv %q exited %d, want %d; stderr: %s", args, code, wantCode, errOut.String())
 	}
 	return out.String(), errOut.String()
+}
+
+// TestDBVerbose_LogsEvents checks that db --verbose logs the store's
+// events on stderr, and that without it none is logged.
+func TestDBVerbose_LogsEvents(t *testing.T) {
+	dir := vfs.Default.PathJoin(t.TempDir(), "store")
+	_, stderr := runCLI(t, 0, "db", "set", "a", "1", "--dir", dir, "--verbose")
+	if !strings.Contains(stderr, "bloomkv: event: WAL created: ") {
+		t.Errorf("db set --verbose on a new store: stderr %q, want a WAL created event", stderr)
+	}
+	if _, stderr := runCLI(t, 0, "db", "set", "b", "2", "--dir", dir); stderr != "" {
+		t.Errorf("db set without --verbose: stderr %q", stderr)
+	}
 }

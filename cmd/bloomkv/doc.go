@@ -109,7 +109,11 @@
 // tombstone; START >= END deletes nothing), scan a key range, and metrics,
 // the per-level table of tables, bytes, keys, filter bytes and lookup
 // counters. set creates the store when --dir holds none; the other
-// commands fail on such a directory and create nothing.
+// commands fail on such a directory and create nothing. With --verbose,
+// every db command logs the store's background events on stderr, one
+// line each ("bloomkv: event: ..."): WALs and tables created and deleted,
+// flushes and compactions begun and ended, write stalls, background
+// errors (kv.MakeLoggingEventListener).
 //
 // The metrics table counts, per level, the filters' verdicts: negatives,
 // true positives, false positives and prefix matches (under a Split, a

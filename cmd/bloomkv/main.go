@@ -34,6 +34,7 @@ type app struct {
 	stdout, stderr io.Writer
 	json           bool   // --json: machine-readable output on stdout
 	split          string // --split of db and sstable: a built-in Split's name
+	verbose        bool   // db --verbose: log the store's events on stderr
 }
 
 // run executes the command line args and returns the process exit code.

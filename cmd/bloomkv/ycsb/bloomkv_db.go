@@ -3,7 +3,8 @@
 // This file is not part of any bloomkv package: run.sh copies it into a
 // copy of Pebble v1.1.5's cmd/pebble (package main), where it implements
 // that command's DB, iterator and batch interfaces (cmd/pebble/db.go) over
-// bloomkv's kv package, and adds the ycsb command's --engine flag. The
+// bloomkv's kv package, and adds the ycsb command's --engine flag (and
+// --bloomkv-comparer, --settle-at-open, --point-reads). The
 // bloomkvycsb build tag keeps it out of bloomkv's own builds.
 
 package main
@@ -13,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"sync"
 	"time"
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
@@ -34,12 +36,19 @@ var settleAtOpen bool
 // "bytewise" (see bloomkvComparer).
 var bloomkvOrder = "mvcc"
 
+// pointReads is how both engines serve a read's SeekGE: "seek" (an
+// iterator, as cmd/pebble does) or "get" (see pointReadDB).
+var pointReads = "seek"
+
 func init() {
 	ycsbCmd.Flags().StringVar(&engine, "engine", engine, "store to run on: pebble or bloomkv")
 	ycsbCmd.Flags().StringVar(&bloomkvOrder, "bloomkv-comparer", bloomkvOrder,
 		"bloomkv's comparer: mvcc (Pebble's) or bytewise (the same order for YCSB's keys)")
 	ycsbCmd.Flags().BoolVar(&settleAtOpen, "settle-at-open", false,
 		"flush the store once open and wait until no compaction is due or running")
+	ycsbCmd.Flags().StringVar(&pointReads, "point-reads", pointReads,
+		"how both engines answer a read: seek (an iterator's SeekGE, as cmd/pebble does) or get "+
+			"(an allocation-free point lookup when the key is present, the iterator otherwise)")
 }
 
 // newEngineDB opens the store the --engine flag names. run.sh makes
@@ -60,6 +69,13 @@ func newEngineDB(dir string) DB {
 		db = newBloomkvDB(dir)
 	default:
 		log.Fatalf("unknown --engine %q: want pebble or bloomkv", engine)
+	}
+	switch pointReads {
+	case "seek":
+	case "get":
+		db = newPointReadDB(db)
+	default:
+		log.Fatalf("unknown --point-reads %q: want seek or get", pointReads)
 	}
 	if settleAtOpen {
 		if err := db.Flush(); err != nil {
@@ -317,4 +333,145 @@ func (b *bloomkvBatch) Delete(key []byte, _ *pebble.WriteOptions) error {
 
 func (b *bloomkvBatch) LogData(data []byte, _ *pebble.WriteOptions) error {
 	return fmt.Errorf("bloomkv binding: LogData (%d bytes): bloomkv batches hold no log-only records", len(data))
+}
+
+// pointReadDB serves the iterators of an engine's DB so that a SeekGE to a
+// key the store holds, the whole of a YCSB read, is answered by the
+// engine's allocation-free point lookup (bloomkv's DB.GetAppend, Pebble's
+// Get with its Closer) into the iterator's own buffers; any other move,
+// or a SeekGE to an absent key, opens the engine's iterator, as the
+// driver would have, and goes on with it. A SeekGE to a present key shows
+// the same key and value either way, and both engines are served alike;
+// the lookup, unlike a seek, asks the tables' filters in both.
+type pointReadDB struct {
+	DB
+	get func(dst, key []byte) ([]byte, bool)
+}
+
+func newPointReadDB(db DB) DB {
+	switch d := db.(type) {
+	case bloomkvDB:
+		return pointReadDB{DB: db, get: func(dst, key []byte) ([]byte, bool) {
+			v, err := d.d.GetAppend(dst, key)
+			if err != nil && !errors.Is(err, kv.ErrNotFound) {
+				log.Fatal(err)
+			}
+			return v, err == nil
+		}}
+	case pebbleDB:
+		return pointReadDB{DB: db, get: func(dst, key []byte) ([]byte, bool) {
+			v, closer, err := d.d.Get(key)
+			if errors.Is(err, pebble.ErrNotFound) {
+				return dst, false
+			}
+			if err != nil {
+				log.Fatal(err)
+			}
+			dst = append(dst, v...)
+			closer.Close()
+			return dst, true
+		}}
+	}
+	log.Fatalf("--point-reads get: no point lookup for %T", db)
+	return nil
+}
+
+// pointReadIters pools the iterators of pointReadDB with their buffers.
+var pointReadIters = sync.Pool{New: func() any { return new(pointReadIter) }}
+
+// NewIter returns a pointReadIter when the read has no options (YCSB's
+// reads and scans), the engine's iterator otherwise.
+func (p pointReadDB) NewIter(opts *pebble.IterOptions) iterator {
+	if opts != nil {
+		return p.DB.NewIter(opts)
+	}
+	it := pointReadIters.Get().(*pointReadIter)
+	it.db = p
+	return it
+}
+
+// Scan scans with the engine's iterator: a scan starts with a SeekGE but
+// goes on.
+func (p pointReadDB) Scan(iter iterator, key []byte, count int64, reverse bool) error {
+	if it, ok := iter.(*pointReadIter); ok {
+		iter = it.open()
+	}
+	return p.DB.Scan(iter, key, count, reverse)
+}
+
+// pointReadIter is pointReadDB's iterator: positioned by a point lookup
+// (it nil, valid) until a move needs the engine's iterator, it.
+type pointReadIter struct {
+	db         pointReadDB
+	it         iterator
+	key, value []byte
+	valid      bool
+}
+
+// open opens the engine's iterator, positioned where the lookup left
+// the iterator, if it was.
+func (p *pointReadIter) open() iterator {
+	if p.it == nil {
+		p.it = p.db.DB.NewIter(nil)
+		if p.valid {
+			p.it.SeekGE(p.key)
+		}
+	}
+	return p.it
+}
+
+func (p *pointReadIter) SeekGE(key []byte) bool {
+	if p.it == nil {
+		var ok bool
+		if p.value, ok = p.db.get(p.value[:0], key); ok {
+			p.key, p.valid = append(p.key[:0], key...), true
+			return true
+		}
+		p.valid = false
+	}
+	return p.open().SeekGE(key)
+}
+
+func (p *pointReadIter) SeekLT(key []byte) bool { return p.open().SeekLT(key) }
+func (p *pointReadIter) First() bool            { return p.open().First() }
+func (p *pointReadIter) Last() bool             { return p.open().Last() }
+func (p *pointReadIter) Next() bool             { return p.open().Next() }
+func (p *pointReadIter) Prev() bool             { return p.open().Prev() }
+
+func (p *pointReadIter) Valid() bool {
+	if p.it != nil {
+		return p.it.Valid()
+	}
+	return p.valid
+}
+
+func (p *pointReadIter) Key() []byte {
+	if p.it != nil {
+		return p.it.Key()
+	}
+	if !p.valid {
+		return nil
+	}
+	return p.key
+}
+
+func (p *pointReadIter) Value() []byte {
+	if p.it != nil {
+		return p.it.Value()
+	}
+	if !p.valid {
+		return nil
+	}
+	return p.value
+}
+
+// Close closes the engine's iterator, if one was opened, and pools p.
+func (p *pointReadIter) Close() error {
+	var err error
+	if p.it != nil {
+		err = p.it.Close()
+	}
+	*p = pointReadIter{key: p.key[:0], value: p.value[:0]}
+	pointReadIters.Put(p)
+	return err
 }

@@ -10,8 +10,8 @@
 #
 # Usage: cmd/bloomkv/ycsb/run.sh [--keys N] [--values BYTES] [--duration D]
 #        [--threads "1 2"] [--workloads "A B C D E F"] [--rounds R]
-#        [--bloomkv-comparer mvcc|bytewise] [--dir DIR] [--tsv FILE] [--keep]
-#        [--markdown FILE]
+#        [--bloomkv-comparer mvcc|bytewise] [--point-reads seek|get]
+#        [--dir DIR] [--tsv FILE] [--keep] [--markdown FILE]
 #        cmd/bloomkv/ycsb/run.sh --report-only --dir DIR [same options]
 #
 # --report-only prints the tables again from the results a run with --keep
@@ -32,6 +32,7 @@ threads="1 2"
 workloads="A B C D E F"
 rounds=3
 comparer=mvcc
+point_reads=seek
 dir=""
 tsv=""
 keep=0
@@ -53,6 +54,7 @@ while [ $# -gt 0 ]; do
 	--workloads) workloads=$2; shift 2 ;;
 	--rounds) rounds=$2; shift 2 ;;
 	--bloomkv-comparer) comparer=$2; shift 2 ;;
+	--point-reads) point_reads=$2; shift 2 ;;
 	--dir) dir=$2; shift 2 ;;
 	--tsv) tsv=$2; shift 2 ;;
 	--markdown) markdown=$2; shift 2 ;;
@@ -66,6 +68,7 @@ for n in "$keys" "$values" "$rounds"; do
 	[[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: $n is not a positive number" >&2; exit 2; }
 done
 [[ "$comparer" =~ ^(mvcc|bytewise)$ ]] || { echo "run.sh: --bloomkv-comparer is mvcc or bytewise" >&2; exit 2; }
+[[ "$point_reads" =~ ^(seek|get)$ ]] || { echo "run.sh: --point-reads is seek or get" >&2; exit 2; }
 for w in $workloads; do
 	[[ "$w" =~ ^[A-F]$ ]] || { echo "run.sh: workload $w is not one of A-F" >&2; exit 2; }
 done
@@ -162,7 +165,7 @@ ycsb() {
 		set -- --bloomkv-comparer "$comparer" "$@"
 	fi
 	mkdir -p "$dir/cwd"
-	(cd "$dir/cwd" && "$dir/pebble-ycsb" bench ycsb "$db" --engine "$e" "$@")
+	(cd "$dir/cwd" && "$dir/pebble-ycsb" bench ycsb "$db" --engine "$e" --point-reads "$point_reads" "$@")
 }
 
 # load writes $keys records into $dir/<engine>.loaded, then opens it again
@@ -221,7 +224,7 @@ report() {
 	}' "$dir/results.tsv" | median)
 	rounds=$(cut -f1 "$dir/results.tsv" | sort -u | wc -l)
 	echo "YCSB through Pebble $pebble_version's cmd/pebble: $keys records of $values B, $duration per run," \
-		"medians of $rounds alternated round(s), bloomkv's comparer $comparer;" \
+		"medians of $rounds alternated round(s), bloomkv's comparer $comparer, point reads by $point_reads;" \
 		"ratio = bloomkv / Pebble (above 1: bloomkv ahead)"
 	echo
 	echo "Throughput (ops/s):"
