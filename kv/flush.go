@@ -78,6 +78,7 @@ func (d *DB) flushLoop() {
 	defer d.bgWG.Done()
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	defer d.recoverLocked("flush", func() { d.mu.flushing = false })
 	for len(d.mu.imm) > 0 && d.mu.bgErr == nil && !d.closed.Load() {
 		if err := d.flushOneLocked(); err != nil {
 			if !errors.Is(err, errCanceled) {
@@ -98,9 +99,9 @@ func (d *DB) flushLoop() {
 func (d *DB) flushOneLocked() error {
 	mem := d.mu.imm[0]
 	snaps := d.mu.snaps.seqNums()
-	d.mu.Unlock()
-	files, err := d.writeL0(mem, snaps, d.cancelCheck())
-	d.mu.Lock()
+	var files []*manifest.FileMetadata
+	var err error
+	d.unlockedDo(func() { files, err = d.writeL0(mem, snaps, d.cancelCheck()) })
 	if err != nil {
 		return err
 	}
@@ -141,10 +142,13 @@ func (d *DB) writeL0(mem *memTable, snaps []base.SeqNum, cancel func() bool) ([]
 		input = &cancelIter{InternalIterator: input, canceled: cancel}
 	}
 	cfg := compaction.RunConfig{Snapshots: snaps, RangeDels: mem.RangeDels()}
-	d.mu.Lock()
-	filter := d.tableFilterLocked(0, nil, int64(mem.Len()))
-	cfg.SplitBoundaries, cfg.SplitBytes = d.picker.FlushSplit(d.mu.versions.current)
-	d.mu.Unlock()
+	var filter bloompolicy.FilterPolicy
+	func() {
+		d.mu.Lock()
+		defer d.mu.Unlock() // the picker's Compare may panic
+		filter = d.tableFilterLocked(0, nil, int64(mem.Len()))
+		cfg.SplitBoundaries, cfg.SplitBytes = d.picker.FlushSplit(d.mu.versions.current)
+	}()
 	files, _, err := d.runOutputs(input, cfg, filter)
 	if err != nil {
 		return nil, fmt.Errorf("kv: flushing memtable of WAL %s: %w", mem.logNum(), err)
