@@ -30,7 +30,8 @@ func (a *app) dbCommand() *cobra.Command {
 // kv.Options.ErrorIfNotExists), so a mistyped --dir is an error, not an
 // empty store. Tables built with Pebble's bloom (bench's third store) are
 // read with their filters too. It warns about tables whose filters were
-// built under another Split, which the store then reads without them.
+// built under another Split, which the store then reads without them; the
+// store's own warnings (kv.Options.Logger) go to stderr.
 func (a *app) openDB(dir string, create bool) (*kv.DB, error) {
 	if dir == "" {
 		return nil, usagef("--dir is required")
@@ -39,7 +40,8 @@ func (a *app) openDB(dir string, create bool) (*kv.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := kv.Open(dir, &kv.Options{ErrorIfNotExists: !create, ExtraFilterPolicies: readableFilters(), Comparer: cmp})
+	db, err := kv.Open(dir, &kv.Options{ErrorIfNotExists: !create, ExtraFilterPolicies: readableFilters(), Comparer: cmp,
+		Logger: stderrLogger{a}})
 	if errors.Is(err, kv.ErrDBDoesNotExist) {
 		return nil, fmt.Errorf("no bloomkv store in %s (db set creates one)", dir)
 	}
