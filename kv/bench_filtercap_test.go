@@ -71,8 +71,7 @@ func filterCapBenchDB(b *testing.B, name string, budget bloompolicy.Budget, keys
 	if err := d.Flush(); err != nil {
 		b.Fatal(err)
 	}
-	d.waitCompactionsIdle()
-	d.waitFilterPasses()
+	waitIdle(b, d) // compactions and the cap's filter passes
 	filterCapBenchDBs.Store(name, d)
 	return d
 }

@@ -14,7 +14,7 @@ import (
 // "user/<id>/<field>" of bench.UserFields, loaded in scattered order and
 // fully compacted; then SeekPrefixGE("user/<id>/") for absent users (odd
 // ids) or present ones (even ids, followed by Next through the user's
-// fields). Both engines split keys with itertest.UserSplit, so their
+// fields). Both engines split keys with splits.User, so their
 // filters hold the users' prefixes: bloomkv one filter per data block from
 // bloompolicy.New(0.01), Pebble one per table from bloom.FilterPolicy(10)
 // (the nearest whole number of bits), and Pebble's prefix seeks go through

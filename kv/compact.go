@@ -46,6 +46,9 @@ func (d *DB) backgroundCompaction(c *compaction.Compaction) {
 	defer d.bgWG.Done()
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	defer d.recoverLocked("compaction", func() {
+		d.mu.compacting = slices.DeleteFunc(d.mu.compacting, func(x *compaction.Compaction) bool { return x == c })
+	})
 	err := d.compactLocked(c)
 	d.mu.compacting = slices.DeleteFunc(d.mu.compacting, func(x *compaction.Compaction) bool { return x == c })
 	if err != nil && !errors.Is(err, errCanceled) {

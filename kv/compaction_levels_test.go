@@ -53,7 +53,7 @@ func TestCompaction_SustainedWritesKeepBaseBounded(t *testing.T) {
 			if err := d.Flush(); err != nil {
 				t.Fatal(err)
 			}
-			d.waitCompactionsIdle()
+			waitIdle(t, d)
 			t.Logf("base levels %v; the base level peaked at %d KiB (target %d KiB, bound %d KiB)",
 				slices.Sorted(maps.Keys(bases)), maxBase>>10, o.LBaseMaxBytes>>10, limit>>10)
 			if maxBase > limit {
@@ -144,7 +144,7 @@ func TestCompaction_Concurrent(t *testing.T) {
 	if err := d.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	d.waitCompactionsIdle()
+	waitIdle(t, d)
 	m := d.Metrics()
 	t.Logf("tables per level %v, %d compactions, at most %d running at once", tableCounts(m), m.Compact.Count, mostRunning.Load())
 	if mostRunning.Load() < 2 {
@@ -239,7 +239,7 @@ func TestCompaction_L0Settling(t *testing.T) {
 			if err := d.Flush(); err != nil {
 				t.Fatal(err)
 			}
-			d.waitCompactionsIdle()
+			waitIdle(t, d)
 		}
 		m := d.Metrics()
 		want := 1

@@ -167,7 +167,7 @@ func TestCompaction_L0ReadAmpNotTableCount(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	d.waitCompactionsIdle()
+	waitIdle(t, d)
 	m := d.Metrics()
 	if m.Levels[0].NumFiles != flushes || m.Compact.L0ReadAmp != 1 {
 		t.Fatalf("L0 holds %d tables with read-amp %d, want %d with read-amp 1\n%s",
@@ -192,7 +192,7 @@ func TestCompaction_WriteStall(t *testing.T) {
 		if err := waitFor(t, done, 30*time.Second, "waiting for the stalled writer after compaction"); err != nil {
 			t.Fatalf("stalled writer: %v", err)
 		}
-		d.waitCompactionsIdle()
+		waitIdle(t, d)
 		if m := d.Metrics(); m.Levels[0].NumFiles >= 4 || m.Compact.Count == 0 {
 			t.Fatalf("compaction did not shrink L0:\n%s", m)
 		}

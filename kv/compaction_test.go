@@ -80,7 +80,7 @@ func testOverwrite(t *testing.T, static bool) {
 	if err := d.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	d.waitCompactionsIdle()
+	waitIdle(t, d)
 	settled := d.Metrics()
 	upper := upperTargets(d)
 	for i := 0; i < keys; i++ {
@@ -217,7 +217,7 @@ func TestCompaction_DeleteAll(t *testing.T) {
 	if err := d.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	d.waitCompactionsIdle()
+	waitIdle(t, d)
 	m := d.Metrics()
 	deep := 0
 	for _, l := range m.Levels[1:] {
@@ -360,7 +360,7 @@ func TestCompaction_Invariants(t *testing.T) {
 	if err := d.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	d.waitCompactionsIdle()
+	waitIdle(t, d)
 	m := d.Metrics()
 	deepest, levels = max(deepest, deepestLevel(m)), max(levels, levelsInUse(m))
 	t.Logf("tables per level %v, %d compactions, deepest level L%d, at most %d levels below L0 in use",

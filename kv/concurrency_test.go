@@ -183,7 +183,7 @@ func TestDB_WriteStall(t *testing.T) {
 		}(w)
 	}
 	wg.Wait()
-	d.waitCompactionsIdle()
+	waitIdle(t, d)
 	m := d.Metrics()
 	if m.Compact.L0ReadAmp > 3 {
 		t.Errorf("L0's read amplification is %d, over the stop threshold", m.Compact.L0ReadAmp)

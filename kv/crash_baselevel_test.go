@@ -1,6 +1,7 @@
 package kv_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -143,23 +144,17 @@ func runReshape(t *testing.T, fs *crashFS, opts storeOptions) kv.Metrics {
 	return m
 }
 
-// waitSettled waits until db runs no compaction and none is due, or stop
-// reports true, and returns db's metrics then.
-func waitSettled(t *testing.T, db *kv.DB, stop func() bool) kv.Metrics {
+// waitSettled waits until db runs no compaction and none is due
+// (DB.WaitIdle), or until a crash stops its background work, and returns
+// db's metrics then.
+func waitSettled(t *testing.T, db *kv.DB, crashed func() bool) kv.Metrics {
 	t.Helper()
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
-		m := db.Metrics()
-		due := false
-		for _, l := range m.Levels[:len(m.Levels)-1] {
-			due = due || l.Score >= 1
-		}
-		if (m.Compact.InProgress == 0 && !due) || stop() {
-			return m
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("compactions still running or due after a minute:\n%s", m)
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := db.WaitIdle(ctx); err != nil && !crashed() {
+		t.Fatalf("compactions still running or due: %v\n%s", err, db.Metrics())
 	}
+	return db.Metrics()
 }
 
 // checkReshaped opens the crashed store on fs with opts: it holds want;

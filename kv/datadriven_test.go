@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -154,7 +155,9 @@ func (h *scriptHarness) run(t *testing.T, td *datadriven.TestData) (string, erro
 		}
 		return formatLSM(h.db), nil
 	case "wait-compactions":
-		h.db.waitCompactionsIdle()
+		if err := h.db.WaitIdle(context.Background()); err != nil {
+			return "", err
+		}
 		return formatLSM(h.db), nil
 	case "lsm":
 		return formatLSM(h.db), nil

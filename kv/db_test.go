@@ -2,6 +2,7 @@ package kv
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -29,15 +30,13 @@ func openMem(t testing.TB, o *Options) (*DB, vfs.FS) {
 	return d, fs
 }
 
-// waitCompactionsIdle waits until no flush or compaction runs or is due,
-// to see the shape background work settles on. It returns early once the
-// DB has a background error or is closed.
-func (d *DB) waitCompactionsIdle() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for (len(d.mu.compacting) > 0 || d.mu.flushing || len(d.mu.imm) > 0) &&
-		d.mu.bgErr == nil && !d.closed.Load() {
-		d.mu.cond.Wait()
+// waitIdle waits until no flush or compaction runs or is due
+// (DB.WaitIdle), to see the shape background work settles on, and fails
+// the test on a background error.
+func waitIdle(t testing.TB, d *DB) {
+	t.Helper()
+	if err := d.WaitIdle(context.Background()); err != nil {
+		t.Fatalf("WaitIdle: %v", err)
 	}
 }
 

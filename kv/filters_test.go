@@ -209,7 +209,7 @@ func TestFilters_Budget(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	d.waitCompactionsIdle()
+	waitIdle(t, d)
 	m := d.Metrics()
 	var keys, filterBytes int64
 	bottom := 0

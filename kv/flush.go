@@ -79,6 +79,7 @@ func (d *DB) flushLoop() {
 	defer d.bgWG.Done()
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	defer d.recoverLocked("flush", func() { d.mu.flushing = false })
 	for len(d.mu.imm) > 0 && d.mu.bgErr == nil && !d.closed.Load() {
 		if err := d.flushOneLocked(); err != nil {
 			if !errors.Is(err, errCanceled) {
@@ -102,9 +103,7 @@ func (d *DB) flushOneLocked() (err error) {
 	job, start := d.flushBegin(mem), time.Now()
 	var files []*manifest.FileMetadata
 	defer func() { d.flushEnd(job, mem, files, start, err) }()
-	d.mu.Unlock()
-	files, err = d.writeL0(mem, snaps, job, d.cancelCheck())
-	d.mu.Lock()
+	d.unlockedDo(func() { files, err = d.writeL0(mem, snaps, job, d.cancelCheck()) })
 	if err != nil {
 		return err
 	}
@@ -146,10 +145,13 @@ func (d *DB) writeL0(mem *memTable, snaps []base.SeqNum, job int, cancel func() 
 		input = &cancelIter{InternalIterator: input, canceled: cancel}
 	}
 	cfg := compaction.RunConfig{Snapshots: snaps, RangeDels: mem.RangeDels()}
-	d.mu.Lock()
-	filter := d.tableFilterLocked(0, nil, int64(mem.Len()))
-	cfg.SplitBoundaries, cfg.SplitBytes = d.picker.FlushSplit(d.mu.versions.current)
-	d.mu.Unlock()
+	var filter bloompolicy.FilterPolicy
+	func() {
+		d.mu.Lock()
+		defer d.mu.Unlock() // the picker's Compare may panic
+		filter = d.tableFilterLocked(0, nil, int64(mem.Len()))
+		cfg.SplitBoundaries, cfg.SplitBytes = d.picker.FlushSplit(d.mu.versions.current)
+	}()
 	files, _, err := d.runOutputs(input, cfg, filter, job, "flush")
 	if err != nil {
 		return nil, fmt.Errorf("kv: flushing memtable of WAL %s: %w", mem.logNum(), err)

@@ -62,7 +62,7 @@ func TestDB_AutomaticCompaction(t *testing.T) {
 		must(t, d.Set(fmt.Appendf(nil, "key%05d", (i*7919)%n), fmt.Appendf(nil, "value%d", i), NoSync))
 	}
 	must(t, d.Flush())
-	d.waitCompactionsIdle()
+	waitIdle(t, d)
 	m := d.Metrics()
 	if m.Levels[0].NumFiles >= 2 || m.Compact.Count == 0 {
 		t.Fatalf("background compaction did not run:\n%s", m)

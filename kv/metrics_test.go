@@ -32,7 +32,7 @@ func openMetricsStore(t *testing.T) *DB {
 func TestMetrics_String(t *testing.T) {
 	d := openMetricsStore(t)
 	defer mustClose(t, d)
-	d.waitCompactionsIdle()
+	waitIdle(t, d)
 	mustGet(t, d, "key00042", "value")
 	m := d.Metrics()
 	s := m.String()

@@ -73,7 +73,10 @@ type Options struct {
 	// tables' bounds show it, and otherwise fails the write, Get, prefix
 	// seek, flush or compaction that meets it with an error wrapping
 	// ErrInvalidSplit (a write checks each point key's Split); a comparer function that panics in a flush or
-	// compaction stops writes with an error, as a failed flush does.
+	// compaction (the picker, the MANIFEST's version building, a table
+	// opening, the table writer) stops writes with an error wrapping
+	// compaction.ErrCallbackPanic, as a failed flush does: reads go on,
+	// Close returns it. A filter policy's panics there do the same.
 	Comparer *sstable.Comparer
 
 	// FilterPolicy builds the per-block filters of new tables, on every

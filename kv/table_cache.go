@@ -161,8 +161,10 @@ func (c *tableCache) replaceLocked(e *tableEntry) (victim *tableEntry) {
 }
 
 // open opens f's file and reader, and checks the table is the one the
-// MANIFEST describes.
-func (c *tableCache) open(f *manifest.FileMetadata) (*sstable.Reader, error) {
+// MANIFEST describes. A panic of a user callback (the Comparer's Split,
+// the filter policies') becomes its error.
+func (c *tableCache) open(f *manifest.FileMetadata) (_ *sstable.Reader, err error) {
+	defer recoverCallback("opening a table", &err)
 	d := c.d
 	name := base.MakeFilename(base.FileTypeTable, f.FileNum)
 	file, err := d.fs.Open(d.path(name))

@@ -99,13 +99,13 @@ func (vs *versionSet) logAndApply(edit *manifest.VersionEdit) error {
 		newNum = vs.nextFileNum()
 		edit.NextFileNum = vs.nextFile
 	}
-	d.mu.Unlock()
-	if rollover {
-		err = vs.writeNewManifest(newNum, next, edit)
-	} else {
-		err = vs.appendEdit(edit)
-	}
-	d.mu.Lock()
+	d.unlockedDo(func() { // the FS is the user's, and may panic
+		if rollover {
+			err = vs.writeNewManifest(newNum, next, edit)
+		} else {
+			err = vs.appendEdit(edit)
+		}
+	})
 	if err != nil {
 		next.Release()
 		return err

@@ -20,8 +20,7 @@ import (
 // Snappy blocks, Bloom filters at 10 bits per key on both sides
 // (bloompolicy.NewBitsPerKey(10) per data block here, bloom.FilterPolicy(10)
 // per table in Pebble), single-level indexes, block caches big enough to
-// hold the table. Compare sub-benchmarks with benchstat, or read the
-// ratios in the README.
+// hold the table. Compare sub-benchmarks with benchstat.
 const benchEntries = 100_000
 
 type benchFixture struct {

@@ -159,7 +159,7 @@ func (s *ddTable) layout() (string, error) {
 	}
 	var b strings.Builder
 	for i, d := range l.Data {
-		fmt.Fprintf(&b, "data %d: %s sep=%s filter=%dB\n", i, d.Handle, fmtKey(d.Separator), len(d.Filter))
+		fmt.Fprintf(&b, "data %d: %s sep=%s filter=%dB\n", i, d.Handle, d.Separator, len(d.Filter))
 	}
 	if l.Filter != (BlockHandle{}) {
 		fmt.Fprintf(&b, "filter: %s %s\n", l.Filter, l.FilterPolicyName)
@@ -240,7 +240,7 @@ func (s *ddTable) iter(t *testing.T, d *datadriven.TestData) (string, error) {
 		return "", err
 	}
 	out, err := itertest.RunOps(it, d.Input, func(it base.InternalIterator) string {
-		return fmtKey(it.Key()) + ":" + string(it.Value())
+		return it.Key().String() + ":" + string(it.Value())
 	})
 	if err != nil {
 		it.Close()
@@ -250,12 +250,4 @@ func (s *ddTable) iter(t *testing.T, d *datadriven.TestData) (string, error) {
 		out += fmt.Sprintf("tables=%d %s\n", st.TablesConsidered, statsString(st))
 	}
 	return out, it.Close()
-}
-
-// fmtKey formats a key as base does, but "max" for SeqNumMax.
-func fmtKey(k base.InternalKey) string {
-	if k.SeqNum() == base.SeqNumMax {
-		return fmt.Sprintf("%s#max,%s", k.UserKey, k.Kind())
-	}
-	return k.String()
 }

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/bloomkv/bloomkv/internal/bench"
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/vfs"
 )
@@ -44,22 +45,13 @@ func newLSM(t testing.TB, seed uint64, tables, keysPerTable, absent int) *lsm {
 	return l
 }
 
-// quietLogger keeps Pebble's informational chatter out of test output.
-type quietLogger struct{}
-
-func (quietLogger) Infof(string, ...interface{}) {}
-
-func (quietLogger) Errorf(format string, args ...interface{}) { fmt.Printf(format+"\n", args...) }
-
-func (quietLogger) Fatalf(format string, args ...interface{}) { panic(fmt.Sprintf(format, args...)) }
-
 // pebbleOptions returns options for a DB on fs that writes tables with
 // policy at every level and keeps every flushed table in L0 (no automatic
 // compactions, no write stalls), so a Get consults the filter of each one.
 func pebbleOptions(fs vfs.FS, policy pebble.FilterPolicy) *pebble.Options {
 	opts := &pebble.Options{
 		FS:                          fs,
-		Logger:                      quietLogger{},
+		Logger:                      bench.QuietLogger{},
 		DisableAutomaticCompactions: true,
 		L0CompactionThreshold:       1000,
 		L0StopWritesThreshold:       1000,

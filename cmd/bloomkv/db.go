@@ -34,8 +34,9 @@ func (a *app) dbCommand() *cobra.Command {
 // kv.Options.ErrorIfNotExists), so a mistyped --dir is an error, not an
 // empty store. Tables built with Pebble's bloom (bench's third store) are
 // read with their filters too. It warns about tables whose filters were
-// built under another Split, which the store then reads without them.
-// With --verbose the store's events are logged on stderr.
+// built under another Split, which the store then reads without them; the
+// store's own warnings (kv.Options.Logger) go to stderr. With --verbose
+// the store's events are logged on stderr too.
 func (a *app) openDB(dir string, create bool) (*kv.DB, error) {
 	if dir == "" {
 		return nil, usagef("--dir is required")
@@ -44,7 +45,7 @@ func (a *app) openDB(dir string, create bool) (*kv.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &kv.Options{ErrorIfNotExists: !create, ExtraFilterPolicies: readableFilters(), Comparer: cmp}
+	o := &kv.Options{ErrorIfNotExists: !create, ExtraFilterPolicies: readableFilters(), Comparer: cmp, Logger: stderrLogger{a}}
 	if a.verbose {
 		o.EventListener = a.eventLogger()
 	}

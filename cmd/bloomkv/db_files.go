@@ -50,15 +50,7 @@ func (a *app) dbIngestCommand(dir *string) *cobra.Command {
 					return fmt.Errorf("ingest: %w", err)
 				}
 			}
-			db, err := kv.Open(*dir, &kv.Options{ExtraFilterPolicies: readableFilters(), Logger: stderrLogger{a}})
-			if err != nil {
-				return err
-			}
-			err = db.Ingest(args)
-			if cerr := db.Close(); err == nil {
-				err = cerr
-			}
-			return err
+			return a.withDB(*dir, true, func(db *kv.DB) error { return db.Ingest(args) })
 		},
 	}
 }

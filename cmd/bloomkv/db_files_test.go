@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bloomkv/bloomkv/bloompolicy"
+	"github.com/bloomkv/bloomkv/internal/splits"
 	"github.com/bloomkv/bloomkv/sstable"
 	"github.com/cockroachdb/pebble/vfs"
 )
@@ -14,11 +16,17 @@ import (
 // number 0 into a table at path.
 func writeTable(t *testing.T, path, prefix string, n int) {
 	t.Helper()
+	writeTableWith(t, path, prefix, n, sstable.WriterOptions{})
+}
+
+// writeTableWith is writeTable with the writer's options.
+func writeTableWith(t *testing.T, path, prefix string, n int, opts sstable.WriterOptions) {
+	t.Helper()
 	f, err := vfs.Default.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := sstable.NewWriter(f, sstable.WriterOptions{})
+	w := sstable.NewWriter(f, opts)
 	for i := range n {
 		if err := w.Add(sstable.MakeInternalKey([]byte(fmt.Sprintf("%s%03d", prefix, i)), 0, sstable.KindSet), []byte("v")); err != nil {
 			t.Fatal(err)
@@ -50,5 +58,44 @@ func TestDBIngest(t *testing.T) {
 	_, stderr := runCLI(t, 1, "db", "ingest", "--dir", dir, a, c)
 	if !strings.Contains(stderr, "must be sorted") || !strings.Contains(stderr, "c.sst") {
 		t.Fatalf("overlapping tables: stderr %q, want the refusal naming c.sst", stderr)
+	}
+}
+
+// TestDBIngest_Split checks that ingest opens the store as the other db
+// commands do, under the comparer --split names: a table whose filters
+// hold first-slash prefixes keeps them in a store opened with --split
+// first-slash, and the store warns (on stderr) that it drops them in one
+// opened without.
+func TestDBIngest_Split(t *testing.T) {
+	tmp := t.TempDir()
+	b, err := splits.Named("first-slash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy, err := bloompolicy.New(0.01)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := sstable.WriterOptions{Comparer: b.Comparer(), FilterPolicy: policy}
+	ran := 0
+	for _, c := range []struct {
+		split       []string
+		wantDropped bool
+	}{{[]string{"--split", "first-slash"}, false}, {nil, true}} {
+		dir, table := vfs.Default.PathJoin(tmp, fmt.Sprint("store", ran)), vfs.Default.PathJoin(tmp, fmt.Sprint(ran, ".sst"))
+		writeTableWith(t, table, "a/", 100, opts)
+		args := append([]string{"db", "ingest", "--dir", dir}, c.split...)
+		_, stderr := runCLI(t, 0, append(args, table)...)
+		if dropped := strings.Contains(stderr, "its filters are dropped"); dropped != c.wantDropped {
+			t.Errorf("ingest %q: stderr %q; want a warning about dropped filters: %v", c.split, stderr, c.wantDropped)
+		}
+		get := append([]string{"db", "get", "--dir", dir}, c.split...)
+		if out, _ := runCLI(t, 0, append(get, "a/042")...); out != "a/042\tv\n" {
+			t.Errorf("get after ingest %q: %q", c.split, out)
+		}
+		ran++
+	}
+	if ran != 2 {
+		t.Fatalf("%d of 2 cases ran", ran)
 	}
 }

@@ -164,16 +164,11 @@ func countBlockKeys(r *sstable.Reader, l *sstable.Layout) (entries, keys []int, 
 	return entries, keys, it.Close()
 }
 
-// fmtInternalKey formats an internal key as "userkey#seq,KIND" ("#max"
-// for the largest sequence number), the user key quoted when it is not
-// printable.
+// fmtInternalKey formats an internal key as InternalKey.String does
+// ("userkey#seq,KIND", "#max" for the largest sequence number), the user
+// key quoted when it is not printable.
 func fmtInternalKey(k sstable.InternalKey) string {
-	if k.SeqNum() == sstable.SeqNumMax {
-		// Index separators shortened by the writer carry the largest
-		// sequence number.
-		return fmt.Sprintf("%s#max,%s", fmtKey(k.UserKey), k.Kind())
-	}
-	return fmt.Sprintf("%s#%d,%s", fmtKey(k.UserKey), k.SeqNum(), k.Kind())
+	return sstable.InternalKey{UserKey: []byte(fmtKey(k.UserKey)), Trailer: k.Trailer}.String()
 }
 
 // fmtEncodedKey formats an encoded internal key from the properties.

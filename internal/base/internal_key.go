@@ -134,9 +134,12 @@ func (k InternalKey) Clone() InternalKey {
 // Visible reports whether this version can be seen by a read at seq.
 func (k InternalKey) Visible(seq SeqNum) bool { return k.SeqNum() <= seq }
 
-// String formats the key as "userkey#seq,KIND" for tests and tools.
+// String formats the key as "userkey#seq,KIND" for tests and tools, seq
+// in decimal, or "max" for SeqNumMax: the sequence number of search keys,
+// of index separators and of range-deletion sentinels ("end#max,RANGEDEL").
+// ParseInternalKey is its inverse.
 func (k InternalKey) String() string {
-	return fmt.Sprintf("%s#%d,%s", k.UserKey, k.SeqNum(), k.Kind())
+	return fmt.Sprintf("%s#%s,%s", k.UserKey, formatSeqNum(k.SeqNum()), k.Kind())
 }
 
 // DecodeInternalKey splits an encoded internal key. The user key aliases

@@ -21,8 +21,9 @@ func ParseKind(s string) (Kind, error) {
 // writes it, "userkey#seq,KIND", and is its exact inverse: for every key k
 // of a known kind, ParseInternalKey(k.String()) returns k, and every string
 // it accepts is the String of the key it returns. The user key is what
-// precedes the last '#' (so it may hold '#' itself); seq is a decimal
-// number no larger than SeqNumMax, without sign or leading zeros; KIND is
+// precedes the last '#' (so it may hold '#' itself); seq is "max" for
+// SeqNumMax, else a decimal number below it, without sign or leading
+// zeros; KIND is
 // one that ParseKind accepts. Anything else is an error naming s; tests and
 // tools use it to read keys from scripts.
 func ParseInternalKey(s string) (InternalKey, error) {
@@ -45,15 +46,32 @@ func ParseInternalKey(s string) (InternalKey, error) {
 	return MakeInternalKey([]byte(s[:i]), seq, kind), nil
 }
 
-// parseSeqNum parses a sequence number written in canonical decimal, as
-// strconv.FormatUint writes it.
+// seqNumMaxName is how keys are written with SeqNumMax.
+const seqNumMaxName = "max"
+
+// formatSeqNum writes a sequence number as InternalKey.String does:
+// "max" for SeqNumMax, else in decimal.
+func formatSeqNum(seq SeqNum) string {
+	if seq == SeqNumMax {
+		return seqNumMaxName
+	}
+	return strconv.FormatUint(uint64(seq), 10)
+}
+
+// parseSeqNum parses a sequence number written as formatSeqNum writes it:
+// "max", or canonical decimal below SeqNumMax.
 func parseSeqNum(s string) (SeqNum, error) {
+	if s == seqNumMaxName {
+		return SeqNumMax, nil
+	}
 	n, err := strconv.ParseUint(s, 10, 64)
 	switch {
 	case err != nil || (len(s) > 1 && s[0] == '0'):
-		return 0, fmt.Errorf("bad seqnum %q: want a decimal number without leading zeros", s)
+		return 0, fmt.Errorf("bad seqnum %q: want max or a decimal number without leading zeros", s)
+	case SeqNum(n) == SeqNumMax:
+		return 0, fmt.Errorf("seqnum %d is the largest: write it %s", n, seqNumMaxName)
 	case SeqNum(n) > SeqNumMax:
-		return 0, fmt.Errorf("seqnum %d exceeds the largest, %d", n, SeqNumMax)
+		return 0, fmt.Errorf("seqnum %d exceeds the largest, %d (written %s)", n, SeqNumMax, seqNumMaxName)
 	}
 	return SeqNum(n), nil
 }

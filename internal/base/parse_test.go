@@ -18,7 +18,9 @@ func TestParseInternalKey(t *testing.T) {
 		{"a.b#7,SET", MakeInternalKey([]byte("a.b"), 7, KindSet)},
 		{"x#y#3,DEL", MakeInternalKey([]byte("x#y"), 3, KindDelete)},
 		{"a,b#2,SET", MakeInternalKey([]byte("a,b"), 2, KindSet)},
-		{"k#72057594037927935,SET", MakeInternalKey([]byte("k"), SeqNumMax, KindSet)},
+		{"k#max,SET", MakeInternalKey([]byte("k"), SeqNumMax, KindSet)},
+		{"end#max,RANGEDEL", MakeRangeDeleteSentinel([]byte("end"))},
+		{"k#72057594037927934,DEL", MakeInternalKey([]byte("k"), SeqNumMax-1, KindDelete)},
 	}
 	for _, tt := range tests {
 		got, err := ParseInternalKey(tt.in)
@@ -48,7 +50,9 @@ func TestParseInternalKey_Rejects(t *testing.T) {
 		{"a#-1,SET", "bad seqnum"},
 		{"a#+1,SET", "bad seqnum"},
 		{"a#05,SET", "bad seqnum"},
-		{"a#max,SET", "bad seqnum"},
+		{"a#MAX,SET", "bad seqnum"},
+		{"a#inf,SET", "bad seqnum"},
+		{"a#72057594037927935,SET", "write it max"},
 		{"a#18446744073709551616,SET", "bad seqnum"},
 		{"a#72057594037927936,SET", "exceeds the largest"},
 	}
@@ -82,6 +86,8 @@ func FuzzParseInternalKey(f *testing.F) {
 	f.Add([]byte("a"), uint64(5), uint8(KindSet), "a#5,SET")
 	f.Add([]byte("x#y"), uint64(SeqNumMax), uint8(KindRangeDelete), "x#y#0,DEL")
 	f.Add([]byte{}, uint64(0), uint8(KindDelete), "#007,SET")
+	f.Add([]byte("end"), uint64(SeqNumMax), uint8(KindRangeDelete), "end#max,RANGEDEL")
+	f.Add([]byte("k"), uint64(SeqNumMax-1), uint8(KindSet), "k#72057594037927935,SET")
 	f.Fuzz(func(t *testing.T, user []byte, seq uint64, kind uint8, s string) {
 		k := MakeInternalKey(user, SeqNum(seq)&SeqNumMax, Kind(kind)%(KindMax+1))
 		got, err := ParseInternalKey(k.String())

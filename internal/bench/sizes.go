@@ -66,7 +66,7 @@ func (s Sizes) PebbleOptions() *pebble.Options {
 		LBaseMaxBytes:         s.LBase,
 		L0CompactionThreshold: pebbleL0Factor * kv.DefaultL0CompactionThreshold,
 		L0StopWritesThreshold: kv.DefaultL0StopWritesThreshold,
-		Logger:                quietLogger{},
+		Logger:                QuietLogger{},
 	}
 	opts.Experimental.ReadSamplingMultiplier = -1
 	opts.Levels = make([]pebble.LevelOptions, 7)
@@ -98,10 +98,14 @@ var PebbleComparer = func() *pebble.Comparer {
 	return &c
 }()
 
-// quietLogger keeps Pebble's informational logging out of benchmark
-// output.
-type quietLogger struct{}
+// QuietLogger is a pebble.Logger that keeps Pebble's informational
+// logging out of benchmark and test output; Fatalf panics with its
+// message. It is the one such logger: Pebble's tests in other packages
+// (pebbleadapter's) use it too.
+type QuietLogger struct{}
 
-func (quietLogger) Infof(string, ...any) {}
+// Infof drops the message.
+func (QuietLogger) Infof(string, ...any) {}
 
-func (quietLogger) Fatalf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
+// Fatalf panics with the message, as Pebble expects Fatalf not to return.
+func (QuietLogger) Fatalf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }

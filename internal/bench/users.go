@@ -5,15 +5,16 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/bloomkv/bloomkv/internal/itertest"
+	"github.com/bloomkv/bloomkv/internal/splits"
 	"github.com/bloomkv/bloomkv/sstable"
 	"github.com/cockroachdb/pebble"
 )
 
 // The prefix-scan workload: users have the keys "user/<id>/<field>" of
 // UserFields; both engines' comparers split them after the user
-// (itertest.UserSplit, the rule kv's prefix tests use too), so filters
-// hold users. Present users have even ids, absent ones odd. The stores
+// (the built-in Split "user" of internal/splits, which kv's prefix tests
+// use too), so filters hold users, and `bloomkv db --split user` reads a
+// bench store with its filters. Present users have even ids, absent ones odd. The stores
 // are loaded in scattered user order; then SeekPrefixGE("user/<id>/") for
 // absent users and for present ones, followed by Next through their
 // fields.
@@ -40,18 +41,24 @@ func UserPrefix(dst []byte, id int) []byte {
 	return fmt.Appendf(dst, "user/%08d/", id)
 }
 
-// KVUserComparer is bytewise order with itertest.UserSplit, for bloomkv.
-var KVUserComparer = func() *sstable.Comparer {
-	c := *sstable.DefaultComparer
-	c.Split, c.SplitName = itertest.UserSplit, "bloomkv.bench.user"
-	return &c
+// userSplit is the built-in Split "user": splits.User under its
+// SplitName.
+var userSplit = func() splits.Builtin {
+	b, err := splits.Named("user")
+	if err != nil {
+		panic(err) // splits.All lists it
+	}
+	return b
 }()
 
-// PebbleUserComparer is bytewise order with itertest.UserSplit, for
-// Pebble.
+// KVUserComparer is bytewise order with the built-in Split "user"
+// (splits.User, under its SplitName), for bloomkv.
+var KVUserComparer *sstable.Comparer = userSplit.Comparer()
+
+// PebbleUserComparer is bytewise order with splits.User, for Pebble.
 var PebbleUserComparer = func() *pebble.Comparer {
 	c := *pebble.DefaultComparer
-	c.Split = itertest.UserSplit
+	c.Split = splits.User
 	return &c
 }()
 

@@ -3,9 +3,10 @@
 // operations, for the datadriven tests of the packages that implement one
 // (memtable, sstable, iterator, compaction), and SliceIter is an in-memory
 // iterator over parsed entries, to feed merges and compactions.
-// SlashSplit and UserSplit are the Split functions of the prefix tests, and
-// UserSplit also of the bench command's prefix-scan workload, so every
-// caller cuts "user/<id>/<field>" the same way.
+// SlashSplit and UserSplit, the Split functions of the prefix tests, are
+// internal/splits' FirstSlash and User: the built-in Splits that the
+// command-line tool and the bench's prefix-scan workload use, so tests,
+// benchmarks and the tool cut keys the same way.
 package itertest
 
 import (

@@ -20,8 +20,7 @@ func SlashComparer() *base.Comparer {
 
 // UserSplit cuts "user/<id>/<field>" after "user/<id>/", the prefix of a
 // user's keys; a key with fewer than two slashes is its own prefix. It is
-// splits.User, the Split of the prefix-scan workload, shared by its tests
-// and benchmarks.
+// splits.User, the Split of the bench's prefix-scan workload too.
 func UserSplit(key []byte) int { return splits.User(key) }
 
 // ComparerNamed returns the comparer a test script's split argument names:
