@@ -88,7 +88,7 @@ func TestFilterCap_Growth(t *testing.T) {
 			gets += 2
 		}
 	}
-	waitIdle(t, d) // compactions and the cap's filter passes
+	waitIdle(t, d)        // compactions and the cap's filter passes
 	for i := range 2000 { // open the tables again, as the load left them
 		if _, err := d.Get(capKey(2*rng.IntN(total) + 1)); !errors.Is(err, ErrNotFound) {
 			t.Fatalf("absent key %d: %v", i, err)
