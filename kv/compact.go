@@ -104,6 +104,7 @@ func (d *DB) compactLocked(c *compaction.Compaction) (err error) {
 	}
 	m.bytesRead.Add(int64(c.InputBytes()))
 	m.bytesWritten.Add(written)
+	m.bytesCompacted.Add(written)
 	d.metrics.compactions.Add(1)
 	if len(c.Middle) > 0 {
 		d.metrics.multiLevelCompactions.Add(1)

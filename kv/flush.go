@@ -129,6 +129,7 @@ func (d *DB) flushOneLocked() (err error) {
 	d.metrics.flushBytes.Add(written)
 	d.metrics.levels[0].bytesIn.Add(mem.batchBytes)
 	d.metrics.levels[0].bytesWritten.Add(written)
+	d.metrics.levels[0].bytesFlushed.Add(written)
 	d.retireWALs(mem.logs)
 	d.mu.cond.Broadcast()
 	return nil

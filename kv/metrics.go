@@ -101,6 +101,12 @@ type LevelMetrics struct {
 	// the bytes of tables written into the level, by flushes (L0) and
 	// compactions.
 	BytesRead, BytesWritten int64
+	// BytesFlushed and BytesCompacted split BytesWritten by what wrote
+	// the tables: flushes of memtables (L0 only) and compactions (every
+	// level below L0), so that a level's share of the store's write
+	// amplification shows whichever kind of work wrote it. Their sums
+	// over the levels are Flush.BytesWritten and Compact.BytesWritten.
+	BytesFlushed, BytesCompacted int64
 	// BytesIn counts the bytes that came into the level from above: for
 	// L0 the batches of the memtables flushed into it, for deeper levels
 	// the tables of the level above that compactions into it read. Tables
@@ -258,6 +264,8 @@ type levelCounters struct {
 	compactions, moves      atomic.Int64
 	bytesRead, bytesWritten atomic.Int64
 	bytesIn                 atomic.Int64
+	bytesFlushed            atomic.Int64
+	bytesCompacted          atomic.Int64
 }
 
 // dbMetrics holds the DB's counters.
@@ -317,6 +325,7 @@ func (d *DB) counterMetrics() Metrics {
 		l.Compactions, l.Moves = c.compactions.Load(), c.moves.Load()
 		l.BytesRead, l.BytesWritten = c.bytesRead.Load(), c.bytesWritten.Load()
 		l.BytesIn = c.bytesIn.Load()
+		l.BytesFlushed, l.BytesCompacted = c.bytesFlushed.Load(), c.bytesCompacted.Load()
 		m.Lookups.add(l.Lookups)
 		m.Compact.BytesRead += l.BytesRead
 		if i > 0 {
@@ -372,10 +381,11 @@ func (m Metrics) String() string {
 			l.Lookups.FilterFalsePositives, l.Lookups.PrefixMatches, l.Lookups.FilterSkipped,
 			l.Lookups.BlockReads, l.Lookups.BlockCacheMisses)
 	}
-	fmt.Fprintf(&b, "level  compactions  moves   bytes-in  bytes-read  bytes-written  w-amp\n")
+	fmt.Fprintf(&b, "level  compactions  moves   bytes-in  bytes-read  bytes-written  w-amp    flushed   compacted\n")
 	for i, l := range m.Levels {
-		fmt.Fprintf(&b, "L%d  %14d %6d %10d %11d %14d %6.2f\n", i,
-			l.Compactions, l.Moves, l.BytesIn, l.BytesRead, l.BytesWritten, l.WriteAmp())
+		fmt.Fprintf(&b, "L%d  %14d %6d %10d %11d %14d %6.2f %10d %11d\n", i,
+			l.Compactions, l.Moves, l.BytesIn, l.BytesRead, l.BytesWritten, l.WriteAmp(),
+			l.BytesFlushed, l.BytesCompacted)
 	}
 	t := m.Lookups
 	fmt.Fprintf(&b, "total gets %d, prefix seeks %d: considered %d, negatives %d, true-pos %d, false-pos %d, prefix-match %d, skipped %d, block-reads %d, misses %d\n",

@@ -39,8 +39,9 @@ func TestMetrics_String(t *testing.T) {
 	for i, l := range m.Levels {
 		shape := fmt.Sprintf("L%d  %8d %10d %8d %9d %11d ", i, l.NumFiles, l.Size, l.Keys, l.FilterBytes,
 			l.Lookups.TablesConsidered)
-		traffic := fmt.Sprintf("L%d  %14d %6d %10d %11d %14d %6.2f\n", i,
-			l.Compactions, l.Moves, l.BytesIn, l.BytesRead, l.BytesWritten, l.WriteAmp())
+		traffic := fmt.Sprintf("L%d  %14d %6d %10d %11d %14d %6.2f %10d %11d\n", i,
+			l.Compactions, l.Moves, l.BytesIn, l.BytesRead, l.BytesWritten, l.WriteAmp(),
+			l.BytesFlushed, l.BytesCompacted)
 		if !strings.Contains(s, shape) || !strings.Contains(s, traffic) {
 			t.Fatalf("L%d's rows missing:\n%q\n%q\nin\n%s", i, shape, traffic, s)
 		}
@@ -54,6 +55,39 @@ func TestMetrics_String(t *testing.T) {
 	want := fmt.Sprintf("write-amp %.2f\n", m.WriteAmp)
 	if !strings.Contains(s, want) || !strings.Contains(s, fmt.Sprintf("total gets %d, prefix seeks %d:", m.Lookups.Gets, m.Lookups.PrefixSeeks)) {
 		t.Fatalf("totals missing (%q) in\n%s", want, s)
+	}
+}
+
+// TestMetrics_BytesFlushedCompacted checks that each level's BytesWritten
+// splits into what flushes and compactions wrote there, that the splits
+// sum to the totals of Flush and Compact, and that the totals add up to
+// the store's write amplification, once flushes and compactions have run.
+func TestMetrics_BytesFlushedCompacted(t *testing.T) {
+	d := openMetricsStore(t)
+	defer d.Close()
+	d.waitCompactionsIdle()
+	m := d.Metrics()
+	if m.Flush.Count == 0 || m.Compact.Count == 0 {
+		t.Fatalf("%d flushes and %d compactions, want some of each:\n%s", m.Flush.Count, m.Compact.Count, m)
+	}
+	var flushed, compacted int64
+	for i, l := range m.Levels {
+		if l.BytesFlushed+l.BytesCompacted != l.BytesWritten {
+			t.Errorf("L%d: flushed %d + compacted %d != written %d", i, l.BytesFlushed, l.BytesCompacted, l.BytesWritten)
+		}
+		if i > 0 && l.BytesFlushed != 0 || i == 0 && l.BytesCompacted != 0 {
+			t.Errorf("L%d: flushed %d, compacted %d: flushes write L0 only, compactions below it", i, l.BytesFlushed, l.BytesCompacted)
+		}
+		flushed += l.BytesFlushed
+		compacted += l.BytesCompacted
+	}
+	if flushed == 0 || flushed != m.Flush.BytesWritten || compacted == 0 || compacted != m.Compact.BytesWritten {
+		t.Fatalf("levels: flushed %d, compacted %d; totals: flushed %d, compacted %d",
+			flushed, compacted, m.Flush.BytesWritten, m.Compact.BytesWritten)
+	}
+	want := float64(m.WAL.BytesIn+flushed+compacted) / float64(m.WAL.BytesIn)
+	if m.WriteAmp != want {
+		t.Fatalf("write-amp %v, want %v from the levels' bytes", m.WriteAmp, want)
 	}
 }
 
