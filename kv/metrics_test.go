@@ -64,8 +64,8 @@ func TestMetrics_String(t *testing.T) {
 // the store's write amplification, once flushes and compactions have run.
 func TestMetrics_BytesFlushedCompacted(t *testing.T) {
 	d := openMetricsStore(t)
-	defer d.Close()
-	d.waitCompactionsIdle()
+	defer mustClose(t, d)
+	waitIdle(t, d)
 	m := d.Metrics()
 	if m.Flush.Count == 0 || m.Compact.Count == 0 {
 		t.Fatalf("%d flushes and %d compactions, want some of each:\n%s", m.Flush.Count, m.Compact.Count, m)
