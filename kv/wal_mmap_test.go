@@ -1,0 +1,194 @@
+package kv
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/bloomkv/bloomkv/internal/record"
+	"github.com/cockroachdb/pebble/vfs"
+	"github.com/cockroachdb/pebble/vfs/errorfs"
+)
+
+// Tests of the memory-mapped WAL (wal_mmap.go). They run on vfs.Default in
+// a temporary directory: the mapping needs a real file. The crash and
+// fault tests on vfs.NewMem, StrictMem and errorfs run the other writer,
+// walPreallocWriter.
+
+// createMappedWAL creates a file in a temporary directory and returns it
+// with a mapped writer from offset 0 of chunk bytes a chunk, allocating
+// through alloc. It skips the test where the file system cannot be mapped.
+func createMappedWAL(t *testing.T, chunk int64, alloc func(fd uintptr, off, n int64) error) (string, vfs.File, *walMmapWriter) {
+	t.Helper()
+	name := filepath.Join(t.TempDir(), "000001.log")
+	f, err := vfs.Default.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	w, err := newWALMmapWriter(f, 0, chunk, alloc)
+	if err != nil {
+		t.Skipf("no mapped WAL here: %v", err)
+	}
+	return name, f, w
+}
+
+// testRecord returns record i of a test log: a few bytes to a few
+// kilobytes, so records cross blocks and chunks.
+func testRecord(i int) []byte {
+	return bytes.Repeat([]byte(fmt.Sprintf("record %d;", i)), 1+i%300)
+}
+
+// readLog returns the records of log 1 in the file name.
+func readLog(t *testing.T, name string) [][]byte {
+	t.Helper()
+	f, err := vfs.Default.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r := record.NewLogReader(f, name, 1, record.RecyclableFormat)
+	var recs [][]byte
+	for {
+		rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return recs
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, rec)
+	}
+}
+
+// TestWALMmapWriter_GrowsAcrossChunks writes records through chunks of
+// one page each and reads every one back after close.
+func TestWALMmapWriter_GrowsAcrossChunks(t *testing.T) {
+	allocs := 0
+	name, f, w := createMappedWAL(t, 1, func(fd uintptr, off, n int64) error {
+		allocs++
+		return fallocate(fd, off, n)
+	})
+	lw := record.NewRecyclableWriterAt(w, 0, 1)
+	const n = 500
+	for i := range n {
+		if _, err := lw.WriteRecord(testRecord(i)); err != nil {
+			t.Fatal(err)
+		}
+		if i%7 == 0 {
+			if err := lw.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := lw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.fillAhead(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.SyncData(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.close(); err != nil {
+		t.Fatal(err)
+	}
+	if min := int(lw.Size()) / pageSize; allocs < min {
+		t.Fatalf("%d allocations for %d bytes in chunks of a page: want at least %d", allocs, lw.Size(), min)
+	}
+	recs := readLog(t, name)
+	if len(recs) != n {
+		t.Fatalf("read %d records, want %d", len(recs), n)
+	}
+	for i, rec := range recs {
+		if !bytes.Equal(rec, testRecord(i)) {
+			t.Fatalf("record %d differs", i)
+		}
+	}
+}
+
+// TestWALMmapWriter_AllocationFails: when the file's space cannot be
+// allocated (a full disk), Write returns an error wrapping the cause, and
+// what was written before stays readable.
+func TestWALMmapWriter_AllocationFails(t *testing.T) {
+	allocs := 0
+	name, _, w := createMappedWAL(t, 1, func(fd uintptr, off, n int64) error {
+		if allocs++; allocs > 3 {
+			return syscall.ENOSPC
+		}
+		return fallocate(fd, off, n)
+	})
+	lw := record.NewRecyclableWriterAt(w, 0, 1)
+	written := 0
+	var err error
+	for i := 0; err == nil && i < 1000; i++ {
+		if _, err = lw.WriteRecord(testRecord(i)); err == nil {
+			err = lw.Flush()
+		}
+		if err == nil {
+			written++
+		}
+	}
+	if !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("got %v after %d records, want ENOSPC", err, written)
+	}
+	if written == 0 {
+		t.Fatal("no record written before the allocation failed")
+	}
+	if err := w.close(); err != nil {
+		t.Fatal(err)
+	}
+	if recs := readLog(t, name); len(recs) < written {
+		t.Fatalf("read %d records, want at least the %d written", len(recs), written)
+	}
+}
+
+// TestWALMmapWriter_FaultIsError: a store that faults (the file was
+// truncated under the mapping) is an error, not a crash.
+func TestWALMmapWriter_FaultIsError(t *testing.T) {
+	_, f, w := createMappedWAL(t, 1<<20, fallocate)
+	if _, err := w.Write([]byte("before")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Ftruncate(int(f.Fd()), 0); err != nil {
+		t.Fatal(err)
+	}
+	_, err := w.Write(make([]byte, 2*pageSize))
+	if err == nil {
+		t.Fatal("a write into a truncated mapping succeeded")
+	}
+	t.Logf("write after truncation: %v", err)
+	if err := w.close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWALMmap_Chosen: the DB maps its WAL on vfs.Default only; on an
+// in-memory FS or a wrapping one it writes it as before.
+func TestWALMmap_Chosen(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		fs     vfs.FS
+		mapped bool
+	}{
+		{"default", vfs.Default, true},
+		{"mem", vfs.NewMem(), false},
+		{"errorfs", errorfs.Wrap(vfs.Default, errorfs.OnIndex(-1)), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := Open(t.TempDir(), &Options{FS: tc.fs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			_, mapped := d.commit.log.space.(*walMmapWriter)
+			if mapped != tc.mapped {
+				t.Fatalf("WAL writer %T, want mapped %v", d.commit.log.space, tc.mapped)
+			}
+		})
+	}
+}
