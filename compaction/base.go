@@ -16,7 +16,9 @@ import (
 
 // InternalKey is a user key with the sequence number and kind of one
 // version of it; FileMetadata bounds a table with two of them. It is the
-// same type as the internal key of every bloomkv package.
+// same type as the internal key of every bloomkv package: its fields are
+// UserKey []byte and Trailer uint64, seqnum<<8 | kind (see
+// [github.com/bloomkv/bloomkv/sstable.InternalKey]).
 type InternalKey = base.InternalKey
 
 // SeqNum is a sequence number: a read at s sees the versions numbered s or
@@ -29,7 +31,10 @@ type SeqNum = base.SeqNum
 type Compare = base.Compare
 
 // Comparer orders user keys. It is the same type as the comparer of every
-// bloomkv package.
+// bloomkv package: [github.com/bloomkv/bloomkv/sstable.Comparer] documents
+// its fields (Compare, Separator, Successor, Split, SplitName, Name), and
+// [github.com/bloomkv/bloomkv/sstable.Split] the invariants a Split must
+// keep.
 type Comparer = base.Comparer
 
 // InternalIterator walks internal keys in order: user keys ascending, the
@@ -42,15 +47,35 @@ type InternalIterator = base.InternalIterator
 // bloomkv package.
 type FileNum = base.FileNum
 
-// FileMetadata describes one table: its number, size, key and sequence
-// number bounds and entry count. Run returns one per table it writes; a
+// FileMetadata describes one table. Run returns one per table it writes; a
 // Version lists them by level. It is the same type as the table metadata of
-// the engine's versions.
+// the engine's versions. Its fields:
+//
+//	FileNum                       FileNum      the table's number
+//	Size                          uint64       its length in bytes
+//	Smallest, Largest             InternalKey  its first and last internal
+//	                                           keys, range tombstones
+//	                                           included; a Largest that is
+//	                                           a range-deletion sentinel
+//	                                           excludes its user key
+//	SmallestSeqNum, LargestSeqNum SeqNum       the bounds of its sequence
+//	                                           numbers; among L0 tables, a
+//	                                           larger LargestSeqNum is newer
+//	NumEntries                    uint64       its entries: every version,
+//	                                           tombstones included
+//	FilterBytes                   uint64       its filter block's size,
+//	                                           offsets and trailer included;
+//	                                           0 without a filter
+//	GlobalSeqNum                  SeqNum       when not 0, the one sequence
+//	                                           number of all the keys of an
+//	                                           ingested table, which the
+//	                                           file stores as 0
 type FileMetadata = manifest.FileMetadata
 
 // Version is one state of a store's tables, by level; the Picker chooses
-// compactions from one. It is the same type as the engine's version. Build
-// one with NewVersion.
+// compactions from one. It is the same type as the engine's version. Its
+// one field, Levels [NumLevels][]*FileMetadata, lists each level's tables
+// (L0 first). Build one with NewVersion.
 type Version = manifest.Version
 
 // NumLevels is the number of levels of a Version: L0 and L1..L6. It is the

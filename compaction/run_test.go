@@ -65,7 +65,7 @@ func (o *memOutputs) readTable(t testing.TB, m *manifest.FileMetadata) []modelEn
 	t.Helper()
 	r := o.open(t, m.FileNum)
 	defer r.Close()
-	it, err := r.NewIter(nil, nil)
+	it, err := r.NewIter(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,35 +17,34 @@ import (
 func TestBatch_Encoding(t *testing.T) {
 	tests := []struct {
 		name  string
-		build func(b *Batch)
+		build func(b *Batch) error
 		seq   base.SeqNum
 		want  string // hex
 	}{
-		{"empty", func(b *Batch) {}, 0, ""},
+		{"empty", func(b *Batch) error { return nil }, 0, ""},
 		{
-			"one set", func(b *Batch) { b.Set([]byte("a"), []byte("xy")) }, 7,
+			"one set", func(b *Batch) error { return b.Set([]byte("a"), []byte("xy")) }, 7,
 			"0700000000000000" + "01000000" + "01" + "01" + "61" + "02" + "7879",
 		},
 		{
-			"set and delete", func(b *Batch) {
-				b.Set([]byte("k"), nil)
-				b.Delete([]byte("kk"))
+			"set and delete", func(b *Batch) error {
+				return errors.Join(b.Set([]byte("k"), nil), b.Delete([]byte("kk")))
 			}, 0x0102,
 			"0201000000000000" + "02000000" + "01016b00" + "00026b6b00",
 		},
 		{
-			"range deletion: start as key, end as value", func(b *Batch) { b.DeleteRange([]byte("a"), []byte("cd")) }, 3,
+			"range deletion: start as key, end as value", func(b *Batch) error { return b.DeleteRange([]byte("a"), []byte("cd")) }, 3,
 			"0300000000000000" + "01000000" + "02" + "01" + "61" + "02" + "6364",
 		},
 		{
-			"long key uses two varint bytes", func(b *Batch) { b.Set(bytes.Repeat([]byte("z"), 200), nil) }, 1,
+			"long key uses two varint bytes", func(b *Batch) error { return b.Set(bytes.Repeat([]byte("z"), 200), nil) }, 1,
 			"0100000000000000" + "01000000" + "01" + "c801" + strings.Repeat("7a", 200) + "00",
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var b Batch
-			tc.build(&b)
+			must(t, tc.build(&b))
 			if !b.Empty() {
 				b.setSeqNum(tc.seq)
 			}
@@ -102,7 +101,7 @@ func TestBatch_RoundTrip(t *testing.T) {
 // TestBatch_Reset makes a batch reusable and clears its error.
 func TestBatch_Reset(t *testing.T) {
 	var b Batch
-	b.Set([]byte("a"), []byte("1"))
+	must(t, b.Set([]byte("a"), []byte("1")))
 	if err := b.Set(make([]byte, MaxKeySize+1), nil); !errors.Is(err, ErrKeyTooLarge) {
 		t.Fatalf("oversized key: err = %v", err)
 	}
@@ -123,10 +122,10 @@ func TestBatch_Reset(t *testing.T) {
 // however the buffers went round.
 func TestBatch_Close(t *testing.T) {
 	d, _ := openMem(t, nil)
-	defer d.Close()
+	defer mustClose(t, d)
 	b1 := d.NewBatch()
-	b1.Set([]byte("a"), []byte("1"))
-	b1.Set([]byte("b"), []byte("2"))
+	must(t, b1.Set([]byte("a"), []byte("1")))
+	must(t, b1.Set([]byte("b"), []byte("2")))
 	if err := d.Apply(b1, NoSync); err != nil {
 		t.Fatal(err)
 	}
@@ -136,8 +135,8 @@ func TestBatch_Close(t *testing.T) {
 	}
 	for i := range 3 {
 		b := d.NewBatch()
-		b.Set(fmt.Appendf(nil, "c%d", i), []byte("3"))
-		b1.Set(fmt.Appendf(nil, "d%d", i), []byte("4"))
+		must(t, b.Set(fmt.Appendf(nil, "c%d", i), []byte("3")))
+		must(t, b1.Set(fmt.Appendf(nil, "d%d", i), []byte("4")))
 		if b.Count() != 1 || b1.Count() != 1 {
 			t.Fatalf("round %d: batches of %d and %d writes, want 1 each", i, b.Count(), b1.Count())
 		}
@@ -203,8 +202,8 @@ func TestBatch_Limits(t *testing.T) {
 // TestBatchReader_Corrupt feeds damaged batches to the decoder.
 func TestBatchReader_Corrupt(t *testing.T) {
 	var b Batch
-	b.Set([]byte("key"), []byte("value"))
-	b.Delete([]byte("gone"))
+	must(t, b.Set([]byte("key"), []byte("value")))
+	must(t, b.Delete([]byte("gone")))
 	good := b.data
 	mutate := func(f func(p []byte) []byte) []byte {
 		return f(append([]byte(nil), good...))
@@ -271,9 +270,9 @@ func FuzzBatchDecode(f *testing.F) {
 		f.Add(data)
 	}
 	var b Batch
-	b.Set([]byte("a"), []byte("1"))
-	b.Delete([]byte("b"))
-	b.DeleteRange([]byte("c"), []byte("d"))
+	must(f, b.Set([]byte("a"), []byte("1")))
+	must(f, b.Delete([]byte("b")))
+	must(f, b.DeleteRange([]byte("c"), []byte("d")))
 	f.Add(append([]byte(nil), b.data...))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -166,6 +166,14 @@ func moving(c *compaction.Compaction) []*manifest.FileMetadata {
 // sit in one level, without the shadowed versions no snapshot needs, and
 // without tombstones where nothing older remains below. Background
 // compactions pause meanwhile.
+//
+// Both ends are inclusive: a table holding end itself is compacted. That
+// differs from DeleteRange, whose end is exclusive, and matches Pebble
+// v1.1.5, whose DB.Compact(start, end) compacts the tables overlapping
+// [start, end] (its end key sorts after every version of end). So
+// Compact(start, end) after DeleteRange(start, end) covers every deleted
+// key; it may also rewrite the tables holding end. Compaction works in
+// whole tables, so keys beyond either end may be rewritten as well.
 func (d *DB) Compact(start, end []byte) error {
 	if err := d.Flush(); err != nil {
 		return err

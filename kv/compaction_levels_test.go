@@ -32,7 +32,7 @@ func TestCompaction_SustainedWritesKeepBaseBounded(t *testing.T) {
 		t.Run(fmt.Sprintf("static=%t", static), func(t *testing.T) {
 			o := &Options{MemTableSize: 64 << 10, LBaseMaxBytes: 256 << 10, TargetFileSize: 32 << 10, StaticLevels: static}
 			d, _ := openMem(t, o)
-			defer d.Close()
+			defer mustClose(t, d)
 			stop, trigger := int64(d.opts.L0StopWritesThreshold), int64(d.opts.L0CompactionThreshold)
 			limit := stop*o.LBaseMaxBytes/trigger + stop*o.MemTableSize
 			var maxBase int64
@@ -82,7 +82,7 @@ func TestCompaction_Concurrent(t *testing.T) {
 	o := &Options{MemTableSize: 8 << 10, L0CompactionThreshold: 2, LBaseMaxBytes: 8 << 10, LevelMultiplier: 2,
 		TargetFileSize: 2 << 10, BlockSize: 512, FlushSplitBytes: 1}
 	d, fs := openMem(t, o)
-	defer d.Close()
+	defer mustClose(t, d)
 	eagerConcurrency(d, 3)
 	writes := 12000
 	if testing.Short() {
@@ -174,7 +174,7 @@ func TestCompaction_FlushSplitsAlongBaseLevel(t *testing.T) {
 			o := &Options{DisableAutomaticCompactions: true, TargetFileSize: 2 << 10, BlockSize: 512,
 				FlushSplitBytes: split}
 			d, _ := openMem(t, o)
-			defer d.Close()
+			defer mustClose(t, d)
 			for i := 0; i < 2000; i++ {
 				if err := d.Set(fmt.Appendf(nil, "k%05d", i*5), make([]byte, 20), NoSync); err != nil {
 					t.Fatal(err)

@@ -155,7 +155,7 @@ func TestCompaction_L0ReadAmpNotTableCount(t *testing.T) {
 	o := &Options{MemTableSize: 32 << 10, L0CompactionThreshold: 2, L0SlowdownWritesThreshold: 2,
 		L0StopWritesThreshold: 3}
 	d, _ := openMem(t, o)
-	defer d.Close()
+	defer mustClose(t, d)
 	const flushes = 6
 	for r := 0; r < flushes; r++ {
 		for i := 0; i < 100; i++ {
@@ -187,7 +187,7 @@ func TestCompaction_L0ReadAmpNotTableCount(t *testing.T) {
 func TestCompaction_WriteStall(t *testing.T) {
 	t.Run("resume", func(t *testing.T) {
 		d, gate, done, _ := stallFixture(t)
-		defer d.Close()
+		defer mustClose(t, d)
 		gate.open()
 		if err := waitFor(t, done, 30*time.Second, "waiting for the stalled writer after compaction"); err != nil {
 			t.Fatalf("stalled writer: %v", err)
@@ -228,7 +228,7 @@ func TestCompaction_WriteStall(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer d2.Close()
+		defer mustClose(t, d2)
 		// Recovery may add an L0 table (the WAL's writes); every table left
 		// on disk by Close must be one the store holds.
 		live := versionTables(d2)

@@ -46,7 +46,7 @@ func testOverwrite(t *testing.T, static bool) {
 		L0StopWritesThreshold: 4, LBaseMaxBytes: 32 << 10, TargetFileSize: 8 << 10, BlockSize: 1 << 10,
 		StaticLevels: static, FlushSplitBytes: -1}
 	d, _ := openMem(t, o)
-	defer d.Close()
+	defer mustClose(t, d)
 
 	// Writers stall before making a memtable immutable once L0's read
 	// amplification reaches L0StopWritesThreshold; memtables already
@@ -208,7 +208,7 @@ func TestCompaction_DeleteAll(t *testing.T) {
 	o := &Options{MemTableSize: 16 << 10, L0CompactionThreshold: 2, LBaseMaxBytes: 16 << 10,
 		LevelMultiplier: 4, TargetFileSize: 8 << 10}
 	d, fs := openMem(t, o)
-	defer func() { d.Close() }()
+	defer func() { mustClose(t, d) }()
 	for i := 0; i < n; i++ {
 		if err := d.Set(fmt.Appendf(nil, "k%05d", (i*7919)%n), make([]byte, 64), NoSync); err != nil {
 			t.Fatal(err)
@@ -311,7 +311,7 @@ func TestCompaction_Invariants(t *testing.T) {
 		LevelMultiplier: 2 + rng.IntN(2), TargetFileSize: 2 << 10, BlockSize: 256,
 		StaticLevels: rng.IntN(2) == 0}
 	d, fs := openMem(t, o)
-	defer d.Close()
+	defer mustClose(t, d)
 	concurrent := 1 + rng.IntN(3)
 	eagerConcurrency(d, concurrent)
 	t.Logf("static levels %t, multiplier %d, up to %d compactions at once", o.StaticLevels, o.LevelMultiplier, concurrent)
@@ -323,7 +323,7 @@ func TestCompaction_Invariants(t *testing.T) {
 	var snaps []heldSnap
 	defer func() {
 		for _, s := range snaps {
-			s.s.Close()
+			must(t, s.s.Close())
 		}
 	}()
 	model := map[string]string{}
@@ -344,7 +344,7 @@ func TestCompaction_Invariants(t *testing.T) {
 		}
 		if step%2000 == 0 {
 			if len(snaps) == 4 {
-				snaps[0].s.Close()
+				must(t, snaps[0].s.Close())
 				snaps = snaps[1:]
 			}
 			snaps = append(snaps, heldSnap{d.NewSnapshot(), maps.Clone(model)})
@@ -485,13 +485,11 @@ func scanTable(d *DB, f *manifest.FileMetadata, fn func(base.InternalKey) error)
 	}
 	for ok := it.First(); ok; ok = it.Next() {
 		if err := fn(it.Key()); err != nil {
-			it.Close()
-			return err
+			return errors.Join(err, it.Close())
 		}
 	}
 	if err := it.Error(); err != nil {
-		it.Close()
-		return err
+		return errors.Join(err, it.Close())
 	}
 	return it.Close()
 }
@@ -502,4 +500,27 @@ func tableCounts(m Metrics) []int {
 		n = append(n, l.NumFiles)
 	}
 	return n
+}
+
+// TestCompact_EndInclusive pins Compact's range, [start, end] with end
+// included as in Pebble v1.1.5: an L0 table holding only end is compacted
+// out of L0 by Compact(start, end), and left alone by a range ending
+// just before it.
+func TestCompact_EndInclusive(t *testing.T) {
+	d, _ := openMem(t, &Options{DisableAutomaticCompactions: true})
+	defer mustClose(t, d)
+	must(t, d.Set([]byte("m"), []byte("v"), NoSync))
+	must(t, d.Flush())
+	if n := d.Metrics().Levels[0].NumFiles; n != 1 {
+		t.Fatalf("after Flush: %d L0 tables, want 1", n)
+	}
+	must(t, d.Compact([]byte("a"), []byte("l")))
+	if n := d.Metrics().Levels[0].NumFiles; n != 1 {
+		t.Fatalf("Compact(a, l) touched the table of m: %d L0 tables left, want 1", n)
+	}
+	must(t, d.Compact([]byte("a"), []byte("m")))
+	if n := d.Metrics().Levels[0].NumFiles; n != 0 {
+		t.Fatalf("Compact(a, m) left %d L0 tables, want the table of m compacted", n)
+	}
+	mustGet(t, d, "m", "v")
 }

@@ -42,7 +42,7 @@ func TestDB_Concurrent(t *testing.T) {
 			for r := 1; r <= rounds; r++ {
 				b := d.NewBatch()
 				for k := 0; k < keysPerWriter; k++ {
-					b.Set(concKey(w, k), fmt.Appendf(nil, "%06d", r))
+					must(t, b.Set(concKey(w, k), fmt.Appendf(nil, "%06d", r)))
 				}
 				if err := d.Apply(b, &WriteOptions{Sync: r%10 == 0}); err != nil {
 					fail(fmt.Errorf("writer %d: %w", w, err))
@@ -128,16 +128,16 @@ func checkGets(d *DB, rng *rand.Rand, last map[string][]byte) error {
 
 // checkIterator scans a snapshot forward and backward: a writer's batch is
 // atomic, so all its keys show the same version, and both directions agree.
-func checkIterator(d *DB, rng *rand.Rand) error {
+func checkIterator(d *DB, rng *rand.Rand) (err error) {
 	s := d.NewSnapshot()
-	defer s.Close()
+	defer func() { err = errors.Join(err, s.Close()) }()
 	w := rng.IntN(3)
 	lower, upper := fmt.Appendf(nil, "w%d-", w), fmt.Appendf(nil, "w%d.", w)
 	it, err := s.NewIter(&IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return err
 	}
-	defer it.Close()
+	defer func() { err = errors.Join(err, it.Close()) }()
 	var fwd []string
 	for it.First(); it.Valid(); it.Next() {
 		fwd = append(fwd, string(it.Key())+"="+string(it.Value()))
@@ -168,7 +168,7 @@ func checkIterator(d *DB, rng *rand.Rand) error {
 func TestDB_WriteStall(t *testing.T) {
 	d, _ := openMem(t, &Options{MemTableSize: 4 << 10, L0CompactionThreshold: 2,
 		L0SlowdownWritesThreshold: 2, L0StopWritesThreshold: 3, MemTableStopWritesThreshold: 1})
-	defer d.Close()
+	defer mustClose(t, d)
 	var wg sync.WaitGroup
 	for w := 0; w < 4; w++ {
 		wg.Add(1)
@@ -197,7 +197,7 @@ func TestDB_WriteStall(t *testing.T) {
 // TestDB_GroupCommit checks that concurrent writers share WAL writes.
 func TestDB_GroupCommit(t *testing.T) {
 	d, _ := openMem(t, nil)
-	defer d.Close()
+	defer mustClose(t, d)
 	const n = 8
 	var wg sync.WaitGroup
 	for w := 0; w < n; w++ {

@@ -71,7 +71,7 @@ func TestDB_ReopenCycles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	defer mustClose(t, db)
 	m := db.Metrics()
 	if m.WAL.Files != 1 || m.MemTable.Count != 1 || m.MemTable.Size == 0 || m.Levels[0].NumFiles != 0 || m.Flush.Count != 0 {
 		t.Fatalf("metrics after the cycles: %d WALs, %d memtables of %d B, %d L0 tables, %d flushes",
@@ -109,7 +109,7 @@ func TestDB_ReopenFlushesOnlyWhatOverflows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	defer mustClose(t, db)
 	if m := db.Metrics(); m.Levels[0].NumFiles == 0 || m.WAL.Files != 1 || m.MemTable.Size != 0 {
 		t.Fatalf("reopened with a smaller memtable: %d L0 tables, %d WALs, memtable %d B",
 			m.Levels[0].NumFiles, m.WAL.Files, m.MemTable.Size)
@@ -193,12 +193,12 @@ func TestCrash_FlushOfReplayedMemTable(t *testing.T) {
 		t.Fatalf("after Flush: %d flushes, %d L0 tables, %d WALs", m.Flush.Count, m.Levels[0].NumFiles, m.WAL.Files)
 	}
 	total := fs.count() - base
-	db.Close()
+	must(t, db.Close())
 	for k := range total {
 		fs, db, base, want := reopenCrashFixture(t)
 		fs.arm(base + k)
-		db.Flush()
-		db.Close()
+		_ = db.Flush() // fails when the power goes during it
+		_ = db.Close() // fails after the power went
 		crashAndCheck(t, fs, fmt.Sprintf("crash %d of %d operations into the Flush", k, total), want)
 	}
 	crashAndCheck(t, fs, "no crash", want)
@@ -225,7 +225,7 @@ func TestCrash_ReopenWithReplayedMemTable(t *testing.T) {
 				next[k] = v
 				states = append(states, next)
 				if db.Set([]byte(k), []byte(v), kv.Sync) != nil {
-					db.Close()
+					_ = db.Close() // fails, with the power off
 					return states
 				}
 			}

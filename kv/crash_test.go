@@ -31,14 +31,19 @@ func TestCrash_PowerLoss(t *testing.T) {
 	forEachSeed(t, 1, func(t *testing.T, seed uint64) {
 		total := newCrashRun(t, seed, -1).run()
 		t.Logf("the workload makes %d filesystem changes; crashing at %d points", total, min(points, total))
+		crashed := 0
 		for _, at := range crashPoints(newRand(seed), total, points) {
 			r := newCrashRun(t, seed, at)
 			r.run()
+			if r.fs.isCrashed() {
+				crashed++
+			}
 			r.verify()
 			if t.Failed() {
 				return
 			}
 		}
+		requireRan(t, "crash points", crashed, points*9/10)
 	})
 }
 
@@ -219,18 +224,18 @@ func (r *crashRun) write() bool {
 	case p < 8:
 		lo := r.rng.IntN(60)
 		k0, k1 := string(crashKey(lo)), string(crashKey(lo+1+r.rng.IntN(10)))
-		b.DeleteRange([]byte(k0), []byte(k1))
+		must(r.t, b.DeleteRange([]byte(k0), []byte(k1)))
 		w.delRanges = append(w.delRanges, [2]string{k0, k1})
 		w.desc = fmt.Sprintf("DeleteRange(%q, %q)", k0, k1)
 	case p < 55:
 		k := crashKey(r.rng.IntN(60))
 		v := fmt.Sprintf("w%d.%s", idx, strings.Repeat("x", r.rng.IntN(300)))
-		b.Set(k, []byte(v))
+		must(r.t, b.Set(k, []byte(v)))
 		w.kvs[string(k)] = &v
 		w.desc = fmt.Sprintf("Set(%q, w%d)", k, idx)
 	case p < 70:
 		k := crashKey(r.rng.IntN(60))
-		b.Delete(k)
+		must(r.t, b.Delete(k))
 		w.kvs[string(k)] = nil
 		w.desc = fmt.Sprintf("Delete(%q)", k)
 	default:
@@ -239,7 +244,7 @@ func (r *crashRun) write() bool {
 		if r.rng.IntN(4) == 0 {
 			// The group's keys deleted by range, then some set again.
 			lo, hi := groupKey(g, 0), groupKey(g, crashGroupKeys)
-			b.DeleteRange([]byte(lo), []byte(hi))
+			must(r.t, b.DeleteRange([]byte(lo), []byte(hi)))
 			w.delRanges = append(w.delRanges, [2]string{lo, hi})
 			del = false
 		}
@@ -248,10 +253,10 @@ func (r *crashRun) write() bool {
 				continue
 			}
 			if del {
-				b.Delete([]byte(groupKey(g, i)))
+				must(r.t, b.Delete([]byte(groupKey(g, i))))
 				w.kvs[groupKey(g, i)] = nil
 			} else {
-				b.Set([]byte(groupKey(g, i)), []byte(v))
+				must(r.t, b.Set([]byte(groupKey(g, i)), []byte(v)))
 				w.kvs[groupKey(g, i)] = &v
 			}
 		}
@@ -278,7 +283,7 @@ func (r *crashRun) write() bool {
 func (r *crashRun) verify() {
 	r.t.Helper()
 	if r.db != nil {
-		r.db.Close() // fails, with the power off; it must not hang
+		_ = r.db.Close() // fails, with the power off; it must not hang
 		r.db = nil
 	}
 	r.mem.ResetToSyncedState()
@@ -313,7 +318,7 @@ func (r *crashRun) reopenAndRead(what string) map[string]string {
 	if err != nil {
 		r.fatalf("%s: Open: %v", what, err)
 	}
-	defer db.Close()
+	defer mustClose(r.t, db)
 	got, err := readAll(db.NewIter)
 	if err != nil {
 		r.fatalf("%s: reading: %v", what, err)
@@ -419,7 +424,7 @@ func TestCrash_DuringCompaction(t *testing.T) {
 				t.Fatalf("seed %d, crash %d operations into the compaction: Compact succeeded though %q failed\n%s",
 					seed, k, fs.firstRefused(), fs.lastOps())
 			}
-			db.Close()
+			_ = db.Close() // fails when the power went during the compaction
 			checkAfterCompactionCrash(t, fs, want, fmt.Sprintf("seed %d, crash %d operations into the compaction", seed, k))
 			if t.Failed() {
 				return
@@ -449,12 +454,12 @@ func compactionFixture(t *testing.T, seed uint64) (*crashFS, *kv.DB, int, map[st
 			k := fmt.Sprintf("c%03d", rng.IntN(600))
 			if rng.IntN(5) == 0 {
 				delete(want, k)
-				db.Delete([]byte(k), kv.NoSync)
+				must(t, db.Delete([]byte(k), kv.NoSync))
 				continue
 			}
 			v := fmt.Sprintf("r%d.%s", round, randomLetters(rng, rng.IntN(200)))
 			want[k] = v
-			db.Set([]byte(k), []byte(v), kv.NoSync)
+			must(t, db.Set([]byte(k), []byte(v), kv.NoSync))
 		}
 		var err error
 		if round == 2 {

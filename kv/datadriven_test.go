@@ -39,7 +39,7 @@ import (
 func TestDataDriven(t *testing.T) {
 	datadriven.Walk(t, "testdata/script", func(t *testing.T, path string) {
 		h := &scriptHarness{fs: vfs.NewMem(), snaps: map[string]*Snapshot{}}
-		defer h.close()
+		defer h.close(t)
 		datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
 			out, err := h.run(t, td)
 			if err != nil {
@@ -57,22 +57,31 @@ type scriptHarness struct {
 	snaps map[string]*Snapshot
 }
 
-func (h *scriptHarness) close() {
+// close closes the DB at the end of a script, unless the script did.
+func (h *scriptHarness) close(t testing.TB) {
 	if h.db != nil {
-		h.db.Close()
+		if err := h.db.Close(); !errors.Is(err, ErrClosed) {
+			must(t, err)
+		}
 	}
 }
 
 func (h *scriptHarness) run(t *testing.T, td *datadriven.TestData) (string, error) {
 	switch td.Cmd {
 	case "open":
-		h.close()
+		h.close(t)
 		h.opts = scriptOptions(t, td, h.fs)
 		h.snaps = map[string]*Snapshot{}
 		var err error
 		h.db, err = Open("db", h.opts)
 		return "", err
 	case "reopen":
+		// The script's snapshots end with the DB they were taken of.
+		for _, s := range h.snaps {
+			if err := s.Close(); err != nil && !errors.Is(err, ErrClosed) {
+				return "", err
+			}
+		}
 		if err := h.db.Close(); err != nil {
 			return "", err
 		}
@@ -178,11 +187,17 @@ func (h *scriptHarness) batch(input string) error {
 		f := strings.Fields(line)
 		switch {
 		case len(f) == 3 && f[0] == "set":
-			b.Set([]byte(f[1]), []byte(f[2]))
+			if err := b.Set([]byte(f[1]), []byte(f[2])); err != nil {
+				return err
+			}
 		case len(f) == 2 && f[0] == "del":
-			b.Delete([]byte(f[1]))
+			if err := b.Delete([]byte(f[1])); err != nil {
+				return err
+			}
 		case len(f) == 3 && f[0] == "del-range":
-			b.DeleteRange([]byte(f[1]), []byte(f[2]))
+			if err := b.DeleteRange([]byte(f[1]), []byte(f[2])); err != nil {
+				return err
+			}
 		default:
 			return fmt.Errorf("bad batch line %q", line)
 		}
@@ -222,7 +237,7 @@ func (h *scriptHarness) get(td *datadriven.TestData) (string, error) {
 	return b.String(), nil
 }
 
-func (h *scriptHarness) iter(td *datadriven.TestData) (string, error) {
+func (h *scriptHarness) iter(td *datadriven.TestData) (_ string, err error) {
 	opts := &IterOptions{}
 	for _, arg := range td.CmdArgs {
 		switch arg.Key {
@@ -235,7 +250,6 @@ func (h *scriptHarness) iter(td *datadriven.TestData) (string, error) {
 		}
 	}
 	var it *Iterator
-	var err error
 	if s := h.snapshotArg(td); s != nil {
 		it, err = s.NewIter(opts)
 	} else {
@@ -244,7 +258,13 @@ func (h *scriptHarness) iter(td *datadriven.TestData) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer it.Close()
+	var shown error // the last error the output shows
+	defer func() {
+		// Close returns the iterator's error: a new one only is news.
+		if cerr := it.Close(); cerr != nil && cerr != shown {
+			err = errors.Join(err, cerr)
+		}
+	}()
 	var b strings.Builder
 	for _, line := range strings.Split(td.Input, "\n") {
 		f := strings.Fields(line)
@@ -281,6 +301,7 @@ func (h *scriptHarness) iter(td *datadriven.TestData) (string, error) {
 			fmt.Fprintf(&b, "%s: %s=%s\n", line, it.Key(), it.Value())
 		} else if err := it.Error(); err != nil {
 			fmt.Fprintf(&b, "%s: error: %v\n", line, err)
+			shown = err
 		} else {
 			fmt.Fprintf(&b, "%s: .\n", line)
 		}

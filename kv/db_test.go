@@ -78,9 +78,22 @@ func TestOpen_CreatesDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
+	defer mustClose(t, d)
 	if _, err := fs.Stat("a/b/db/CURRENT"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestOpen_EmptyDirname refuses an empty directory name with a clear
+// error and creates nothing.
+func TestOpen_EmptyDirname(t *testing.T) {
+	fs := vfs.NewMem()
+	d, err := Open("", &Options{FS: fs})
+	if err == nil || !strings.Contains(err.Error(), "kv: Open: empty directory name") {
+		t.Fatalf("Open(\"\") = %v, %v; want an error naming the empty directory name", d, err)
+	}
+	if names, err := fs.List(""); err == nil && len(names) != 0 {
+		t.Fatalf("Open(\"\") created %v", names)
 	}
 }
 
@@ -102,21 +115,22 @@ func TestOpen_Twice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
+	defer mustClose(t, d)
 	mustGet(t, d, "k", "v")
 }
 
 // TestDB_ErrClosed checks every method after Close.
 func TestDB_ErrClosed(t *testing.T) {
 	d, _ := openMem(t, nil)
-	d.Set([]byte("a"), []byte("1"), NoSync)
+	must(t, d.Set([]byte("a"), []byte("1"), NoSync))
 	it, _ := d.NewIter(nil)
 	s := d.NewSnapshot()
-	if err := d.Close(); err != nil {
-		t.Fatal(err)
+	// Close closes the store and reports what was left open.
+	if err := d.Close(); !errors.Is(err, ErrLeaked) || !strings.Contains(err.Error(), "(iterators: 1, snapshots: 1)") {
+		t.Fatalf("Close with an iterator and a snapshot open: %v, want ErrLeaked", err)
 	}
 	b := d.NewBatch()
-	b.Set([]byte("x"), nil)
+	must(t, b.Set([]byte("x"), nil))
 	_, getErr := d.Get([]byte("a"))
 	_, iterErr := d.NewIter(nil)
 	_, snapGetErr := s.Get([]byte("a"))
@@ -154,8 +168,8 @@ func TestDB_ErrClosed(t *testing.T) {
 // TestDB_Limits refuses oversized writes without losing anything.
 func TestDB_Limits(t *testing.T) {
 	d, _ := openMem(t, nil)
-	defer d.Close()
-	d.Set([]byte("keep"), []byte("me"), Sync)
+	defer mustClose(t, d)
+	must(t, d.Set([]byte("keep"), []byte("me"), Sync))
 	if err := d.Set(make([]byte, MaxKeySize+1), nil, Sync); !errors.Is(err, ErrKeyTooLarge) {
 		t.Fatalf("big key: %v", err)
 	}
@@ -166,8 +180,10 @@ func TestDB_Limits(t *testing.T) {
 		t.Fatalf("big value: %v", err)
 	}
 	b := d.NewBatch()
-	b.Set([]byte("partial"), []byte("no"))
-	b.Set(make([]byte, MaxKeySize+1), nil)
+	must(t, b.Set([]byte("partial"), []byte("no")))
+	if err := b.Set(make([]byte, MaxKeySize+1), nil); !errors.Is(err, ErrKeyTooLarge) {
+		t.Fatalf("big key in a batch: %v", err)
+	}
 	if err := d.Apply(b, Sync); !errors.Is(err, ErrKeyTooLarge) {
 		t.Fatalf("spoiled batch: %v", err)
 	}
@@ -186,12 +202,12 @@ func TestDB_Limits(t *testing.T) {
 // TestDB_GetReturnsCopy lets the caller modify what Get returned.
 func TestDB_GetReturnsCopy(t *testing.T) {
 	d, _ := openMem(t, nil)
-	defer d.Close()
-	d.Set([]byte("k"), []byte("value"), NoSync)
+	defer mustClose(t, d)
+	must(t, d.Set([]byte("k"), []byte("value"), NoSync))
 	v, _ := d.Get([]byte("k"))
 	copy(v, "XXXXX")
 	mustGet(t, d, "k", "value")
-	d.Flush()
+	must(t, d.Flush())
 	v, _ = d.Get([]byte("k"))
 	copy(v, "YYYYY")
 	mustGet(t, d, "k", "value")
@@ -210,7 +226,7 @@ func TestDB_Reopen(t *testing.T) {
 				}
 			}
 			for i := 0; i < 2000; i += 3 {
-				d.Delete(fmt.Appendf(nil, "key%05d", i), wo)
+				must(t, d.Delete(fmt.Appendf(nil, "key%05d", i), wo))
 			}
 			if err := d.Close(); err != nil {
 				t.Fatal(err)
@@ -241,16 +257,16 @@ func TestDB_Reopen(t *testing.T) {
 func TestDB_SequenceNumbersSurviveReopen(t *testing.T) {
 	o := &Options{DisableAutomaticCompactions: true}
 	d, _ := openMem(t, o)
-	d.Set([]byte("k"), []byte("old"), Sync)
-	d.Flush()
-	d.Close()
+	must(t, d.Set([]byte("k"), []byte("old"), Sync))
+	must(t, d.Flush())
+	must(t, d.Close())
 	d, _ = Open("db", o)
-	d.Set([]byte("k"), []byte("new"), Sync)
-	d.Flush()
+	must(t, d.Set([]byte("k"), []byte("new"), Sync))
+	must(t, d.Flush())
 	mustGet(t, d, "k", "new")
-	d.Close()
+	must(t, d.Close())
 	d, _ = Open("db", o)
-	defer d.Close()
+	defer mustClose(t, d)
 	mustGet(t, d, "k", "new")
 }
 
@@ -258,17 +274,17 @@ func TestDB_SequenceNumbersSurviveReopen(t *testing.T) {
 func TestRecovery_TornTail(t *testing.T) {
 	o := &Options{}
 	d, fs := openMem(t, o)
-	d.Set([]byte("a"), []byte("1"), Sync)
-	d.Set([]byte("b"), bytes.Repeat([]byte("2"), 100), Sync)
+	must(t, d.Set([]byte("a"), []byte("1"), Sync))
+	must(t, d.Set([]byte("b"), bytes.Repeat([]byte("2"), 100), Sync))
 	log := d.commit.log.name
-	d.Close()
+	must(t, d.Close())
 	// A crash tears "b"'s record before Close would have sealed the WAL.
 	truncateFile(t, fs, "db/"+log, walSealSize+10)
 	d, err := Open("db", o)
 	if err != nil {
 		t.Fatalf("Open after torn tail: %v", err)
 	}
-	defer d.Close()
+	defer mustClose(t, d)
 	mustGet(t, d, "a", "1")
 	mustNotFind(t, d, "b")
 }
@@ -278,10 +294,10 @@ func TestRecovery_TornTail(t *testing.T) {
 func TestRecovery_Corruption(t *testing.T) {
 	o := &Options{}
 	d, fs := openMem(t, o)
-	d.Set([]byte("a"), bytes.Repeat([]byte("1"), 50), Sync)
-	d.Set([]byte("b"), []byte("2"), Sync)
+	must(t, d.Set([]byte("a"), bytes.Repeat([]byte("1"), 50), Sync))
+	must(t, d.Set([]byte("b"), []byte("2"), Sync))
 	log := d.commit.log.name
-	d.Close()
+	must(t, d.Close())
 	data := readFile(t, fs, "db/"+log)
 	i := bytes.Index(data, []byte("11111"))
 	data[i] ^= 0xff
@@ -296,10 +312,10 @@ func TestRecovery_Corruption(t *testing.T) {
 func TestRecovery_MissingTable(t *testing.T) {
 	o := &Options{}
 	d, fs := openMem(t, o)
-	d.Set([]byte("a"), []byte("1"), Sync)
-	d.Flush()
+	must(t, d.Set([]byte("a"), []byte("1"), Sync))
+	must(t, d.Flush())
 	f := d.mu.versions.current.Levels[0][0]
-	d.Close()
+	must(t, d.Close())
 	name := base.MakeFilename(base.FileTypeTable, f.FileNum)
 	fs.Remove("db/" + name)
 	_, err := Open("db", o)
@@ -312,9 +328,9 @@ func TestRecovery_MissingTable(t *testing.T) {
 func TestRecovery_ObsoleteFilesDeleted(t *testing.T) {
 	o := &Options{}
 	d, fs := openMem(t, o)
-	d.Set([]byte("a"), []byte("1"), Sync)
-	d.Flush() // WAL 000001.log is obsolete from here on
-	d.Close()
+	must(t, d.Set([]byte("a"), []byte("1"), Sync))
+	must(t, d.Flush()) // WAL 000001.log is obsolete from here on
+	must(t, d.Close())
 	for _, name := range []string{"000900.sst", "000901.tmp", "MANIFEST-000902", "000001.log"} {
 		writeFile(t, fs, "db/"+name, []byte("junk"))
 	}
@@ -322,7 +338,7 @@ func TestRecovery_ObsoleteFilesDeleted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
+	defer mustClose(t, d)
 	names, _ := fs.List("db")
 	for _, name := range names {
 		switch name {
@@ -339,7 +355,7 @@ func readFile(t testing.TB, fs vfs.FS, name string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer mustClose(t, f)
 	data, err := io.ReadAll(f)
 	if err != nil {
 		t.Fatal(err)
@@ -374,7 +390,7 @@ func truncateFile(t *testing.T, fs vfs.FS, name string, drop int) {
 func TestRecovery_BadCurrent(t *testing.T) {
 	o := &Options{}
 	d, fs := openMem(t, o)
-	d.Close()
+	must(t, d.Close())
 	writeFile(t, fs, "db/CURRENT", []byte("garbage"))
 	if _, err := Open("db", o); !errors.Is(err, ErrCorruption) || !strings.Contains(err.Error(), "CURRENT") {
 		t.Fatalf("Open with a bad CURRENT: %v", err)
@@ -386,9 +402,9 @@ func TestRecovery_BadCurrent(t *testing.T) {
 func TestRecovery_ManifestTornTail(t *testing.T) {
 	o := &Options{}
 	d, fs := openMem(t, o)
-	d.Set([]byte("a"), []byte("1"), Sync)
-	d.Flush()
-	d.Close()
+	must(t, d.Set([]byte("a"), []byte("1"), Sync))
+	must(t, d.Flush())
+	must(t, d.Close())
 	name := "db/" + strings.TrimSpace(string(readFile(t, fs, "db/CURRENT")))
 	data := readFile(t, fs, name)
 	writeFile(t, fs, name, append(data, 0x01, 0x02, 0x03))
@@ -396,7 +412,7 @@ func TestRecovery_ManifestTornTail(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Open with a torn MANIFEST tail: %v", err)
 	}
-	defer d.Close()
+	defer mustClose(t, d)
 	mustGet(t, d, "a", "1")
 }
 
@@ -429,7 +445,7 @@ func TestOpen_ErrorIfExists(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f.Close()
+			must(t, f.Close())
 		},
 	}
 	tests := []struct {
@@ -462,14 +478,14 @@ func TestOpen_ErrorIfExists(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Open: %v", err)
 				}
-				defer d.Close()
+				defer mustClose(t, d)
 				if tc.wantValue {
 					mustGet(t, d, "k", "v")
 				}
 				return
 			}
 			if err == nil {
-				d.Close()
+				must(t, d.Close())
 				t.Fatalf("Open succeeded, want an error")
 			}
 			if tc.wantErr != nil && !errors.Is(err, tc.wantErr) {
@@ -503,4 +519,21 @@ func listTree(t *testing.T, fs vfs.FS, dir string) string {
 	}
 	sort.Strings(names)
 	return strings.Join(names, " ")
+}
+
+// must fails the test on a non-nil error: for the calls whose error the
+// test does not itself expect.
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mustClose closes c, failing the test on an error, for defer.
+func mustClose(t testing.TB, c io.Closer) {
+	t.Helper()
+	if err := c.Close(); err != nil {
+		t.Error(err)
+	}
 }

@@ -177,7 +177,9 @@ func TestErrorFS_Open(t *testing.T) {
 			}
 			checkStore(t, mem, want, what)
 			if fired == "" {
-				t.Logf("Open makes %d operations", i)
+				// Open reads the MANIFEST, the tables' footers and the WAL:
+				// far more than 20 operations.
+				requireRan(t, "failing operations of Open", i, 20)
 				return
 			}
 		}
@@ -222,7 +224,8 @@ func TestErrorFS_Close(t *testing.T) {
 		}
 		checkStore(t, mem, want, what)
 		if fired == "" {
-			t.Logf("Close makes %d operations", i)
+			// Close syncs the WAL at least.
+			requireRan(t, "failing operations of Close", i, 1)
 			return
 		}
 	}
@@ -258,7 +261,7 @@ func TestErrorFS_WALSyncFailure(t *testing.T) {
 		t.Fatalf("Sync write with a failing fsync: %v, want the injected error", err)
 	}
 	b := db.NewBatch()
-	b.Set([]byte("after-batch"), []byte("x"))
+	must(t, b.Set([]byte("after-batch"), []byte("x")))
 	later := map[string]func() error{
 		"NoSync Set": func() error { return db.Set([]byte("after1"), []byte("x"), kv.NoSync) },
 		"Sync Set":   func() error { return db.Set([]byte("after2"), []byte("x"), kv.Sync) },
@@ -306,17 +309,24 @@ func TestErrorFS_Write(t *testing.T) {
 		dry.run()
 		total := dry.inj.opsSeen()
 		t.Logf("the workload makes %d operations; failing %d of them", total, min(total, points))
-		failed := map[string]int{}
+		failed, fired := map[string]int{}, 0
 		for _, i := range crashPoints(newRand(seed), total, points) {
 			r := newFaultWriteRun(t, seed, i)
 			r.run()
 			if t.Failed() {
 				return
 			}
+			if r.inj.firedOp() != "" {
+				fired++
+			}
 			op, _, _ := strings.Cut(r.inj.firedOp(), " ")
 			failed[op]++
 		}
 		t.Logf("operations failed, by kind: %v", failed)
+		// Background flushes and compactions make the count of operations
+		// vary a little from run to run, so a point near the end may fall
+		// past a run's last operation; nearly all must fire.
+		requireRan(t, "injected failures", fired, points*9/10)
 	})
 }
 
@@ -412,20 +422,20 @@ func (r *faultWriteRun) write(step int) {
 	case p < 2:
 		lo := r.rng.IntN(80)
 		k0, k1 := string(crashKey(lo)), string(crashKey(lo+1+r.rng.IntN(12)))
-		b.DeleteRange([]byte(k0), []byte(k1))
+		must(r.t, b.DeleteRange([]byte(k0), []byte(k1)))
 		w.delRanges = append(w.delRanges, [2]string{k0, k1})
 	case p < 12:
 		k := string(crashKey(r.rng.IntN(80)))
-		b.Set([]byte(k), []byte(v))
+		must(r.t, b.Set([]byte(k), []byte(v)))
 		w.kvs[k] = &v
 	case p < 16:
 		k := string(crashKey(r.rng.IntN(80)))
-		b.Delete([]byte(k))
+		must(r.t, b.Delete([]byte(k)))
 		w.kvs[k] = nil
 	default:
 		g := r.rng.IntN(16)
 		for i := 0; i < crashGroupKeys; i++ {
-			b.Set([]byte(groupKey(g, i)), []byte(v))
+			must(r.t, b.Set([]byte(groupKey(g, i)), []byte(v)))
 			w.kvs[groupKey(g, i)] = &v
 		}
 	}
@@ -553,7 +563,7 @@ func (r *faultReadRun) failed(err error, what string) bool {
 
 func (r *faultReadRun) run() {
 	snap := r.db.NewSnapshot()
-	defer snap.Close()
+	defer mustClose(r.t, snap)
 	for i := 0; i < 30; i++ {
 		r.get(r.db.Get, "Get")
 	}

@@ -63,6 +63,11 @@ var (
 	ErrBatchTooLarge = errors.New("kv: batch larger than MaxBatchSize")
 )
 
+// ErrLeaked is wrapped by the error of a DB.Close that found iterators or
+// snapshots still open. The store is closed all the same; the error points
+// at a caller that forgot to close them.
+var ErrLeaked = errors.New("kv: iterators or snapshots left open at Close")
+
 // ErrReversePrefixIteration is the error of Iterator.Prev in prefix mode
 // (after SeekPrefixGE), as in Pebble: whether or not the iterator is
 // Valid, so a prefix seek that found nothing makes Prev fail too. The

@@ -1,12 +1,14 @@
 package kv_test
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"log"
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
 	"github.com/bloomkv/bloomkv/kv"
+	"github.com/bloomkv/bloomkv/sstable"
 	"github.com/cockroachdb/pebble/vfs"
 )
 
@@ -32,9 +34,14 @@ func ExampleOpen() {
 	fmt.Println(errors.Is(err, kv.ErrNotFound))
 
 	b := db.NewBatch()
-	b.Set([]byte("x"), []byte("1"))
-	b.Set([]byte("y"), []byte("2"))
-	if err := db.Apply(b, kv.Sync); err != nil { // both or neither
+	if err := b.Set([]byte("x"), []byte("1")); err != nil {
+		log.Fatal(err)
+	}
+	if err := b.Set([]byte("y"), []byte("2")); err != nil {
+		log.Fatal(err)
+	}
+	// both or neither
+	if err := db.Apply(b, kv.Sync); err != nil {
 		log.Fatal(err)
 	}
 	if err := db.Close(); err != nil {
@@ -52,7 +59,9 @@ func ExampleDB_NewIter() {
 	}
 	defer db.Close()
 	for _, k := range []string{"apple", "banana", "cherry", "date"} {
-		db.Set([]byte(k), []byte(k[:1]), kv.NoSync)
+		if err := db.Set([]byte(k), []byte(k[:1]), kv.NoSync); err != nil {
+			log.Fatal(err)
+		}
 	}
 	it, err := db.NewIter(&kv.IterOptions{LowerBound: []byte("b"), UpperBound: []byte("d")})
 	if err != nil {
@@ -80,12 +89,21 @@ func ExampleDB_NewSnapshot() {
 		log.Fatal(err)
 	}
 	defer db.Close()
-	db.Set([]byte("k"), []byte("before"), kv.NoSync)
+	if err := db.Set([]byte("k"), []byte("before"), kv.NoSync); err != nil {
+		log.Fatal(err)
+	}
 	snap := db.NewSnapshot()
 	defer snap.Close()
-	db.Set([]byte("k"), []byte("after"), kv.NoSync)
-	db.Flush() // the snapshot's view survives flushes and compactions
-	db.Compact(nil, nil)
+	if err := db.Set([]byte("k"), []byte("after"), kv.NoSync); err != nil {
+		log.Fatal(err)
+	}
+	// the snapshot's view survives flushes and compactions
+	if err := db.Flush(); err != nil {
+		log.Fatal(err)
+	}
+	if err := db.Compact(nil, nil); err != nil {
+		log.Fatal(err)
+	}
 
 	old, _ := snap.Get([]byte("k"))
 	cur, _ := db.Get([]byte("k"))
@@ -103,9 +121,13 @@ func ExampleDB_Metrics() {
 	// Three overlapping L0 tables.
 	for _, keys := range [][]string{{"a", "m"}, {"b", "n"}, {"c", "o"}} {
 		for _, k := range keys {
-			db.Set([]byte(k), []byte("v"), kv.NoSync)
+			if err := db.Set([]byte(k), []byte("v"), kv.NoSync); err != nil {
+				log.Fatal(err)
+			}
 		}
-		db.Flush()
+		if err := db.Flush(); err != nil {
+			log.Fatal(err)
+		}
 	}
 	db.Get([]byte("d")) // absent, inside every table's range
 	m := db.Metrics()
@@ -156,14 +178,22 @@ func ExampleOptions_filterBudget() {
 	defer db.Close()
 	write := func(from, to int) {
 		for i := from; i < to; i++ {
-			db.Set(fmt.Appendf(nil, "key%06d", i), []byte("v"), kv.NoSync)
+			if err := db.Set(fmt.Appendf(nil, "key%06d", i), []byte("v"), kv.NoSync); err != nil {
+				log.Fatal(err)
+			}
 		}
 	}
 	write(0, 20000)
-	db.Compact(nil, nil) // L6: 20,000 keys, the only run: it gets the budget
+	// L6: 20,000 keys, the only run: it gets the budget
+	if err := db.Compact(nil, nil); err != nil {
+		log.Fatal(err)
+	}
 	for _, from := range []int{20000, 21000} {
 		write(from, from+1000)
-		db.Flush() // an L0 table of 1,000 keys, sized against L6
+		// an L0 table of 1,000 keys, sized against L6
+		if err := db.Flush(); err != nil {
+			log.Fatal(err)
+		}
 	}
 	for i, l := range db.Metrics().Levels {
 		if l.NumFiles > 0 {
@@ -173,4 +203,45 @@ func ExampleOptions_filterBudget() {
 	// Output:
 	// L0: 2000 keys, 17.1 filter bits per key
 	// L6: 20000 keys, 10.1 filter bits per key
+}
+
+// ExampleDB_DeleteRange deletes all of one user's keys: under a comparer
+// from sstable.NewSplitComparer, [prefix, sstable.PrefixEnd(prefix)) is
+// the range of a prefix, and the same pair bounds an iterator to it.
+func ExampleDB_DeleteRange() {
+	userSplit := func(key []byte) int { // "user/<id>/" is a key's prefix
+		if i := bytes.IndexByte(key, '/'); i >= 0 {
+			if j := bytes.IndexByte(key[i+1:], '/'); j >= 0 {
+				return i + j + 2
+			}
+		}
+		return len(key)
+	}
+	db, err := kv.Open("demo", &kv.Options{FS: vfs.NewMem(), Comparer: sstable.NewSplitComparer("example.user", userSplit)})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	for _, k := range []string{"user/1/name", "user/1/mail", "user/10/name", "user/2/name"} {
+		if err := db.Set([]byte(k), []byte("v"), kv.NoSync); err != nil {
+			log.Fatal(err)
+		}
+	}
+	prefix := []byte("user/1/")
+	if err := db.DeleteRange(prefix, sstable.PrefixEnd(prefix), kv.NoSync); err != nil {
+		log.Fatal(err)
+	}
+	it, err := db.NewIter(nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for it.First(); it.Valid(); it.Next() {
+		fmt.Printf("%s\n", it.Key())
+	}
+	if err := it.Close(); err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// user/10/name
+	// user/2/name
 }

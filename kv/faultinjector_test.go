@@ -4,6 +4,7 @@ package kv_test
 // armed and says what it failed, and copying an in-memory store.
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -111,12 +112,12 @@ func copyDir(t testing.TB, src vfs.FS, dir string) *vfs.MemFS {
 	return dst
 }
 
-func copyFile(src, dst vfs.FS, path string) error {
+func copyFile(src, dst vfs.FS, path string) (err error) {
 	in, err := src.Open(path)
 	if err != nil {
 		return err
 	}
-	defer in.Close()
+	defer func() { err = errors.Join(err, in.Close()) }()
 	data, err := io.ReadAll(in)
 	if err != nil {
 		return err
@@ -126,8 +127,7 @@ func copyFile(src, dst vfs.FS, path string) error {
 		return err
 	}
 	if _, err := out.Write(data); err != nil {
-		out.Close()
-		return err
+		return errors.Join(err, out.Close())
 	}
 	return out.Close()
 }

@@ -117,7 +117,7 @@ func TestFilters_DisableFiltersOnRead(t *testing.T) {
 		} else if got.FilterNegatives < n || got.BlockReads >= got.TablesConsidered {
 			t.Errorf("filters unused after reopening without DisableFilters: %+v", got)
 		}
-		d.Close()
+		must(t, d.Close())
 	}
 }
 
@@ -139,7 +139,7 @@ func TestFilters_LevelPolicies(t *testing.T) {
 	d := reopen(t, fs, &Options{})
 	m := lookupAll(t, d, n)
 	checkBits(t, m, map[int]float64{0: 20, 1: 5})
-	d.Close()
+	must(t, d.Close())
 
 	// Swap the budgets, and give L1 a policy of another name.
 	o := &Options{Levels: []LevelOptions{{FilterPolicy: bloom(5)}, {FilterPolicy: &exactPolicy{}}}, StaticLevels: true}
@@ -169,7 +169,7 @@ func TestFilters_LevelPolicies(t *testing.T) {
 	if l1 := m.Levels[1].Lookups; l1.FilterFalsePositives != 0 || l1.FilterNegatives < 2*n-1 {
 		t.Errorf("L1's exact filters: %+v", l1)
 	}
-	d.Close()
+	must(t, d.Close())
 
 	// Without test.exact, L1's tables are read without their filter.
 	d = reopen(t, fs, &Options{})
@@ -178,7 +178,7 @@ func TestFilters_LevelPolicies(t *testing.T) {
 		l1.BlockReads != l1.TablesConsidered || m.Levels[1].FilterBytes == 0 {
 		t.Errorf("L1 of an unknown policy: %+v, filter bytes %d", l1, m.Levels[1].FilterBytes)
 	}
-	d.Close()
+	must(t, d.Close())
 }
 
 // checkBits checks each listed level's filter bits per key against the
@@ -230,13 +230,13 @@ func TestFilters_Budget(t *testing.T) {
 	if total := 8 * float64(filterBytes) / float64(keys); math.Abs(total-8) > 1 {
 		t.Errorf("the store spends %.2f filter bits per key for a budget of 8", total)
 	}
-	d.Close()
+	must(t, d.Close())
 	d = reopen(t, fs, &Options{})
 	m = lookupAll(t, d, n/2)
 	if m.Levels[bottom].Lookups.FilterNegatives == 0 {
 		t.Errorf("bottom level's budgeted filters unused after reopening: %+v", m.Levels[bottom].Lookups)
 	}
-	d.Close()
+	must(t, d.Close())
 }
 
 // TestBudgetRuns checks the runs a budget sees for a flush and for a

@@ -170,11 +170,11 @@ func checkOpenAnyBytes(t *testing.T, fs vfs.FS, memTableSize int64) {
 	got, err := checkReads(t, d)
 	if err != nil {
 		requireBadBytesError(t, err, "reading")
-		d.Close()
+		must(t, d.Close())
 		return
 	}
 	if err := d.Set([]byte("\xff-fuzz"), []byte("after"), Sync); err != nil {
-		d.Close()
+		must(t, d.Close())
 		if errors.Is(err, errSeqNumsExhausted) {
 			return
 		}
@@ -187,7 +187,7 @@ func checkOpenAnyBytes(t *testing.T, fs vfs.FS, memTableSize int64) {
 	if err != nil {
 		t.Fatalf("reopening a store that opened: %v", err)
 	}
-	defer d.Close()
+	defer mustClose(t, d)
 	again, err := checkReads(t, d)
 	if err != nil {
 		t.Fatalf("reading after reopening: %v", err)
@@ -205,7 +205,7 @@ func checkReads(t *testing.T, d *DB) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer it.Close()
+	defer mustClose(t, it)
 	var keys, vals []string
 	for it.First(); it.Valid(); it.Next() {
 		if n := len(keys); n > 0 && keys[n-1] >= string(it.Key()) {

@@ -2,6 +2,7 @@ package kv
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -40,7 +41,7 @@ func rewriting() bool {
 // second continues its sequence numbers. They are kept small, a few KiB,
 // so the fuzzer's minimization of inputs derived from them stays quick
 // (records spanning blocks are covered by internal/record's own tests).
-func goldenWALs() (wals [][]byte, model map[string]string) {
+func goldenWALs(t testing.TB) (wals [][]byte, model map[string]string) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	model = map[string]string{}
 	seq := base.SeqNum(1)
@@ -53,19 +54,20 @@ func goldenWALs() (wals [][]byte, model map[string]string) {
 			for j := range 1 + rng.IntN(4) {
 				k := fmt.Sprintf("key%03d", rng.IntN(80))
 				if rng.IntN(5) == 0 {
-					b.Delete([]byte(k))
+					must(t, b.Delete([]byte(k)))
 					delete(model, k)
 					continue
 				}
 				v := fmt.Sprintf("v%d.%d.%s", seq, j, bytes.Repeat([]byte{'a' + byte(i%26)}, rng.IntN(64)))
-				b.Set([]byte(k), []byte(v))
+				must(t, b.Set([]byte(k), []byte(v)))
 				model[k] = v
 			}
 			b.setSeqNum(seq)
 			seq += base.SeqNum(b.Count())
-			w.WriteRecord(b.data)
+			_, err := w.WriteRecord(b.data)
+			must(t, err)
 		}
-		w.Flush()
+		must(t, w.Flush())
 		wals = append(wals, buf.Bytes())
 	}
 	return wals, model
@@ -88,12 +90,12 @@ func goldenStore(t *testing.T) (vfs.FS, string, map[string]string) {
 		for range 150 {
 			k := fmt.Sprintf("m%03d", rng.IntN(400))
 			if rng.IntN(6) == 0 {
-				d.Delete([]byte(k), NoSync)
+				must(t, d.Delete([]byte(k), NoSync))
 				delete(model, k)
 				continue
 			}
 			v := fmt.Sprintf("r%d.%x", round, rng.Uint64())
-			d.Set([]byte(k), []byte(v), NoSync)
+			must(t, d.Set([]byte(k), []byte(v), NoSync))
 			model[k] = v
 		}
 		if round == 1 {
@@ -131,12 +133,12 @@ func copyFile(t testing.TB, from vfs.FS, fromName string, to vfs.FS, toName stri
 	}
 }
 
-func readFS(fs vfs.FS, name string) ([]byte, error) {
+func readFS(fs vfs.FS, name string) (_ []byte, err error) {
 	f, err := fs.Open(name)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { err = errors.Join(err, f.Close()) }()
 	return io.ReadAll(f)
 }
 
@@ -165,7 +167,7 @@ func goldenManifestFiles(t testing.TB) (manifestName string, tables []string) {
 // TestGolden_WAL checks the golden WALs are what the batch and record
 // encoders write, and that Open replays them into the store they hold.
 func TestGolden_WAL(t *testing.T) {
-	wals, model := goldenWALs()
+	wals, model := goldenWALs(t)
 	fs := vfs.NewMem()
 	fs.MkdirAll("db", 0o755)
 	for i, name := range goldenWALNames {
@@ -218,7 +220,7 @@ func TestGolden_Manifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
+	defer mustClose(t, d)
 	got, err := iterAll(d)
 	if err != nil {
 		t.Fatal(err)
@@ -250,7 +252,7 @@ func checkStoreHolds(t *testing.T, fs vfs.FS, model map[string]string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
+	defer mustClose(t, d)
 	got, err := iterAll(d)
 	if err != nil {
 		t.Fatal(err)
@@ -271,8 +273,7 @@ func iterAll(d *DB) (map[string]string, error) {
 		got[string(it.Key())] = string(it.Value())
 	}
 	if err := it.Error(); err != nil {
-		it.Close()
-		return nil, err
+		return nil, errors.Join(err, it.Close())
 	}
 	return got, it.Close()
 }

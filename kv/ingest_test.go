@@ -80,7 +80,6 @@ func TestDB_Ingest(t *testing.T) {
 	want["a0050"] = "mem"
 	before := maps.Clone(want)
 	snap := db.NewSnapshot()
-	defer snap.Close()
 
 	ext1 := keyRange("a", 40, 60, "ing")
 	ext1["a0045"] = "" // a tombstone
@@ -104,6 +103,9 @@ func TestDB_Ingest(t *testing.T) {
 	}
 	if got, err := readAll(snap.NewIter); err != nil || diffMaps(got, before) != "" {
 		t.Fatalf("snapshot taken before Ingest: %v %s", err, diffMaps(got, before))
+	}
+	if err := snap.Close(); err != nil {
+		t.Fatal(err)
 	}
 	// The ingested files stay where they were.
 	if _, err := fs.Stat("ext/1.sst"); err != nil {

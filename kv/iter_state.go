@@ -89,6 +89,7 @@ func (l *levelIter) openTable(f *manifest.FileMetadata, lower, upper []byte) (ba
 // It opens no table: a Level opens its tables as positioning reaches them.
 func (s *iterState) init(d *DB, opts *IterOptions, snap *Snapshot) {
 	s.db, s.cmp, s.bytewise = d, d.cmp.Compare, d.cmp.Bytewise()
+	d.openIters.Add(1)
 	if opts != nil {
 		s.lower, s.lowerBuf = keepBound(s.lowerBuf, opts.LowerBound)
 		s.upper, s.upperBuf = keepBound(s.upperBuf, opts.UpperBound)
@@ -186,6 +187,7 @@ func (s *iterState) rangeDeleted(key []byte, seq base.SeqNum) bool {
 // the pool, dropping every reference to the DB's memory; it returns what
 // Iterator.Close does.
 func (s *iterState) close() error {
+	s.db.openIters.Add(-1)
 	err := s.merging.Close()
 	s.rs.unref()
 	if s.err != nil {

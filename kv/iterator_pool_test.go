@@ -30,7 +30,7 @@ func TestIterator_PoolReuse(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer d.Close()
+		defer mustClose(t, d)
 		model := map[string]string{}
 		var open []*kv.Iterator
 		for step := 0; step < 300; step++ {
@@ -54,7 +54,11 @@ func TestIterator_PoolReuse(t *testing.T) {
 			}
 		}
 		for _, it := range open {
-			it.Close()
+			// Close returns the error the iterator was left in, if any.
+			left := it.Error()
+			if err := it.Close(); err != left {
+				t.Fatalf("Close = %v, want the iterator's error %v", err, left)
+			}
 		}
 	})
 }
@@ -142,7 +146,7 @@ func closeAndProbe(t *testing.T, rng *rand.Rand, d *kv.DB, it *kv.Iterator, mode
 		t.Fatalf("Close: %v", err)
 	}
 	fresh, o := openRandomIter(t, rng, d)
-	defer fresh.Close()
+	defer mustClose(t, fresh)
 	im := newIterModel(maps.Clone(model), o)
 	ok, want := fresh.First(), im.first()
 	if it.First() || it.Last() || it.SeekGE([]byte("user/")) || it.SeekLT([]byte("z")) ||

@@ -34,7 +34,7 @@ func testIteratorRandom(t *testing.T, cmp *sstable.Comparer) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer d.Close()
+		defer mustClose(t, d)
 		model := map[string]string{}
 		type snap struct {
 			s     *kv.Snapshot
@@ -43,7 +43,7 @@ func testIteratorRandom(t *testing.T, cmp *sstable.Comparer) {
 		var snaps []snap
 		defer func() {
 			for _, s := range snaps {
-				s.s.Close()
+				must(t, s.s.Close())
 			}
 		}()
 		for step := 0; step < 400; step++ {
@@ -93,7 +93,7 @@ func checkRandomIter(t *testing.T, rng *rand.Rand, newIter func(*kv.IterOptions)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer it.Close()
+	defer mustClose(t, it)
 	seekKey := func() []byte { return fmt.Appendf(nil, "k%02d", rng.IntN(62)) }
 	if msg := checkIter(rng, it, newIterModel(model, o), 60, seekKey); msg != "" {
 		t.Fatalf("bounds %s: %s", boundsString(o), msg)

@@ -6,6 +6,7 @@ package kv_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -192,8 +193,7 @@ func readAll(newIter func(*kv.IterOptions) (*kv.Iterator, error)) (map[string]st
 		m[string(it.Key())] = string(it.Value())
 	}
 	if err := it.Error(); err != nil {
-		it.Close()
-		return nil, err
+		return nil, errors.Join(err, it.Close())
 	}
 	return m, it.Close()
 }

@@ -3,6 +3,7 @@ package kv
 import (
 	"errors"
 	"fmt"
+	"io"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -19,10 +20,10 @@ import (
 // closed, even when a compaction replaces them.
 func TestIterator_HoldsVersion(t *testing.T) {
 	d, fs := openMem(t, &Options{DisableAutomaticCompactions: true})
-	defer d.Close()
+	defer mustClose(t, d)
 	for i := 0; i < 3; i++ {
-		d.Set(fmt.Appendf(nil, "k%d", i), []byte("v"), NoSync)
-		d.Flush()
+		must(t, d.Set(fmt.Appendf(nil, "k%d", i), []byte("v"), NoSync))
+		must(t, d.Flush())
 	}
 	old := d.mu.versions.current.Levels[0]
 	it, _ := d.NewIter(nil)
@@ -58,9 +59,9 @@ func TestDB_AutomaticCompaction(t *testing.T) {
 	d, _ := openMem(t, o)
 	const n = 3000
 	for i := 0; i < n; i++ {
-		d.Set(fmt.Appendf(nil, "key%05d", (i*7919)%n), fmt.Appendf(nil, "value%d", i), NoSync)
+		must(t, d.Set(fmt.Appendf(nil, "key%05d", (i*7919)%n), fmt.Appendf(nil, "value%d", i), NoSync))
 	}
-	d.Flush()
+	must(t, d.Flush())
 	d.waitCompactionsIdle()
 	m := d.Metrics()
 	if m.Levels[0].NumFiles >= 2 || m.Compact.Count == 0 {
@@ -85,12 +86,12 @@ func TestDB_AutomaticCompaction(t *testing.T) {
 		}
 	}
 	check(d)
-	d.Close()
+	must(t, d.Close())
 	d, err := Open("db", o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
+	defer mustClose(t, d)
 	check(d)
 }
 
@@ -105,7 +106,7 @@ func TestDB_CloseDuringBackgroundWork(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := 0; i < 1000; i++ {
-			d.Set(fmt.Appendf(nil, "r%d-%04d", round, i), []byte("some value"), NoSync)
+			must(t, d.Set(fmt.Appendf(nil, "r%d-%04d", round, i), []byte("some value"), NoSync))
 		}
 		if err := d.Close(); err != nil {
 			t.Fatal(err)
@@ -115,7 +116,7 @@ func TestDB_CloseDuringBackgroundWork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
+	defer mustClose(t, d)
 	for round := 0; round < 3; round++ {
 		for i := 0; i < 1000; i += 97 {
 			mustGet(t, d, fmt.Sprintf("r%d-%04d", round, i), "some value")
@@ -137,7 +138,7 @@ func TestDB_StickyWALError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.Set([]byte("a"), []byte("1"), Sync)
+	must(t, d.Set([]byte("a"), []byte("1"), Sync))
 	armed.Store(true)
 	if err := d.Set([]byte("b"), []byte("2"), Sync); !errors.Is(err, errorfs.ErrInjected) {
 		t.Fatalf("write on a failing WAL: %v", err)
@@ -149,7 +150,9 @@ func TestDB_StickyWALError(t *testing.T) {
 	mustGet(t, d, "a", "1")
 	mustNotFind(t, d, "b")
 	mustNotFind(t, d, "c")
-	d.Close()
+	if err := d.Close(); !errors.Is(err, errorfs.ErrInjected) {
+		t.Fatalf("Close after a WAL failure: %v, want the injected error", err)
+	}
 }
 
 // TestOptions_ExtraFilterPolicies reads tables written under another
@@ -157,10 +160,10 @@ func TestDB_StickyWALError(t *testing.T) {
 func TestOptions_ExtraFilterPolicies(t *testing.T) {
 	other := &exactPolicy{}
 	d, fs := openMem(t, &Options{FilterPolicy: other, DisableAutomaticCompactions: true})
-	d.Set([]byte("a"), nil, NoSync)
-	d.Set([]byte("c"), nil, NoSync)
-	d.Flush()
-	d.Close()
+	must(t, d.Set([]byte("a"), nil, NoSync))
+	must(t, d.Set([]byte("c"), nil, NoSync))
+	must(t, d.Flush())
+	must(t, d.Close())
 	for _, extra := range []bool{true, false} {
 		o := &Options{FS: fs}
 		if extra {
@@ -176,7 +179,7 @@ func TestOptions_ExtraFilterPolicies(t *testing.T) {
 		if wantNeg := map[bool]int64{true: 1, false: 0}[extra]; got.FilterNegatives != wantNeg {
 			t.Errorf("extra=%v: FilterNegatives %d, want %d (%+v)", extra, got.FilterNegatives, wantNeg, got)
 		}
-		d.Close()
+		must(t, d.Close())
 	}
 }
 
@@ -216,13 +219,13 @@ func TestManifest_Rollover(t *testing.T) {
 	o := &Options{MaxManifestFileSize: 1, DisableAutomaticCompactions: true}
 	d, fs := openMem(t, o)
 	for i := 0; i < 5; i++ {
-		d.Set(fmt.Appendf(nil, "k%d", i), []byte("v"), NoSync)
+		must(t, d.Set(fmt.Appendf(nil, "k%d", i), []byte("v"), NoSync))
 		if err := d.Flush(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	d.Compact(nil, nil)
-	d.Close()
+	must(t, d.Compact(nil, nil))
+	must(t, d.Close())
 	names, _ := fs.List("db")
 	var manifests []string
 	for _, n := range names {
@@ -238,7 +241,7 @@ func TestManifest_Rollover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
+	defer mustClose(t, d)
 	for i := 0; i < 5; i++ {
 		mustGet(t, d, fmt.Sprintf("k%d", i), "v")
 	}
@@ -249,7 +252,7 @@ func TestManifest_Rollover(t *testing.T) {
 // the garbage collector before the next memtable fills.
 func TestFlush_ReleasesMemTable(t *testing.T) {
 	d, _ := openMem(t, &Options{DisableAutomaticCompactions: true})
-	defer d.Close()
+	defer mustClose(t, d)
 	if err := d.Set([]byte("k"), []byte("v"), NoSync); err != nil {
 		t.Fatal(err)
 	}
@@ -269,4 +272,41 @@ func TestFlush_ReleasesMemTable(t *testing.T) {
 		}
 	}
 	t.Fatal("the flushed memtable is still reachable")
+}
+
+// TestDB_Close_ReportsLeaks closes a DB with iterators and a snapshot
+// still open: Close reports them with ErrLeaked, counting each, and still
+// closes the store cleanly (it reopens with every write); a DB whose
+// iterators and snapshots were all closed closes with no error.
+func TestDB_Close_ReportsLeaks(t *testing.T) {
+	fs := vfs.NewMem()
+	d, err := Open("db", &Options{FS: fs})
+	must(t, err)
+	must(t, d.Set([]byte("a"), []byte("1"), NoSync))
+	it1, err := d.NewIter(nil)
+	must(t, err)
+	it2, err := d.NewIter(nil)
+	must(t, err)
+	closed, err := d.NewIter(nil)
+	must(t, err)
+	must(t, closed.Close())
+	snap := d.NewSnapshot()
+	err = d.Close()
+	if !errors.Is(err, ErrLeaked) || !strings.Contains(err.Error(), "(iterators: 2, snapshots: 1)") {
+		t.Fatalf("Close with 2 iterators and a snapshot open: %v, want ErrLeaked counting them", err)
+	}
+	for _, c := range []io.Closer{it1, it2, snap} {
+		if err := c.Close(); !errors.Is(err, ErrClosed) {
+			t.Fatalf("closing a leaked %T after the DB: %v, want ErrClosed", c, err)
+		}
+	}
+	d, err = Open("db", &Options{FS: fs})
+	must(t, err)
+	mustGet(t, d, "a", "1")
+	it, err := d.NewIter(nil)
+	must(t, err)
+	s := d.NewSnapshot()
+	must(t, it.Close())
+	must(t, s.Close())
+	must(t, d.Close())
 }

@@ -10,11 +10,11 @@ import (
 // nearly all of them without a block read.
 func TestLookups_AbsentKeysSkipTables(t *testing.T) {
 	d, _ := openMem(t, &Options{DisableAutomaticCompactions: true})
-	defer d.Close()
+	defer mustClose(t, d)
 	const tables, perTable = 4, 500
 	for tb := 0; tb < tables; tb++ {
 		for i := 0; i < perTable; i++ {
-			d.Set(fmt.Appendf(nil, "key%06d", i*tables+tb), []byte("v"), NoSync)
+			must(t, d.Set(fmt.Appendf(nil, "key%06d", i*tables+tb), []byte("v"), NoSync))
 		}
 		if err := d.Flush(); err != nil {
 			t.Fatal(err)
@@ -62,14 +62,14 @@ func TestLookups_AbsentKeysSkipTables(t *testing.T) {
 // key in the memtable touches no table.
 func TestLookups_PresentKeyStops(t *testing.T) {
 	d, _ := openMem(t, &Options{DisableAutomaticCompactions: true})
-	defer d.Close()
-	d.Set([]byte("a"), []byte("old"), NoSync)
-	d.Set([]byte("z"), []byte("old"), NoSync)
-	d.Flush()
-	d.Set([]byte("a"), []byte("new"), NoSync)
-	d.Set([]byte("z"), []byte("new"), NoSync)
-	d.Flush()
-	d.Set([]byte("m"), []byte("mem"), NoSync)
+	defer mustClose(t, d)
+	must(t, d.Set([]byte("a"), []byte("old"), NoSync))
+	must(t, d.Set([]byte("z"), []byte("old"), NoSync))
+	must(t, d.Flush())
+	must(t, d.Set([]byte("a"), []byte("new"), NoSync))
+	must(t, d.Set([]byte("z"), []byte("new"), NoSync))
+	must(t, d.Flush())
+	must(t, d.Set([]byte("m"), []byte("mem"), NoSync))
 	mustGet(t, d, "m", "mem")
 	if got := d.Metrics().Lookups; got.TablesConsidered != 0 || got.Gets != 1 {
 		t.Fatalf("memtable hit touched tables: %+v", got)
@@ -84,11 +84,11 @@ func TestLookups_PresentKeyStops(t *testing.T) {
 // TestLookups_DisableFilters reads a block for every table considered.
 func TestLookups_DisableFilters(t *testing.T) {
 	d, _ := openMem(t, &Options{DisableFilters: true, DisableAutomaticCompactions: true})
-	defer d.Close()
+	defer mustClose(t, d)
 	for tb := 0; tb < 3; tb++ {
-		d.Set([]byte("a"), nil, NoSync)
-		d.Set([]byte("c"), nil, NoSync)
-		d.Flush()
+		must(t, d.Set([]byte("a"), nil, NoSync))
+		must(t, d.Set([]byte("c"), nil, NoSync))
+		must(t, d.Flush())
 	}
 	mustNotFind(t, d, "b")
 	m := d.Metrics()

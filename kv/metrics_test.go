@@ -31,7 +31,7 @@ func openMetricsStore(t *testing.T) *DB {
 // compaction traffic with the level's write amplification.
 func TestMetrics_String(t *testing.T) {
 	d := openMetricsStore(t)
-	defer d.Close()
+	defer mustClose(t, d)
 	d.waitCompactionsIdle()
 	mustGet(t, d, "key00042", "value")
 	m := d.Metrics()
@@ -62,7 +62,7 @@ func TestMetrics_String(t *testing.T) {
 // block and reserves the index and filter blocks of the table it opens.
 func TestMetrics_BlockCache(t *testing.T) {
 	d := openMetricsStore(t)
-	defer d.Close()
+	defer mustClose(t, d)
 	if err := d.Compact([]byte("key"), []byte("kez")); err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestMetrics_BlockCache(t *testing.T) {
 func TestMetrics_MultiLevelCount(t *testing.T) {
 	d, _ := openMem(t, &Options{StaticLevels: true, LBaseMaxBytes: 4 << 10, TargetFileSize: 1 << 10,
 		BlockSize: 256, L0CompactionThreshold: 2, DisableAutomaticCompactions: true})
-	defer d.Close()
+	defer mustClose(t, d)
 	rng := rand.New(rand.NewPCG(1, 2))
 	flushRounds := func(n int) {
 		for range 2 {

@@ -117,6 +117,20 @@ func (r *modelRun) check(err error, what string) {
 	}
 }
 
+// checkLeaks checks the error of a DB.Close with iters iterators and snaps
+// snapshots open: nil when none are, else ErrLeaked counting both.
+func (r *modelRun) checkLeaks(err error, iters, snaps int) {
+	r.t.Helper()
+	if iters+snaps == 0 {
+		r.check(err, "Close")
+		return
+	}
+	want := fmt.Sprintf("(iterators: %d, snapshots: %d)", iters, snaps)
+	if !errors.Is(err, kv.ErrLeaked) || !strings.Contains(err.Error(), want) {
+		r.fatalf("Close with iterators and snapshots open: %v, want ErrLeaked %s", err, want)
+	}
+}
+
 func (r *modelRun) open() {
 	db, err := kv.Open("db", r.opts)
 	r.check(err, "Open")
@@ -435,7 +449,7 @@ func (r *modelRun) compact() {
 // ErrClosed, and opens it again, sometimes under other filter options.
 func (r *modelRun) reopen() {
 	r.log.add("Close and reopen")
-	r.check(r.db.Close(), "Close")
+	r.checkLeaks(r.db.Close(), len(r.iters), len(r.snaps))
 	for i, ms := range r.snaps {
 		if _, err := ms.s.Get([]byte("k")); !errors.Is(err, kv.ErrClosed) {
 			r.fatalf("snapshot %d Get after DB.Close: %v, want ErrClosed", i, err)
@@ -525,10 +539,10 @@ func (r *modelRun) checkFull() {
 // cleanly.
 func (r *modelRun) closeAll() {
 	for _, mi := range r.iters {
-		mi.it.Close()
+		must(r.t, mi.it.Close())
 	}
 	for _, ms := range r.snaps {
-		ms.s.Close()
+		must(r.t, ms.s.Close())
 	}
 	if err := r.db.Close(); err != nil && !r.t.Failed() {
 		r.fatalf("Close: %v", err)
@@ -544,7 +558,7 @@ func TestDB_EmptyKeyCompaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	defer mustClose(t, db)
 	steps := []func() error{
 		func() error { return db.Set([]byte("a"), []byte("1"), kv.NoSync) },
 		func() error { return db.Set([]byte("b"), []byte("2"), kv.NoSync) },

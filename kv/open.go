@@ -40,6 +40,9 @@ type DB struct {
 	// visibleSeq is the highest sequence number readers may see: every
 	// write numbered at or below it is in a memtable or a table.
 	visibleSeq atomic.Uint64
+	// openIters counts the iterators not yet closed, for Close to report
+	// the ones left open.
+	openIters atomic.Int64
 
 	commit    commitPipeline
 	readState readStateHolder
@@ -84,8 +87,12 @@ type DB struct {
 // this process or another) holds the directory, when the files are damaged
 // (errors.Is(err, ErrCorruption)), and, as opts ask, when a store already
 // exists (Options.ErrorIfExists, ErrDBAlreadyExists) or does not
-// (Options.ErrorIfNotExists, ErrDBDoesNotExist).
+// (Options.ErrorIfNotExists, ErrDBDoesNotExist). An empty dirname is an
+// error: "." names the current directory.
 func Open(dirname string, opts *Options) (db *DB, err error) {
+	if dirname == "" {
+		return nil, errors.New(`kv: Open: empty directory name (use "." for the current directory)`)
+	}
 	o, err := opts.resolve()
 	if err != nil {
 		return nil, err
@@ -240,13 +247,18 @@ func (d *DB) path(name string) string { return d.fs.PathJoin(d.dirname, name) }
 // directory. It does not flush the memtable: its writes stay in the synced
 // WAL, and the next Open replays them into memory without writing a table
 // (see Recovery in the package documentation), as LevelDB and Pebble do;
-// call Flush first to have them in a table. Iterators and snapshots still
-// open become unusable (ErrClosed). Close returns ErrClosed when called
-// twice, and otherwise the first background error met, if any.
+// call Flush first to have them in a table. Close returns ErrClosed when
+// called twice, and otherwise the first background error met, if any.
+//
+// Iterators and snapshots should be closed before the DB. Those still
+// open become unusable (ErrClosed) and no longer hold anything: Close
+// still closes the store cleanly, then reports them, as Pebble does, with
+// an error wrapping ErrLeaked that counts them.
 func (d *DB) Close() error {
 	if !d.closed.CompareAndSwap(false, true) {
 		return ErrClosed
 	}
+	leakErr := d.leaks()
 	// Wake writers stalled in makeRoomForWrite, and background waits.
 	d.mu.Lock()
 	d.mu.cond.Broadcast()
@@ -277,7 +289,20 @@ func (d *DB) Close() error {
 	d.mu.Unlock()
 	d.cleaner.disable()
 	d.releaseFiles()
-	return errors.Join(walErr, bgErr)
+	return errors.Join(walErr, bgErr, leakErr)
+}
+
+// leaks returns an error wrapping ErrLeaked when iterators or snapshots
+// are still open, naming how many of each; nil otherwise.
+func (d *DB) leaks() error {
+	d.mu.Lock()
+	snaps := d.mu.snaps.count()
+	d.mu.Unlock()
+	iters := d.openIters.Load()
+	if iters == 0 && snaps == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w (iterators: %d, snapshots: %d)", ErrLeaked, iters, snaps)
 }
 
 // releaseFiles closes every file the DB holds, the LOCK last.

@@ -16,19 +16,19 @@ import (
 // (sstable), the compaction scheme's level shape and table size
 // (compaction).
 const (
-	DefaultMemTableSize              = 4 << 20
-	DefaultMemTableStopWrites        = 2
-	DefaultBlockSize                 = sstable.DefaultBlockSize
-	DefaultBlockCacheSize            = 8 << 20
-	DefaultMaxOpenFiles              = 500
-	DefaultL0CompactionThreshold     = compaction.DefaultL0CompactionThreshold
-	DefaultL0SlowdownWritesThreshold = 8
-	DefaultL0StopWritesThreshold     = 12
-	DefaultLBaseMaxBytes             = compaction.DefaultLBaseMaxBytes
-	DefaultLevelMultiplier           = compaction.DefaultLevelMultiplier
-	DefaultTargetFileSize            = compaction.DefaultTargetFileSize
-	DefaultMaxManifestFileSize       = 4 << 20
-	DefaultMaxSpaceAmp               = compaction.DefaultMaxSpaceAmp
+	DefaultMemTableSize                = 4 << 20
+	DefaultMemTableStopWritesThreshold = 2
+	DefaultBlockSize                   = sstable.DefaultBlockSize
+	DefaultBlockCacheSize              = 8 << 20
+	DefaultMaxOpenFiles                = 500
+	DefaultL0CompactionThreshold       = compaction.DefaultL0CompactionThreshold
+	DefaultL0SlowdownWritesThreshold   = 8
+	DefaultL0StopWritesThreshold       = 12
+	DefaultLBaseMaxBytes               = compaction.DefaultLBaseMaxBytes
+	DefaultLevelMultiplier             = compaction.DefaultLevelMultiplier
+	DefaultTargetFileSize              = compaction.DefaultTargetFileSize
+	DefaultMaxManifestFileSize         = 4 << 20
+	DefaultMaxSpaceAmp                 = compaction.DefaultMaxSpaceAmp
 	// DefaultMaxConcurrentCompactions is Pebble v1.1.5's.
 	DefaultMaxConcurrentCompactions = 1
 	// DefaultFilterFPR is the target false-positive rate of the filter
@@ -78,7 +78,7 @@ type Options struct {
 
 	// FilterPolicy builds the per-block filters of new tables, on every
 	// level that Levels and FilterBudget leave to it. nil means a Bloom
-	// filter with a 1% target false-positive rate
+	// filter with a target false-positive rate of [DefaultFilterFPR]
 	// (bloompolicy.New(DefaultFilterFPR)).
 	FilterPolicy bloompolicy.FilterPolicy
 	// Levels holds per-level options, index = level (L0 first), at most
@@ -118,19 +118,22 @@ type Options struct {
 	ExtraFilterPolicies []bloompolicy.FilterPolicy
 
 	// MemTableSize is the size in bytes at which the memtable becomes
-	// immutable and is flushed to an L0 table. Default 4 MiB.
+	// immutable and is flushed to an L0 table. Default
+	// [DefaultMemTableSize].
 	MemTableSize int64
 	// MemTableStopWritesThreshold is the number of immutable memtables
-	// waiting for a flush at which writers stall. Default 2.
+	// waiting for a flush at which writers stall. Default
+	// [DefaultMemTableStopWritesThreshold].
 	MemTableStopWritesThreshold int
 
 	// BlockSize is the target uncompressed size of data blocks. Default
-	// 4 KiB.
+	// [DefaultBlockSize].
 	BlockSize int
 	// BlockCacheSize is the capacity in bytes of the block cache shared by
-	// all tables. Default 8 MiB.
+	// all tables. Default [DefaultBlockCacheSize].
 	BlockCacheSize int64
-	// MaxOpenFiles bounds the number of tables kept open. Default 500.
+	// MaxOpenFiles bounds the number of tables kept open. Default
+	// [DefaultMaxOpenFiles].
 	MaxOpenFiles int
 
 	// L0CompactionThreshold is the L0 read amplification (the most L0
@@ -141,26 +144,31 @@ type Options struct {
 	// due, L0 compacts from half this read amplification on (at least 2),
 	// Pebble v1.1.5's trigger, so a store whose writes stopped keeps at
 	// most one L0 table under a key (compaction.Picker.PickSettle;
-	// DisableL0Settling turns this off). Default 4.
+	// DisableL0Settling turns this off). Default
+	// [DefaultL0CompactionThreshold].
 	L0CompactionThreshold int
 	// L0SlowdownWritesThreshold is the L0 read amplification at which each
 	// write group is delayed by a millisecond, to let compaction catch up.
-	// Default 8.
+	// Default [DefaultL0SlowdownWritesThreshold], or L0StopWritesThreshold
+	// when that is lower.
 	L0SlowdownWritesThreshold int
 	// L0StopWritesThreshold is the L0 read amplification at which writers
 	// stall until compaction brings it down, as Pebble's option of that
-	// name. Default 12. Memtables already waiting for a flush are still
+	// name. Default [DefaultL0StopWritesThreshold], or
+	// L0CompactionThreshold when that is higher. Memtables already waiting
+	// for a flush are still
 	// flushed, so it may briefly rise by up to MemTableStopWritesThreshold
 	// more.
 	L0StopWritesThreshold int
 	// LBaseMaxBytes is the target size of the base level, the level L0
-	// compacts into (L1 under StaticLevels). Default 64 MiB.
+	// compacts into (L1 under StaticLevels). Default
+	// [DefaultLBaseMaxBytes].
 	LBaseMaxBytes int64
 	// LevelMultiplier is the ratio between the target sizes of consecutive
-	// levels. Default 10.
+	// levels. Default [DefaultLevelMultiplier].
 	LevelMultiplier int
 	// TargetFileSize is the size at which compaction cuts output tables.
-	// Default 2 MiB.
+	// Default [DefaultTargetFileSize].
 	TargetFileSize int64
 	// MaxSpaceAmp bounds the space amplification of L1..L6 under
 	// overwrites: the bytes of their tables over the live data they hold,
@@ -170,8 +178,9 @@ type Options struct {
 	// are compacted away sooner, at the cost of more writing; a store that
 	// only grows is not affected. Applied under dynamic level sizes (see
 	// StaticLevels and the compaction package's "Space amplification").
-	// Default 1.2; at least 1, or negative to size L5 by its share alone,
-	// as Pebble does.
+	// 0 means [DefaultMaxSpaceAmp], which the compaction package applies;
+	// otherwise at least 1, or negative to size L5 by its share alone, as
+	// Pebble does.
 	MaxSpaceAmp float64
 	// DisableAutomaticCompactions turns off background compactions; only
 	// DB.Compact compacts. Writers never stall on L0 then.
@@ -200,11 +209,13 @@ type Options struct {
 	// run at once, each on tables and key ranges no other one touches.
 	// Beyond the first, one more starts only while L0's read
 	// amplification or the estimated compaction debt is high (Pebble's
-	// rule: see compaction.Picker.WantsAnother). Default 1, as in Pebble.
+	// rule: see compaction.Picker.WantsAnother). Default
+	// [DefaultMaxConcurrentCompactions], as in Pebble.
 	MaxConcurrentCompactions int
 
 	// MaxManifestFileSize is the size at which the MANIFEST is rewritten
-	// from a snapshot of the current version. Default 4 MiB.
+	// from a snapshot of the current version. Default
+	// [DefaultMaxManifestFileSize].
 	MaxManifestFileSize int64
 
 	// BackgroundWALWrites weakens NoSync writes to Pebble's promise, for
@@ -216,11 +227,17 @@ type Options struct {
 	// acknowledged, so an acknowledged NoSync write survives a crash of
 	// the process.
 	//
-	// With it, a crash of the process loses the NoSync writes still in the
-	// buffer: at most the last 256 KiB of WAL records, the bound at
-	// which writers wait for the background writer. What survives any crash is
-	// still a prefix of the acknowledged writes, batches whole, never one
-	// with an earlier one missing. A Sync write keeps its full promise,
+	// With it, a crash of the process loses the acknowledged NoSync
+	// writes whose WAL records are not wholly in the file: at most 256
+	// KiB of them, counting the bytes of their records (each a batch's
+	// encoding, [Batch.Len], plus a few bytes of framing), so at most
+	// 256 KiB of batches. A record only partly in the file counts whole,
+	// as recovery drops it. A commit that would put the records not
+	// wholly in the file over 256 KiB waits for the background writer
+	// before it is acknowledged, so a batch bigger than that is
+	// acknowledged only once all of it is in the file, as by default.
+	// What survives any crash is still a prefix of the acknowledged
+	// writes, batches whole, never one with an earlier one missing. A Sync write keeps its full promise,
 	// and extends it to every write acknowledged before it: it waits until
 	// the buffer is written, then syncs. Flush, Close and the switch to a
 	// new memtable also write out the buffer first. A failed background
@@ -312,7 +329,7 @@ func (o *Options) fillDefaults() {
 		o.Comparer = sstable.DefaultComparer
 	}
 	base.SetDefault(&o.MemTableSize, DefaultMemTableSize)
-	base.SetDefault(&o.MemTableStopWritesThreshold, DefaultMemTableStopWrites)
+	base.SetDefault(&o.MemTableStopWritesThreshold, DefaultMemTableStopWritesThreshold)
 	base.SetDefault(&o.BlockSize, DefaultBlockSize)
 	base.SetDefault(&o.BlockCacheSize, DefaultBlockCacheSize)
 	base.SetDefault(&o.MaxOpenFiles, DefaultMaxOpenFiles)
@@ -324,9 +341,7 @@ func (o *Options) fillDefaults() {
 	base.SetDefault(&o.TargetFileSize, DefaultTargetFileSize)
 	base.SetDefault(&o.MaxManifestFileSize, DefaultMaxManifestFileSize)
 	base.SetDefault(&o.MaxConcurrentCompactions, DefaultMaxConcurrentCompactions)
-	if o.MaxSpaceAmp == 0 {
-		o.MaxSpaceAmp = DefaultMaxSpaceAmp
-	}
+	// MaxSpaceAmp stays 0 for the compaction package to default.
 }
 
 // checkComparer rejects a comparer that lacks a function or a name the
@@ -380,7 +395,7 @@ func (o *Options) checkBounds() error {
 			o.L0SlowdownWritesThreshold, o.L0StopWritesThreshold)
 	case o.LevelMultiplier < 2:
 		return fmt.Errorf("kv: invalid options: LevelMultiplier %d under 2", o.LevelMultiplier)
-	case math.IsNaN(o.MaxSpaceAmp) || o.MaxSpaceAmp >= 0 && o.MaxSpaceAmp < 1:
+	case math.IsNaN(o.MaxSpaceAmp) || o.MaxSpaceAmp > 0 && o.MaxSpaceAmp < 1:
 		return fmt.Errorf("kv: invalid options: MaxSpaceAmp %g under 1 (a negative value turns the bound off)", o.MaxSpaceAmp)
 	}
 	return o.checkFilters()

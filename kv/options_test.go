@@ -22,8 +22,13 @@ func TestOptions_Defaults(t *testing.T) {
 		o.L0CompactionThreshold != 4 || o.L0StopWritesThreshold != 12 ||
 		o.L0SlowdownWritesThreshold != 8 || o.LevelMultiplier != 10 ||
 		o.LBaseMaxBytes != 64<<20 || o.TargetFileSize != 2<<20 ||
-		o.MemTableStopWritesThreshold != 2 || o.MaxOpenFiles != DefaultMaxOpenFiles || o.MaxSpaceAmp != 1.2 {
+		o.MemTableStopWritesThreshold != 2 || o.MaxOpenFiles != DefaultMaxOpenFiles {
 		t.Fatalf("defaults not applied: %+v", o)
+	}
+	// MaxSpaceAmp's default is applied once, by the compaction package
+	// (TestOptions_WithDefaults there): kv hands the zero down.
+	if o.MaxSpaceAmp != 0 || compactionOptions(o).MaxSpaceAmp != 0 {
+		t.Fatalf("MaxSpaceAmp resolved to %g, want 0 for the compaction package to default", o.MaxSpaceAmp)
 	}
 }
 

@@ -73,7 +73,12 @@ func TestIterator_SeekPrefixGE_Model(t *testing.T) {
 			LBaseMaxBytes: 16 << 10, L0CompactionThreshold: 2 + r.rng.IntN(3),
 		}
 		r.open()
-		defer func() { r.db.Close() }()
+		defer func() {
+			if r.snap != nil {
+				must(t, r.snap.Close())
+			}
+			mustClose(t, r.db)
+		}()
 		for i := 0; i < steps; i++ {
 			r.step()
 		}
@@ -130,7 +135,7 @@ func (r *prefixRun) check(err error) {
 // with the same ordering.
 func (r *prefixRun) reopen() {
 	if r.snap != nil {
-		r.snap.Close()
+		must(r.t, r.snap.Close())
 		r.snap = nil
 	}
 	r.check(r.db.Close())
@@ -237,7 +242,7 @@ func TestOpen_ComparerMismatch(t *testing.T) {
 	other := itertest.SlashComparer()
 	other.Name = "test.other-order"
 	if db, err := kv.Open("db", &kv.Options{FS: fs, Comparer: other}); err == nil {
-		db.Close()
+		must(t, db.Close())
 		t.Fatal("Open under another comparer name succeeded")
 	} else if !strings.Contains(err.Error(), "test.other-order") {
 		t.Fatalf("Open under another comparer name: %v, want it named", err)
@@ -319,12 +324,13 @@ func checkAbsentPrefixReads(t *testing.T, policy bloompolicy.FilterPolicy, fpr f
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	defer mustClose(t, db)
 	b := db.NewBatch()
-	err = loadUsers(users, func(k, v []byte) { b.Set(k, v) }, func() error {
+	var setErr error
+	err = loadUsers(users, func(k, v []byte) { setErr = errors.Join(setErr, b.Set(k, v)) }, func() error {
 		err := db.Apply(b, kv.NoSync)
 		b = db.NewBatch()
-		return err
+		return errors.Join(err, setErr)
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -16,7 +16,7 @@ import (
 // format, and read again after reopens; the MANIFEST then records that
 // WALs are recyclable from the first this store writes so.
 func TestWALFormat_LegacyStore(t *testing.T) {
-	wals, model := goldenWALs()
+	wals, model := goldenWALs(t)
 	fs := vfs.NewMem()
 	fs.MkdirAll("db", 0o755)
 	for i, name := range goldenWALNames {
@@ -51,7 +51,7 @@ func TestWALFormat_LegacyStore(t *testing.T) {
 // read with the format detected: a flipped first type byte is still
 // corruption at offset 0, and an intact store is marked at Open.
 func TestWALFormat_UnmarkedRecyclableStore(t *testing.T) {
-	wals, _ := goldenWALs()
+	wals, _ := goldenWALs(t)
 	wal := sealedRecyclableWAL(t, wals[0], 4)
 	build := func(wal []byte) vfs.FS {
 		fs := vfs.NewMem()

@@ -28,7 +28,7 @@ func appendRecords(t *testing.T, fs vfs.FS, name string, recs ...[]byte) []int64
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer mustClose(t, f)
 	w := record.NewWriterAt(io.NewOffsetWriter(f, size), size)
 	if typ, num, ok := base.ParseFilename(fs.PathBase(name)); ok && typ == base.FileTypeLog {
 		// A WAL, written in recyclable chunks.
@@ -68,7 +68,9 @@ func logEnd(t *testing.T, fs vfs.FS, name string) int64 {
 func encodedBatch(seq base.SeqNum, keys ...string) []byte {
 	var b Batch
 	for _, k := range keys {
-		b.Set([]byte(k), []byte("v-"+k))
+		if err := b.Set([]byte(k), []byte("v-"+k)); err != nil {
+			panic(err) // the test's own keys are valid
+		}
 	}
 	b.setSeqNum(seq)
 	return b.data
@@ -144,13 +146,13 @@ func TestRecovery_WALSeqNumsMustAscend(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			o := &Options{}
 			d, fs := openMem(t, o)
-			d.Set([]byte("a"), []byte("1"), Sync)
-			d.Set([]byte("b"), []byte("2"), Sync)
+			must(t, d.Set([]byte("a"), []byte("1"), Sync))
+			must(t, d.Set([]byte("b"), []byte("2"), Sync))
 			if tt.flush {
-				d.Flush()
+				must(t, d.Flush())
 			}
-			d.Set([]byte("c"), []byte("3"), Sync)
-			d.Close()
+			must(t, d.Set([]byte("c"), []byte("3"), Sync))
+			must(t, d.Close())
 			file, off := tt.damage(t, fs, liveWAL(t, fs))
 			_, err := Open("db", o)
 			requireCorruptionAt(t, err, file, off, "Open")
@@ -206,7 +208,7 @@ func TestRecovery_ManifestContradictions(t *testing.T) {
 			}
 			manifestName := base.MakeFilename(base.FileTypeManifest, d.mu.versions.manifestNum)
 			edit := tt.edit(v, next)
-			d.Close()
+			must(t, d.Close())
 			off := appendRecords(t, fs, "db/"+manifestName, edit.Encode())[0]
 			_, err := Open("db", o)
 			if tt.name == "overlap in L1" {
@@ -230,10 +232,10 @@ func TestRecovery_ManifestContradictions(t *testing.T) {
 func TestRecovery_NewerTableFormat(t *testing.T) {
 	o := &Options{}
 	d, fs := openMem(t, o)
-	d.Set([]byte("a"), []byte("1"), Sync)
-	d.Flush()
+	must(t, d.Set([]byte("a"), []byte("1"), Sync))
+	must(t, d.Flush())
 	name := "db/" + base.MakeFilename(base.FileTypeTable, d.mu.versions.current.Levels[0][0].FileNum)
-	d.Close()
+	must(t, d.Close())
 	data := readFile(t, fs, name)
 	footer := data[len(data)-56:]
 	binary.LittleEndian.PutUint32(footer[40:], sstable.FormatVersion+1)
@@ -243,7 +245,7 @@ func TestRecovery_NewerTableFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
+	defer mustClose(t, d)
 	_, err = d.Get([]byte("a"))
 	if !errors.Is(err, ErrNewerFormat) || errors.Is(err, ErrCorruption) {
 		t.Fatalf("Get from a table of a newer format: %v", err)
@@ -261,7 +263,7 @@ func TestRecovery_TableContradictsManifest(t *testing.T) {
 		Largest:        base.MakeInternalKey([]byte("k2"), f.Largest.SeqNum(), f.Largest.Kind()),
 		SmallestSeqNum: f.SmallestSeqNum, LargestSeqNum: f.LargestSeqNum, NumEntries: f.NumEntries, FilterBytes: f.FilterBytes}
 	manifestName := base.MakeFilename(base.FileTypeManifest, d.mu.versions.manifestNum)
-	d.Close()
+	must(t, d.Close())
 	appendRecords(t, fs, "db/"+manifestName, (&manifest.VersionEdit{
 		DeletedFiles: map[manifest.DeletedFileEntry]bool{{Level: 1, FileNum: f.FileNum}: true},
 		NewFiles:     []manifest.NewFileEntry{{Level: 1, Meta: moved}},
@@ -270,7 +272,7 @@ func TestRecovery_TableContradictsManifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
+	defer mustClose(t, d)
 	name := base.MakeFilename(base.FileTypeTable, f.FileNum)
 	if _, err := d.Get([]byte("k1")); !errors.Is(err, ErrCorruption) || !strings.Contains(err.Error(), name) {
 		t.Fatalf("Get from a table the MANIFEST misdescribes: %v", err)
@@ -286,13 +288,13 @@ func TestRecovery_TableContradictsManifest(t *testing.T) {
 func TestRecovery_SeqNumsExhausted(t *testing.T) {
 	o := &Options{}
 	d, fs := openMem(t, o)
-	d.Close()
+	must(t, d.Close())
 	appendRecords(t, fs, "db/"+liveWAL(t, fs), encodedBatch(base.SeqNumMax-1, "a", "b"))
 	d, err := Open("db", o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
+	defer mustClose(t, d)
 	mustGet(t, d, "b", "v-b")
 	if err := d.Set([]byte("c"), []byte("1"), Sync); !errors.Is(err, errSeqNumsExhausted) {
 		t.Fatalf("Set past the last sequence number: %v", err)

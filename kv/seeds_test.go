@@ -7,6 +7,7 @@ package kv_test
 import (
 	"flag"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -82,3 +83,31 @@ func (l *opLog) add(format string, args ...any) {
 }
 
 func (l *opLog) String() string { return strings.Join(l.steps, "\n") }
+
+// requireRan fails the test when fewer than want of its cases ran: a test
+// of injected faults or crash points that injected none would otherwise
+// pass without checking anything.
+func requireRan(t *testing.T, what string, ran, want int) {
+	t.Helper()
+	if ran < want {
+		t.Fatalf("only %d %s ran, want at least %d: the test checked less than it should", ran, what, want)
+	}
+	t.Logf("%d %s ran", ran, what)
+}
+
+// must fails the test on a non-nil error: for the calls whose error the
+// test does not itself expect.
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mustClose closes c, failing the test on an error, for defer.
+func mustClose(t testing.TB, c io.Closer) {
+	t.Helper()
+	if err := c.Close(); err != nil {
+		t.Error(err)
+	}
+}

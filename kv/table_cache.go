@@ -271,7 +271,7 @@ func (c *tableCache) rangeDels(f *manifest.FileMetadata) ([]sstable.RangeTombsto
 }
 
 // newCompactionIter returns an iterator over all of f's entries for one pass, as a
-// compaction reads its inputs (sstable.Reader.NewCompactionIter: blocks
+// compaction reads its inputs (sstable.IterOptions.Compaction: blocks
 // not in the block cache are read into a buffer of the iterator's, and
 // not cached), that holds the table open until closed.
 func (c *tableCache) newCompactionIter(f *manifest.FileMetadata) (base.InternalIterator, error) {
@@ -280,7 +280,7 @@ func (c *tableCache) newCompactionIter(f *manifest.FileMetadata) (base.InternalI
 		return nil, err
 	}
 	t := &tableIter{cache: c, entry: e}
-	if err := e.reader.InitCompactionIter(&t.Iter); err != nil {
+	if err := e.reader.InitIter(&t.Iter, &sstable.IterOptions{Compaction: true}); err != nil {
 		c.release(e)
 		return nil, err
 	}
@@ -291,13 +291,13 @@ func (c *tableCache) newCompactionIter(f *manifest.FileMetadata) (base.InternalI
 // keys in [lower, upper), reading through the block cache, reusing t's
 // buffers: an iterator that keeps t allocates nothing per table it opens.
 // t holds the table open until closed; the cost of its prefix seeks is
-// added to stats (see sstable.Reader.NewIterWithStats).
+// added to stats (see sstable.IterOptions.Stats).
 func (c *tableCache) initIter(t *tableIter, f *manifest.FileMetadata, lower, upper []byte, stats *sstable.LookupStats) error {
 	e, err := c.get(f)
 	if err != nil {
 		return err
 	}
-	if err := e.reader.InitIter(&t.Iter, lower, upper, stats); err != nil {
+	if err := e.reader.InitIter(&t.Iter, &sstable.IterOptions{LowerBound: lower, UpperBound: upper, Stats: stats}); err != nil {
 		c.release(e)
 		return err
 	}

@@ -80,7 +80,7 @@ func (r *recycleRun) run(t *testing.T) int {
 			r.durable = r.acked
 		}
 	} else if db != nil {
-		db.Close() // fails, with the filesystem refusing changes
+		_ = db.Close() // fails, with the filesystem refusing changes
 	}
 	if err != nil && !r.fs.isCrashed() {
 		t.Fatalf("write %d failed with the power on: %v", r.acked, err)
@@ -97,7 +97,7 @@ func (r *recycleRun) check(t *testing.T, min int, what string) {
 	if err != nil {
 		t.Fatalf("%s: Open: %v\n%s", what, err, r.fs.lastOps())
 	}
-	defer db.Close()
+	defer mustClose(t, db)
 	got, err := readAll(db.NewIter)
 	if err != nil {
 		t.Fatalf("%s: reading: %v", what, err)

@@ -12,7 +12,9 @@ import (
 
 // InternalKey is a user key with the sequence number and kind of one
 // version of it: what Add takes and an iterator yields. It is the same type
-// as the internal key of every bloomkv package (sstable.InternalKey too).
+// as the internal key of every bloomkv package (sstable.InternalKey too):
+// its fields are UserKey []byte and Trailer uint64, seqnum<<8 | kind
+// (see [github.com/bloomkv/bloomkv/sstable.InternalKey]).
 type InternalKey = base.InternalKey
 
 // SeqNum is a sequence number: a read at s sees the versions numbered s or
@@ -52,7 +54,10 @@ func MakeInternalKey(userKey []byte, seq SeqNum, kind Kind) InternalKey {
 }
 
 // Comparer orders user keys. It is the same type as the comparer of every
-// bloomkv package.
+// bloomkv package: [github.com/bloomkv/bloomkv/sstable.Comparer] documents
+// its fields (Compare, Separator, Successor, Split, SplitName, Name), and
+// [github.com/bloomkv/bloomkv/sstable.Split] the invariants a Split must
+// keep.
 type Comparer = base.Comparer
 
 // DefaultComparer orders keys bytewise; New(nil) uses it. It is the same

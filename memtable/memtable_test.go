@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,19 +13,6 @@ import (
 	"github.com/bloomkv/bloomkv/internal/itertest"
 	"github.com/cockroachdb/datadriven"
 )
-
-// parseKey parses "userkey#seq,KIND" (KIND: SET, DEL or RANGEDEL, whose
-// value is the range's end).
-func parseKey(t testing.TB, s string) base.InternalKey {
-	user, rest, ok := strings.Cut(s, "#")
-	seqStr, kindStr, ok2 := strings.Cut(rest, ",")
-	seq, err := strconv.ParseUint(seqStr, 10, 64)
-	kind, known := map[string]base.Kind{"SET": base.KindSet, "DEL": base.KindDelete, "RANGEDEL": base.KindRangeDelete}[kindStr]
-	if !ok || !ok2 || err != nil || !known {
-		t.Fatalf("bad key %q", s)
-	}
-	return base.MakeInternalKey([]byte(user), base.SeqNum(seq), kind)
-}
 
 // TestMemTable_DataDriven runs testdata/memtable:
 //
@@ -46,7 +32,7 @@ func TestMemTable_DataDriven(t *testing.T) {
 		case "add":
 			for _, line := range strings.Split(td.Input, "\n") {
 				k, v, _ := strings.Cut(line, " ")
-				m.Add(parseKey(t, k), []byte(v))
+				m.Add(itertest.ParseKey(t, k), []byte(v))
 			}
 			return fmt.Sprintf("len=%d", m.Len())
 		case "get":

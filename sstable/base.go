@@ -14,9 +14,12 @@ import (
 // version of it: what Writer.Add takes and a table iterator yields. It is
 // the same type as the internal key of every bloomkv package.
 //
-// Encoded, it is the user key followed by an 8-byte little-endian trailer
-// holding seqnum<<8 | kind; internal keys sort by user key ascending, then
-// by trailer descending, so the newest version of a user key comes first.
+// Its fields are UserKey []byte and Trailer uint64, which packs the
+// sequence number and the kind as seqnum<<8 | kind (the methods SeqNum
+// and Kind unpack them; MakeInternalKey packs them). Encoded, it is the
+// user key followed by the trailer, 8 bytes little-endian; internal keys
+// sort by user key ascending, then by trailer descending, so the newest
+// version of a user key comes first. String formats it "userkey#seq,KIND".
 type InternalKey = base.InternalKey
 
 // SeqNum is a sequence number: a read at s sees the versions numbered s or
@@ -77,19 +80,97 @@ func InternalCompare(userCmp Compare, a, b InternalKey) int {
 // the same type as the engine's user-key comparison.
 type Compare = base.Compare
 
-// Split returns the length of the prefix of a user key that filters hold
-// when a Comparer carries one (Comparer.Split). A prefix must be its own
-// prefix, sort at or before every key bearing it, and order as its keys do;
-// Split must be deterministic. It is the same type as the engine's.
+// Split returns the length of the prefix of a user key: the part a filter
+// holds when a Comparer carries a Split, as Pebble's Comparer.Split does
+// for an MVCC key's version suffix. Keys that share a prefix share a
+// filter entry, so a filter can rule out a whole prefix (Get and
+// SeekPrefixGE ask it about key[:Split(key)]).
+//
+// Split must return 0 <= n <= len(key) for every key the store may hold,
+// and keep these invariants with prefix(k) = k[:Split(k)], for all keys a
+// and b:
+//
+//  1. A prefix is a byte prefix of its key (it is a slice of it).
+//  2. A prefix is its own prefix: Split(prefix(a)) == len(prefix(a)), and
+//     it sorts before or at every key that bears it:
+//     Compare(prefix(a), a) <= 0.
+//  3. Prefixes order as their keys do: Compare(a, b) <= 0 implies
+//     Compare(prefix(a), prefix(b)) <= 0. So the keys of one prefix are
+//     contiguous in key order.
+//  4. Split is deterministic and depends on the key alone.
+//
+// A Split that breaks them makes filters answer "absent" for present keys.
+// Tables record the name of the Split their filters were built under
+// (Comparer.SplitName), so changing how keys split needs a new name.
+//
+// It is the same type as the engine's Split.
 type Split = base.Split
 
-// Comparer orders user keys and names the ordering, which every table
-// stores. It is the same type as the comparer of every bloomkv package.
+// Comparer orders user keys and names the ordering, which every table and
+// the MANIFEST store: a store written under one ordering must never be read
+// under another, so change Name whenever the order changes. It is the same
+// type as the comparer of every bloomkv package. Its fields:
+//
+//	Compare   func(a, b []byte) int
+//	    orders user keys: -1, 0 or +1.
+//	Separator func(dst, a, b []byte) []byte
+//	    appends to dst a key k with a <= k < b, preferably short, and
+//	    returns the extended slice; index blocks store such separators in
+//	    place of whole keys. It may append a itself.
+//	Successor func(dst, a []byte) []byte
+//	    appends to dst a key k >= a, preferably short; the index entry of
+//	    a table's last block uses it.
+//	Split     Split
+//	    when not nil, makes filters hold key prefixes rather than whole
+//	    keys; it must keep the invariants listed at [Split]. nil means
+//	    whole keys: every key is its own prefix.
+//	SplitName string
+//	    names Split and must be set with it. Tables store it with their
+//	    filters: a reader whose comparer splits differently (or not at
+//	    all) reads such a table without its filter, correct but slower.
+//	    Change it whenever Split changes.
+//	Name      string
+//	    identifies the ordering.
+//
+// Its methods: Prefix(key) returns key[:Split(key)], or key itself without
+// a Split; CheckSplit reports an error when only one of Split and
+// SplitName is set; Bytewise reports whether Compare is bytes.Compare
+// itself. [NewSplitComparer] builds the common one: bytewise, with a
+// Split.
 type Comparer = base.Comparer
 
 // DefaultComparer orders keys bytewise; a nil Comparer in the options means
 // it. It is the same comparer as the engine's default.
 var DefaultComparer = base.DefaultComparer
+
+// NewSplitComparer returns a comparer that orders keys bytewise, as
+// DefaultComparer does and under its Name, with split as its Split, named
+// splitName (see [Comparer]). It is the comparer of the common prefix
+// setup: keys such as "user/42/name" whose filters should hold a prefix
+// ("user/42/"). split must keep the invariants listed at [Split]. Since
+// the ordering is DefaultComparer's, a store written without a Split opens
+// under it, and its tables are read without their filters until
+// compactions rewrite them.
+func NewSplitComparer(splitName string, split Split) *Comparer {
+	return base.NewSplitComparer(splitName, split)
+}
+
+// PrefixEnd returns the smallest key, under bytewise order, that sorts
+// after every key beginning with prefix: prefix with its last byte below
+// 0xff incremented and what follows that byte dropped. [prefix,
+// PrefixEnd(prefix)) is then the range of the keys bearing prefix, for a
+// DeleteRange and for iterator bounds (Pebble users write such a helper,
+// or reach for Comparer.ImmediateSuccessor). It returns nil when no such
+// key exists (prefix is empty or all 0xff bytes): the range then has no
+// upper end. The result does not alias prefix.
+func PrefixEnd(prefix []byte) []byte { return base.PrefixEnd(prefix) }
+
+// ImmediateSuccessor returns the smallest key, under bytewise order, that
+// sorts after key: key followed by a zero byte, as Pebble's
+// DefaultComparer.ImmediateSuccessor gives. [key, ImmediateSuccessor(key))
+// holds key alone, so it turns an inclusive end into the exclusive end that
+// DeleteRange and upper bounds take. The result does not alias key.
+func ImmediateSuccessor(key []byte) []byte { return base.ImmediateSuccessor(key) }
 
 // InternalIterator walks internal keys in order: user keys ascending, the
 // versions of one user key newest first. Reader.NewIter returns one. It is

@@ -227,7 +227,7 @@ func BenchmarkIter(b *testing.B) {
 		b.ResetTimer()
 		n := 0
 		for range b.N {
-			it, _ := r.NewIter(nil, nil)
+			it, _ := r.NewIter(nil)
 			for ok := it.First(); ok; ok = it.Next() {
 				n++
 			}

@@ -390,7 +390,7 @@ func TestCache_SharedByReaders(t *testing.T) {
 	for n := base.FileNum(1); n <= 2; n++ {
 		entries := randomEntries(rng, 100)
 		r := openTable(t, buildBytes(t, entries, WriterOptions{BlockSize: 256}), ReaderOptions{Cache: c, FileNum: n})
-		it, _ := r.NewIter(nil, nil)
+		it, _ := r.NewIter(nil)
 		for it.First(); it.Valid(); it.Next() {
 		}
 		it.Close()

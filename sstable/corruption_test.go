@@ -14,7 +14,7 @@ import (
 
 // smallTable returns the entries and bytes of a table with several data
 // blocks, some Snappy-compressed, tombstones and straddling versions.
-func smallTable(t *testing.T, policy bloompolicy.FilterPolicy) ([]testEntry, []byte) {
+func smallTable(t testing.TB, policy bloompolicy.FilterPolicy) ([]testEntry, []byte) {
 	var entries []testEntry
 	for i := 0; i < 24; i++ {
 		k := []byte(fmt.Sprintf("key%02d", i))
@@ -31,8 +31,8 @@ func smallTable(t *testing.T, policy bloompolicy.FilterPolicy) ([]testEntry, []b
 		}
 	}
 	// Range tombstones, fragmented, with seqnums among the entries'.
-	for _, rd := range []string{"key03.RANGEDEL.25:key05", "key03.RANGEDEL.15:key05", "key05.RANGEDEL.15:key09",
-		"key20.RANGEDEL.31:zz"} {
+	for _, rd := range []string{"key03#25,RANGEDEL:key05", "key03#15,RANGEDEL:key05", "key05#15,RANGEDEL:key09",
+		"key20#31,RANGEDEL:zz"} {
 		e, err := parseEntry(rd)
 		if err != nil {
 			t.Fatal(err)
@@ -47,7 +47,7 @@ func smallTable(t *testing.T, policy bloompolicy.FilterPolicy) ([]testEntry, []b
 }
 
 // countSnappyBlocks counts the data blocks stored compressed.
-func countSnappyBlocks(t *testing.T, data []byte) int {
+func countSnappyBlocks(t testing.TB, data []byte) int {
 	r := openTable(t, data, ReaderOptions{})
 	l, err := r.Layout()
 	if err != nil {
@@ -107,7 +107,7 @@ func verifyTable(entries []testEntry, data []byte, policy bloompolicy.FilterPoli
 
 // verifyIter walks the table one way and compares with entries.
 func verifyIter(r *Reader, entries []testEntry, forward bool) error {
-	it, err := r.NewIter(nil, nil)
+	it, err := r.NewIter(nil)
 	if err != nil {
 		return err
 	}
@@ -117,7 +117,7 @@ func verifyIter(r *Reader, entries []testEntry, forward bool) error {
 // verifyCompactionIter walks the table with a compaction iterator and
 // compares with entries.
 func verifyCompactionIter(r *Reader, entries []testEntry) error {
-	it, err := r.NewCompactionIter()
+	it, err := r.NewIter(&IterOptions{Compaction: true})
 	if err != nil {
 		return err
 	}

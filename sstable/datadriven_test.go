@@ -235,7 +235,7 @@ func (s *ddTable) iter(t *testing.T, d *datadriven.TestData) (string, error) {
 		upper = []byte(v)
 	}
 	var st LookupStats
-	it, err := s.r.NewIterWithStats(lower, upper, &st)
+	it, err := s.r.NewIter(&IterOptions{LowerBound: lower, UpperBound: upper, Stats: &st})
 	if err != nil {
 		return "", err
 	}

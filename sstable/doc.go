@@ -13,7 +13,7 @@
 // from the file are kept in a [Cache] shared by all the readers of a
 // store, whose capacity also bounds what each open Reader keeps in
 // memory (its index and filter blocks, reserved in the cache); a
-// compaction's pass over a table ([Reader.NewCompactionIter]) does not
+// compaction's pass over a table ([IterOptions.Compaction]) does not
 // fill it.
 //
 // # File

@@ -105,7 +105,7 @@ func ExampleReader_NewIter() {
 		log.Fatal(err)
 	}
 	defer r.Close()
-	it, err := r.NewIter([]byte("b"), []byte("d"))
+	it, err := r.NewIter(&sstable.IterOptions{LowerBound: []byte("b"), UpperBound: []byte("d")})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package sstable
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/bloomkv/bloomkv/internal/base"
@@ -101,6 +102,13 @@ func (f footer) encode() []byte {
 // returns, so errors.Is works whichever package reports it.
 var ErrNewerFormat = base.ErrNewerFormat
 
+// ErrNotTable is wrapped by the error of NewReader for a file that is not
+// a bloomkv table at all: shorter than a footer, or not ending in
+// TableMagic (a CURRENT or MANIFEST file, another engine's table). The
+// error wraps ErrCorruption too, since a table of a store that reads so
+// has been damaged; a tool given any file says "not a bloomkv table".
+var ErrNotTable = errors.New("sstable: not a bloomkv table")
+
 // decodeFooter parses the last FooterLen bytes of a table. An error wraps
 // ErrNewerFormat when only the version is unknown; otherwise it does not
 // wrap ErrCorruption, and the caller adds the file and offset.
@@ -109,7 +117,7 @@ func decodeFooter(buf []byte) (footer, error) {
 		return footer{}, fmt.Errorf("footer is %d bytes, want %d", len(buf), FooterLen)
 	}
 	if m := binary.LittleEndian.Uint64(buf[footerHandlesLen+8:]); m != TableMagic {
-		return footer{}, fmt.Errorf("bad magic %#016x: not a bloomkv table", m)
+		return footer{}, fmt.Errorf("%w: bad magic %#016x, want %#016x", ErrNotTable, m, TableMagic)
 	}
 	want := binary.LittleEndian.Uint32(buf[footerHandlesLen+4:])
 	if got := checksum(buf[:footerHandlesLen+4]); got != want {

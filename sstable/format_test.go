@@ -123,3 +123,30 @@ func TestReader_RangeDelsContradicted(t *testing.T) {
 		})
 	}
 }
+
+// TestNewReader_NotTable opens files that are no table at all: each error
+// wraps ErrNotTable (for tools to say so) and ErrCorruption (a store whose
+// table reads so is damaged), and names the file. A table whose footer is
+// damaged elsewhere is corruption only.
+func TestNewReader_NotTable(t *testing.T) {
+	table := buildBytes(t, []testEntry{{MakeInternalKey([]byte("a"), 1, KindSet), []byte("x")}}, WriterOptions{})
+	badSum := bytes.Clone(table)
+	badSum[len(badSum)-10] ^= 1
+	tests := []struct {
+		name     string
+		data     []byte
+		notTable bool
+	}{
+		{"empty", nil, true},
+		{"CURRENT", []byte("MANIFEST-000002\n"), true},
+		{"text", bytes.Repeat([]byte("not a table "), 10), true},
+		{"bad magic", append(bytes.Clone(table[:len(table)-1]), table[len(table)-1]^1), true},
+		{"bad footer checksum", badSum, false},
+	}
+	for _, tt := range tests {
+		_, err := openBytes(tt.data, ReaderOptions{FileName: "f.sst"})
+		if !errors.Is(err, ErrCorruption) || errors.Is(err, ErrNotTable) != tt.notTable || !strings.Contains(err.Error(), "f.sst") {
+			t.Errorf("%s: %v; want ErrCorruption, ErrNotTable %v, and the file name", tt.name, err, tt.notTable)
+		}
+	}
+}

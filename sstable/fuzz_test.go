@@ -17,7 +17,7 @@ import (
 // iterates both ways, seeks, gets and checks. Nothing may panic, and every
 // error a table's bytes cause must wrap ErrCorruption.
 func FuzzReader(f *testing.F) {
-	_, small := smallTable(&testing.T{}, hashSetPolicy{})
+	_, small := smallTable(f, hashSetPolicy{})
 	f.Add(small)
 	f.Add(buildBytes(f, nil, WriterOptions{}))
 	f.Add(buildBytes(f, []testEntry{{base.MakeInternalKey([]byte("a"), 1, base.KindSet), []byte("x")}},
@@ -42,7 +42,7 @@ func addGoldenSeeds(f *testing.F) {
 // checksum verification and reach the block decoders through the reader:
 // the table whose checksums are valid but whose contents lie.
 func FuzzReaderUnchecked(f *testing.F) {
-	_, small := smallTable(&testing.T{}, hashSetPolicy{})
+	_, small := smallTable(f, hashSetPolicy{})
 	f.Add(small)
 	addGoldenSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -161,7 +161,7 @@ func fuzzReader(t *testing.T, data []byte) {
 		}
 		defer r.Close()
 		var keys [][]byte
-		it, err := r.NewIter(nil, nil)
+		it, err := r.NewIter(nil)
 		if err != nil {
 			requireCorruption(t, err)
 			return

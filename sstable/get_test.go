@@ -39,7 +39,7 @@ func rewriteIndex(t *testing.T, data []byte, newKey func(i int, old base.Interna
 // asking block 1's filter too.
 func TestReader_Get_ContinuesIntoNextBlock(t *testing.T) {
 	var entries []testEntry
-	for _, s := range []string{"j.SET.1:j1", "k.SET.9:k9", "k.SET.8:k8", "k.SET.5:k5", "k.SET.3:k3", "l.SET.2:l2"} {
+	for _, s := range []string{"j#1,SET:j1", "k#9,SET:k9", "k#8,SET:k8", "k#5,SET:k5", "k#3,SET:k3", "l#2,SET:l2"} {
 		e, err := parseEntry(s)
 		if err != nil {
 			t.Fatal(err)
@@ -85,8 +85,11 @@ func TestReader_Get_ContinuesIntoNextBlock(t *testing.T) {
 // 1 (k#9 k#8 | l#2 m#1): block 1's filter answers for the continuation.
 func TestReader_Get_ContinuationFilterNegative(t *testing.T) {
 	var entries []testEntry
-	for _, s := range []string{"j.SET.1:j1", "k.SET.9:k9", "k.SET.8:k8", "l.SET.2:l2", "m.SET.1:m1"} {
-		e, _ := parseEntry(s)
+	for _, s := range []string{"j#1,SET:j1", "k#9,SET:k9", "k#8,SET:k8", "l#2,SET:l2", "m#1,SET:m1"} {
+		e, err := parseEntry(s)
+		if err != nil {
+			t.Fatal(err)
+		}
 		entries = append(entries, e)
 	}
 	data := buildBytes(t, entries, WriterOptions{BlockSize: 40, FilterPolicy: hashSetPolicy{}})

@@ -43,7 +43,7 @@ func TestReader_GlobalSeqNum(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	it, err := r.NewIter(nil, nil)
+	it, err := r.NewIter(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func FuzzReaderGlobalSeqNum(f *testing.F) {
 			return
 		}
 		defer r.Close()
-		it, err := r.NewIter(nil, nil)
+		it, err := r.NewIter(nil)
 		if err != nil {
 			requireCorruption(t, err)
 			return

@@ -58,7 +58,7 @@ func rewriting() bool {
 }
 
 // goldenInput reads the input files, one entry per line,
-// "key.KIND.seq:value", and returns their entries in turn.
+// "key#seq,KIND:value", and returns their entries in turn.
 func goldenInput(t *testing.T, files []string) []testEntry {
 	var entries []testEntry
 	for _, file := range files {

@@ -3,9 +3,7 @@ package sstable
 import (
 	"bytes"
 	"encoding/binary"
-	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -74,30 +72,13 @@ type testEntry struct {
 	value []byte
 }
 
-// parseEntry parses "a.SET.3:value", "a.DEL.2", or "a.RANGEDEL.4:e", the
-// range tombstone [a, e)#4.
+// parseEntry parses "a#3,SET:value", "a#2,DEL", or "a#4,RANGEDEL:e", the
+// range tombstone [a, e)#4: an internal key as base.ParseInternalKey reads
+// it, then the value after the first colon.
 func parseEntry(s string) (testEntry, error) {
 	k, v, _ := strings.Cut(s, ":")
-	key, err := parseKey(k)
+	key, err := base.ParseInternalKey(k)
 	return testEntry{key: key, value: []byte(v)}, err
-}
-
-// parseKey parses "a.SET.3".
-func parseKey(s string) (base.InternalKey, error) {
-	parts := strings.Split(s, ".")
-	if len(parts) < 3 {
-		return base.InternalKey{}, fmt.Errorf("bad key %q", s)
-	}
-	n := len(parts)
-	seq, err := strconv.ParseUint(parts[n-1], 10, 64)
-	if err != nil {
-		return base.InternalKey{}, err
-	}
-	kind, ok := map[string]base.Kind{"SET": base.KindSet, "DEL": base.KindDelete, "RANGEDEL": base.KindRangeDelete}[parts[n-2]]
-	if !ok {
-		return base.InternalKey{}, fmt.Errorf("bad kind in %q", s)
-	}
-	return base.MakeInternalKey([]byte(strings.Join(parts[:n-2], ".")), base.SeqNum(seq), kind), nil
 }
 
 // buildBytes writes entries as a table in memory and returns its bytes.

@@ -6,8 +6,8 @@ import (
 	"github.com/bloomkv/bloomkv/internal/base"
 )
 
-// Iter is an iterator over a table's internal keys (see Reader.NewIter),
-// for a caller that keeps one: its zero value is ready for Reader.InitIter,
+// Iter is an iterator over a table's internal keys (see Reader.NewIter).
+// A caller may also keep one: its zero value is ready for Reader.InitIter,
 // and after Close InitIter may point it at another table (or the same),
 // reusing its buffers, so that walking many tables allocates nothing per
 // table.
@@ -39,53 +39,47 @@ type Iter struct {
 	stats    *LookupStats // what prefix seeks cost; &ownStats when the caller wants none
 	ownStats LookupStats
 
-	compaction bool   // from InitCompactionIter: blocks not cached are read into blockBuf
+	compaction bool   // IterOptions.Compaction: blocks not cached are read into blockBuf
 	blockBuf   []byte // the compaction iterator's block buffer, reused
 }
 
-// NewIter returns an iterator over the table's internal keys whose user
-// keys lie in [lower, upper); a nil bound is open. Blocks are read through
-// the block cache. Key and Value are valid until the next move; the value
-// bytes themselves are immutable.
+// NewIter returns an iterator over the table's internal keys, configured
+// by opts (nil: the whole table, read through the block cache, with
+// nothing counted). Key and Value are valid until the next move; the value
+// bytes themselves are immutable, except with opts.Compaction.
 //
-// The iterator also has a method SeekPrefixGE(prefix, key []byte) bool,
-// which seeks as SeekGE(key) does but lets the data blocks' filters rule
-// out prefix, the comparer's Prefix of key: it then reports no entry
-// without reading a data block. Next then stops at the first block whose
-// filter rules the prefix out; Prev must not be called before another
-// absolute positioning call. It may land on entries of another prefix:
-// the caller checks.
-func (r *Reader) NewIter(lower, upper []byte) (InternalIterator, error) {
-	return r.NewIterWithStats(lower, upper, nil)
-}
-
-// NewIterWithStats is NewIter, with what its prefix seeks cost added to
-// stats (nil: not counted): one table considered per SeekPrefixGE, the
-// filters' verdicts, and the data blocks read in prefix mode. A filter's
-// "maybe" counts as a true positive when the block held a key of the
-// prefix at or after the seek key, as a prefix match when it held keys of
-// the prefix only below it, and as a false positive otherwise. Reads
-// outside prefix mode are not counted. stats must not be shared between goroutines.
-func (r *Reader) NewIterWithStats(lower, upper []byte, stats *LookupStats) (InternalIterator, error) {
+// Beyond the InternalIterator methods, the Iter has SeekPrefixGE, which
+// seeks as SeekGE does but lets the data blocks' filters rule out a prefix:
+// see Iter.SeekPrefixGE.
+func (r *Reader) NewIter(opts *IterOptions) (*Iter, error) {
 	it := new(Iter)
-	if err := r.InitIter(it, lower, upper, stats); err != nil {
+	if err := r.InitIter(it, opts); err != nil {
 		return nil, err
 	}
 	return it, nil
 }
 
-// InitIter readies it to iterate over the table as NewIterWithStats's
-// iterator does. it must be new (the zero Iter) or closed; it keeps its
-// buffers. It reads nothing: the table's index is in memory since
-// NewReader, and the first positioning call reads the one data block it
-// needs. So it never fails today; the error result leaves room for a
-// format whose iterators must read to start (it would leave it closed).
-func (r *Reader) InitIter(it *Iter, lower, upper []byte, stats *LookupStats) error {
-	data := it.data
+// InitIter readies it to iterate over the table as NewIter's iterator
+// does, with the options opts (nil: the defaults). it must be new (the
+// zero Iter) or closed; it keeps its buffers, so that an iterator walking
+// table after table allocates nothing per table. InitIter reads nothing:
+// the table's index is in memory since NewReader, and the first
+// positioning call reads the one data block it needs. So it never fails
+// today; the error result leaves room for a format whose iterators must
+// read to start (it would leave it closed).
+func (r *Reader) InitIter(it *Iter, opts *IterOptions) error {
+	var o IterOptions
+	if opts != nil {
+		o = *opts
+	}
+	data, buf := it.data, it.blockBuf
 	data.release()
-	*it = Iter{r: r, cmp: r.cmp.Compare, lower: lower, upper: upper, stats: stats, data: data}
+	*it = Iter{r: r, cmp: r.cmp.Compare, lower: o.LowerBound, upper: o.UpperBound, stats: o.Stats, data: data}
 	if it.stats == nil {
 		it.stats = &it.ownStats
+	}
+	if o.Compaction {
+		it.compaction, it.blockBuf = true, buf
 	}
 	return nil
 }
@@ -258,9 +252,14 @@ func (it *Iter) seekGE(key []byte) bool {
 
 // SeekPrefixGE moves to the first entry whose user key is >= key (and >=
 // lower), unless the filter of the block that would hold it rules prefix
-// out: then the table holds no key of prefix at or after key, since the
-// writer cuts separators below a new prefix (see Writer.addIndexEntry),
-// and the iterator reports no entry. See NewIter for prefix mode.
+// (the comparer's Prefix of key) out: then the table holds no key of
+// prefix at or after key, since the writer cuts separators below a new
+// prefix (see Writer.addIndexEntry), and the iterator reports no entry
+// without reading a data block. The iterator is then in prefix mode (see
+// Iter): Next stops at the first block whose filter rules the prefix out,
+// and Prev must not be called before another absolute positioning call.
+// It may land on entries of another prefix: the caller checks. What the
+// seeks cost is added to IterOptions.Stats.
 func (it *Iter) SeekPrefixGE(prefix, key []byte) bool {
 	if !it.usable() {
 		return false

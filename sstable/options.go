@@ -94,8 +94,35 @@ type ReaderOptions struct {
 	GlobalSeqNum SeqNum
 }
 
+// IterOptions configures a table iterator (Reader.NewIter, Reader.InitIter).
+// The zero value, like a nil *IterOptions, iterates over the whole table
+// through the block cache and counts nothing.
+type IterOptions struct {
+	// LowerBound and UpperBound limit the iterator to the user keys in
+	// [LowerBound, UpperBound); a nil bound is open.
+	LowerBound, UpperBound []byte
+	// Stats, when not nil, receives what the iterator's prefix seeks cost
+	// (Iter.SeekPrefixGE): one table considered per seek, the filters'
+	// verdicts, and the data blocks read in prefix mode. A filter's
+	// "maybe" counts as a true positive when the block held a key of the
+	// prefix at or after the seek key, as a prefix match when it held keys
+	// of the prefix only below it, and as a false positive otherwise. Reads
+	// outside prefix mode are not counted. It must not be shared between
+	// goroutines.
+	Stats *LookupStats
+	// Compaction makes an iterator for one pass over the table, as a
+	// compaction reads its inputs: a block the cache holds is read from
+	// the cache, and any other into a buffer of the iterator's own, reused
+	// from block to block, without caching it. A pass over a whole table
+	// then neither evicts the blocks lookups want (as Pebble reads
+	// compaction inputs) nor leaves one buffer of garbage per block. Key
+	// and Value, value bytes included, are then valid only until the next
+	// move.
+	Compaction bool
+}
+
 // LookupStats accumulates what point lookups and prefix seeks cost.
-// Reader.Get and the prefix seeks of an iterator from Reader.NewIterWithStats
+// Reader.Get and the prefix seeks of an iterator with IterOptions.Stats
 // add to it; the caller owns it and sums it across tables.
 type LookupStats struct {
 	// TablesConsidered counts the tables a lookup asked: one per Get, one

@@ -54,13 +54,13 @@ func TestTableIter_SeekPrefixGE_Model(t *testing.T) {
 		data := buildBytes(t, entries, WriterOptions{BlockSize: 48, Comparer: cmp, FilterPolicy: policy})
 		r := openTable(t, data, ReaderOptions{Comparer: cmp, Filters: filters(policy)})
 		var st LookupStats
-		it, err := r.NewIterWithStats(nil, nil, &st)
+		it, err := r.NewIter(&IterOptions{Stats: &st})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i := 0; i < 2000; i++ {
 			seek := fmt.Sprintf("%c%c/%d", 'a'+rng.IntN(7), 'a'+rng.IntN(7), rng.IntN(25))
-			checkPrefixSeek(t, cmp, it.(base.PrefixIterator), keys, seek)
+			checkPrefixSeek(t, cmp, it, keys, seek)
 		}
 		if st.FilterNegatives == 0 || st.FilterTruePositives == 0 {
 			t.Errorf("%s: stats %+v: the seeks should meet both verdicts", cmp.Name, st)

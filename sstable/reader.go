@@ -191,7 +191,8 @@ func (r *Reader) readFooter() error {
 	}
 	size := st.Size()
 	if size < FooterLen {
-		return r.corruptf(0, "file of %d bytes is shorter than a footer", size)
+		return base.CorruptionErrorf("%w: %s: %d bytes, shorter than a table footer (%d)",
+			ErrNotTable, r.name, size, FooterLen)
 	}
 	r.dataEnd = uint64(size) - FooterLen
 	var buf [FooterLen]byte
@@ -199,6 +200,9 @@ func (r *Reader) readFooter() error {
 		return err
 	}
 	if r.footer, err = decodeFooter(buf[:]); err != nil {
+		if errors.Is(err, ErrNotTable) {
+			return base.CorruptionErrorf("%s: offset %d: %w", r.name, r.dataEnd, err)
+		}
 		if errors.Is(err, ErrNewerFormat) {
 			return fmt.Errorf("sstable: %s: offset %d: footer: %w", r.name, r.dataEnd, err)
 		}

@@ -179,7 +179,7 @@ func TestReader_CompactionIter(t *testing.T) {
 				t.Fatal(err)
 			}
 			before := c.Metrics()
-			it, err := r.NewCompactionIter()
+			it, err := r.NewIter(&IterOptions{Compaction: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -193,7 +193,7 @@ func TestReader_CompactionIter(t *testing.T) {
 			}
 			var reused Iter
 			pass := func() {
-				if err := r.InitCompactionIter(&reused); err != nil {
+				if err := r.InitIter(&reused, &IterOptions{Compaction: true}); err != nil {
 					t.Fatal(err)
 				}
 				for ok := reused.First(); ok; ok = reused.Next() {

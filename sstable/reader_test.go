@@ -179,9 +179,9 @@ func testIterModel(t *testing.T, cmp *base.Comparer) {
 		var it InternalIterator = &kept
 		var err error
 		if rng.IntN(2) == 0 {
-			err = tb.r.InitIter(&kept, lower, upper, nil)
+			err = tb.r.InitIter(&kept, &IterOptions{LowerBound: lower, UpperBound: upper})
 		} else {
-			it, err = tb.r.NewIter(lower, upper)
+			it, err = tb.r.NewIter(&IterOptions{LowerBound: lower, UpperBound: upper})
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -337,7 +337,7 @@ func TestReader_UseAfterClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	it, err := r.NewIter(nil, nil)
+	it, err := r.NewIter(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,21 +5,12 @@ import (
 	"math"
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
-	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/vfs"
 )
 
 // numLevels is the number of levels of a Pebble v1 tree, L0 to L6.
 const numLevels = 7
-
-// Pebble v1.1.5's defaults for the options LevelBudget reads, applied where
-// the options leave them zero (as pebble.Options.EnsureDefaults does).
-const (
-	pebbleDefaultL0CompactionThreshold = 4
-	pebbleDefaultLBaseMaxBytes         = 64 << 20
-	pebbleDefaultLevelMultiplier       = 10
-	pebbleDefaultMemTableSize          = 4 << 20
-)
 
 // LevelBudget describes the store [SetLevelFilters] sizes filters for.
 type LevelBudget struct {
@@ -105,16 +96,9 @@ func fillLevels(opts *pebble.Options) {
 // SetLevelFilters), index = level; levels without data have Count 0, as
 // does L6 with NoL6Filter.
 func levelRuns(opts *pebble.Options, b LevelBudget) [numLevels]bloompolicy.Runs {
-	// The options are read through copies: pebble.Options.EnsureDefaults
-	// would change the caller's Levels entries and EventListener in place
-	// and wrap FS with a disk-health goroutine.
-	l0Runs, lbase := opts.L0CompactionThreshold, opts.LBaseMaxBytes
-	multInt, memtable := opts.Experimental.LevelMultiplier, opts.MemTableSize
-	base.SetDefault(&l0Runs, pebbleDefaultL0CompactionThreshold)
-	base.SetDefault(&lbase, pebbleDefaultLBaseMaxBytes)
-	base.SetDefault(&multInt, pebbleDefaultLevelMultiplier)
-	base.SetDefault(&memtable, pebbleDefaultMemTableSize)
-	mult := float64(multInt)
+	d := shapeOptions(opts)
+	l0Runs, lbase, memtable := d.L0CompactionThreshold, d.LBaseMaxBytes, d.MemTableSize
+	mult := float64(d.Experimental.LevelMultiplier)
 
 	var runs [numLevels]bloompolicy.Runs
 	keysPerByte := 1 / b.BytesPerKey
@@ -131,4 +115,23 @@ func levelRuns(opts *pebble.Options, b LevelBudget) [numLevels]bloompolicy.Runs 
 		runs[numLevels-1].Count = 0
 	}
 	return runs
+}
+
+// shapeOptions returns the options the target shape depends on
+// (L0CompactionThreshold, LBaseMaxBytes, LevelMultiplier, MemTableSize),
+// with Pebble's own defaults where opts leaves them zero. Pebble applies
+// them (pebble.Options.EnsureDefaults) to a fresh Options holding only
+// those fields: on the caller's it would change the Levels entries and
+// EventListener in place, and a nil FS would be wrapped with a
+// disk-health goroutine, so the copy carries an in-memory FS it never
+// uses.
+func shapeOptions(opts *pebble.Options) *pebble.Options {
+	d := &pebble.Options{
+		FS:                    vfs.NewMem(),
+		L0CompactionThreshold: opts.L0CompactionThreshold,
+		LBaseMaxBytes:         opts.LBaseMaxBytes,
+		MemTableSize:          opts.MemTableSize,
+	}
+	d.Experimental.LevelMultiplier = opts.Experimental.LevelMultiplier
+	return d.EnsureDefaults()
 }

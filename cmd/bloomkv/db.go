@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 
@@ -198,6 +199,9 @@ func (a *app) dbScanCommand(dir *string) *cobra.Command {
 			}
 			if cmd.Flags().Changed("end") {
 				opts.UpperBound = []byte(end)
+			}
+			if opts.LowerBound != nil && opts.UpperBound != nil && bytes.Compare(opts.LowerBound, opts.UpperBound) > 0 {
+				return usagef("--start %q is after --end %q: the range [start, end) is inverted", start, end)
 			}
 			return a.withDB(*dir, false, func(db *kv.DB) error { return a.scan(db, opts, limit) })
 		},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
@@ -67,6 +68,12 @@ func (a *app) openTable(path string) (*sstable.Reader, int64, error) {
 		filters[p.Name()] = p
 	}
 	r, err := sstable.NewReader(f, sstable.ReaderOptions{FileName: path, Filters: filters, Comparer: cmp})
+	if errors.Is(err, sstable.ErrNotTable) {
+		// Any file may be named here: a CURRENT or a MANIFEST is not a
+		// damaged table.
+		return nil, 0, fmt.Errorf("%s: not a bloomkv table (%d bytes; a table ends in a %d-byte footer whose magic spells %q)",
+			path, st.Size(), sstable.FooterLen, "bloomkv1")
+	}
 	if err != nil {
 		return nil, 0, err
 	}
@@ -135,7 +142,7 @@ func inspectFilter(policy string, filter []byte) (st filterStats, ok bool) {
 // keys (what a block's filter holds), walking the table in order and
 // moving to the next block past each index separator.
 func countBlockKeys(r *sstable.Reader, l *sstable.Layout) (entries, keys []int, err error) {
-	it, err := r.NewIter(nil, nil)
+	it, err := r.NewIter(nil)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -227,3 +227,43 @@ func KeyPrefix(k []byte) uint64 {
 	copy(b[:], k)
 	return binary.BigEndian.Uint64(b[:])
 }
+
+// NewSplitComparer returns a comparer that orders keys bytewise, as
+// DefaultComparer does and under its Name, with split as its Split, named
+// splitName (see Comparer.SplitName). It is the comparer of the common
+// prefix setup: keys such as "user/42/name" whose filters should hold a
+// prefix ("user/42/"). Since the ordering is DefaultComparer's, a store
+// written without a Split opens under it, and its tables are read without
+// their filters until compactions rewrite them.
+func NewSplitComparer(splitName string, split Split) *Comparer {
+	c := *DefaultComparer
+	c.Split, c.SplitName = split, splitName
+	return &c
+}
+
+// PrefixEnd returns the smallest key, under bytewise order, that sorts
+// after every key beginning with prefix: prefix with its last byte below
+// 0xff incremented and what follows that byte dropped. [prefix,
+// PrefixEnd(prefix)) is then the range of the keys bearing prefix, for
+// DeleteRange and for iterator bounds. It returns nil when no such key
+// exists (prefix is empty or all 0xff bytes): the range then has no upper
+// end. The result does not alias prefix.
+func PrefixEnd(prefix []byte) []byte {
+	for i := len(prefix) - 1; i >= 0; i-- {
+		if prefix[i] != 0xff {
+			end := append([]byte(nil), prefix[:i+1]...)
+			end[i]++
+			return end
+		}
+	}
+	return nil
+}
+
+// ImmediateSuccessor returns the smallest key, under bytewise order, that
+// sorts after key: key followed by a zero byte. [key,
+// ImmediateSuccessor(key)) holds key alone, so it turns an inclusive end
+// into the exclusive end DeleteRange and upper bounds take. The result
+// does not alias key.
+func ImmediateSuccessor(key []byte) []byte {
+	return append(append(make([]byte, 0, len(key)+1), key...), 0)
+}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -96,29 +95,15 @@ func (s *SliceIter) Close() error {
 // Closed reports whether Close was called.
 func (s *SliceIter) Closed() bool { return s.closed }
 
-// ParseKey parses an internal key written "userkey#seq,KIND", KIND being
-// SET or DEL.
+// ParseKey parses an internal key written "userkey#seq,KIND" with
+// base.ParseInternalKey, failing the test on an error.
 func ParseKey(t testing.TB, s string) base.InternalKey {
 	t.Helper()
-	user, rest, ok := strings.Cut(s, "#")
-	seqStr, kindStr, ok2 := strings.Cut(rest, ",")
-	if !ok || !ok2 {
-		t.Fatalf("bad internal key %q (want user#seq,KIND)", s)
-	}
-	seq, err := strconv.ParseUint(seqStr, 10, 64)
+	k, err := base.ParseInternalKey(s)
 	if err != nil {
-		t.Fatalf("bad seqnum in %q: %v", s, err)
+		t.Fatal(err)
 	}
-	var kind base.Kind
-	switch kindStr {
-	case "SET":
-		kind = base.KindSet
-	case "DEL":
-		kind = base.KindDelete
-	default:
-		t.Fatalf("bad kind in %q", s)
-	}
-	return base.MakeInternalKey([]byte(user), base.SeqNum(seq), kind)
+	return k
 }
 
 // ParseEntries parses whitespace-separated "user#seq,KIND[:value]" entries,

@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -70,11 +71,19 @@ func parseEdits(input string) ([]*VersionEdit, error) {
 			}
 			e.DeletedFiles[DeletedFileEntry{Level: level, FileNum: base.FileNum(num)}] = true
 		case f[0] == "add" && (len(f) == 5 || len(f) == 6):
-			m := meta(base.FileNum(num), f[3], f[4])
+			smallest, err1 := base.ParseInternalKey(f[3])
+			largest, err2 := base.ParseInternalKey(f[4])
+			if err := errors.Join(err1, err2); err != nil {
+				return nil, fmt.Errorf("bad line %q: %w", line, err)
+			}
+			m := metaKeys(base.FileNum(num), smallest, largest)
 			if len(f) == 6 {
 				lo, hi, _ := strings.Cut(strings.TrimPrefix(f[5], "seqs="), "-")
-				l, _ := strconv.ParseUint(lo, 10, 64)
-				h, _ := strconv.ParseUint(hi, 10, 64)
+				l, err1 := strconv.ParseUint(lo, 10, 64)
+				h, err2 := strconv.ParseUint(hi, 10, 64)
+				if err1 != nil || err2 != nil {
+					return nil, fmt.Errorf("bad seqs in %q", line)
+				}
 				m.SmallestSeqNum, m.LargestSeqNum = base.SeqNum(l), base.SeqNum(h)
 			}
 			e.NewFiles = append(e.NewFiles, NewFileEntry{Level: level, Meta: m})

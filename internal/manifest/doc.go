@@ -6,8 +6,7 @@
 // kv keeps the current Version and persists the edits; compaction reads
 // Versions to decide what to compact. Neither owns the other's job, so the
 // shared description lives here.
-package manifest
-
+//
 // # Version edit encoding
 //
 // An encoded VersionEdit is a sequence of tagged fields. Every integer is an
@@ -22,7 +21,7 @@ package manifest
 //	+-----------+----------------------------------------------------------+
 //	| 1         | comparer name: bytes                                     |
 //	| 2         | log number: uv                                           |
-//	| 3         | next file number: uv                                    |
+//	| 3         | next file number: uv                                     |
 //	| 4         | last sequence number: uv (<= 2^56-1)                     |
 //	| 5         | deleted table: level uv (< 7) | file number uv           |
 //	| 6         | new table: level uv (< 7) | file number uv | size uv |   |
@@ -41,3 +40,4 @@ package manifest
 //
 // In the MANIFEST file each encoded edit is one record of the log format of
 // package internal/record.
+package manifest

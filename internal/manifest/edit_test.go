@@ -13,8 +13,16 @@ import (
 	"github.com/cockroachdb/pebble/vfs"
 )
 
+// meta returns a table's metadata with the given bounds, written as
+// InternalKey.String writes them; it panics on a bad bound, which is a
+// mistake in the test itself.
 func meta(num base.FileNum, smallest, largest string) *FileMetadata {
-	s, l := parseKey(smallest), parseKey(largest)
+	return metaKeys(num, mustParseKey(smallest), mustParseKey(largest))
+}
+
+// metaKeys returns a table's metadata with the given bounds; its other
+// fields derive from num so that round trips can tell tables apart.
+func metaKeys(num base.FileNum, s, l base.InternalKey) *FileMetadata {
 	return &FileMetadata{
 		FileNum:        num,
 		Size:           uint64(num) * 100,
@@ -27,22 +35,14 @@ func meta(num base.FileNum, smallest, largest string) *FileMetadata {
 	}
 }
 
-// parseKey parses "userkey#seq,KIND".
-func parseKey(s string) base.InternalKey {
-	user, rest, ok := strings.Cut(s, "#")
-	if !ok {
-		panic("bad key " + s)
+// mustParseKey parses "userkey#seq,KIND" with base.ParseInternalKey and
+// panics on an error.
+func mustParseKey(s string) base.InternalKey {
+	k, err := base.ParseInternalKey(s)
+	if err != nil {
+		panic(err)
 	}
-	seqStr, kindStr, _ := strings.Cut(rest, ",")
-	var seq uint64
-	for _, c := range seqStr {
-		seq = seq*10 + uint64(c-'0')
-	}
-	kind := base.KindSet
-	if kindStr == "DEL" {
-		kind = base.KindDelete
-	}
-	return base.MakeInternalKey([]byte(user), base.SeqNum(seq), kind)
+	return k
 }
 
 func TestVersionEdit_RoundTrip(t *testing.T) {

@@ -93,7 +93,7 @@ func parsePackage(t *testing.T, root, dir string, tests bool) []sourceFile {
 			continue
 		}
 		name := path.Join(dir, n)
-		f, err := parser.ParseFile(fset, name, readFile(t, vfs.Default.PathJoin(root, name)), parser.SkipObjectResolution)
+		f, err := parser.ParseFile(fset, name, readFile(t, vfs.Default.PathJoin(root, name)), parser.SkipObjectResolution|parser.ParseComments)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -96,7 +96,7 @@ func readTable(fs vfs.FS, policy bloompolicy.FilterPolicy) {
 	smallest, ok := sstable.DecodeInternalKey(r.Properties().SmallestKey)
 	fmt.Println("smallest key from the properties:", smallest, ok)
 	var it sstable.InternalIterator
-	it, err = r.NewIter(nil, nil)
+	it, err = r.NewIter(nil)
 	check(err)
 	var prev sstable.InternalKey
 	for ok := it.First(); ok; ok = it.Next() {
@@ -139,7 +139,7 @@ func compact(fs vfs.FS, policy bloompolicy.FilterPolicy, mem *memtable.MemTable,
 	r, err := sstable.NewReader(f, sstable.ReaderOptions{})
 	check(err)
 	defer r.Close()
-	input, err := r.NewIter(nil, nil)
+	input, err := r.NewIter(nil)
 	check(err)
 	defer input.Close()
 
@@ -160,7 +160,7 @@ func compact(fs vfs.FS, policy bloompolicy.FilterPolicy, mem *memtable.MemTable,
 	fmt.Printf("run over the table: %d in, %d out, %d shadowed -> %s\n",
 		stats.EntriesIn, stats.EntriesOut, stats.Shadowed, l1)
 
-	again, err := r.NewIter(nil, nil)
+	again, err := r.NewIter(nil)
 	check(err)
 	merged := compaction.NewMergingIter(sstable.DefaultComparer.Compare, mem.NewIter(nil, nil), again)
 	defer merged.Close()
