@@ -246,11 +246,11 @@ func checkMapped(t *testing.T, d *DB, n int) {
 	}
 }
 
-// crashCopy copies every file of d's directory src into a new directory
+// copyOpenDir copies every file of d's directory src into a new directory
 // and returns it: what a crash of the process leaves. It waits until no
 // flush or compaction runs first, so that the copy is of one moment, and
 // fails unless the WAL it copies holds records.
-func crashCopy(t *testing.T, d *DB, src string) string {
+func copyOpenDir(t *testing.T, d *DB, src string) string {
 	t.Helper()
 	if err := d.WaitIdle(context.Background()); err != nil {
 		t.Fatal(err)
@@ -310,11 +310,11 @@ func TestWALMmap_RecoverAfterCrash(t *testing.T) {
 	d := openMapped(t, dir, false)
 	defer d.Close()
 	writeMapped(t, d, 0, mmapTestKeys)
-	crashed := crashCopy(t, d, dir)
+	crashed := copyOpenDir(t, d, dir)
 	c := openMapped(t, crashed, false)
 	checkMapped(t, c, mmapTestKeys)
 	writeMapped(t, c, 0, 10)
-	crashed2 := crashCopy(t, c, crashed)
+	crashed2 := copyOpenDir(t, c, crashed)
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
