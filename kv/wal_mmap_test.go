@@ -148,26 +148,6 @@ func TestWALMmapWriter_AllocationFails(t *testing.T) {
 	}
 }
 
-// TestWALMmapWriter_FaultIsError: a store that faults (the file was
-// truncated under the mapping) is an error, not a crash.
-func TestWALMmapWriter_FaultIsError(t *testing.T) {
-	_, f, w := createMappedWAL(t, 1<<20, fallocate)
-	if _, err := w.Write([]byte("before")); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Ftruncate(int(f.Fd()), 0); err != nil {
-		t.Fatal(err)
-	}
-	_, err := w.Write(make([]byte, 2*pageSize))
-	if err == nil {
-		t.Fatal("a write into a truncated mapping succeeded")
-	}
-	t.Logf("write after truncation: %v", err)
-	if err := w.close(); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestWALMmap_Chosen: the DB maps its WAL on vfs.Default only; on an
 // in-memory FS or a wrapping one it writes it as before.
 func TestWALMmap_Chosen(t *testing.T) {
