@@ -18,7 +18,7 @@ import (
 )
 
 // killChildEnv, when set, makes TestProcessKill the child: its value is
-// "seed background"; killDirEnv names the store's directory.
+// "seed background mapped"; killDirEnv names the store's directory.
 const (
 	killChildEnv = "BLOOMKV_TEST_KILL_CHILD"
 	killDirEnv   = "BLOOMKV_TEST_KILL_DIR"
@@ -27,9 +27,25 @@ const (
 // killChildLimit stops a child its parent never killed.
 const killChildLimit = 30 * time.Second
 
-// killOpts are the options of the killed store: the WAL writes are slowed
-// (see slowWALFS), so the background writer falls behind.
-func killOpts(background bool) *kv.Options {
+// killModes are the WAL modes of the killed store: the default mode on
+// vfs.Default, whose WAL is memory-mapped (wal_mmap.go), and each mode
+// through slowWALFS, whose WAL is written with write(2).
+var killModes = []struct {
+	name               string
+	background, mapped bool
+}{
+	{"default-mapped", false, true},
+	{"default", false, false},
+	{"background", true, false},
+}
+
+// killOpts are the options of the killed store: on vfs.Default when
+// mapped, otherwise with the WAL writes slowed (see slowWALFS), so the
+// background writer falls behind.
+func killOpts(background, mapped bool) *kv.Options {
+	if mapped {
+		return &kv.Options{MemTableSize: 16 << 20}
+	}
 	fs := &slowWALFS{FS: vfs.Default, piece: 16 << 10, pause: 50 * time.Microsecond}
 	return &kv.Options{FS: fs, MemTableSize: 16 << 20, BackgroundWALWrites: background}
 }
@@ -40,14 +56,18 @@ func killOpts(background bool) *kv.Options {
 // is killed.
 func runKillChild(spec, dir string) {
 	var seed uint64
-	var background bool
-	if _, err := fmt.Sscan(spec, &seed, &background); err != nil {
+	var background, mapped bool
+	if _, err := fmt.Sscan(spec, &seed, &background, &mapped); err != nil {
 		fmt.Printf("bad %s %q: %v\n", killChildEnv, spec, err)
 		os.Exit(2)
 	}
-	db, err := kv.Open(dir, killOpts(background))
+	db, err := kv.Open(dir, killOpts(background, mapped))
 	if err != nil {
 		fmt.Printf("open: %v\n", err)
+		os.Exit(2)
+	}
+	if kv.WALMapped(db) != mapped {
+		fmt.Printf("WAL mapped %t, want %t\n", !mapped, mapped)
 		os.Exit(2)
 	}
 	deadline := time.Now().Add(killChildLimit)
@@ -72,10 +92,10 @@ type killRun struct {
 // killChildAfter starts a child over the store in dir, kills it once it
 // has reported acks acknowledged batches, and returns what it reported,
 // the lines it wrote before it died included.
-func killChildAfter(t *testing.T, dir string, seed uint64, background bool, acks int) killRun {
+func killChildAfter(t *testing.T, dir string, seed uint64, background, mapped bool, acks int) killRun {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestProcessKill$")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d %t", killChildEnv, seed, background), killDirEnv+"="+dir)
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d %t %t", killChildEnv, seed, background, mapped), killDirEnv+"="+dir)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +142,7 @@ func TestProcessKill(t *testing.T) {
 	if testing.Short() {
 		rounds = 1
 	}
-	for _, mode := range walModes {
+	for _, mode := range killModes {
 		t.Run("wal="+mode.name, func(t *testing.T) {
 			forEachSeed(t, 1, func(t *testing.T, seed uint64) {
 				rng := newRand(seed)
@@ -131,7 +151,7 @@ func TestProcessKill(t *testing.T) {
 					s := seed + uint64(round)
 					dir := filepath.Join(t.TempDir(), "db")
 					acks := 10 + rng.IntN(150)
-					run := killChildAfter(t, dir, s, mode.background, acks)
+					run := killChildAfter(t, dir, s, mode.background, mode.mapped, acks)
 					lost := checkKilledStore(t, dir, s, mode.background, run)
 					t.Logf("round %d: killed after %d acknowledged batches reported (%d read), %d bytes of them lost",
 						round, acks, len(run.sizes), lost)

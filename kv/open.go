@@ -319,9 +319,7 @@ func (d *DB) releaseFiles() {
 	}
 	d.mu.versions.close()
 	if d.commit.log != nil {
-		if !d.commit.log.closed {
-			d.commit.log.file.Close()
-		}
+		d.commit.log.abandon()
 		d.commit.log = nil
 	}
 	if d.dataDir != nil {

@@ -33,8 +33,9 @@ type walWriter struct {
 	file vfs.File
 	w    *record.Writer
 	// space writes the bytes to file, preallocating and zero-filling
-	// the file's space ahead of them.
-	space *walPreallocWriter
+	// the file's space ahead of them: a walPreallocWriter, or a
+	// walMmapWriter where the file can be mapped (see wal_mmap.go).
+	space walSpace
 	// flusher, with Options.BackgroundWALWrites, takes w's output and
 	// writes it to file from its own goroutine (see wal_flusher.go); nil
 	// otherwise, and w writes to file.
@@ -76,7 +77,7 @@ func (d *DB) createWAL(num base.FileNum) (*walWriter, error) {
 // Options.BackgroundWALWrites a flusher goroutine writes them to dst.
 func (d *DB) newWALWriter(num base.FileNum, name string, f vfs.File, dst io.Writer, size, fileSize int64, recyclable bool) *walWriter {
 	l := &walWriter{num: num, name: name, file: f}
-	l.space = newWALPreallocWriter(f, dst, size, fileSize, walPreallocSize(d.opts.MemTableSize))
+	l.space = newWALSpace(d.opts.FS, f, dst, size, fileSize, walPreallocSize(d.opts.MemTableSize))
 	dst = l.space
 	if d.opts.BackgroundWALWrites {
 		l.flusher = newWALFlusher(dst, name, &d.commit.walBuffers, size)
@@ -154,6 +155,9 @@ func (l *walWriter) close() error {
 	if err == nil {
 		err = l.file.SyncData()
 	}
+	if serr := l.space.close(); err == nil {
+		err = serr
+	}
 	if cerr := l.file.Close(); err == nil {
 		err = cerr
 	}
@@ -161,6 +165,21 @@ func (l *walWriter) close() error {
 		return fmt.Errorf("kv: closing WAL %s: %w", l.name, err)
 	}
 	return nil
+}
+
+// abandon closes the WAL without flushing or syncing it, for a WAL the DB
+// gives up on: the flusher, if any, stops, and the writer releases what
+// it holds (a mapping). Later calls, and close, do nothing.
+func (l *walWriter) abandon() {
+	if l.closed {
+		return
+	}
+	l.closed = true
+	if l.flusher != nil {
+		_ = l.flusher.close()
+	}
+	_ = l.space.close()
+	_ = l.file.Close()
 }
 
 // walTail is where the replay of a WAL stopped: end is the offset just

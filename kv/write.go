@@ -379,7 +379,7 @@ func (d *DB) rotateMemTableLocked() error {
 			err = sealErr
 		}
 		if err != nil {
-			newLog.file.Close()
+			newLog.abandon()
 		}
 	}
 	d.mu.Lock()

@@ -1,0 +1,202 @@
+package kv
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/cockroachdb/pebble/vfs"
+)
+
+// A memory-mapped WAL. By default an acknowledged NoSync write survives a
+// crash of the process: its WAL bytes are in the operating system before
+// the write returns. Writing them with write(2) costs a system call per
+// commit; copying them into a shared mapping of the file (MAP_SHARED)
+// puts them in the same page cache at the cost of a memory copy, and a
+// process that dies leaves the pages to the kernel, which writes them to
+// the file as it would a write's.
+//
+// The mapped pages must be backed by allocated blocks before they are
+// written: a store to a page past the file's end, or one the file system
+// cannot find a block for (a full disk), raises SIGBUS instead of
+// returning an error. So the file's space is allocated for real
+// (fallocate, which extends the file and fails with ENOSPC when the disk
+// is full) a chunk at a time, before the chunk is mapped, and the mapping
+// is used only on file systems where allocated blocks are overwritten in
+// place (ext4, XFS, tmpfs; not copy-on-write ones such as Btrfs, whose
+// writes need new blocks). A fault that happens anyway (an I/O error
+// reading a recycled file's page, a file truncated by another process) is
+// turned into an error by runtime/debug.SetPanicOnFault.
+//
+// A Sync write syncs the file with SyncData (fdatasync), which on Linux
+// writes the pages dirtied through a shared mapping as it does those
+// dirtied by write(2): since Linux 2.6.19 the kernel tracks a shared
+// mapping's dirty pages itself, and msync(MS_ASYNC) does nothing more.
+//
+// The mapping is used only where Options.FS is vfs.Default and the file
+// has a descriptor: a wrapping vfs.FS (errorfs, a byte counter, a disk
+// health checker) expects to see every write, and an in-memory one has no
+// file to map. Elsewhere, or when mapping fails, a WAL is written through
+// walPreallocWriter as before.
+
+// walSpace writes a WAL's bytes into its file: a walPreallocWriter, or a
+// walMmapWriter. fillAhead is called before each sync, once every byte of
+// the WAL has been written; close after the last sync, before the file is
+// closed.
+type walSpace interface {
+	io.Writer
+	fillAhead() error
+	close() error
+}
+
+// close does nothing: a walPreallocWriter holds nothing but the file.
+func (w *walPreallocWriter) close() error { return nil }
+
+// errWALMmapUnavailable is why a WAL is not mapped on a platform that
+// has no mapped writer.
+var errWALMmapUnavailable = errors.New("kv: memory-mapped WAL not available on " + runtime.GOOS)
+
+// newWALSpace returns the writer of a WAL's bytes from file offset off on,
+// into f, fileSize bytes long now: a mapped one where fs and f allow it,
+// otherwise a walPreallocWriter writing through dst.
+func newWALSpace(fs vfs.FS, f vfs.File, dst io.Writer, off, fileSize, chunk int64) walSpace {
+	if fs == vfs.Default && f.Fd() != vfs.InvalidFd {
+		if m, err := newWALMmapWriter(f, off, chunk, fallocate); err == nil {
+			return m
+		}
+	}
+	return newWALPreallocWriter(f, dst, off, fileSize, chunk)
+}
+
+// walMmapWriter writes a WAL's bytes by copying them into a shared
+// mapping of its file, a chunk of it at a time; see above.
+type walMmapWriter struct {
+	file vfs.File
+	fd   uintptr
+	off  int64 // the file offset of the next byte written
+	// mapped maps the file from mapOff (a multiple of the page size).
+	mapped []byte
+	mapOff int64
+	// allocated is the file offset up to which space is allocated, and
+	// the file at least as long.
+	allocated int64
+	chunk     int64
+	// alloc allocates the file's space from off to off+n, extending it:
+	// fallocate, or a test's failure.
+	alloc func(fd uintptr, off, n int64) error
+	// fill zero-fills the file ahead of the writes before a sync, as a
+	// walPreallocWriter does; it writes nothing else.
+	fill *walPreallocWriter
+}
+
+// newWALMmapWriter returns a writer of the bytes from file offset off on
+// into f, with the first chunk past off allocated and mapped, or an error
+// if that fails: then the file is as it was, but perhaps longer.
+func newWALMmapWriter(f vfs.File, off, chunk int64, alloc func(fd uintptr, off, n int64) error) (*walMmapWriter, error) {
+	chunk = roundUp(max(chunk, 1), int64(pageSize))
+	w := &walMmapWriter{
+		file: f, fd: f.Fd(), off: off, allocated: off, chunk: chunk, alloc: alloc,
+		fill: newWALPreallocWriter(f, nil, off, off, chunk),
+	}
+	if err := w.checkFileSystem(); err != nil {
+		return nil, err
+	}
+	if err := w.remap(); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// pageSize is the granularity of mappings.
+var pageSize = os.Getpagesize()
+
+// roundUp returns n rounded up to a multiple of m.
+func roundUp(n, m int64) int64 { return (n + m - 1) / m * m }
+
+// Write copies p into the mapping, mapping the next chunk whenever the
+// current one is full.
+func (w *walMmapWriter) Write(p []byte) (int, error) {
+	written := 0
+	for len(p) > 0 {
+		if w.off >= w.mapOff+int64(len(w.mapped)) {
+			if err := w.remap(); err != nil {
+				return written, err
+			}
+		}
+		n, err := w.copyIn(p)
+		written += n
+		w.off += int64(n)
+		if err != nil {
+			return written, err
+		}
+		p = p[n:]
+	}
+	w.fill.off, w.fill.filled = w.off, max(w.fill.filled, w.off)
+	return written, nil
+}
+
+// copyIn copies what fits of p into the mapping at w.off. A memory fault
+// while copying (see above) is returned as an error, not a crash.
+func (w *walMmapWriter) copyIn(p []byte) (n int, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("kv: memory fault writing mapped WAL at offset %d: %v", w.off, r)
+		}
+	}()
+	return copy(w.mapped[w.off-w.mapOff:], p), nil
+}
+
+// remap maps the chunk of the file from w.off's page on, allocating its
+// space first. The previous mapping's pages stay in the page cache,
+// dirty until the kernel or a sync writes them.
+func (w *walMmapWriter) remap() error {
+	start := w.off / int64(pageSize) * int64(pageSize)
+	end := start + w.chunk
+	if end > w.allocated {
+		if err := w.alloc(w.fd, w.allocated, end-w.allocated); err != nil {
+			return fmt.Errorf("kv: allocating WAL space at offset %d: %w", w.allocated, err)
+		}
+		w.allocated = end
+	}
+	if err := w.unmap(); err != nil {
+		return err
+	}
+	m, err := mmapFile(w.fd, start, int(w.chunk))
+	if err != nil {
+		return fmt.Errorf("kv: mapping WAL at offset %d: %w", start, err)
+	}
+	w.mapped, w.mapOff = m, start
+	return nil
+}
+
+// unmap removes the mapping, if any.
+func (w *walMmapWriter) unmap() error {
+	if w.mapped == nil {
+		return nil
+	}
+	m := w.mapped
+	w.mapped = nil
+	if err := munmap(m); err != nil {
+		return fmt.Errorf("kv: unmapping WAL: %w", err)
+	}
+	return nil
+}
+
+// fillAhead zero-fills the file ahead of the writes, so that the syncs
+// that follow have only data to write (see walPreallocWriter): the
+// allocated space past the last write is allocated but not yet written,
+// and the first sync after a write into such blocks records them as
+// written.
+func (w *walMmapWriter) fillAhead() error {
+	return w.fill.fillAhead()
+}
+
+// close removes the mapping. The file keeps its allocated length, zeros
+// past the WAL's last record, which recovery reads as its end.
+func (w *walMmapWriter) close() error {
+	return w.unmap()
+}

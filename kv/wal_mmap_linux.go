@@ -1,0 +1,51 @@
+//go:build linux
+
+package kv
+
+import (
+	"fmt"
+	"syscall"
+)
+
+// File systems whose allocated blocks a write through a mapping
+// overwrites in place (statfs f_type), so that it needs no new block.
+const (
+	ext4Magic  = 0xEF53 // ext2, ext3 and ext4
+	xfsMagic   = 0x58465342
+	tmpfsMagic = 0x01021994
+)
+
+// checkFileSystem returns an error unless the file is on a file system
+// where the mapping cannot fault for want of space once allocated.
+func (w *walMmapWriter) checkFileSystem() error {
+	var st syscall.Statfs_t
+	if err := syscall.Fstatfs(int(w.fd), &st); err != nil {
+		return err
+	}
+	switch st.Type {
+	case ext4Magic, xfsMagic, tmpfsMagic:
+		return nil
+	}
+	return fmt.Errorf("kv: no mapped WAL on file system type %#x", st.Type)
+}
+
+// fallocate allocates the file's space from off to off+n, extending the
+// file to off+n if it is shorter; it fails with ENOSPC on a full disk.
+func fallocate(fd uintptr, off, n int64) error {
+	for {
+		err := syscall.Fallocate(int(fd), 0, off, n)
+		if err != syscall.EINTR {
+			return err
+		}
+	}
+}
+
+// mmapFile maps n bytes of the file from off on, shared and writable.
+func mmapFile(fd uintptr, off int64, n int) ([]byte, error) {
+	return syscall.Mmap(int(fd), off, n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+}
+
+// munmap removes a mapping mmapFile made.
+func munmap(m []byte) error {
+	return syscall.Munmap(m)
+}

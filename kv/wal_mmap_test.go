@@ -1,0 +1,304 @@
+package kv
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/bloomkv/bloomkv/internal/record"
+	"github.com/cockroachdb/pebble/vfs"
+	"github.com/cockroachdb/pebble/vfs/errorfs"
+)
+
+// Tests of the memory-mapped WAL (wal_mmap.go). They run on vfs.Default in
+// a temporary directory: the mapping needs a real file. The crash and
+// fault tests on vfs.NewMem, StrictMem and errorfs run the other writer,
+// walPreallocWriter.
+
+// createMappedWAL creates a file in a temporary directory and returns it
+// with a mapped writer from offset 0 of chunk bytes a chunk, allocating
+// through alloc. It skips the test where the file system cannot be mapped.
+func createMappedWAL(t *testing.T, chunk int64, alloc func(fd uintptr, off, n int64) error) (string, vfs.File, *walMmapWriter) {
+	t.Helper()
+	name := filepath.Join(t.TempDir(), "000001.log")
+	f, err := vfs.Default.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	w, err := newWALMmapWriter(f, 0, chunk, alloc)
+	if err != nil {
+		t.Skipf("no mapped WAL here: %v", err)
+	}
+	return name, f, w
+}
+
+// testRecord returns record i of a test log: a few bytes to a few
+// kilobytes, so records cross blocks and chunks.
+func testRecord(i int) []byte {
+	return bytes.Repeat([]byte(fmt.Sprintf("record %d;", i)), 1+i%300)
+}
+
+// readLog returns the records of log 1 in the file name.
+func readLog(t *testing.T, name string) [][]byte {
+	t.Helper()
+	f, err := vfs.Default.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r := record.NewLogReader(f, name, 1, record.RecyclableFormat)
+	var recs [][]byte
+	for {
+		rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return recs
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, rec)
+	}
+}
+
+// TestWALMmapWriter_GrowsAcrossChunks writes records through chunks of
+// one page each and reads every one back after close.
+func TestWALMmapWriter_GrowsAcrossChunks(t *testing.T) {
+	allocs := 0
+	name, f, w := createMappedWAL(t, 1, func(fd uintptr, off, n int64) error {
+		allocs++
+		return fallocate(fd, off, n)
+	})
+	lw := record.NewRecyclableWriterAt(w, 0, 1)
+	const n = 500
+	for i := range n {
+		if _, err := lw.WriteRecord(testRecord(i)); err != nil {
+			t.Fatal(err)
+		}
+		if i%7 == 0 {
+			if err := lw.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := lw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.fillAhead(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.SyncData(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.close(); err != nil {
+		t.Fatal(err)
+	}
+	if min := int(lw.Size()) / pageSize; allocs < min {
+		t.Fatalf("%d allocations for %d bytes in chunks of a page: want at least %d", allocs, lw.Size(), min)
+	}
+	recs := readLog(t, name)
+	if len(recs) != n {
+		t.Fatalf("read %d records, want %d", len(recs), n)
+	}
+	for i, rec := range recs {
+		if !bytes.Equal(rec, testRecord(i)) {
+			t.Fatalf("record %d differs", i)
+		}
+	}
+}
+
+// TestWALMmapWriter_AllocationFails: when the file's space cannot be
+// allocated (a full disk), Write returns an error wrapping the cause, and
+// what was written before stays readable.
+func TestWALMmapWriter_AllocationFails(t *testing.T) {
+	allocs := 0
+	name, _, w := createMappedWAL(t, 1, func(fd uintptr, off, n int64) error {
+		if allocs++; allocs > 3 {
+			return syscall.ENOSPC
+		}
+		return fallocate(fd, off, n)
+	})
+	lw := record.NewRecyclableWriterAt(w, 0, 1)
+	written := 0
+	var err error
+	for i := 0; err == nil && i < 1000; i++ {
+		if _, err = lw.WriteRecord(testRecord(i)); err == nil {
+			err = lw.Flush()
+		}
+		if err == nil {
+			written++
+		}
+	}
+	if !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("got %v after %d records, want ENOSPC", err, written)
+	}
+	if written == 0 {
+		t.Fatal("no record written before the allocation failed")
+	}
+	if err := w.close(); err != nil {
+		t.Fatal(err)
+	}
+	if recs := readLog(t, name); len(recs) < written {
+		t.Fatalf("read %d records, want at least the %d written", len(recs), written)
+	}
+}
+
+// TestWALMmap_Chosen: the DB maps its WAL on vfs.Default only; on an
+// in-memory FS or a wrapping one it writes it as before.
+func TestWALMmap_Chosen(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		fs     vfs.FS
+		mapped bool
+	}{
+		{"default", vfs.Default, true},
+		{"mem", vfs.NewMem(), false},
+		{"errorfs", errorfs.Wrap(vfs.Default, errorfs.OnIndex(-1)), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := Open(t.TempDir(), &Options{FS: tc.fs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			_, mapped := d.commit.log.space.(*walMmapWriter)
+			if mapped != tc.mapped {
+				t.Fatalf("WAL writer %T, want mapped %v", d.commit.log.space, tc.mapped)
+			}
+		})
+	}
+}
+
+// mmapTestKeys is how many keys the DB tests of the mapped WAL write:
+// enough for several WALs of mmapTestOptions' memtables.
+const mmapTestKeys = 3000
+
+// mmapTestOptions are small memtables, so the WAL rotates and recycles
+// its files, with the WAL written from the commit or in the background.
+func mmapTestOptions(background bool) *Options {
+	return &Options{FS: vfs.Default, MemTableSize: 32 << 10, BackgroundWALWrites: background}
+}
+
+// mmapTestKV is key i and its value.
+func mmapTestKV(i int) (key, value []byte) {
+	return []byte(fmt.Sprintf("key%06d", i*7919%mmapTestKeys)), []byte(fmt.Sprintf("value %d", i))
+}
+
+// openMapped opens the DB in dir and fails unless its WAL is mapped.
+func openMapped(t *testing.T, dir string, background bool) *DB {
+	t.Helper()
+	d, err := Open(dir, mmapTestOptions(background))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := d.commit.log.space.(*walMmapWriter); !ok {
+		d.Close()
+		t.Skipf("no mapped WAL here: writer %T", d.commit.log.space)
+	}
+	return d
+}
+
+// writeMapped writes keys lo..hi-1 NoSync.
+func writeMapped(t *testing.T, d *DB, lo, hi int) {
+	t.Helper()
+	for i := lo; i < hi; i++ {
+		k, v := mmapTestKV(i)
+		if err := d.Set(k, v, NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// checkMapped checks that keys 0..n-1 hold their values.
+func checkMapped(t *testing.T, d *DB, n int) {
+	t.Helper()
+	for i := range n {
+		k, v := mmapTestKV(i)
+		got, err := d.Get(k)
+		if err != nil || !bytes.Equal(got, v) {
+			t.Fatalf("key %s: got %q, %v; want %q", k, got, err, v)
+		}
+	}
+}
+
+// copyOpenDir copies every file of d's directory src into a new directory
+// and returns it: what a crash of the process leaves. It waits until no
+// flush or compaction runs first, so that the copy is of one moment, and
+// fails unless the WAL it copies holds records.
+func copyOpenDir(t *testing.T, d *DB, src string) string {
+	t.Helper()
+	if err := d.WaitIdle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if w := d.commit.log.space.(*walMmapWriter); w.off == 0 {
+		t.Fatalf("WAL %s is empty: the copy tests no mapped write", d.commit.log.name)
+	}
+	dst := t.TempDir()
+	names, err := vfs.Default.List(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		if err := vfs.Copy(vfs.Default, filepath.Join(src, name), filepath.Join(dst, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
+}
+
+// TestWALMmap_RecoverAfterClose writes NoSync through the mapped WAL over
+// several WAL files, closes, and finds every write after reopening; then
+// appends to the reopened WAL and finds those too.
+func TestWALMmap_RecoverAfterClose(t *testing.T) {
+	for _, background := range []bool{false, true} {
+		t.Run(fmt.Sprintf("background=%v", background), func(t *testing.T) {
+			dir := t.TempDir()
+			d := openMapped(t, dir, background)
+			first := d.commit.log.num
+			writeMapped(t, d, 0, mmapTestKeys/2)
+			if last := d.commit.log.num; last < first+2 {
+				t.Fatalf("writes went to WALs %s to %s: want several", first, last)
+			}
+			if err := d.Close(); err != nil {
+				t.Fatal(err)
+			}
+			d = openMapped(t, dir, background)
+			checkMapped(t, d, mmapTestKeys/2)
+			writeMapped(t, d, mmapTestKeys/2, mmapTestKeys)
+			if err := d.Close(); err != nil {
+				t.Fatal(err)
+			}
+			d = openMapped(t, dir, background)
+			defer d.Close()
+			checkMapped(t, d, mmapTestKeys)
+		})
+	}
+}
+
+// TestWALMmap_RecoverAfterCrash copies the directory of an open DB, whose
+// last NoSync writes are only in mapped pages, never synced nor written
+// with a system call, and finds every acknowledged write in the copy: a
+// crash of the process loses nothing. The copy is then continued and
+// reopened.
+func TestWALMmap_RecoverAfterCrash(t *testing.T) {
+	dir := t.TempDir()
+	d := openMapped(t, dir, false)
+	defer d.Close()
+	writeMapped(t, d, 0, mmapTestKeys)
+	crashed := copyOpenDir(t, d, dir)
+	c := openMapped(t, crashed, false)
+	checkMapped(t, c, mmapTestKeys)
+	writeMapped(t, c, 0, 10)
+	crashed2 := copyOpenDir(t, c, crashed)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c = openMapped(t, crashed2, false)
+	defer c.Close()
+	checkMapped(t, c, mmapTestKeys)
+}
