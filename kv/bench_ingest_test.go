@@ -175,7 +175,7 @@ func bulkSet(b *testing.B, db *kv.DB, _ string, n int) {
 
 // TestBulkKey checks the benchmark's key format against fmt's.
 func TestBulkKey(t *testing.T) {
-	for _, i := range []int{0, 7, 42, 999_999_999_999} {
+	for _, i := range []int{0, 7, 42, 999_999_999} {
 		if got, want := string(bulkKey(nil, i)), fmt.Sprintf("key%012d", i); got != want {
 			t.Fatalf("bulkKey(%d) = %q, want %q", i, got, want)
 		}
