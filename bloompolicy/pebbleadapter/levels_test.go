@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
-	"github.com/bloomkv/bloomkv/internal/bench"
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/vfs"
 )
@@ -63,7 +62,7 @@ func TestSetLevelFilters_PebbleDB(t *testing.T) {
 	const keys = 60000
 	fs := vfs.NewMem()
 	open := func(b LevelBudget) *pebble.DB {
-		opts := &pebble.Options{FS: fs, Logger: bench.QuietLogger{}, MemTableSize: 256 << 10, LBaseMaxBytes: 256 << 10}
+		opts := &pebble.Options{FS: fs, Logger: QuietLogger{}, MemTableSize: 256 << 10, LBaseMaxBytes: 256 << 10}
 		if err := SetLevelFilters(opts, b); err != nil {
 			t.Fatal(err)
 		}

@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/bloomkv/bloomkv/internal/bench"
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/vfs"
 )
@@ -51,7 +50,7 @@ func newLSM(t testing.TB, seed uint64, tables, keysPerTable, absent int) *lsm {
 func pebbleOptions(fs vfs.FS, policy pebble.FilterPolicy) *pebble.Options {
 	opts := &pebble.Options{
 		FS:                          fs,
-		Logger:                      bench.QuietLogger{},
+		Logger:                      QuietLogger{},
 		DisableAutomaticCompactions: true,
 		L0CompactionThreshold:       1000,
 		L0StopWritesThreshold:       1000,

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
-	"github.com/bloomkv/bloomkv/internal/bench"
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/vfs"
 )
@@ -18,7 +17,7 @@ import (
 // spent over all its tables' entries.
 func settledPebble(t *testing.T, keys int, b LevelBudget) (*pebble.DB, float64) {
 	t.Helper()
-	opts := &pebble.Options{FS: vfs.NewMem(), Logger: bench.QuietLogger{}, MemTableSize: 1 << 20, LBaseMaxBytes: 1 << 20}
+	opts := &pebble.Options{FS: vfs.NewMem(), Logger: QuietLogger{}, MemTableSize: 1 << 20, LBaseMaxBytes: 1 << 20}
 	b.Keys = int64(keys)
 	if err := SetLevelFilters(opts, b); err != nil {
 		t.Fatal(err)

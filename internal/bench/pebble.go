@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"time"
 
+	"github.com/bloomkv/bloomkv/bloompolicy/pebbleadapter"
 	"github.com/bloomkv/bloomkv/kv"
 	"github.com/cockroachdb/pebble"
 )
@@ -158,38 +158,9 @@ func (e *Pebble) Compact() error {
 	return e.WaitIdle(context.Background())
 }
 
-// pebblePoll is how often WaitIdle looks at Pebble's metrics.
-const pebblePoll = 5 * time.Millisecond
-
-// WaitIdle polls pebbleIdle until it holds or ctx ends.
-func (e *Pebble) WaitIdle(ctx context.Context) error {
-	for !pebbleIdle(e.DB.Metrics()) {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(pebblePoll):
-		}
-	}
-	return nil
-}
-
-// pebbleIdle is the idle rule for Pebble, whose compaction scheduler is
-// not public: no flush or compaction running, and every level but the
-// last (which never compacts) scoring under 1, so its picker has nothing
-// to do. It does not wait for Compact.EstimatedDebt to reach zero:
-// Pebble's estimate stays above zero on a store whose every level scores
-// under 1, where Pebble schedules nothing more.
-func pebbleIdle(m *pebble.Metrics) bool {
-	if m.Compact.NumInProgress != 0 || m.Flush.NumInProgress != 0 {
-		return false
-	}
-	for _, l := range m.Levels[:len(m.Levels)-1] {
-		if l.Score >= 1 {
-			return false
-		}
-	}
-	return true
-}
+// WaitIdle waits until Pebble has nothing to flush or compact, by
+// pebbleadapter.Idle's rule, or until ctx ends.
+func (e *Pebble) WaitIdle(ctx context.Context) error { return pebbleadapter.WaitIdle(ctx, e.DB) }
 
 // Refresh closes the lookups' iterator, so the next lookup opens one over
 // the current state.

@@ -1,8 +1,7 @@
 package bench
 
 import (
-	"fmt"
-
+	"github.com/bloomkv/bloomkv/bloompolicy/pebbleadapter"
 	"github.com/bloomkv/bloomkv/kv"
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/vfs"
@@ -66,7 +65,7 @@ func (s Sizes) PebbleOptions() *pebble.Options {
 		LBaseMaxBytes:         s.LBase,
 		L0CompactionThreshold: pebbleL0Factor * kv.DefaultL0CompactionThreshold,
 		L0StopWritesThreshold: kv.DefaultL0StopWritesThreshold,
-		Logger:                QuietLogger{},
+		Logger:                pebbleadapter.QuietLogger{},
 	}
 	opts.Experimental.ReadSamplingMultiplier = -1
 	opts.Levels = make([]pebble.LevelOptions, 7)
@@ -97,15 +96,3 @@ var PebbleComparer = func() *pebble.Comparer {
 	c.Split = func(key []byte) int { return len(key) }
 	return &c
 }()
-
-// QuietLogger is a pebble.Logger that keeps Pebble's informational
-// logging out of benchmark and test output; Fatalf panics with its
-// message. It is the one such logger: Pebble's tests in other packages
-// (pebbleadapter's) use it too.
-type QuietLogger struct{}
-
-// Infof drops the message.
-func (QuietLogger) Infof(string, ...any) {}
-
-// Fatalf panics with the message, as Pebble expects Fatalf not to return.
-func (QuietLogger) Fatalf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
