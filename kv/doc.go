@@ -14,10 +14,11 @@
 // Recovery). Options.BackgroundWALWrites trades that for speed, as Pebble
 // does: NoSync writes are acknowledged from a buffer that a goroutine
 // writes to the WAL a moment later (within about a millisecond), so a
-// process crash may lose the last of them (a prefix of the acknowledged
-// writes always survives, and Sync writes, Flush and Close write the
-// buffer out first). Metrics reports how many tables, filters and blocks
-// each lookup touched.
+// process crash may lose the last of them: at most 256 KiB of their WAL
+// records, as a commit waits before it is acknowledged rather than exceed
+// that (a prefix of the acknowledged writes always survives, and Sync
+// writes, Flush and Close write the buffer out first). Metrics reports
+// how many tables, filters and blocks each lookup touched.
 //
 // # Prefixes
 //

@@ -216,11 +216,17 @@ type Options struct {
 	// acknowledged, so an acknowledged NoSync write survives a crash of
 	// the process.
 	//
-	// With it, a crash of the process loses the NoSync writes still in the
-	// buffer: at most the last 256 KiB of WAL records, the bound at
-	// which writers wait for the background writer. What survives any crash is
-	// still a prefix of the acknowledged writes, batches whole, never one
-	// with an earlier one missing. A Sync write keeps its full promise,
+	// With it, a crash of the process loses the acknowledged NoSync
+	// writes whose WAL records are not wholly in the file: at most 256
+	// KiB of them, counting the bytes of their records (each a batch's
+	// encoding, [Batch.Len], plus a few bytes of framing), so at most
+	// 256 KiB of batches. A record only partly in the file counts whole,
+	// as recovery drops it. A commit that would put the records not
+	// wholly in the file over 256 KiB waits for the background writer
+	// before it is acknowledged, so a batch bigger than that is
+	// acknowledged only once all of it is in the file, as by default.
+	// What survives any crash is still a prefix of the acknowledged
+	// writes, batches whole, never one with an earlier one missing. A Sync write keeps its full promise,
 	// and extends it to every write acknowledged before it: it waits until
 	// the buffer is written, then syncs. Flush, Close and the switch to a
 	// new memtable also write out the buffer first. A failed background

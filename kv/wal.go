@@ -39,6 +39,9 @@ type walWriter struct {
 	// writes it to file from its own goroutine (see wal_flusher.go); nil
 	// otherwise, and w writes to file.
 	flusher *walFlusher
+	// ends holds the stream offsets at which the records of the group
+	// being written end, for the flusher's loss bound; reused.
+	ends []int64
 	// closed makes close idempotent: a failed rotation has closed the
 	// file already when Close comes to it.
 	closed bool
@@ -74,7 +77,7 @@ func (d *DB) newWALWriter(num base.FileNum, name string, f vfs.File, dst io.Writ
 	l.space = newWALPreallocWriter(f, dst, size, fileSize, walPreallocSize(d.opts.MemTableSize))
 	dst = l.space
 	if d.opts.BackgroundWALWrites {
-		l.flusher = newWALFlusher(dst, name, &d.commit.walBuffers)
+		l.flusher = newWALFlusher(dst, name, &d.commit.walBuffers, size)
 		dst = l.flusher
 	}
 	if recyclable {
@@ -86,18 +89,26 @@ func (d *DB) newWALWriter(num base.FileNum, name string, f vfs.File, dst io.Writ
 }
 
 // writeGroup appends one record per batch of the group, pushes them to the
-// file in one write (to the flusher's buffer with BackgroundWALWrites), and
-// syncs if asked: then every byte before the group's is in the file too.
+// file in one write (to the flusher's buffer with BackgroundWALWrites,
+// waiting for it as its loss bound requires), and syncs if asked: then
+// every byte before the group's is in the file too.
 func (l *walWriter) writeGroup(group []*writer, sync bool, m *dbMetrics) error {
 	var n int64
+	l.ends = l.ends[:0]
 	for _, w := range group {
 		if _, err := l.w.WriteRecord(w.batch.data); err != nil {
 			return fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
 		}
 		n += int64(len(w.batch.data))
+		l.ends = append(l.ends, l.w.Size())
 	}
 	if err := l.w.Flush(); err != nil {
 		return fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
+	}
+	if l.flusher != nil {
+		if err := l.flusher.commit(l.ends); err != nil {
+			return err
+		}
 	}
 	if sync {
 		if err := l.drain(); err != nil {

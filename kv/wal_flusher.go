@@ -17,8 +17,10 @@ import (
 // in the middle.
 //
 //	leader ── Write ──▶ buf ──(flusher goroutine: one Write per batch of bytes)──▶ file
-//	                     ▲
-//	        waits here only when buf holds walBufferLimit bytes
+//	   │                 ▲
+//	   │    Write waits here while buf holds walBufferLimit bytes
+//	   └─ commit: waits before the acknowledgement while the records not
+//	      wholly in the file hold more than walBufferLimit bytes
 //
 // The flusher does not wake for every commit, which would cost a system
 // call (and a goroutine switch) per write again: woken by the first bytes
@@ -35,13 +37,20 @@ import (
 // drain returns it, so no write is acknowledged after it is known, and no
 // Sync write succeeds after it.
 
-// walBufferLimit is the number of bytes not yet in the file, buffered or
-// being written by the flusher, at which a writer waits: the
-// back-pressure that bounds both the memory held and the acknowledged
-// writes a crash can lose (a batch that crosses it goes in whole). The
-// flusher writes every walFlushBytes, so writers wait only when it has
+// walBufferLimit bounds what a crash of the process can lose: the bytes
+// of the WAL's acknowledged records that are not wholly in the file. A
+// record only partly written is lost whole (recovery drops a torn last
+// record), so they are counted from the start of the first record not
+// wholly in the file, through the end of the last one acknowledged.
+// The leader, having handed its group's records to the flusher, waits
+// until that span is at most walBufferLimit before it acknowledges them
+// (commit): a record bigger than the limit is acknowledged only once it
+// is in the file. Write also waits while walBufferLimit bytes are
+// buffered or being written, which bounds the memory a big group holds.
+// The flusher writes every walFlushBytes, so writers wait only when it has
 // fallen eight writes behind; the two buffers a WAL keeps share about
 // this much (Pebble's WAL writer allocates at most 16 blocks of 32 KiB).
+// Options.BackgroundWALWrites documents the bound.
 const walBufferLimit = 256 << 10
 
 // walFlushBytes and walFlushDelay say when the flusher writes what it
@@ -112,10 +121,23 @@ type walFlusher struct {
 	closing  bool
 	err      error         // the first failed write; sticky
 	done     chan struct{} // closed when the goroutine ends
+
+	// The stream offsets of the loss bound (see walBufferLimit), under mu:
+	// accepted ends the bytes given to Write, written those the file
+	// took, safe the last record wholly written. ends[head:] are the
+	// ends of the records given to commit that are not wholly written,
+	// ascending.
+	accepted, written, safe int64
+	ends                    []int64
+	head                    int
 }
 
-func newWALFlusher(dst io.Writer, name string, bufs *walBuffers) *walFlusher {
+// newWALFlusher returns the flusher of WAL name, whose stream has size
+// bytes already in dst's file: the first byte given to Write is at stream
+// offset size.
+func newWALFlusher(dst io.Writer, name string, bufs *walBuffers, size int64) *walFlusher {
 	f := &walFlusher{dst: dst, name: name, bufs: bufs, hurry: make(chan struct{}, 1), done: make(chan struct{})}
+	f.accepted, f.written, f.safe = size, size, size
 	f.work.L, f.drained.L = &f.mu, &f.mu
 	return f
 }
@@ -151,6 +173,7 @@ func (f *walFlusher) Write(p []byte) (int, error) {
 		f.start()
 	}
 	f.buf = append(f.buf, p...)
+	f.accepted += int64(len(p))
 	f.wakeLocked(len(f.buf) >= walFlushBytes)
 	return len(p), nil
 }
@@ -190,9 +213,10 @@ func (f *walFlusher) run() {
 		data := f.buf
 		f.buf, f.spare, f.inFlight = f.spare[:0], nil, len(data)
 		f.mu.Unlock()
-		_, err := f.dst.Write(data)
+		n, err := f.dst.Write(data)
 		f.mu.Lock()
 		f.inFlight = 0
+		f.advanceLocked(int64(n))
 		if cap(data) <= maxSpareBuffer {
 			f.spare = data[:0]
 		}
@@ -202,6 +226,42 @@ func (f *walFlusher) run() {
 		}
 		f.drained.Broadcast()
 	}
+}
+
+// advanceLocked counts n more bytes in the file, and the records they
+// complete.
+func (f *walFlusher) advanceLocked(n int64) {
+	f.written += n
+	for f.head < len(f.ends) && f.ends[f.head] <= f.written {
+		f.safe = f.ends[f.head]
+		f.head++
+	}
+}
+
+// commit takes the stream offsets at which the records of a group end,
+// ascending, once Write has been given all their bytes, and waits until
+// the acknowledged records not wholly in the file would hold at most
+// walBufferLimit bytes with them: then they may be acknowledged. It
+// returns the flusher's error, if any.
+func (f *walFlusher) commit(ends []int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.head > 0 && f.head >= len(f.ends)/2 {
+		f.ends = f.ends[:copy(f.ends, f.ends[f.head:])]
+		f.head = 0
+	}
+	f.ends = append(f.ends, ends...)
+	f.advanceLocked(0)
+	if f.err != nil || f.accepted-f.safe <= walBufferLimit {
+		return f.err
+	}
+	f.draining++
+	defer func() { f.draining-- }()
+	f.wakeLocked(true)
+	for f.err == nil && f.accepted-f.safe > walBufferLimit {
+		f.drained.Wait()
+	}
+	return f.err
 }
 
 // delay waits, with f.mu released, for walFlushBytes to pile up in the
