@@ -261,7 +261,7 @@ func walRecords(fs vfs.FS, dir string) (ids []int, ends []int64, err error) {
 			return nil, nil, err
 		}
 		defer f.Close()
-		r := record.NewLogReader(f, name, uint32(num))
+		r := record.NewLogReader(f, name, uint32(num), record.DetectFormat)
 		for {
 			rec, err := r.Next()
 			if errors.Is(err, io.EOF) {
