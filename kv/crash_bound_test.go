@@ -269,6 +269,9 @@ func walRecords(fs vfs.FS, dir string) (ids []int, ends []int64, err error) {
 			} else if err != nil {
 				return nil, nil, err
 			}
+			if len(rec) == 12 && binary.LittleEndian.Uint32(rec[8:12]) == 0 { // a seal, written at Close
+				continue
+			}
 			id, err := firstBatchID(rec)
 			if err != nil {
 				return nil, nil, fmt.Errorf("%s: record at %d: %w", name, r.Offset(), err)
