@@ -99,6 +99,7 @@ func (d *DB) flushOneLocked() error {
 	mem := d.mu.imm[0]
 	snaps := d.mu.snaps.seqNums()
 	d.mu.Unlock()
+	mem.writers.Wait() // the writes reserved before the rotation
 	files, err := d.writeL0(mem, snaps, d.cancelCheck())
 	d.mu.Lock()
 	if err != nil {
