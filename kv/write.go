@@ -96,6 +96,7 @@ func getWriter() *writer {
 // batch is published, or was never reserved.
 func putWriter(w *writer) {
 	w.batch, w.applied, w.failed, w.published = nil, false, false, false
+	w.ins = memtable.Inserter{} // no pooled writer pins a flushed memtable
 	if cap(w.own.data) > maxPooledBatch {
 		w.own.data = nil
 	}
