@@ -100,6 +100,7 @@ func (d *DB) flushOneLocked() error {
 	snaps := d.mu.snaps.seqNums()
 	d.mu.Unlock()
 	mem.writers.Wait() // the writes reserved before the rotation
+	d.commit.pub.waitDone(d, mem.lastSeq)
 	files, err := d.writeL0(mem, snaps, d.cancelCheck())
 	d.mu.Lock()
 	if err != nil {

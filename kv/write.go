@@ -246,6 +246,9 @@ type publisher struct {
 	// sequence order, from head on.
 	queue []*writer
 	head  int
+	// done is the last sequence number of the last batch that left the
+	// queue, published or failed.
+	done base.SeqNum
 }
 
 // enqueue queues w, whose sequence numbers were just reserved, under the
@@ -277,6 +280,7 @@ func (q *publisher) publish(d *DB, w *writer) {
 		q.queue[q.head] = nil
 		q.head++
 		x.published, popped = true, true
+		q.done = x.lastSeq
 		if !x.failed {
 			d.visibleSeq.Store(uint64(x.lastSeq))
 		}
@@ -285,6 +289,21 @@ func (q *publisher) publish(d *DB, w *writer) {
 		q.cond.Broadcast()
 	}
 	for !w.published {
+		q.cond.Wait()
+	}
+}
+
+// waitDone waits until every batch up to sequence number seq is
+// published (or failed), so a flush writes no write that readers cannot
+// see yet: a compaction could otherwise drop the older version such a
+// reader needs, shadowed by one it does not see.
+func (q *publisher) waitDone(d *DB, seq base.SeqNum) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.cond.L == nil {
+		q.cond.L = &q.mu
+	}
+	for q.done < seq && base.SeqNum(d.visibleSeq.Load()) < seq {
 		q.cond.Wait()
 	}
 }
