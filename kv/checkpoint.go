@@ -115,7 +115,7 @@ func (d *DB) captureCheckpoint() (*checkpointState, error) {
 		}
 		live := walExtent{size: -1}
 		if p.log != nil {
-			if err := p.log.drain(); err != nil {
+			if err := p.log.writeAll(); err != nil {
 				return err
 			}
 			live = walExtent{num: p.log.num, size: p.log.w.Size()}

@@ -71,17 +71,21 @@
 //
 // # How it works
 //
-// A write is assigned sequence numbers at commit, appended to the write-ahead
-// log (WAL) and inserted into the memtable. Concurrent writers queue; the
-// first in line (the leader) writes the whole queue as one WAL write with at
-// most one fsync, inserts it, and publishes the new sequence number, which
-// makes the group visible to readers at once. A leader about to fsync
-// after a group of several writers first yields the processor once, so
-// that the writers just released can queue their next writes in time to
-// share the fsync. With BackgroundWALWrites the
-// WAL write goes to a buffer that a goroutine of the WAL writes to the file,
-// many groups in one call; a group with a Sync write waits for it to catch
-// up before the fsync.
+// A write goes through a commit pipeline, as in Pebble. Under a short
+// lock it is assigned sequence numbers and its record is appended to the
+// write-ahead log's (WAL's) buffer, in sequence order. Then, concurrently
+// with other writers, it waits until its record is in the WAL file and
+// inserts its batch into the memtable (which takes concurrent inserts):
+// whichever waiting writer finds no other writing takes the buffer, every
+// writer's record queued so far, and writes it with one write(2), and
+// fsyncs it once when any of them asked for Sync, so concurrent writes
+// share the system calls. Last, the write is published: the sequence
+// number readers see moves past a batch only once it and every batch
+// before it are inserted, so readers never see a later write before an
+// earlier one, and see each batch whole or not at all. With
+// BackgroundWALWrites the records go to a buffer that a goroutine of the
+// WAL writes to the file, many writes in one call; a Sync write waits for
+// it to catch up before the fsync.
 //
 // When the memtable reaches Options.MemTableSize it becomes immutable and a
 // new memtable with a new WAL takes its place. A background goroutine

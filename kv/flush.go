@@ -103,7 +103,11 @@ func (d *DB) flushOneLocked() (err error) {
 	job, start := d.flushBegin(mem), time.Now()
 	var files []*manifest.FileMetadata
 	defer func() { d.flushEnd(job, mem, files, start, err) }()
-	d.unlockedDo(func() { files, err = d.writeL0(mem, snaps, job, d.cancelCheck()) })
+	d.unlockedDo(func() {
+		mem.writers.Wait() // the writes reserved before the rotation
+		d.commit.pub.waitDone(d, mem.lastSeq)
+		files, err = d.writeL0(mem, snaps, job, d.cancelCheck())
+	})
 	if err != nil {
 		return err
 	}

@@ -268,8 +268,8 @@ func (d *DB) Close() error {
 	d.mu.cond.Broadcast()
 	d.mu.Unlock()
 
-	// Become the commit leader once every queued write is done, then close
-	// the WAL: flushed and synced.
+	// Holding the commit pipeline, after every write that reserved before
+	// it, close the WAL: written out and synced.
 	walErr := d.commit.runExclusive(d, func() error {
 		sealErr := d.commit.sealLog()
 		err := d.commit.closeLog()

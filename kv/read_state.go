@@ -20,16 +20,19 @@ type memTable struct {
 	// the WALs it was replayed from, and possibly a new one taking its new
 	// writes. They are deleted once the memtable is flushed.
 	logs []base.FileNum
-	// lastSeq is the sequence number of the last write applied: a flush
-	// records it as the MANIFEST's last sequence number. Written and read
-	// like batchBytes.
+	// lastSeq is the sequence number of the last write reserved in it: a
+	// flush records it as the MANIFEST's last sequence number. Written
+	// and read like batchBytes.
 	lastSeq base.SeqNum
-	// batchBytes counts the bytes of the batches applied, as they went
-	// to the WAL: what a flush of this memtable brings into L0. Only the
-	// applying goroutine writes it, and only while the memtable is
-	// mutable; the flush reads it after the rotation, under d.mu, so it
-	// needs no atomic.
+	// batchBytes counts the bytes of the batches reserved in it, as they
+	// went to the WAL: what a flush of this memtable brings into L0.
+	// Written under the commit pipeline's mu (or by the WAL replay at
+	// Open), only while the memtable is mutable; the flush reads it after
+	// the rotation, under d.mu, so it needs no atomic.
 	batchBytes int64
+	// writers counts the writers that reserved room in the memtable and
+	// have not finished inserting: a flush waits for them.
+	writers sync.WaitGroup
 }
 
 // newMemTable returns an empty memtable whose writes go to the WALs logs
@@ -49,8 +52,17 @@ func (m *memTable) logNum() base.FileNum {
 
 func (m *memTable) empty() bool { return m.Len() == 0 }
 
-// apply inserts an encoded batch whose sequence number is set. Only one
-// goroutine may apply at a time.
+// reserve counts a batch of n bytes, whose last sequence number is
+// lastSeq, as the memtable's, and its writer as one to wait for (see
+// writers). Called under the commit pipeline's mu.
+func (m *memTable) reserve(n int, lastSeq base.SeqNum) {
+	m.batchBytes += int64(n)
+	m.lastSeq = lastSeq
+	m.writers.Add(1)
+}
+
+// apply counts and inserts an encoded batch whose sequence number is set,
+// as the WAL replay at Open does, one batch at a time.
 func (m *memTable) apply(batch []byte) error {
 	r, err := newBatchReader(batch)
 	if err != nil {
@@ -60,12 +72,24 @@ func (m *memTable) apply(batch []byte) error {
 	if r.Count() > 0 {
 		m.lastSeq = r.SeqNum() + base.SeqNum(r.Count()) - 1
 	}
+	var ins memtable.Inserter
+	return m.insert(batch, &ins)
+}
+
+// insert inserts an encoded batch whose sequence number is set, through
+// ins. Any number of goroutines may insert at once, each through its own
+// inserter.
+func (m *memTable) insert(batch []byte, ins *memtable.Inserter) error {
+	r, err := newBatchReader(batch)
+	if err != nil {
+		return err
+	}
 	for {
 		rec, seq, ok, err := r.Next()
 		if err != nil || !ok {
 			return err
 		}
-		if err := m.Add(base.MakeInternalKey(rec.Key, seq, rec.Kind), rec.Value); err != nil {
+		if err := ins.Add(m.MemTable, base.MakeInternalKey(rec.Key, seq, rec.Kind), rec.Value); err != nil {
 			return err
 		}
 	}

@@ -18,9 +18,9 @@ import (
 // any reader, this one's or an older one's: replaying it adds nothing.
 
 // sealLog appends the seal to the WAL of the pipeline, unless it already
-// ends in one (or holds no record), and notes that it does. The caller is
-// the commit leader, and closes the WAL next, which flushes and syncs the
-// seal.
+// ends in one (or holds no record), and notes that it does. The caller
+// holds the pipeline's mu, and closes the WAL next, which writes out and
+// syncs the seal.
 func (p *commitPipeline) sealLog() error {
 	if p.log == nil || p.log.closed || p.err != nil || p.log.w.Size() == p.sealedAt {
 		return nil

@@ -38,10 +38,13 @@ type walWriter struct {
 	space walSpace
 	// flusher, with Options.BackgroundWALWrites, takes w's output and
 	// writes it to file from its own goroutine (see wal_flusher.go); nil
-	// otherwise, and w writes to file.
+	// otherwise, and w's output goes to sink's buffer, which the writers
+	// waiting for it write to space.
 	flusher *walFlusher
-	// ends holds the stream offsets at which the records of the group
-	// being written end, for the flusher's loss bound; reused.
+	// sink makes records durable as each writer requires (wal_sink.go).
+	sink *walSink
+	// ends holds the stream offset at which the record being appended
+	// ends, for the flusher's loss bound; reused.
 	ends []int64
 	// closed makes close idempotent: a failed rotation has closed the
 	// file already when Close comes to it.
@@ -78,82 +81,105 @@ func (d *DB) createWAL(num base.FileNum) (*walWriter, error) {
 func (d *DB) newWALWriter(num base.FileNum, name string, f vfs.File, dst io.Writer, size, fileSize int64, recyclable bool) *walWriter {
 	l := &walWriter{num: num, name: name, file: f}
 	l.space = newWALSpace(d.opts.FS, f, dst, size, fileSize, walPreallocSize(d.opts.MemTableSize))
-	dst = l.space
+	l.sink = newWALSink(l, size, &d.metrics)
+	var out io.Writer = l.sink
 	if d.opts.BackgroundWALWrites {
-		l.flusher = newWALFlusher(dst, name, &d.commit.walBuffers, size)
-		dst = l.flusher
+		l.flusher = newWALFlusher(l.space, name, &d.commit.walBuffers, size)
+		out = l.flusher
 	}
 	if recyclable {
-		l.w = record.NewRecyclableWriterAt(dst, size, uint32(num))
+		l.w = record.NewRecyclableWriterAt(out, size, uint32(num))
 	} else {
-		l.w = record.NewWriterAt(dst, size)
+		l.w = record.NewWriterAt(out, size)
 	}
 	return l
 }
 
-// writeGroup appends one record per batch of the group, pushes them to the
-// file in one write (to the flusher's buffer with BackgroundWALWrites,
-// waiting for it as its loss bound requires), and syncs if asked: then
-// every byte before the group's is in the file too.
-func (l *walWriter) writeGroup(group []*writer, sync bool, m *dbMetrics) error {
-	var n int64
-	l.ends = l.ends[:0]
-	for _, w := range group {
-		if _, err := l.w.WriteRecord(w.batch.data); err != nil {
+// append adds batch as one record and hands it on: to the sink's buffer,
+// for the writer to wait for it there (sink.wait), or with
+// BackgroundWALWrites to the flusher, waiting as its loss bound requires.
+// It returns the stream offset at which the record ends. The commit
+// pipeline calls it under its mu, in sequence order.
+func (l *walWriter) append(batch []byte, m *dbMetrics) (int64, error) {
+	if _, err := l.w.WriteRecord(batch); err != nil {
+		return 0, fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
+	}
+	if err := l.w.Flush(); err != nil {
+		return 0, fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
+	}
+	end := l.w.Size()
+	m.walBytesIn.Add(int64(len(batch)))
+	if l.flusher != nil {
+		l.ends = append(l.ends[:0], end)
+		if err := l.flusher.commit(l.ends); err != nil {
+			return 0, err
+		}
+		l.sink.handedOn(end)
+		m.walWrites.Add(1)
+	}
+	return end, nil
+}
+
+// writeOut writes data, the sink's buffered bytes, to the file, and then,
+// if sync is set, syncs it: once the flusher, if any, has written every
+// byte handed to it. Only the sink's writer of the moment calls it.
+func (l *walWriter) writeOut(data []byte, sync bool) error {
+	if len(data) > 0 {
+		if _, err := l.space.Write(data); err != nil {
 			return fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
 		}
-		n += int64(len(w.batch.data))
-		l.ends = append(l.ends, l.w.Size())
 	}
+	if !sync {
+		return nil
+	}
+	if l.flusher != nil {
+		if err := l.flusher.drain(); err != nil {
+			return err
+		}
+	}
+	if err := l.space.fillAhead(); err != nil {
+		return fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
+	}
+	if err := l.file.SyncData(); err != nil {
+		return fmt.Errorf("kv: syncing WAL %s: %w", l.name, err)
+	}
+	return nil
+}
+
+// writeAll writes every record appended so far to the file, through the
+// flusher if any, without syncing: a copy of the file then holds them.
+// It runs under the commit pipeline's mu, so nothing is appended
+// meanwhile.
+func (l *walWriter) writeAll() error {
 	if err := l.w.Flush(); err != nil {
 		return fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
 	}
 	if l.flusher != nil {
-		if err := l.flusher.commit(l.ends); err != nil {
-			return err
-		}
+		return l.flusher.drain()
 	}
-	if sync {
-		if err := l.drain(); err != nil {
-			return err
-		}
-		if err := l.space.fillAhead(); err != nil {
-			return fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
-		}
-		if err := l.file.SyncData(); err != nil {
-			return fmt.Errorf("kv: syncing WAL %s: %w", l.name, err)
-		}
-		m.walSyncs.Add(1)
-	}
-	m.walBytesIn.Add(n)
-	m.walWrites.Add(1)
-	return nil
+	return l.sink.wait(l.w.Size(), false)
 }
 
-// drain waits until the flusher, if any, has written every byte pushed to
-// it.
-func (l *walWriter) drain() error {
-	if l.flusher == nil {
-		return nil
-	}
-	return l.flusher.drain()
-}
-
-// close flushes and syncs the WAL, then closes it; the flusher, if any,
-// drains and stops first. Later calls do nothing.
+// close writes out and syncs every record appended, then closes the WAL;
+// the flusher, if any, drains and stops first. It runs under the commit
+// pipeline's mu, so nothing is appended meanwhile. Later calls do
+// nothing.
 func (l *walWriter) close() error {
 	if l.closed {
 		return nil
 	}
 	l.closed = true
 	err := l.w.Flush()
+	if err == nil {
+		if l.flusher != nil {
+			l.sink.handedOn(l.w.Size()) // a seal, say, appended apart
+		}
+		err = l.sink.wait(l.w.Size(), true)
+	}
 	if l.flusher != nil {
 		if ferr := l.flusher.close(); err == nil {
 			err = ferr
 		}
-	}
-	if err == nil {
-		err = l.file.SyncData()
 	}
 	if serr := l.space.close(); err == nil {
 		err = serr

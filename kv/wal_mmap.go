@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"sync"
 
 	"github.com/cockroachdb/pebble/vfs"
 )
@@ -74,6 +75,9 @@ func newWALSpace(fs vfs.FS, f vfs.File, dst io.Writer, off, fileSize, chunk int6
 // walMmapWriter writes a WAL's bytes by copying them into a shared
 // mapping of its file, a chunk of it at a time; see above.
 type walMmapWriter struct {
+	// mu orders Write, fillAhead and close: with BackgroundWALWrites the
+	// flusher writes while a Sync writer fills ahead.
+	mu   sync.Mutex
 	file vfs.File
 	fd   uintptr
 	off  int64 // the file offset of the next byte written
@@ -119,6 +123,8 @@ func roundUp(n, m int64) int64 { return (n + m - 1) / m * m }
 // Write copies p into the mapping, mapping the next chunk whenever the
 // current one is full.
 func (w *walMmapWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	written := 0
 	for len(p) > 0 {
 		if w.off >= w.mapOff+int64(len(w.mapped)) {
@@ -192,11 +198,15 @@ func (w *walMmapWriter) unmap() error {
 // and the first sync after a write into such blocks records them as
 // written.
 func (w *walMmapWriter) fillAhead() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	return w.fill.fillAhead()
 }
 
 // close removes the mapping. The file keeps its allocated length, zeros
 // past the WAL's last record, which recovery reads as its end.
 func (w *walMmapWriter) close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	return w.unmap()
 }

@@ -130,6 +130,9 @@ func walPreallocSize(memTableSize int64) int64 {
 // until the WAL outgrows it. Recovery reads the zeros past the last
 // record as the end of the WAL.
 type walPreallocWriter struct {
+	// mu orders Write and fillAhead: with BackgroundWALWrites the
+	// flusher writes while a Sync writer fills ahead.
+	mu        sync.Mutex
 	file      vfs.File
 	dst       io.Writer
 	off       int64 // the file offset of the next byte written
@@ -153,6 +156,8 @@ func newWALPreallocWriter(file vfs.File, dst io.Writer, off, fileSize, chunk int
 
 // Write preallocates what p needs, if not done already, and writes p.
 func (w *walPreallocWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if end := w.off + int64(len(p)); end > w.allocated {
 		n := (end - w.allocated + w.chunk - 1) / w.chunk * w.chunk
 		_ = w.file.Preallocate(w.allocated, n)
@@ -166,9 +171,11 @@ func (w *walPreallocWriter) Write(p []byte) (int, error) {
 
 // fillAhead writes zeros past the file's end when fewer than half of
 // min(chunk, maxFillAhead) bytes lie between the last byte written and
-// the end. Called only while nothing else writes the file: before a
-// sync, once every byte of the WAL is written.
+// the end. Called before a sync, once every byte to sync is written;
+// bytes written after it overwrite its zeros.
 func (w *walPreallocWriter) fillAhead() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	ahead := min(w.chunk, maxFillAhead)
 	if w.filled-w.off >= ahead/2 {
 		return nil

@@ -3,41 +3,47 @@ package kv
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"sync"
 	"time"
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/memtable"
 )
 
-// The commit pipeline. Writers queue in arrival order. The writer at the
-// head of the queue is the leader: it takes a group of queued batches,
-// makes room in the memtable, assigns their sequence numbers, appends them
-// to the WAL with one write and at most one fsync, inserts them into the
-// memtable, publishes the new visible sequence number, and then hands each
-// writer of the group its result. Everyone else just waits. Only a leader
-// touches the WAL and inserts into the memtable, so both need no further
-// locking, and one group becomes visible at once.
+// The commit pipeline, after Pebble's. A write goes through three steps:
 //
-// An exclusive operation (rotating the memtable for Flush, closing the WAL)
-// queues like a write and runs alone when it reaches the head.
-
-// maxGroupBytes bounds the bytes a leader commits in one group; a small
-// first batch bounds its group more tightly, so small writes are not held
-// up behind big ones.
-const (
-	maxGroupBytes   = 1 << 20
-	smallBatchBytes = 128 << 10
-)
+//  1. Reserve, under p.mu, held briefly: make room in the memtable, assign
+//     the batch its sequence numbers, append its WAL record to the WAL
+//     writer's buffer (a copy of the batch's bytes), and queue it for
+//     publication. The order of p.mu is the order of sequence numbers, of
+//     records in the WAL and of publication.
+//  2. Make the record durable as promised, and insert the batch into the
+//     memtable. Writers do both concurrently, each its own batch: the
+//     memtable takes concurrent inserts, and whichever writer finds its
+//     record not yet in the WAL file writes the buffer out for every
+//     writer queued so far (and syncs it, for all of them, when one asked
+//     to), while the others wait for it (see walSink).
+//  3. Publish: the visible sequence number moves past a batch only once
+//     it and every batch before it are inserted, so readers never see a
+//     later write before an earlier one, and see a batch whole or not at
+//     all. The writer returns once its batch is published.
+//
+// A batch is inserted only once its record is in the WAL file (or handed
+// to the WAL's flusher with Options.BackgroundWALWrites), so a failed WAL
+// write leaves nothing in the memtable that the WAL lacks; it fails that
+// write and every later one, whose records come after it.
+//
+// An exclusive operation (rotating the memtable for Flush, closing the
+// WAL) holds p.mu: no write reserves meanwhile. Writes that reserved
+// before it may still be inserting; a flush waits for them (see
+// memTable.writers).
 
 type commitPipeline struct {
-	mu    sync.Mutex
-	queue []*writer
-	// lastGroup is the number of writers of the last group committed.
-	lastGroup int
+	// mu orders reservations; it guards everything below but pub.
+	mu  sync.Mutex
+	pub publisher
 
-	// Owned by the leader.
 	log    *walWriter  // the WAL of the mutable memtable
 	logSeq base.SeqNum // the last sequence number assigned
 	// sealedAt is log's size when its records end in a seal, or hold none
@@ -53,14 +59,19 @@ type commitPipeline struct {
 	recycler walRecycler
 }
 
-// writer is one queued request.
+// writer is one write in the pipeline.
 type writer struct {
 	batch *Batch
 	sync  bool
-	fn    func() error // an exclusive operation instead of a batch
-	done  bool
-	err   error
-	cond  sync.Cond
+	// lastSeq is the sequence number of the batch's last write.
+	lastSeq base.SeqNum
+	// Publication state, under the publisher's mu: applied once the
+	// batch is inserted (or failed), failed when it is not to be
+	// published, published once it left the publication queue.
+	applied, failed, published bool
+	// ins is the writer's memtable inserter, whose hint serves the
+	// batch's ascending runs.
+	ins memtable.Inserter
 	// own is the batch of a single Set or Delete: pooled with the writer,
 	// its buffer serves write after write.
 	own Batch
@@ -82,9 +93,10 @@ func getWriter() *writer {
 }
 
 // putWriter returns w to the pool once no goroutine refers to it: its
-// writer has returned from run.
+// batch is published, or was never reserved.
 func putWriter(w *writer) {
-	w.batch, w.fn, w.done, w.err = nil, nil, false, nil
+	w.batch, w.applied, w.failed, w.published = nil, false, false, false
+	w.ins = memtable.Inserter{} // no pooled writer pins a flushed memtable
 	if cap(w.own.data) > maxPooledBatch {
 		w.own.data = nil
 	}
@@ -162,137 +174,138 @@ func (d *DB) applyWriter(w *writer, b *Batch, opts *WriteOptions) error {
 	return d.commit.run(d, w)
 }
 
-// runExclusive runs fn as the leader, alone, once every write queued before
-// it has been committed.
-func (p *commitPipeline) runExclusive(d *DB, fn func() error) error {
-	return p.run(d, &writer{fn: fn})
-}
-
-// run queues w and waits until a leader has committed it, or leads itself.
-func (p *commitPipeline) run(d *DB, w *writer) error {
-	w.cond.L = &p.mu
-	p.mu.Lock()
-	p.queue = append(p.queue, w)
-	for !w.done && p.queue[0] != w {
-		w.cond.Wait()
-	}
-	if w.done {
-		p.mu.Unlock()
-		return w.err
-	}
-	p.gatherSyncWriters(w)
-	group := p.takeGroup()
-	p.mu.Unlock()
-
-	// The deferred hand-off also runs if the leader panics, so the writers
-	// behind it (and Close) are not left waiting forever.
-	err := errLeaderPanicked
-	defer p.finish(group, &err)
-	if w.fn != nil {
-		err = w.fn()
-	} else {
-		err = d.commitGroup(group)
-	}
-	return err
-}
-
-// gatherSyncWriters lets a leader about to sync wait for a moment (one
-// yield of the processor) when the last group had several writers, with
-// p.mu released: the writers the last leader just released are then
-// likely to queue their next writes in time to share this fsync, where
-// they would otherwise make the next group and the next fsync. Concurrent
-// Sync writers then share one fsync almost all together, not in two
-// halves, for the cost of a yield against that of an fsync.
-func (p *commitPipeline) gatherSyncWriters(lead *writer) {
-	if !lead.sync || p.lastGroup < 2 {
-		return
-	}
-	p.mu.Unlock()
-	runtime.Gosched()
-	p.mu.Lock()
-}
-
-// errLeaderPanicked is handed to the writers of a group whose leader
-// panicked.
-var errLeaderPanicked = errors.New("kv: commit leader panicked")
-
-// finish hands each writer of the group its result and wakes the next
-// leader.
-func (p *commitPipeline) finish(group []*writer, err *error) {
+// runExclusive runs fn holding p.mu: after every write that reserved
+// before it, and before every write that reserves after it.
+func (p *commitPipeline) runExclusive(_ *DB, fn func() error) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.lastGroup = len(group)
-	for _, g := range group {
-		g.done, g.err = true, *err
-		g.cond.Signal()
-	}
-	n := copy(p.queue, p.queue[len(group):])
-	clear(p.queue[n:])
-	p.queue = p.queue[:n]
-	if n > 0 {
-		p.queue[0].cond.Signal()
-	}
+	return fn()
 }
 
-// takeGroup returns the writers the leader (queue[0]) commits together: the
-// leader alone if it is exclusive, else the batches queued behind it up to
-// the group's byte budget or the next exclusive operation.
-func (p *commitPipeline) takeGroup() []*writer {
-	lead := p.queue[0]
-	if lead.fn != nil {
-		return p.queue[:1]
-	}
-	budget := maxGroupBytes
-	if lead.batch.Len() <= smallBatchBytes {
-		budget = lead.batch.Len() + smallBatchBytes
-	}
-	size, n := 0, 0
-	for _, w := range p.queue {
-		if w.fn != nil || (n > 0 && size+w.batch.Len() > budget) {
-			break
-		}
-		size += w.batch.Len()
-		n++
-	}
-	return p.queue[:n:n]
-}
-
-// commitGroup writes the group's batches to the WAL and the memtable.
-func (d *DB) commitGroup(group []*writer) error {
-	p := &d.commit
-	if p.err != nil {
-		return p.err
-	}
-	size, count, sync := 0, 0, false
-	for _, w := range group {
-		size += w.batch.Len()
-		count += w.batch.Count()
-		sync = sync || w.sync
-	}
-	mem, err := d.makeRoomForWrite(size)
+// run commits w's batch: it reserves, waits for the WAL as promised,
+// inserts the batch into the memtable, and publishes it.
+func (p *commitPipeline) run(d *DB, w *writer) error {
+	mem, log, end, err := p.reserve(d, w)
 	if err != nil {
 		return err
 	}
+	// Failed until inserted whole: a panic in the insert must not
+	// publish the batch, nor leave the writers behind it waiting.
+	w.failed = true
+	defer p.pub.publish(d, w)
+	defer mem.writers.Done()
+	if err := log.sink.wait(end, w.sync); err != nil {
+		return fmt.Errorf("kv: WAL write failed, the DB accepts no more writes: %w", err)
+	}
+	if err := mem.insert(w.batch.data, &w.ins); err != nil {
+		panic(fmt.Sprintf("kv: applying a batch the DB encoded: %v", err))
+	}
+	w.failed = false
+	return nil
+}
+
+// reserve makes room for w's batch in the memtable, assigns its
+// sequence numbers, appends its record to the WAL's buffer and queues it
+// for publication. It returns the memtable to insert into, which counts
+// w among its writers, and the WAL with the stream offset at which the
+// record ends.
+func (p *commitPipeline) reserve(d *DB, w *writer) (*memTable, *walWriter, int64, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err != nil {
+		return nil, nil, 0, p.err
+	}
+	b := w.batch
+	mem, err := d.makeRoomForWrite(b.Len())
+	if err != nil {
+		return nil, nil, 0, err
+	}
 	seq := p.logSeq
-	if uint64(seq)+uint64(count) > uint64(base.SeqNumMax) {
-		return fmt.Errorf("%w: %d is the last sequence number", errSeqNumsExhausted, seq)
+	if uint64(seq)+uint64(b.Count()) > uint64(base.SeqNumMax) {
+		return nil, nil, 0, fmt.Errorf("%w: %d is the last sequence number", errSeqNumsExhausted, seq)
 	}
-	for _, w := range group {
-		w.batch.setSeqNum(seq + 1)
-		seq += base.SeqNum(w.batch.Count())
-	}
-	if err := p.log.writeGroup(group, sync, &d.metrics); err != nil {
+	b.setSeqNum(seq + 1)
+	end, err := p.log.append(b.data, &d.metrics)
+	if err != nil {
 		p.err = fmt.Errorf("kv: WAL write failed, the DB accepts no more writes: %w", err)
-		return p.err
+		return nil, nil, 0, p.err
 	}
-	for _, w := range group {
-		if err := mem.apply(w.batch.data); err != nil {
-			panic(fmt.Sprintf("kv: applying a batch the DB encoded: %v", err))
+	p.logSeq = seq + base.SeqNum(b.Count())
+	w.lastSeq = p.logSeq
+	mem.reserve(len(b.data), p.logSeq)
+	p.pub.enqueue(w)
+	return mem, p.log, end, nil
+}
+
+// publisher publishes batches in sequence order: d.visibleSeq moves past
+// a batch once it and every batch reserved before it are inserted.
+type publisher struct {
+	mu   sync.Mutex
+	cond sync.Cond // signalled when batches are published
+	// queue holds the writers reserved and not yet published, in
+	// sequence order, from head on.
+	queue []*writer
+	head  int
+	// done is the last sequence number of the last batch that left the
+	// queue, published or failed.
+	done base.SeqNum
+}
+
+// enqueue queues w, whose sequence numbers were just reserved, under the
+// pipeline's mu.
+func (q *publisher) enqueue(w *writer) {
+	q.mu.Lock()
+	if q.head > 0 && q.head == len(q.queue) {
+		clear(q.queue)
+		q.queue, q.head = q.queue[:0], 0
+	}
+	q.queue = append(q.queue, w)
+	q.mu.Unlock()
+}
+
+// publish marks w inserted (or failed), publishes every batch at the head
+// of the queue that is inserted, and waits until w is published. A failed
+// batch leaves the queue unpublished; every batch after it has failed
+// too (its WAL record came after the failed one).
+func (q *publisher) publish(d *DB, w *writer) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.cond.L == nil {
+		q.cond.L = &q.mu
+	}
+	w.applied = true
+	popped := false
+	for q.head < len(q.queue) && q.queue[q.head].applied {
+		x := q.queue[q.head]
+		q.queue[q.head] = nil
+		q.head++
+		x.published, popped = true, true
+		q.done = x.lastSeq
+		if !x.failed {
+			d.visibleSeq.Store(uint64(x.lastSeq))
 		}
 	}
-	p.logSeq = seq
-	d.visibleSeq.Store(uint64(seq))
-	return nil
+	if popped {
+		q.cond.Broadcast()
+	}
+	for !w.published {
+		q.cond.Wait()
+	}
+}
+
+// waitDone waits until every batch up to sequence number seq is
+// published (or failed), so a flush writes no write that readers cannot
+// see yet: a compaction could otherwise drop the older version such a
+// reader needs, shadowed by one it does not see.
+func (q *publisher) waitDone(d *DB, seq base.SeqNum) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.cond.L == nil {
+		q.cond.L = &q.mu
+	}
+	for q.done < seq && base.SeqNum(d.visibleSeq.Load()) < seq {
+		q.cond.Wait()
+	}
 }
 
 // errSeqNumsExhausted refuses writes once every sequence number up to
@@ -366,7 +379,7 @@ func (d *DB) l0ReadAmpLocked() int {
 }
 
 // rotateMemTableLocked makes the memtable immutable and starts a new one
-// with a new WAL, then schedules a flush. Only the commit leader calls it.
+// with a new WAL, then schedules a flush. It runs under the pipeline's mu.
 // d.mu is released while the files are created and synced.
 func (d *DB) rotateMemTableLocked() error {
 	p := &d.commit
@@ -395,7 +408,8 @@ func (d *DB) rotateMemTableLocked() error {
 	return nil
 }
 
-// closeLog flushes, syncs and closes the WAL. Run by a leader at Close.
+// closeLog flushes, syncs and closes the WAL. Run under the pipeline's mu
+// at Close.
 func (p *commitPipeline) closeLog() error {
 	if p.log == nil {
 		return nil

@@ -8,13 +8,17 @@
 //
 // # Concurrency
 //
-// One goroutine at a time may Add; any number may read (Get, iterators,
-// Size, Len) at the same time without locks. A node is fully built (key,
-// value and its own links) before one atomic store makes it reachable, and
-// readers follow links with atomic loads, so a reader sees each node either
-// not at all or complete. A reader that runs during an Add may or may not
-// see the new entry; readers in bloomkv filter by sequence number, and an
-// entry still being added is above every sequence number they read at.
+// Any number of goroutines may Add at once, and any number may read (Get,
+// iterators, Size, Len) at the same time, all without locks. A node is
+// fully built (key, value and its own links) before a compare-and-swap of
+// its predecessor's link makes it reachable, level 0 first, and readers
+// follow links with atomic loads, so a reader sees each node either not at
+// all or complete. Inserters that race for the same gap retry: the one
+// whose swap failed searches that level again from its predecessor (the
+// scheme of Pebble's arenaskl). The arena hands out memory with atomic
+// adds. A reader that runs during an Add may or may not see the new entry;
+// readers in bloomkv filter by sequence number, and an entry still being
+// added is above every sequence number they read at.
 //
 // # Layout
 //

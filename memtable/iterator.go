@@ -4,7 +4,7 @@ import "github.com/bloomkv/bloomkv/internal/base"
 
 // NewIter returns an iterator over the point entries (range tombstones
 // are read with RangeDels) whose user keys lie in
-// [lower, upper) (nil: unbounded). It may be used while the writer adds
+// [lower, upper) (nil: unbounded). It may be used while inserters add
 // entries; it sees each entry either not at all or whole. Keys and values it
 // returns stay valid, unmodified, for as long as the caller holds them,
 // longer than [InternalIterator] requires.

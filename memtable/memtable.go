@@ -106,9 +106,6 @@ type skiplist struct {
 	// bytewise is set when cmp orders keys as bytes.Compare does, and
 	// nodes carry their key prefixes.
 	bytewise bool
-	// hint is the splice of the last insert, kept by the writer alone:
-	// the next key of an ascending run lands right after it.
-	hint splice
 }
 
 // splice is where a key goes: at each level i, between prev[i] and
@@ -136,7 +133,7 @@ type MemTable struct {
 	// frags caches the range tombstones, fragmented, as of some count of
 	// them; readers rebuild it when more have been added.
 	frags atomic.Pointer[fragments]
-	arena arena // the writer's alone
+	arena arena
 }
 
 // fragments is the fragmented form of the first n range tombstones added
@@ -161,22 +158,46 @@ func New(cmp *Comparer) *MemTable {
 // table already holds.
 var ErrDuplicateKey = errors.New("memtable: internal key added twice")
 
-// Add inserts a copy of key and value. Only one goroutine may Add at a time;
-// readers may run concurrently. A key of kind base.KindRangeDelete is a
-// range tombstone deleting [key.UserKey, value); it goes to the range
-// tombstones, apart from the point entries. An empty range (start >= end)
-// deletes nothing, as in Pebble.
+// Add inserts a copy of key and value. Any number of goroutines may Add at
+// once, and readers may run concurrently. A key of kind
+// base.KindRangeDelete is a range tombstone deleting [key.UserKey, value);
+// it goes to the range tombstones, apart from the point entries. An empty
+// range (start >= end) deletes nothing, as in Pebble.
 //
 // Each internal key may be added once: bloomkv gives every write its own
 // sequence number, so an existing (user key, seqnum, kind) means the input
 // repeats itself (a WAL replayed twice, say). Add then leaves the table
 // unchanged and returns an error wrapping ErrDuplicateKey.
+//
+// A goroutine that adds runs of ascending keys (a batch's, a WAL's)
+// should add them through an [Inserter], which remembers where the last
+// key went.
 func (m *MemTable) Add(key InternalKey, value []byte) error {
+	var ins Inserter
+	return ins.Add(m, key, value)
+}
+
+// Inserter adds entries to MemTables for one goroutine, remembering where
+// its last entry went: when the next key sorts right after it, as in an
+// ascending run, the insert takes two compares instead of a search from
+// the top. The zero Inserter is ready to use, on any MemTable; each
+// goroutine needs its own, and several may add to one MemTable at once.
+type Inserter struct {
+	m    *MemTable
+	list *skiplist
+	spl  splice
+}
+
+// Add inserts a copy of key and value into m, as [MemTable.Add] does.
+func (ins *Inserter) Add(m *MemTable, key InternalKey, value []byte) error {
 	list := &m.points
 	if key.Kind() == base.KindRangeDelete {
 		list = &m.rangeDels
 	}
-	h, err := list.insert(key, value, &m.arena)
+	if ins.m != m || ins.list != list {
+		ins.m, ins.list, ins.spl.height = m, list, 0
+	}
+	h, err := list.insert(key, value, &m.arena, &ins.spl)
 	if err != nil {
 		return err
 	}
@@ -190,9 +211,17 @@ func (m *MemTable) Add(key InternalKey, value []byte) error {
 
 // insert links a new node holding copies of key and value into the list
 // and returns its height; a key the list holds already is refused with an
-// error wrapping ErrDuplicateKey.
-func (l *skiplist) insert(key InternalKey, value []byte, a *arena) (int, error) {
-	spl, kp := &l.hint, l.keyPrefix(key.UserKey)
+// error wrapping ErrDuplicateKey. spl is the inserter's splice, of its
+// last insert into this list (or none): see findSplice.
+//
+// Other inserters may link nodes at the same time. Each level is linked
+// with a compare-and-swap of the predecessor's link, from the successor
+// the splice saw to the new node, level 0 first (as Pebble's arenaskl
+// does); when another node got there first the swap fails, and the splice
+// of that level is searched again from its predecessor, which still sorts
+// before the key as nodes are never removed.
+func (l *skiplist) insert(key InternalKey, value []byte, a *arena, spl *splice) (int, error) {
+	kp := l.keyPrefix(key.UserKey)
 	l.findSplice(key, kp, spl)
 	if next := spl.next[0]; next != nil && l.compare(next, key, kp) == 0 {
 		return 0, fmt.Errorf("%w: %s", ErrDuplicateKey, key)
@@ -200,28 +229,84 @@ func (l *skiplist) insert(key InternalKey, value []byte, a *arena) (int, error) 
 	h := randomHeight()
 	x := newNode(a, key, value, h)
 	x.prefix = kp
-
-	if listHeight := int(l.height.Load()); h > listHeight {
-		for i := listHeight; i < h; i++ {
+	if h > spl.height {
+		for i := spl.height; i < h; i++ {
 			spl.prev[i], spl.next[i] = l.head, nil
 		}
 		spl.height = h
-		l.height.Store(int32(h))
+		l.raiseHeight(h)
 	}
 	for i := range h {
-		x.link(i).Store(spl.next[i])
+		if !l.linkLevel(x, i, key, kp, spl) {
+			return 0, fmt.Errorf("%w: %s", ErrDuplicateKey, key)
+		}
 	}
-	x.prev.Store(spl.prev[0])
-	// Publishing at level 0 first means a reader that finds x at any level
-	// can also walk to it, and on from it, at level 0.
 	for i := range h {
-		spl.prev[i].link(i).Store(x)
 		spl.prev[i] = x
 	}
-	if spl.next[0] != nil {
-		spl.next[0].prev.Store(x)
-	}
 	return h, nil
+}
+
+// raiseHeight makes the list at least h levels high.
+func (l *skiplist) raiseHeight(h int) {
+	for {
+		cur := l.height.Load()
+		if int(cur) >= h || l.height.CompareAndSwap(cur, int32(h)) {
+			return
+		}
+	}
+}
+
+// linkLevel links x, which holds key, into level i between spl.prev[i]
+// and spl.next[i], searching that level's splice again as often as
+// another inserter links a node there first. It returns false, linking
+// nothing, when the search at level 0 finds key itself: another inserter
+// added it.
+func (l *skiplist) linkLevel(x *node, i int, key InternalKey, kp uint64, spl *splice) bool {
+	for {
+		prev, next := spl.prev[i], spl.next[i]
+		x.link(i).Store(next)
+		if i == 0 {
+			x.prev.Store(prev)
+			l.helpPrev(prev, next)
+		}
+		if prev.link(i).CompareAndSwap(next, x) {
+			if i == 0 && next != nil {
+				next.prev.CompareAndSwap(prev, x)
+			}
+			return true
+		}
+		spl.prev[i], spl.next[i] = l.seekLevel(prev, i, key, kp)
+		if n := spl.next[i]; i == 0 && n != nil && l.compare(n, key, kp) == 0 {
+			return false
+		}
+	}
+}
+
+// helpPrev finishes another inserter's work: when prev links to next at
+// level 0 but next's back link does not point at prev yet, the inserter
+// that linked next (or one that linked a node between them and lost the
+// race) has yet to set it. Setting it here means a node's back link
+// always reaches its predecessor before a later node can slip between
+// them (see arenaskl's insert).
+func (l *skiplist) helpPrev(prev, next *node) {
+	if next == nil {
+		return
+	}
+	if p := next.prev.Load(); p != prev && prev.next0.Load() == next {
+		next.prev.CompareAndSwap(p, prev)
+	}
+}
+
+// seekLevel returns the nodes at level i between which key goes,
+// searching from start, which sorts before key (or is the head).
+func (l *skiplist) seekLevel(start *node, i int, key InternalKey, kp uint64) (prev, next *node) {
+	prev = start
+	next = prev.next(i)
+	for next != nil && l.compare(next, key, kp) < 0 {
+		prev, next = next, next.next(i)
+	}
+	return prev, next
 }
 
 // newNode builds an unpublished node holding copies of key and value.
@@ -249,12 +334,14 @@ func randomHeight() int {
 }
 
 // findSplice points spl at where key, whose keyPrefix is kp, goes. spl
-// holds the splice of the last insert, with x, the node it inserted, as
-// prev below x's height: x's neighbours then, and still, as only the
-// writer inserts. When key sorts right after x (an ascending run) that
-// splice still brackets key at level 0, and so at every level above,
-// whose gaps enclose level 0's: two compares instead of a search from
-// the top.
+// holds the splice of the inserter's last insert, with x, the node it
+// inserted, as prev below x's height. When key sorts right after x (an
+// ascending run) that splice still brackets key at level 0, and so at
+// every level above, whose gaps enclosed level 0's when it was taken:
+// two compares instead of a search from the top. Nodes other inserters
+// linked since into those gaps make the splice stale, not wrong: every
+// prev still sorts before key and every next after it, and insert's
+// compare-and-swap finds them.
 func (l *skiplist) findSplice(key base.InternalKey, kp uint64, spl *splice) {
 	listHeight := int(l.height.Load())
 	if spl.height == listHeight && l.brackets(spl, key, kp) {
@@ -262,11 +349,8 @@ func (l *skiplist) findSplice(key base.InternalKey, kp uint64, spl *splice) {
 	}
 	p := l.head
 	for i := listHeight - 1; i >= 0; i-- {
-		n := p.next(i)
-		for n != nil && l.compare(n, key, kp) < 0 {
-			p, n = n, n.next(i)
-		}
-		spl.prev[i], spl.next[i] = p, n
+		spl.prev[i], spl.next[i] = l.seekLevel(p, i, key, kp)
+		p = spl.prev[i]
 	}
 	spl.height = listHeight
 }
@@ -304,7 +388,7 @@ func (l *skiplist) compare(n *node, key base.InternalKey, kp uint64) int {
 
 // findGE returns the first node whose key sorts at or after key, or nil.
 // It walks on from findLT's node rather than take that node's successor
-// again: between findLT's last look and the next load, the writer may
+// again: between findLT's last look and the next load, an inserter may
 // have linked a node that sorts before key right after it, and that node
 // must be stepped over, not returned.
 func (l *skiplist) findGE(key base.InternalKey) *node {

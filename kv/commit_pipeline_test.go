@@ -1,0 +1,174 @@
+package kv
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// TestCommitPipeline_PublishOrder runs writers that commit batches at
+// once, through the concurrent inserts of the commit pipeline, while
+// readers check each point in time they see (an iterator) against what
+// the writers had acknowledged:
+//
+//   - a batch is visible whole or not at all: writer w's batch i sets
+//     all of w's keys to i;
+//   - no later batch is visible before an earlier one: before its batch
+//     i, writer w records how many batches every other writer had
+//     acknowledged (those were committed before w's batch reserved its
+//     sequence numbers), and a reader that sees w's batch i must see at
+//     least as many of each other writer's;
+//   - nothing goes back in time: a reader's next iterator sees no writer
+//     at an older batch.
+//
+// Memtables are small, so rotations and flushes run while batches are
+// inserted. Both WAL modes; run it under -race.
+func TestCommitPipeline_PublishOrder(t *testing.T) {
+	for _, background := range []bool{false, true} {
+		t.Run(fmt.Sprintf("BackgroundWALWrites=%v", background), func(t *testing.T) {
+			testPublishOrder(t, background)
+		})
+	}
+}
+
+const (
+	orderWriters = 6
+	orderKeys    = 5 // keys per writer, all set by each of its batches
+)
+
+func testPublishOrder(t *testing.T, background bool) {
+	d, _ := openMem(t, &Options{MemTableSize: 64 << 10, BackgroundWALWrites: background})
+	defer d.Close()
+	batches := 400
+	if testing.Short() {
+		batches = 120
+	}
+	var acked [orderWriters]atomic.Int64
+	var done atomic.Bool
+	errc := make(chan error, orderWriters+4)
+	var writers sync.WaitGroup
+	for w := range orderWriters {
+		writers.Add(1)
+		go func() {
+			defer writers.Done()
+			if err := orderWriter(d, w, batches, &acked); err != nil {
+				errc <- err
+			}
+		}()
+	}
+	var readers sync.WaitGroup
+	var views atomic.Int64
+	for r := range 2 {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			var last [orderWriters]int64
+			for !done.Load() {
+				if err := checkOrderView(d, &last); err != nil {
+					errc <- fmt.Errorf("reader %d: %w", r, err)
+					return
+				}
+				views.Add(1)
+			}
+		}()
+	}
+	writers.Wait()
+	done.Store(true)
+	readers.Wait()
+	close(errc)
+	for err := range errc {
+		t.Fatal(err)
+	}
+	var last [orderWriters]int64
+	if err := checkOrderView(d, &last); err != nil {
+		t.Fatal(err)
+	}
+	for w := range orderWriters {
+		if last[w] != int64(batches) {
+			t.Fatalf("writer %d: batch %d visible at the end, want %d", w, last[w], batches)
+		}
+	}
+	if views.Load() < 10 {
+		t.Fatalf("readers checked only %d views", views.Load())
+	}
+	t.Logf("%d views checked, %d flushes", views.Load(), d.Metrics().Flush.Count)
+}
+
+// orderWriter commits writer w's batches 1..batches, each setting w's
+// keys to its number and w's vector key to the other writers'
+// acknowledged counts as they were before the batch; every fifth is Sync.
+func orderWriter(d *DB, w, batches int, acked *[orderWriters]atomic.Int64) error {
+	b := d.NewBatch()
+	for i := 1; i <= batches; i++ {
+		b.Reset()
+		seen := make([]byte, 8*orderWriters)
+		for v := range orderWriters {
+			binary.BigEndian.PutUint64(seen[8*v:], uint64(acked[v].Load()))
+		}
+		val := binary.BigEndian.AppendUint64(nil, uint64(i))
+		for k := range orderKeys {
+			b.Set(fmt.Appendf(nil, "w%d/k%d", w, k), val)
+		}
+		b.Set(fmt.Appendf(nil, "w%d/seen", w), append(val, seen...))
+		if err := d.Apply(b, &WriteOptions{Sync: i%5 == 0}); err != nil {
+			return fmt.Errorf("writer %d, batch %d: %w", w, i, err)
+		}
+		acked[w].Store(int64(i))
+	}
+	return nil
+}
+
+// checkOrderView reads every writer's keys through one iterator and
+// checks them as TestCommitPipeline_PublishOrder says, last holding the
+// batches the reader saw before.
+func checkOrderView(d *DB, last *[orderWriters]int64) error {
+	it, err := d.NewIter(nil)
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	var at [orderWriters]int64
+	var seen [orderWriters][]byte
+	for w := range orderWriters {
+		at[w] = -1
+	}
+	for it.First(); it.Valid(); it.Next() {
+		var w int
+		var rest string
+		if _, err := fmt.Sscanf(string(it.Key()), "w%d/%s", &w, &rest); err != nil || w >= orderWriters {
+			return fmt.Errorf("unexpected key %q", it.Key())
+		}
+		i := int64(binary.BigEndian.Uint64(it.Value()))
+		if at[w] >= 0 && at[w] != i {
+			return fmt.Errorf("writer %d's batch seen in part: key %s at batch %d, another at %d", w, it.Key(), i, at[w])
+		}
+		at[w] = i
+		if rest == "seen" {
+			seen[w] = append([]byte(nil), it.Value()[8:]...)
+		}
+	}
+	if err := it.Error(); err != nil {
+		return err
+	}
+	for w := range orderWriters {
+		at[w] = max(at[w], 0)
+	}
+	for w := range orderWriters {
+		if at[w] < last[w] {
+			return fmt.Errorf("writer %d went back from batch %d to %d", w, last[w], at[w])
+		}
+		for v := range orderWriters {
+			if seen[w] == nil {
+				break
+			}
+			if before := int64(binary.BigEndian.Uint64(seen[w][8*v:])); at[v] < before && at[w] > 0 {
+				return fmt.Errorf("writer %d's batch %d is visible, but writer %d's batch %d, acknowledged before it began, is not (at %d)",
+					w, at[w], v, before, at[v])
+			}
+		}
+	}
+	*last = at
+	return nil
+}

@@ -1,0 +1,148 @@
+package kv
+
+import (
+	"runtime"
+	"sync"
+)
+
+// walSink makes a WAL's records durable as their writers require, for
+// many writers at once, with one writer doing the work for all of them
+// at a time: group commit.
+//
+// By default the records appended go to the sink's buffer (under the
+// commit pipeline's mu, in sequence order). A writer that must see its
+// record in the file before it is acknowledged (every one, by default:
+// process-crash durability) waits for it in wait: if no other writer is
+// writing, it takes the whole buffer, every record appended so far, its
+// own and later ones, and writes it with one write(2), then syncs the
+// file if it, or any writer waiting, asked for a sync; otherwise it waits
+// for the writer that is, which may have covered its record already.
+// Concurrent Sync writers thus share fsyncs: those that arrive while one
+// runs are covered by the next, all together.
+//
+// With Options.BackgroundWALWrites the records go to the WAL's flusher
+// instead, and count as written once handed to it (the flusher writes
+// them in the background, within its loss bound); the sink then only
+// serves Sync writers, draining the flusher before it syncs.
+type walSink struct {
+	l *walWriter
+	m *dbMetrics
+
+	mu   sync.Mutex
+	cond sync.Cond // signalled when a writer finishes its write and sync
+	// buf holds the bytes appended and not yet taken by a writer; spare
+	// is the buffer of the last write, for reuse.
+	buf, spare []byte
+	// Stream offsets: appended ends the bytes appended, written those in
+	// the file (or handed to the flusher), synced those synced (-1: none
+	// yet, so the first sync asked for always runs), wantSync the bytes
+	// a waiting writer wants synced.
+	appended, written, synced, wantSync int64
+	busy                                bool  // a writer is writing or syncing
+	err                                 error // the first failed write or sync; sticky
+	// syncWaiters counts the writers waiting for a sync; lastSyncGroup
+	// is how many the last sync had waiting.
+	syncWaiters, lastSyncGroup int
+}
+
+// maxSinkBuffer bounds the buffer a sink keeps for reuse.
+const maxSinkBuffer = 1 << 20
+
+// newWALSink returns the sink of l, whose stream has size bytes in the
+// file already.
+func newWALSink(l *walWriter, size int64, m *dbMetrics) *walSink {
+	s := &walSink{l: l, m: m, appended: size, written: size, synced: -1, wantSync: -1}
+	s.cond.L = &s.mu
+	return s
+}
+
+// Write buffers p, the next bytes of the WAL's stream. The commit
+// pipeline's record writer calls it, under the pipeline's mu. It fails
+// once a write of the sink has failed.
+func (s *walSink) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return 0, s.err
+	}
+	s.buf = append(s.buf, p...)
+	s.appended += int64(len(p))
+	return len(p), nil
+}
+
+// handedOn notes that the stream up to end is handed to the flusher:
+// written, as far as the sink is concerned.
+func (s *walSink) handedOn(end int64) {
+	s.mu.Lock()
+	s.appended, s.written = end, end
+	s.mu.Unlock()
+}
+
+// wait returns once the stream up to end is written to the file, and
+// synced if sync is set, writing (and syncing) it itself when no other
+// writer is. It returns the sink's error, if any.
+func (s *walSink) wait(end int64, sync bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sync {
+		s.wantSync = max(s.wantSync, end)
+		s.syncWaiters++
+		defer func() { s.syncWaiters-- }()
+	}
+	for {
+		switch {
+		case s.err != nil:
+			return s.err
+		case s.written >= end && (!sync || s.synced >= end):
+			return nil
+		case s.busy:
+			s.cond.Wait()
+		default:
+			s.writeOutLocked()
+		}
+	}
+}
+
+// writeOutLocked writes out the whole buffer, with s.mu released, and
+// syncs if a waiting writer wants more synced than is.
+//
+// Before a sync, when the last sync served several writers, it yields
+// the processor once, with s.mu released: the writers that sync just
+// released are then likely to append their next records in time to share
+// this fsync, where they would otherwise wait for the next one. Concurrent
+// Sync writers then share one fsync almost all together, not in two
+// halves, for the cost of a yield against that of an fsync.
+func (s *walSink) writeOutLocked() {
+	s.busy = true
+	if s.wantSync > s.synced && s.lastSyncGroup > 1 {
+		s.mu.Unlock()
+		runtime.Gosched()
+		s.mu.Lock()
+	}
+	data, target := s.buf, s.appended
+	s.buf, s.spare = s.spare[:0], nil
+	sync := s.wantSync > s.synced
+	if sync {
+		s.lastSyncGroup = s.syncWaiters
+	}
+	s.mu.Unlock()
+	err := s.l.writeOut(data, sync)
+	s.mu.Lock()
+	s.busy = false
+	if cap(data) <= maxSinkBuffer {
+		s.spare = data[:0]
+	}
+	if err != nil {
+		s.err = err
+	} else {
+		s.written = max(s.written, target)
+		if sync {
+			s.synced = target
+			s.m.walSyncs.Add(1)
+		}
+		if len(data) > 0 || s.l.flusher == nil {
+			s.m.walWrites.Add(1)
+		}
+	}
+	s.cond.Broadcast()
+}
