@@ -67,8 +67,9 @@ type writer struct {
 	lastSeq base.SeqNum
 	// Publication state, under the publisher's mu: applied once the
 	// batch is inserted (or failed), failed when it is not to be
-	// published, published once it left the publication queue.
-	applied, failed, published bool
+	// published, published once it left the publication queue, visible
+	// when readers see it then.
+	applied, failed, published, visible bool
 	// ins is the writer's memtable inserter, whose hint serves the
 	// batch's ascending runs.
 	ins memtable.Inserter
@@ -95,7 +96,7 @@ func getWriter() *writer {
 // putWriter returns w to the pool once no goroutine refers to it: its
 // batch is published, or was never reserved.
 func putWriter(w *writer) {
-	w.batch, w.applied, w.failed, w.published = nil, false, false, false
+	w.batch, w.applied, w.failed, w.published, w.visible = nil, false, false, false, false
 	w.ins = memtable.Inserter{} // no pooled writer pins a flushed memtable
 	if cap(w.own.data) > maxPooledBatch {
 		w.own.data = nil
@@ -183,25 +184,62 @@ func (p *commitPipeline) runExclusive(_ *DB, fn func() error) error {
 }
 
 // run commits w's batch: it reserves, waits for the WAL as promised,
-// inserts the batch into the memtable, and publishes it.
-func (p *commitPipeline) run(d *DB, w *writer) error {
+// inserts the batch into the memtable, and publishes it. A batch that a
+// failure behind it kept from becoming visible fails with the error that
+// stopped writes.
+func (p *commitPipeline) run(d *DB, w *writer) (err error) {
 	mem, log, end, err := p.reserve(d, w)
 	if err != nil {
 		return err
 	}
-	// Failed until inserted whole: a panic in the insert must not
-	// publish the batch, nor leave the writers behind it waiting.
+	// Failed until inserted whole: a failed insert must not publish the
+	// batch, nor leave the writers behind it waiting.
 	w.failed = true
-	defer p.pub.publish(d, w)
+	defer func() {
+		if !p.pub.publish(d, w) && err == nil {
+			err = p.stickyErr()
+		}
+	}()
 	defer mem.writers.Done()
 	if err := log.sink.wait(end, w.sync); err != nil {
 		return fmt.Errorf("kv: WAL write failed, the DB accepts no more writes: %w", err)
 	}
-	if err := mem.insert(w.batch.data, &w.ins); err != nil {
-		panic(fmt.Sprintf("kv: applying a batch the DB encoded: %v", err))
+	if err := p.insert(mem, w); err != nil {
+		return err
 	}
 	w.failed = false
 	return nil
+}
+
+// insert inserts w's batch into mem. A panic there, of the comparer's
+// callbacks (the user's code), may leave part of the batch in the
+// memtable: it stops writes, as a failed WAL write does, and the
+// publisher then shows readers nothing from this batch on.
+func (p *commitPipeline) insert(mem *memTable, w *writer) (err error) {
+	defer func() {
+		if err != nil {
+			p.mu.Lock()
+			if p.err == nil {
+				p.err = fmt.Errorf("kv: the DB accepts no more writes: %w", err)
+			}
+			p.mu.Unlock()
+		}
+	}()
+	defer recoverCallback("inserting a batch into the memtable", &err)
+	if err := mem.insert(w.batch.data, &w.ins); err != nil {
+		return fmt.Errorf("kv: applying a batch the DB encoded: %w", err)
+	}
+	return nil
+}
+
+// stickyErr returns the error that stopped writes.
+func (p *commitPipeline) stickyErr() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err == nil {
+		return errors.New("kv: a batch before this one failed, the DB accepts no more writes")
+	}
+	return p.err
 }
 
 // reserve makes room for w's batch in the memtable, assigns its
@@ -249,6 +287,9 @@ type publisher struct {
 	// done is the last sequence number of the last batch that left the
 	// queue, published or failed.
 	done base.SeqNum
+	// halted is set once a batch failed: no batch from it on becomes
+	// visible (a failed insert may have left part of it in the memtable).
+	halted bool
 }
 
 // enqueue queues w, whose sequence numbers were just reserved, under the
@@ -264,10 +305,10 @@ func (q *publisher) enqueue(w *writer) {
 }
 
 // publish marks w inserted (or failed), publishes every batch at the head
-// of the queue that is inserted, and waits until w is published. A failed
-// batch leaves the queue unpublished; every batch after it has failed
-// too (its WAL record came after the failed one).
-func (q *publisher) publish(d *DB, w *writer) {
+// of the queue that is inserted, waits until w is published, and reports
+// whether readers see it. A failed batch leaves the queue unpublished,
+// and halts publication: no batch after it becomes visible either.
+func (q *publisher) publish(d *DB, w *writer) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.cond.L == nil {
@@ -281,7 +322,8 @@ func (q *publisher) publish(d *DB, w *writer) {
 		q.head++
 		x.published, popped = true, true
 		q.done = x.lastSeq
-		if !x.failed {
+		q.halted = q.halted || x.failed
+		if x.visible = !q.halted; x.visible {
 			d.visibleSeq.Store(uint64(x.lastSeq))
 		}
 	}
@@ -291,6 +333,7 @@ func (q *publisher) publish(d *DB, w *writer) {
 	for !w.published {
 		q.cond.Wait()
 	}
+	return w.visible
 }
 
 // waitDone waits until every batch up to sequence number seq is
