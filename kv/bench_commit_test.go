@@ -27,7 +27,7 @@ func BenchmarkCommitWriters(b *testing.B) {
 				e := openCommitEngine(b, eng)
 				b.SetBytes(benchEntryBytes)
 				b.ResetTimer()
-				setFromWriters(b, e, writers)
+				setFromWriters(b, e, writers, false)
 				b.StopTimer()
 				if err := e.Close(); err != nil {
 					b.Fatal(err)
@@ -52,9 +52,10 @@ func openCommitEngine(b *testing.B, eng string) bench.Engine {
 	return openBloomkvWith(b, dir, opts)
 }
 
-// setFromWriters writes keys 0..b.N-1 (random order, NoSync) into e from
-// writers goroutines, writer w taking the keys i ≡ w (mod writers).
-func setFromWriters(b *testing.B, e bench.Engine, writers int) {
+// setFromWriters writes keys 0..b.N-1 (random order; Sync writes if syncWrites)
+// into e from writers goroutines, writer w taking the keys i ≡ w (mod
+// writers).
+func setFromWriters(b *testing.B, e bench.Engine, writers int, syncWrites bool) {
 	var wg sync.WaitGroup
 	for w := range writers {
 		wg.Add(1)
@@ -64,7 +65,7 @@ func setFromWriters(b *testing.B, e bench.Engine, writers int) {
 			for i := w; i < b.N; i += writers {
 				key = benchKey(key, uint64(2*i), true)
 				value = benchKeys.Value(value[:0], i, benchValueSize)
-				if err := e.Set(key, value, false); err != nil {
+				if err := e.Set(key, value, syncWrites); err != nil {
 					b.Error(err)
 					return
 				}

@@ -3,7 +3,6 @@ package kv_test
 import (
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/bloomkv/bloomkv/internal/bench"
@@ -105,23 +104,7 @@ func BenchmarkWriteFillBatch(b *testing.B) {
 func BenchmarkWriteFillSync(b *testing.B) {
 	for _, writers := range []int{1, 8} {
 		runFill(b, fmt.Sprintf("writers=%d", writers), []string{"bloomkv", "pebble"}, func(b *testing.B, e bench.Engine) {
-			var wg sync.WaitGroup
-			for w := range writers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					var key, value []byte
-					for i := w; i < b.N; i += writers {
-						key = benchKey(key, uint64(2*i), true)
-						value = benchKeys.Value(value[:0], i, benchValueSize)
-						if err := e.Set(key, value, true); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				}()
-			}
-			wg.Wait()
+			setFromWriters(b, e, writers, true)
 		})
 	}
 }

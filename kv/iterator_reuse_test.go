@@ -12,24 +12,7 @@ import (
 // levels, whose comparer splits keys by user.
 func openUserTables(t *testing.T, users int) *kv.DB {
 	t.Helper()
-	db, err := kv.Open("db", &kv.Options{FS: vfs.NewMem(), Comparer: userComparer(),
-		MemTableSize: 64 << 10, TargetFileSize: 32 << 10, BlockSize: 1 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := db.NewBatch()
-	err = loadUsers(users, func(k, v []byte) { b.Set(k, v) }, func() error {
-		err := db.Apply(b, kv.NoSync)
-		b = db.NewBatch()
-		return err
-	})
-	if err == nil {
-		err = db.Flush()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return db
+	return openUserStore(t, users, kv.Options{MemTableSize: 64 << 10, TargetFileSize: 32 << 10, BlockSize: 1 << 10})
 }
 
 // TestIterator_Stats checks what an iterator's Stats count: a full scan

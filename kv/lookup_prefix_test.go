@@ -27,8 +27,17 @@ func openUsers(t *testing.T, users int) *kv.DB {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := kv.Open("db", &kv.Options{FS: vfs.NewMem(), Comparer: userComparer(), FilterPolicy: policy,
+	return openUserStore(t, users, kv.Options{FilterPolicy: policy,
 		MemTableSize: 256 << 10, TargetFileSize: 256 << 10, LBaseMaxBytes: 1 << 20})
+}
+
+// openUserStore opens a store with opts, on an in-memory FS and under
+// userComparer, loads users present users into it (see loadUsers) and
+// flushes it.
+func openUserStore(t *testing.T, users int, opts kv.Options) *kv.DB {
+	t.Helper()
+	opts.FS, opts.Comparer = vfs.NewMem(), userComparer()
+	db, err := kv.Open("db", &opts)
 	if err != nil {
 		t.Fatal(err)
 	}
