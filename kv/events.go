@@ -56,14 +56,15 @@ type EventListener struct {
 
 // TableInfo describes a table file.
 type TableInfo struct {
-	FileNum           uint64
-	Size              uint64
-	Smallest, Largest []byte // user keys
-	SmallestSeqNum    uint64
+	FileNum           uint64 // the table's file number
+	Size              uint64 // its length in bytes
+	Smallest, Largest []byte // its first and last user keys
+	SmallestSeqNum    uint64 // the bounds of its sequence numbers
 	LargestSeqNum     uint64
 	NumEntries        uint64 // every version, tombstones included
 }
 
+// String names the table with its size and key range.
 func (t TableInfo) String() string {
 	return fmt.Sprintf("%06d (%d B, [%q, %q])", t.FileNum, t.Size, t.Smallest, t.Largest)
 }
@@ -78,6 +79,7 @@ type FlushInfo struct {
 	Err        error         // FlushEnd only: why the flush failed
 }
 
+// String is the flush as MakeLoggingEventListener logs it.
 func (i FlushInfo) String() string {
 	if !i.Done {
 		return fmt.Sprintf("[JOB %d] flushing memtable of %d B to L0", i.JobID, i.InputBytes)
@@ -106,6 +108,7 @@ type CompactionInfo struct {
 	Err         error
 }
 
+// String is the compaction as MakeLoggingEventListener logs it.
 func (i CompactionInfo) String() string {
 	if !i.Done {
 		return fmt.Sprintf("[JOB %d] compacting (%s) L%d -> L%d: %d tables, %d B",
@@ -128,6 +131,7 @@ type WALCreateInfo struct {
 	Recycled bool
 }
 
+// String is the WAL creation as MakeLoggingEventListener logs it.
 func (i WALCreateInfo) String() string {
 	if i.Recycled {
 		return fmt.Sprintf("WAL created: %s (recycled)", i.Path)
@@ -143,6 +147,7 @@ type FileDeleteInfo struct {
 	Err     error
 }
 
+// String is the removal as MakeLoggingEventListener logs it.
 func (i FileDeleteInfo) String() string {
 	if i.Err != nil {
 		return fmt.Sprintf("deleting %s failed: %v", i.Path, i.Err)
@@ -159,6 +164,7 @@ type TableCreateInfo struct {
 	Path    string
 }
 
+// String is the table creation as MakeLoggingEventListener logs it.
 func (i TableCreateInfo) String() string {
 	return fmt.Sprintf("[JOB %d] %s: table created: %s", i.JobID, i.Reason, i.Path)
 }
@@ -168,6 +174,7 @@ type WriteStallBeginInfo struct {
 	Reason string
 }
 
+// String is the stall as MakeLoggingEventListener logs it.
 func (i WriteStallBeginInfo) String() string { return "write stall: " + i.Reason }
 
 // LoggerFunc adapts a printf-like function, such as log.Printf, to Logger.
