@@ -117,12 +117,7 @@ func (a *app) dbGetCommand(dir *string) *cobra.Command {
 		Long: "get looks each KEY up and prints the ones found as scan does, \"KEY<tab>VALUE\" " +
 			"(with --json, a list of {key, value}), in the order given. Each key not found is " +
 			"reported on stderr, and the exit status is then 1.",
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return usagef("%s: want at least one KEY", cmd.CommandPath())
-			}
-			return nil
-		},
+		Args: oneOrMoreArgs("KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withDB(*dir, false, func(db *kv.DB) error { return a.get(db, args, metrics) })
 		},

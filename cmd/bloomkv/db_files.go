@@ -34,12 +34,7 @@ func (a *app) dbIngestCommand(dir *string) *cobra.Command {
 			"sstable.Writer, into the store; their keys become visible at once, above every " +
 			"earlier write. The FILEs must be in key order and must not overlap. Warnings about " +
 			"filters the store cannot read go to stderr.",
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return usagef("%s: want at least one FILE", cmd.CommandPath())
-			}
-			return nil
-		},
+		Args: oneOrMoreArgs("FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if *dir == "" {
 				return usagef("--dir is required")

@@ -125,6 +125,17 @@ func exactArgs(names ...string) cobra.PositionalArgs {
 	}
 }
 
+// oneOrMoreArgs is cobra.MinimumNArgs(1) with the error marked as a usage
+// error and naming the argument expected.
+func oneOrMoreArgs(name string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return usagef("%s: want at least one %s", cmd.CommandPath(), name)
+		}
+		return nil
+	}
+}
+
 // commandGroup returns a command that only holds subcommands. Cobra would
 // print help and succeed for a missing or unknown subcommand; here both are
 // usage errors.
