@@ -147,11 +147,7 @@ func vsPebbleMarkdown(w io.Writer, vs []vsPebble) error {
 		return nil
 	}
 	fmt.Fprintf(w, "\n## bloomkv ÷ Pebble, ns per lookup, same filter\n\n%s\n\n", pebbleNote)
-	t := newTable("filter", "shape", ">absent", ">present")
-	for _, v := range vs {
-		t.add(v.Filter, v.Shape, fmtFloat(float64(v.Absent), 2)+"x", fmtFloat(float64(v.Present), 2)+"x")
-	}
-	return t.markdown(w)
+	return vsPebbleTable("filter", vs).markdown(w)
 }
 
 // headlineTable compares bloomkv with bloompolicy and Pebble with its own

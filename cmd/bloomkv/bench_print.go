@@ -243,9 +243,15 @@ func writeVsPebble(w io.Writer, vs []vsPebble) error {
 		return nil
 	}
 	fmt.Fprintf(w, "\n%s\n\n", pebbleNote)
-	t := newTable("bloomkv ÷ Pebble, ns/op", "shape", ">absent", ">present")
+	return vsPebbleTable("bloomkv ÷ Pebble, ns/op", vs).write(w)
+}
+
+// vsPebbleTable is the table of the time ratios, whose first column is
+// headed first, for the terminal and the Markdown page alike.
+func vsPebbleTable(first string, vs []vsPebble) *table {
+	t := newTable(first, "shape", ">absent", ">present")
 	for _, v := range vs {
 		t.add(v.Filter, v.Shape, fmtFloat(float64(v.Absent), 2)+"x", fmtFloat(float64(v.Present), 2)+"x")
 	}
-	return t.write(w)
+	return t
 }
