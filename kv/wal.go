@@ -43,6 +43,10 @@ type walWriter struct {
 	flusher *walFlusher
 	// sink makes records durable as each writer requires (wal_sink.go).
 	sink *walSink
+	// direct is set when w writes into a mapped space itself: a record
+	// is written once append returns, and only a sync remains to wait
+	// for.
+	direct bool
 	// ends holds the stream offset at which the record being appended
 	// ends, for the flusher's loss bound; reused.
 	ends []int64
@@ -83,9 +87,17 @@ func (d *DB) newWALWriter(num base.FileNum, name string, f vfs.File, dst io.Writ
 	l.space = newWALSpace(d.opts.FS, f, dst, size, fileSize, walPreallocSize(d.opts.MemTableSize))
 	l.sink = newWALSink(l, size, &d.metrics)
 	var out io.Writer = l.sink
-	if d.opts.BackgroundWALWrites {
+	switch _, mapped := l.space.(*walMmapWriter); {
+	case d.opts.BackgroundWALWrites:
 		l.flusher = newWALFlusher(l.space, name, &d.commit.walBuffers, size)
 		out = l.flusher
+	case mapped:
+		// A record copied into the mapping is in the page cache: written,
+		// as the default mode promises, without a system call. So the
+		// record writer copies into it directly, in append, and the sink
+		// only syncs.
+		l.direct, l.sink.direct = true, true
+		out = l.space
 	}
 	if recyclable {
 		l.w = record.NewRecyclableWriterAt(out, size, uint32(num))
@@ -96,8 +108,9 @@ func (d *DB) newWALWriter(num base.FileNum, name string, f vfs.File, dst io.Writ
 }
 
 // append adds batch as one record and hands it on: to the sink's buffer,
-// for the writer to wait for it there (sink.wait), or with
-// BackgroundWALWrites to the flusher, waiting as its loss bound requires.
+// for the writer to wait for it there (sink.wait), into the mapped file
+// itself when direct, or with BackgroundWALWrites to the flusher, waiting
+// as its loss bound requires.
 // It returns the stream offset at which the record ends. The commit
 // pipeline calls it under its mu, in sequence order.
 func (l *walWriter) append(batch []byte, m *dbMetrics) (int64, error) {

@@ -20,6 +20,11 @@ import (
 // Concurrent Sync writers thus share fsyncs: those that arrive while one
 // runs are covered by the next, all together.
 //
+// Where the WAL is memory-mapped (wal_mmap.go), the record writer copies
+// each record into the file's pages itself, under the pipeline's mu: the
+// record is written once appended, and the sink only serves Sync writers
+// (walSink.direct).
+//
 // With Options.BackgroundWALWrites the records go to the WAL's flusher
 // instead, and count as written once handed to it (the flusher writes
 // them in the background, within its loss bound); the sink then only
@@ -43,6 +48,10 @@ type walSink struct {
 	// syncWaiters counts the writers waiting for a sync; lastSyncGroup
 	// is how many the last sync had waiting.
 	syncWaiters, lastSyncGroup int
+	// direct is set when the WAL's record writer writes into a mapped
+	// file itself (walWriter.direct): a record is written before its
+	// writer waits, and the sink has only syncs to do.
+	direct bool
 }
 
 // maxSinkBuffer bounds the buffer a sink keeps for reuse.
@@ -84,6 +93,11 @@ func (s *walSink) handedOn(end int64) {
 func (s *walSink) wait(end int64, sync bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.direct {
+		// Records are written in order before their writers wait: all
+		// up to end are.
+		s.appended, s.written = max(s.appended, end), max(s.written, end)
+	}
 	if sync {
 		s.wantSync = max(s.wantSync, end)
 		s.syncWaiters++

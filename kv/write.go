@@ -14,16 +14,19 @@ import (
 // The commit pipeline, after Pebble's. A write goes through three steps:
 //
 //  1. Reserve, under p.mu, held briefly: make room in the memtable, assign
-//     the batch its sequence numbers, append its WAL record to the WAL
-//     writer's buffer (a copy of the batch's bytes), and queue it for
-//     publication. The order of p.mu is the order of sequence numbers, of
-//     records in the WAL and of publication.
+//     the batch its sequence numbers, append its WAL record (a copy of the
+//     batch's bytes) to the WAL's buffer, or straight into the file where
+//     the WAL is memory-mapped, and queue it for publication. The order of
+//     p.mu is the order of sequence numbers, of records in the WAL and of
+//     publication.
 //  2. Make the record durable as promised, and insert the batch into the
 //     memtable. Writers do both concurrently, each its own batch: the
 //     memtable takes concurrent inserts, and whichever writer finds its
 //     record not yet in the WAL file writes the buffer out for every
 //     writer queued so far (and syncs it, for all of them, when one asked
-//     to), while the others wait for it (see walSink).
+//     to), while the others wait for it (see walSink). A mapped WAL's
+//     record is in the file already: only a Sync write waits, for the
+//     sync.
 //  3. Publish: the visible sequence number moves past a batch only once
 //     it and every batch before it are inserted, so readers never see a
 //     later write before an earlier one, and see a batch whole or not at
@@ -70,6 +73,11 @@ type writer struct {
 	// published, published once it left the publication queue, visible
 	// when readers see it then.
 	applied, failed, published, visible bool
+	// waiting is set, under the publisher's mu, while the writer sleeps
+	// on wake until its batch is published; wake is its own channel,
+	// kept with the pooled writer.
+	waiting bool
+	wake    chan struct{}
 	// ins is the writer's memtable inserter, whose hint serves the
 	// batch's ascending runs.
 	ins memtable.Inserter
@@ -201,8 +209,10 @@ func (p *commitPipeline) run(d *DB, w *writer) (err error) {
 		}
 	}()
 	defer mem.writers.Done()
-	if err := log.sink.wait(end, w.sync); err != nil {
-		return fmt.Errorf("kv: WAL write failed, the DB accepts no more writes: %w", err)
+	if !log.direct || w.sync {
+		if err := log.sink.wait(end, w.sync); err != nil {
+			return fmt.Errorf("kv: WAL write failed, the DB accepts no more writes: %w", err)
+		}
 	}
 	if err := p.insert(mem, w); err != nil {
 		return err
@@ -277,9 +287,15 @@ func (p *commitPipeline) reserve(d *DB, w *writer) (*memTable, *walWriter, int64
 
 // publisher publishes batches in sequence order: d.visibleSeq moves past
 // a batch once it and every batch reserved before it are inserted.
+//
+// Whichever writer finds the batches at the head of the queue inserted
+// publishes them all, and wakes each of their writers on its own channel:
+// a writer sleeps until its own batch is published, and is woken once,
+// not with every publication (a broadcast would wake every waiting writer
+// for each group, and they would queue again on mu).
 type publisher struct {
 	mu   sync.Mutex
-	cond sync.Cond // signalled when batches are published
+	cond sync.Cond // signalled when batches are published, for waitDone
 	// queue holds the writers reserved and not yet published, in
 	// sequence order, from head on.
 	queue []*writer
@@ -290,6 +306,9 @@ type publisher struct {
 	// halted is set once a batch failed: no batch from it on becomes
 	// visible (a failed insert may have left part of it in the memtable).
 	halted bool
+	// doneWaiters counts the goroutines waiting in waitDone: only then
+	// does publication broadcast on cond.
+	doneWaiters int
 }
 
 // enqueue queues w, whose sequence numbers were just reserved, under the
@@ -310,10 +329,6 @@ func (q *publisher) enqueue(w *writer) {
 // and halts publication: no batch after it becomes visible either.
 func (q *publisher) publish(d *DB, w *writer) bool {
 	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.cond.L == nil {
-		q.cond.L = &q.mu
-	}
 	w.applied = true
 	popped := false
 	for q.head < len(q.queue) && q.queue[q.head].applied {
@@ -326,13 +341,24 @@ func (q *publisher) publish(d *DB, w *writer) bool {
 		if x.visible = !q.halted; x.visible {
 			d.visibleSeq.Store(uint64(x.lastSeq))
 		}
+		if x != w && x.waiting {
+			x.waiting = false
+			x.wake <- struct{}{}
+		}
 	}
-	if popped {
+	if popped && q.doneWaiters > 0 {
 		q.cond.Broadcast()
 	}
-	for !w.published {
-		q.cond.Wait()
+	if w.published {
+		q.mu.Unlock()
+		return w.visible
 	}
+	if w.wake == nil {
+		w.wake = make(chan struct{}, 1)
+	}
+	w.waiting = true
+	q.mu.Unlock()
+	<-w.wake
 	return w.visible
 }
 
@@ -346,9 +372,11 @@ func (q *publisher) waitDone(d *DB, seq base.SeqNum) {
 	if q.cond.L == nil {
 		q.cond.L = &q.mu
 	}
+	q.doneWaiters++
 	for q.done < seq && base.SeqNum(d.visibleSeq.Load()) < seq {
 		q.cond.Wait()
 	}
+	q.doneWaiters--
 }
 
 // errSeqNumsExhausted refuses writes once every sequence number up to
