@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bloomkv/bloomkv/internal/base"
@@ -43,6 +44,9 @@ import (
 // memTable.writers).
 
 type commitPipeline struct {
+	// pending is the stack of writers waiting for a group's leader to
+	// reserve them (see reserve), newest first, linked by writer.next.
+	pending atomic.Pointer[writer]
 	// mu orders reservations; it guards everything below but pub.
 	mu  sync.Mutex
 	pub publisher
@@ -75,9 +79,20 @@ type writer struct {
 	applied, failed, published, visible bool
 	// waiting is set, under the publisher's mu, while the writer sleeps
 	// on wake until its batch is published; wake is its own channel,
-	// kept with the pooled writer.
+	// kept with the pooled writer, on which it also waits for a group's
+	// leader to reserve it.
 	waiting bool
 	wake    chan struct{}
+	// next links the writers waiting for reservation (commitPipeline.
+	// pending), newest first, then a reserved group, in order.
+	next *writer
+	// The reservation's outcome, set by the group's leader: the
+	// memtable and WAL, the stream offset at which the record ends, or
+	// the error that refused the write.
+	mem *memTable
+	log *walWriter
+	end int64
+	err error
 	// ins is the writer's memtable inserter, whose hint serves the
 	// batch's ascending runs.
 	ins memtable.Inserter
@@ -98,6 +113,9 @@ const maxPooledBatch = 64 << 10
 func getWriter() *writer {
 	w := writerPool.Get().(*writer)
 	w.own.Reset()
+	if w.wake == nil {
+		w.wake = make(chan struct{}, 1)
+	}
 	return w
 }
 
@@ -105,6 +123,7 @@ func getWriter() *writer {
 // batch is published, or was never reserved.
 func putWriter(w *writer) {
 	w.batch, w.applied, w.failed, w.published, w.visible = nil, false, false, false, false
+	w.mem, w.log, w.err = nil, nil, nil
 	w.ins = memtable.Inserter{} // no pooled writer pins a flushed memtable
 	if cap(w.own.data) > maxPooledBatch {
 		w.own.data = nil
@@ -252,14 +271,58 @@ func (p *commitPipeline) stickyErr() error {
 	return p.err
 }
 
-// reserve makes room for w's batch in the memtable, assigns its
-// sequence numbers, appends its record to the WAL's buffer and queues it
-// for publication. It returns the memtable to insert into, which counts
-// w among its writers, and the WAL with the stream offset at which the
-// record ends.
+// reserve reserves w's batch (see reserveLocked), in a group: the writer
+// that finds no other waiting takes p.mu and reserves, in arrival order,
+// every writer that queued behind it meanwhile, then wakes them. One
+// acquisition of p.mu thus serves every writer that arrived while the
+// last group held it, where each taking it in turn would hand the lock
+// from one sleeping writer to the next, each waking up in turn, a convoy
+// whose handoffs bound the throughput of many writers. The writers then
+// go on concurrently, each with its own batch.
 func (p *commitPipeline) reserve(d *DB, w *writer) (*memTable, *walWriter, int64, error) {
+	var prev *writer
+	for {
+		prev = p.pending.Load()
+		w.next = prev // the leader's once the swap makes w visible
+		if p.pending.CompareAndSwap(prev, w) {
+			break
+		}
+	}
+	if prev != nil {
+		// A leader is yet to take the queue, w with it.
+		<-w.wake
+		return w.mem, w.log, w.end, w.err
+	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	// Take every writer queued since w, newest first, and reverse them
+	// into arrival order.
+	var group *writer
+	for x := p.pending.Swap(nil); x != nil; {
+		next := x.next
+		x.next, group = group, x
+		x = next
+	}
+	for x := group; x != nil; x = x.next {
+		x.mem, x.log, x.end, x.err = p.reserveLocked(d, x)
+	}
+	p.mu.Unlock()
+	for x := group; x != nil; {
+		next := x.next // x may be done and pooled once woken
+		x.next = nil
+		if x != w {
+			x.wake <- struct{}{}
+		}
+		x = next
+	}
+	return w.mem, w.log, w.end, w.err
+}
+
+// reserveLocked makes room for w's batch in the memtable, assigns its
+// sequence numbers, appends its record to the WAL and queues it for
+// publication, under p.mu. It returns the memtable to insert into, which
+// counts w among its writers, and the WAL with the stream offset at which
+// the record ends.
+func (p *commitPipeline) reserveLocked(d *DB, w *writer) (*memTable, *walWriter, int64, error) {
 	if p.err != nil {
 		return nil, nil, 0, p.err
 	}
@@ -352,9 +415,6 @@ func (q *publisher) publish(d *DB, w *writer) bool {
 	if w.published {
 		q.mu.Unlock()
 		return w.visible
-	}
-	if w.wake == nil {
-		w.wake = make(chan struct{}, 1)
 	}
 	w.waiting = true
 	q.mu.Unlock()
