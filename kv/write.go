@@ -77,12 +77,10 @@ type writer struct {
 	// published, published once it left the publication queue, visible
 	// when readers see it then.
 	applied, failed, published, visible bool
-	// waiting is set, under the publisher's mu, while the writer sleeps
-	// on wake until its batch is published; wake is its own channel,
-	// kept with the pooled writer, on which it also waits for a group's
-	// leader to reserve it.
-	waiting bool
-	wake    chan struct{}
+	// reservedSig is set once a group's leader has reserved the
+	// writer, publishedSig once its batch has left the publication
+	// queue (see signal).
+	reservedSig, publishedSig signal
 	// next links the writers waiting for reservation (commitPipeline.
 	// pending), newest first, then a reserved group, in order.
 	next *writer
@@ -113,9 +111,6 @@ const maxPooledBatch = 64 << 10
 func getWriter() *writer {
 	w := writerPool.Get().(*writer)
 	w.own.Reset()
-	if w.wake == nil {
-		w.wake = make(chan struct{}, 1)
-	}
 	return w
 }
 
@@ -280,6 +275,8 @@ func (p *commitPipeline) stickyErr() error {
 // whose handoffs bound the throughput of many writers. The writers then
 // go on concurrently, each with its own batch.
 func (p *commitPipeline) reserve(d *DB, w *writer) (*memTable, *walWriter, int64, error) {
+	w.reservedSig.reset()
+	w.publishedSig.reset()
 	var prev *writer
 	for {
 		prev = p.pending.Load()
@@ -290,7 +287,7 @@ func (p *commitPipeline) reserve(d *DB, w *writer) (*memTable, *walWriter, int64
 	}
 	if prev != nil {
 		// A leader is yet to take the queue, w with it.
-		<-w.wake
+		w.reservedSig.wait()
 		return w.mem, w.log, w.end, w.err
 	}
 	p.mu.Lock()
@@ -310,7 +307,7 @@ func (p *commitPipeline) reserve(d *DB, w *writer) (*memTable, *walWriter, int64
 		next := x.next // x may be done and pooled once woken
 		x.next = nil
 		if x != w {
-			x.wake <- struct{}{}
+			x.reservedSig.set()
 		}
 		x = next
 	}
@@ -352,10 +349,10 @@ func (p *commitPipeline) reserveLocked(d *DB, w *writer) (*memTable, *walWriter,
 // a batch once it and every batch reserved before it are inserted.
 //
 // Whichever writer finds the batches at the head of the queue inserted
-// publishes them all, and wakes each of their writers on its own channel:
-// a writer sleeps until its own batch is published, and is woken once,
-// not with every publication (a broadcast would wake every waiting writer
-// for each group, and they would queue again on mu).
+// publishes them all, and signals each of their writers: a writer waits
+// for its own batch's signal, not for every publication (a broadcast
+// would wake every waiting writer for each group, and they would queue
+// again on mu).
 type publisher struct {
 	mu   sync.Mutex
 	cond sync.Cond // signalled when batches are published, for waitDone
@@ -404,9 +401,8 @@ func (q *publisher) publish(d *DB, w *writer) bool {
 		if x.visible = !q.halted; x.visible {
 			d.visibleSeq.Store(uint64(x.lastSeq))
 		}
-		if x != w && x.waiting {
-			x.waiting = false
-			x.wake <- struct{}{}
+		if x != w {
+			x.publishedSig.set()
 		}
 	}
 	if popped && q.doneWaiters > 0 {
@@ -416,9 +412,8 @@ func (q *publisher) publish(d *DB, w *writer) bool {
 		q.mu.Unlock()
 		return w.visible
 	}
-	w.waiting = true
 	q.mu.Unlock()
-	<-w.wake
+	w.publishedSig.wait()
 	return w.visible
 }
 
