@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bloomkv/bloomkv/internal/bench"
+	"github.com/bloomkv/bloomkv/kv"
 	"github.com/cockroachdb/pebble/vfs"
 )
 
@@ -110,9 +111,11 @@ func writeCapGrowthMarkdown(w *bytes.Buffer, res bench.CapGrowthResult, o benchO
 		"(`internal/bench.CapGrowth`). After each step the store is flushed and settled (`DB.WaitIdle`) and "+
 		"looked up with absent keys: every data block those lookups read is wasted. `filter bytes held` is "+
 		"`Metrics().Filters.HeldBytes` once settled; `most held while loading` the most of the samples taken "+
-		"during the step; `all tables' filters` what the tables' filters would take if all were held.\n\n",
+		"during the step; `all tables' filters` what the tables' filters would take if all were held. "+
+		"Only open tables hold filters: a store of more tables than `kv.Options.MaxOpenFiles` (%d by default) "+
+		"holds less than the cap allows.\n\n",
 		o.command, now.UTC().Format("2006-01-02"), markdownMachine(), o.valueSize, fmtCount(res.Steps[0].Keys),
-		fmtCount(o.keys), o.filterCapBits)
+		fmtCount(o.keys), o.filterCapBits, kv.DefaultMaxOpenFiles)
 	_ = capGrowthTable(res).markdown(w)
 	fmt.Fprintf(w, "\n%s\n", capGrowthSummary(res, o, took))
 }
