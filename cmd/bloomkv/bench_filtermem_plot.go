@@ -41,7 +41,9 @@ func filterMemPanel(res []bench.FilterMemResult, m bench.LookupMix) (*plot.Plot,
 	p.Y.Label.Text = "wasted data-block reads per lookup"
 	p.Y.Scale = plot.LogScale{}
 	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-	p.Legend.Left, p.Legend.Top = false, true
+	// The lines fall from the top left; the bottom left stays empty.
+	p.Legend.Left, p.Legend.Top = true, false
+	p.X.Tick.Marker = bitsTicks(res)
 	p.Add(plotter.NewGrid())
 	for i, s := range filterMemStrategies {
 		var xys plotter.XYs
@@ -71,3 +73,14 @@ func filterMemPanel(res []bench.FilterMemResult, m bench.LookupMix) (*plot.Plot,
 
 // strategyColor is the color of the i-th of filterMemStrategies.
 func strategyColor(i int) color.Color { return seriesColors[i%len(seriesColors)] }
+
+// bitsTicks labels the x axis at the memories measured.
+func bitsTicks(res []bench.FilterMemResult) plot.ConstantTicks {
+	var ticks plot.ConstantTicks
+	for _, r := range res {
+		if !slices.ContainsFunc(ticks, func(t plot.Tick) bool { return t.Value == r.Bits }) {
+			ticks = append(ticks, plot.Tick{Value: r.Bits, Label: fmt.Sprint(r.Bits)})
+		}
+	}
+	return ticks
+}
