@@ -128,7 +128,7 @@ func (o *benchOptions) check() error {
 		return usagef("--filter-cap-bits %v: want a positive cap", o.filterCapBits)
 	case o.filterCapBits > 0 && !o.growth:
 		return usagef("--filter-cap-bits: only with --growth")
-	case o.growthFrom <= 0:
+	case o.filterCapBits > 0 && o.growthFrom <= 0:
 		return usagef("--growth-from %d: want at least 1", o.growthFrom)
 	}
 	if err := checkFPR(o.fpr); err != nil {
