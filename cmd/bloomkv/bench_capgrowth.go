@@ -71,7 +71,7 @@ func (a *app) runCapGrowth(ctx context.Context, o benchOptions) error {
 
 // capGrowthTable is a row per step.
 func capGrowthTable(res bench.CapGrowthResult) *table {
-	t := newTable(">keys", ">filter bytes held", ">most held while loading", ">held / cap",
+	t := newTable(">keys", ">filter bytes held", ">most held while loading", ">most held / cap",
 		">all tables' filters", ">tables not held", ">wasted reads / absent lookup", "shape (tables per level)", ">load s")
 	for _, s := range res.Steps {
 		t.add(fmtCount(s.Keys), fmt.Sprint(s.Held), fmt.Sprint(s.MostHeld),

@@ -8,7 +8,7 @@ import (
 )
 
 // TestBench_CapGrowth grows a tiny store under a cap through the CLI: a
-// row per doubling, the most held never above the cap (held / cap at
+// row per doubling, the most held never above the cap (most held / cap at
 // most 1), the summary saying so, and the same on the Markdown page.
 func TestBench_CapGrowth(t *testing.T) {
 	dir := t.TempDir()
