@@ -3,6 +3,7 @@ package pebbleadapter
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
 	"github.com/cockroachdb/pebble"
@@ -43,16 +44,35 @@ type LevelBudget struct {
 // SetLevelFilters sets opts.Levels[i].FilterPolicy, for all seven levels,
 // to Bloom policies (bloompolicy.NewBitsPerKey, through [ToPebble]) that
 // divide b.Budget among the levels by Monkey's rule, bloompolicy.Allocate,
-// for the target shape of a Pebble tree holding b.Keys keys: L0 as
-// b.L0Tables runs of a memtable's worth of keys (MemTableSize bytes; none
-// by default, as a settled store holds), and below it the levels Pebble
-// v1.1.5 sizes from the bottom up,
-// L6 holding all but 1/LevelMultiplier of the data and each level above a
-// LevelMultiplier-th of the one below, up to the base level, the first
-// whose target is at most LBaseMaxBytes. Levels above the base hold
-// nothing and get the base level's policy. Zero options mean Pebble's
-// defaults. Other fields of opts.Levels are kept; missing entries are
-// added.
+// for the shape a settled Pebble v1.1.5 store of b.Keys keys holds, so
+// that the memory asked for is the memory spent:
+//
+//   - L0 as b.L0Tables runs of a memtable's worth of keys (MemTableSize
+//     bytes; none by default, as a settled store holds).
+//   - Below it, Pebble's own targets (dynamic level bytes): L6's is all but
+//     1/LevelMultiplier of the data; the base level is the lowest whose
+//     share, dividing L6's by LevelMultiplier per level up, is at most
+//     LBaseMaxBytes; its target is LBaseMaxBytes, and the targets grow to
+//     L6's by one smoothed multiplier per level.
+//   - A level above L6 compacts a table down whenever it is over its
+//     target, so at rest it holds its target less up to one table: it is
+//     planned at its target less half its TargetFileSize, and L6 with the
+//     rest.
+//   - A level whose TargetFileSize is at least its target is one table that
+//     a compaction moves or merges down whole, so at rest it holds anything
+//     from nothing to its target, and a table moved down keeps its filter:
+//     it gets the filters of the level below (with NoL6Filter, which has no
+//     L6 filters to share, it is planned at half its target). Under Pebble's
+//     defaults (a 64 MiB base level, 2 MiB tables at L0 doubling per level)
+//     that is the base level L5 of a store under about 700 MB, whose
+//     filters are then uniform; a smaller LBaseMaxBytes with the default
+//     table sizes makes it every level above L6 of larger stores. Monkey's
+//     gain needs levels of many tables.
+//
+// Levels above the base hold nothing and get the base level's policy. Zero
+// options mean Pebble's defaults. Other fields of opts.Levels are kept;
+// missing entries are added. Settled 300,000- and 1.5M-key stores spend
+// the bits per key asked for within 3% (TestSetLevelFilters_SpendsBudget).
 //
 // Remember that Pebble's DB.Get skips L6 filters (see [LevelBudget]'s
 // NoL6Filter). The policies all share the name of bloomkv's Bloom
@@ -106,29 +126,83 @@ func fillLevels(opts *pebble.Options) {
 	}
 }
 
-// levelRuns returns the runs of each level of the target shape (see
-// SetLevelFilters), index = level; levels without data have Count 0, as
-// does L6 with NoL6Filter.
+// levelRuns returns the runs of each level of the shape a settled Pebble
+// store holds (see SetLevelFilters), index = level; levels above the base
+// level have Count 0, as does L6 with NoL6Filter. A level whose tables are
+// as large as its target has Count 0 too, and the keys of the level below,
+// so that it gets that level's filters.
 func levelRuns(opts *pebble.Options, b LevelBudget) [numLevels]bloompolicy.Runs {
 	d := shapeOptions(opts)
-	lbase, memtable := d.LBaseMaxBytes, d.MemTableSize
-	mult := float64(d.Experimental.LevelMultiplier)
-
-	var runs [numLevels]bloompolicy.Runs
 	keysPerByte := 1 / b.BytesPerKey
-	runs[0] = bloompolicy.Runs{Count: b.L0Tables, Keys: max(1, int64(float64(memtable)*keysPerByte))}
-	size := float64(b.Keys) * b.BytesPerKey * (1 - 1/mult)
-	for level := numLevels - 1; level >= 1; level-- {
-		runs[level] = bloompolicy.Runs{Count: 1, Keys: max(1, int64(size*keysPerByte))}
-		if size <= float64(lbase) {
-			break // the base level
+	var runs [numLevels]bloompolicy.Runs
+	runs[0] = bloompolicy.Runs{Count: b.L0Tables, Keys: max(1, int64(float64(d.MemTableSize)*keysPerByte))}
+	total := float64(b.Keys) * b.BytesPerKey
+	base, targets := levelTargets(total, float64(d.LBaseMaxBytes), float64(d.Experimental.LevelMultiplier))
+	files := targetFileSizes(opts)
+	rest := total
+	for level := base; level < numLevels-1; level++ {
+		file := min(float64(files[level]), targets[level])
+		if file == targets[level] && !b.NoL6Filter {
+			continue // turns over whole: planned with the level below
 		}
-		size /= mult
+		size := min(targets[level]-file/2, rest)
+		runs[level] = bloompolicy.Runs{Count: 1, Keys: max(1, int64(size*keysPerByte))}
+		rest -= size
 	}
+	runs[numLevels-1] = bloompolicy.Runs{Count: 1, Keys: max(1, int64(rest*keysPerByte))}
 	if b.NoL6Filter {
 		runs[numLevels-1].Count = 0
 	}
+	for level := numLevels - 2; level >= base; level-- {
+		if runs[level].Count == 0 {
+			runs[level].Keys = runs[level+1].Keys
+		}
+	}
 	return runs
+}
+
+// targetFileSizes returns the size at which Pebble cuts each level's
+// tables under opts: its Levels entries, with Pebble's defaults, and
+// each level past them twice the one above (pebble.Options.Level).
+func targetFileSizes(opts *pebble.Options) [numLevels]int64 {
+	c := &pebble.Options{Levels: slices.Clone(opts.Levels)}
+	for i := range c.Levels {
+		c.Levels[i].EnsureDefaults()
+	}
+	fillLevels(c)
+	var sizes [numLevels]int64
+	for level := range sizes {
+		sizes[level] = c.Levels[level].TargetFileSize
+	}
+	return sizes
+}
+
+// levelTargets returns the base level and the target size of each level
+// from it down that Pebble v1.1.5 sets (compactionPickerByScore.
+// initLevelMaxBytes, dynamic level bytes) for a store of total bytes
+// below L0: L6's target is all but 1/mult of the data; the base level is
+// the lowest whose share, dividing L6's by mult per level up, is at most
+// lbase; the base level's target is lbase, and the targets grow from it to
+// L6's by one smoothed multiplier per level. At rest every level above L6
+// holds at most its target (it compacts when over) and L6 the rest.
+func levelTargets(total, lbase, mult float64) (base int, targets [numLevels]float64) {
+	bottom := total - total/mult
+	base = numLevels - 1
+	for size := bottom; base > 1 && size > lbase; base-- {
+		size /= mult
+	}
+	smoothed := 1.0
+	if base < numLevels-1 {
+		smoothed = math.Pow(bottom/lbase, 1/float64(numLevels-1-base))
+	}
+	size := lbase
+	for level := base; level < numLevels; level++ {
+		if level > base {
+			size *= smoothed
+		}
+		targets[level] = size
+	}
+	return base, targets
 }
 
 // shapeOptions returns the options the target shape depends on

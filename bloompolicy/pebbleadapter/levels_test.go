@@ -11,24 +11,39 @@ import (
 	"github.com/cockroachdb/pebble/vfs"
 )
 
-// TestLevelRuns checks the target shape: L0 runs of a memtable each, none
-// unless L0Tables asks (a settled store holds none), L6 with all but a
-// tenth of the data, each level above a tenth of the one below, up to the
-// base level.
+// TestLevelRuns checks the planned shape: L0 runs of a memtable each,
+// none unless L0Tables asks (a settled store holds none); Pebble's base
+// level and targets (the base level's LBaseMaxBytes, growing to L6's 90%
+// of the data by one smoothed multiplier); each level above L6 at its
+// target less half a table, L6 with the rest; and a level whose tables
+// are as large as its target planned with the level below.
 func TestLevelRuns(t *testing.T) {
+	small := pebble.Options{LBaseMaxBytes: 1 << 20, MemTableSize: 1 << 20, Levels: make([]pebble.LevelOptions, 7)}
+	for i := range small.Levels {
+		small.Levels[i].TargetFileSize = 128 << 10
+	}
 	for _, tc := range []struct {
 		name string
 		opts pebble.Options
 		b    LevelBudget
 		want string
 	}{
+		// Base L3 (64 MiB, 16 MiB tables), smoothed multiplier 5.12.
 		{"defaults, 10 GB", pebble.Options{}, LevelBudget{Keys: 1e8, BytesPerKey: 100},
-			"[{0 41943 0} {0 0 0} {0 0 0} {1 90000 0} {1 900000 0} {1 9000000 0} {1 90000000 0}]"},
+			"[{0 41943 0} {0 0 0} {0 0 0} {1 587202 0} {1 3267286 0} {1 17247266 0} {1 78898244 0}]"},
 		{"small store, L0 full", pebble.Options{}, LevelBudget{Keys: 1e5, BytesPerKey: 100, L0Tables: 4},
-			"[{4 41943 0} {0 0 0} {0 0 0} {0 0 0} {0 0 0} {0 0 0} {1 90000 0}]"},
+			"[{4 41943 0} {0 0 0} {0 0 0} {0 0 0} {0 0 0} {0 0 0} {1 100000 0}]"},
+		// Base L4 (1 MiB), L5 7.9 MiB; 128 KiB tables.
+		{"small tables, 1.5M keys", small, LevelBudget{Keys: 1.5e6, BytesPerKey: 46},
+			"[{0 22795 0} {0 0 0} {0 0 0} {0 0 0} {1 21370 0} {1 173998 0} {1 1304630 0}]"},
+		// L4 and L5 are one table each (32 and 64 MiB tables): L6's keys,
+		// or half their targets (1 and 9.5 MiB) without an L6 filter.
+		{"default tables", pebble.Options{LBaseMaxBytes: 1 << 20, MemTableSize: 1 << 20},
+			LevelBudget{Keys: 1e6, BytesPerKey: 100},
+			"[{0 10485 0} {0 0 0} {0 0 0} {0 0 0} {0 1000000 0} {0 1000000 0} {1 1000000 0}]"},
 		{"options, no L6 filter", pebble.Options{L0CompactionThreshold: 2, LBaseMaxBytes: 1 << 20, MemTableSize: 1 << 20},
 			LevelBudget{Keys: 1e6, BytesPerKey: 100, NoL6Filter: true, L0Tables: 2},
-			"[{2 10485 0} {0 0 0} {0 0 0} {0 0 0} {1 9000 0} {1 90000 0} {0 900000 0}]"},
+			"[{2 10485 0} {0 0 0} {0 0 0} {0 0 0} {1 5242 0} {1 48572 0} {0 946184 0}]"},
 	} {
 		if got := fmt.Sprint(levelRuns(&tc.opts, tc.b)); got != tc.want {
 			t.Errorf("%s: runs %s, want %s", tc.name, got, tc.want)
@@ -62,7 +77,13 @@ func TestSetLevelFilters_PebbleDB(t *testing.T) {
 	const keys = 60000
 	fs := vfs.NewMem()
 	open := func(b LevelBudget) *pebble.DB {
-		opts := &pebble.Options{FS: fs, Logger: QuietLogger{}, MemTableSize: 256 << 10, LBaseMaxBytes: 256 << 10}
+		// Tables well below the base level's target, so that the upper
+		// levels get filters of their own (see SetLevelFilters).
+		opts := &pebble.Options{FS: fs, Logger: QuietLogger{}, MemTableSize: 256 << 10, LBaseMaxBytes: 256 << 10,
+			Levels: make([]pebble.LevelOptions, numLevels)}
+		for i := range opts.Levels {
+			opts.Levels[i].TargetFileSize = 32 << 10
+		}
 		if err := SetLevelFilters(opts, b); err != nil {
 			t.Fatal(err)
 		}

@@ -33,6 +33,8 @@ type benchOptions struct {
 	keep, pebble, growth     bool
 	prefix                   bool
 	filterMemory             bool
+	filterCapBits            float64 // with growth: the cap growth (bench_capgrowth.go)
+	growthFrom               int
 	plot                     string
 	markdown                 string
 	seed                     uint64
@@ -94,6 +96,8 @@ func (a *app) benchCommand() *cobra.Command {
 	f.BoolVar(&o.pebble, "pebble", false, "also run Pebble v1.1.5 with both filters")
 	f.BoolVar(&o.growth, "growth", false, "load in doubling steps up to --keys and measure the settled shape after each")
 	f.BoolVar(&o.filterMemory, "filter-memory", false, "run the filter-memory study instead: wasted data-block reads per lookup against filter bits per key (2-16) for uniform filters, no bottom-level filters, Monkey's budget and the traffic-aware cap, on all-absent, 90% present and Zipfian lookups")
+	f.Float64Var(&o.filterCapBits, "filter-cap-bits", 0, "with --growth: grow one store instead, under a filter cap (FilterBudget{Bytes}) of this many bits per key of --keys, sampling the filter bytes held all along (they must never exceed the cap) and measuring wasted reads per absent lookup after each doubling from --growth-from")
+	f.IntVar(&o.growthFrom, "growth-from", 1_000_000, "with --growth --filter-cap-bits: the first size measured (capped at --keys)")
 	f.BoolVar(&o.prefix, "prefix", false, "run the prefix-scan workload instead: --keys as user/<id>/<field> keys, --lookups prefix seeks of absent and of present users")
 	f.StringVar(&o.plot, "plot", "", "write a plot to `FILE` (.svg or .png)")
 	f.StringVar(&o.markdown, "markdown", "", "also write the report as a Markdown page to `FILE`, with the command line, machine, Go version and date (docs/results.md is one)")
@@ -118,6 +122,14 @@ func (o *benchOptions) check() error {
 		return usagef("--table-size %d: want a positive size", o.tableSize)
 	case o.l1Size <= 0:
 		return usagef("--l1-size %d: want a positive size", o.l1Size)
+	}
+	switch {
+	case o.filterCapBits < 0:
+		return usagef("--filter-cap-bits %v: want a positive cap", o.filterCapBits)
+	case o.filterCapBits > 0 && !o.growth:
+		return usagef("--filter-cap-bits: only with --growth")
+	case o.filterCapBits > 0 && o.growthFrom <= 0:
+		return usagef("--growth-from %d: want at least 1", o.growthFrom)
 	}
 	if err := checkFPR(o.fpr); err != nil {
 		return err
@@ -248,6 +260,9 @@ func (a *app) runBench(ctx context.Context, o benchOptions) error {
 	}
 	if o.filterMemory {
 		return a.runFilterMemory(ctx, o)
+	}
+	if o.filterCapBits > 0 {
+		return a.runCapGrowth(ctx, o)
 	}
 	root, cleanup, err := benchDir(o)
 	if err != nil {

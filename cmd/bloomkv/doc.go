@@ -8,6 +8,8 @@
 //	              [--dir D] [--keep] [--pebble] [--plot FILE.svg|FILE.png] [--markdown FILE]
 //	              [--seed S] [--json]
 //	bloomkv bench --prefix [--keys N] [--lookups N] [--pebble] [...]
+//	bloomkv bench --filter-memory [--keys N] [--lookups N] [--plot FILE] [--markdown FILE]
+//	bloomkv bench --growth --filter-cap-bits B [--keys N] [--growth-from N] [--markdown FILE]
 //	bloomkv db get KEY... --dir D [--metrics] [--split NAME]
 //	bloomkv db set KEY VALUE --dir D
 //	bloomkv db delete KEY --dir D
@@ -101,6 +103,23 @@
 // and, with --pebble, Pebble without and with its bloom (UseL6Filters).
 // It prints ns per seek, tables considered, block reads per seek and the
 // observed false-positive rate.
+//
+// bench --filter-memory runs the filter-memory study instead
+// (internal/bench.FilterMemStudy): wasted data-block reads per lookup at 2
+// to 16 bits per key, for uniform filters, no bottom-level filters,
+// Monkey's budget and the traffic-aware cap in bloomkv, and Pebble with its
+// own bloom and with pebbleadapter.SetLevelFilters, on all-absent, 90%
+// present and Zipfian lookups: a table per mix, with --plot a panel per
+// mix, with --markdown the page docs/filter-memory.md is.
+//
+// bench --growth --filter-cap-bits B grows one store instead, from
+// --growth-from keys to --keys by doublings, under a filter cap
+// (FilterBudget{Bytes}) of B bits per key of --keys
+// (internal/bench.CapGrowth): the filter bytes held are sampled every
+// 10,000 writes and after every flush and compaction, and absent lookups
+// measure the wasted reads after each step. A sample above the cap makes
+// the command fail, after its report. docs/filter-cap-growth.md is its
+// page.
 //
 // # db
 //

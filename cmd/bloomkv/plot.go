@@ -89,7 +89,13 @@ func writePlot(fs vfs.FS, path string, d plotData) error {
 	if err != nil {
 		return err
 	}
-	w, h := 28*vg.Centimeter, 11*vg.Centimeter*vg.Length(len(panels))
+	return writePanels(fs, path, panels, 28*vg.Centimeter)
+}
+
+// writePanels draws rows of panels, width wide and 11 cm a row, into path
+// on fs, as SVG or PNG according to its extension.
+func writePanels(fs vfs.FS, path string, panels [][]panel, width vg.Length) error {
+	w, h := width, 11*vg.Centimeter*vg.Length(len(panels))
 	var canvas vg.CanvasWriterTo
 	if strings.EqualFold(filepath.Ext(path), ".svg") {
 		canvas = vgsvg.New(w, h)

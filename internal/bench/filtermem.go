@@ -69,6 +69,8 @@ type FilterMemConfig struct {
 	Lookups   int       // lookups measured per mix (and as many to warm up)
 	Bits      []float64 // filter memory, in bits per key of the final store
 	Seed      uint64
+	// Pebble adds the Pebble strategies (PebbleStrategies) at each memory.
+	Pebble bool
 }
 
 // FilterMemResult is one measurement.
@@ -93,7 +95,9 @@ type FilterMemResult struct {
 // workload a while holds them), each pass followed by a warm-up of
 // lookups of the mix (the traffic the traffic-aware budget learns from;
 // the other strategies ignore it, so they load once for all mixes), then
-// flushed, settled and measured. progress, if not nil, is told of each
+// flushed, settled and measured. With c.Pebble, each memory also gets a
+// Pebble store per PebbleStrategies entry, loaded once and measured on
+// every mix (see measurePebble). progress, if not nil, is told of each
 // result.
 func FilterMemStudy(ctx context.Context, c FilterMemConfig, progress func(FilterMemResult)) ([]FilterMemResult, error) {
 	var out []FilterMemResult
@@ -117,6 +121,14 @@ func FilterMemStudy(ctx context.Context, c FilterMemConfig, progress func(Filter
 				if err := c.measureStore(ctx, s, bits, capBytes, m, []LookupMix{m}, &out, progress); err != nil {
 					return out, err
 				}
+			}
+		}
+		if !c.Pebble {
+			continue
+		}
+		for _, s := range PebbleStrategies {
+			if err := c.measurePebble(ctx, s, bits, &out, progress); err != nil {
+				return out, err
 			}
 		}
 	}
@@ -149,11 +161,15 @@ func (c FilterMemConfig) measureStore(ctx context.Context, s FilterStrategy, bit
 	return nil
 }
 
+// filterMemSizes are the sizes of the study's stores, in both engines.
+var filterMemSizes = Sizes{MemTable: 64 << 10, Table: 64 << 10, LBase: 128 << 10, Cache: 64 << 20}
+
 // filterMemOptions returns the options of a study store: sizes that settle
 // Keys keys of about 40 bytes into L0 and three levels.
 func (c FilterMemConfig) filterMemOptions(s FilterStrategy, bits float64, capBytes int64) (*kv.Options, error) {
-	o := &kv.Options{FS: vfs.NewMem(), MemTableSize: 64 << 10, TargetFileSize: 64 << 10,
-		LBaseMaxBytes: 128 << 10, BlockCacheSize: 64 << 20}
+	z := filterMemSizes
+	o := &kv.Options{FS: vfs.NewMem(), MemTableSize: z.MemTable, TargetFileSize: z.Table,
+		LBaseMaxBytes: z.LBase, BlockCacheSize: z.Cache}
 	switch s {
 	case StrategyUniform:
 		p, err := bloompolicy.NewBitsPerKey(bits)
@@ -260,10 +276,22 @@ func (c FilterMemConfig) measure(db *kv.DB, m LookupMix) (FilterMemResult, error
 	return r, nil
 }
 
-// lookups runs n lookups of mix m over the first keys present keys (and
-// as many absent ones), drawing with stream, and returns how many found
-// their key. A present key not found, or an absent one found, is an error.
+// lookups runs n lookups of mix m in db over the first keys present keys
+// (and as many absent ones), drawing with stream, and returns how many
+// found their key. A present key not found, or an absent one found, is an
+// error.
 func (c FilterMemConfig) lookups(db *kv.DB, m LookupMix, keys, n int, stream uint64) (int, error) {
+	return c.lookupsWith(func(key []byte) (bool, error) {
+		_, err := db.Get(key)
+		if errors.Is(err, kv.ErrNotFound) {
+			return false, nil
+		}
+		return err == nil, err
+	}, m, keys, n, stream)
+}
+
+// lookupsWith is lookups through get, which reports whether it found key.
+func (c FilterMemConfig) lookupsWith(get func(key []byte) (bool, error), m LookupMix, keys, n int, stream uint64) (int, error) {
 	g := NewKeyGen(c.Seed)
 	rng := rand.New(rand.NewPCG(c.Seed, stream))
 	zipf := rand.NewZipf(rng, 1.1, 1, uint64(2*keys-1))
@@ -286,15 +314,14 @@ func (c FilterMemConfig) lookups(db *kv.DB, m LookupMix, keys, n int, stream uin
 		} else {
 			key = g.Absent(key[:0], i)
 		}
-		_, err := db.Get(key)
+		ok, err := get(key)
 		switch {
-		case err == nil && present:
-			found++
-		case errors.Is(err, kv.ErrNotFound) && !present:
-		case err != nil && !errors.Is(err, kv.ErrNotFound):
+		case err != nil:
 			return found, err
-		default:
-			return found, fmt.Errorf("key %s: present %v, but Get says %v", key, present, err)
+		case ok != present:
+			return found, fmt.Errorf("key %s: present %v, but the lookup found it: %v", key, present, ok)
+		case ok:
+			found++
 		}
 	}
 	return found, nil
