@@ -122,6 +122,9 @@ func (l *walWriter) append(batch []byte, m *dbMetrics) (int64, error) {
 	}
 	end := l.w.Size()
 	m.walBytesIn.Add(int64(len(batch)))
+	if l.direct {
+		m.walWrites.Add(1) // copied into the file's pages
+	}
 	if l.flusher != nil {
 		l.ends = append(l.ends[:0], end)
 		if err := l.flusher.commit(l.ends); err != nil {

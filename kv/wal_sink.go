@@ -154,7 +154,7 @@ func (s *walSink) writeOutLocked() {
 			s.synced = target
 			s.m.walSyncs.Add(1)
 		}
-		if len(data) > 0 || s.l.flusher == nil {
+		if len(data) > 0 || (s.l.flusher == nil && !s.direct) {
 			s.m.walWrites.Add(1)
 		}
 	}
