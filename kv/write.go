@@ -302,6 +302,7 @@ func (p *commitPipeline) reserve(d *DB, w *writer) (*memTable, *walWriter, int64
 	for x := group; x != nil; x = x.next {
 		x.mem, x.log, x.end, x.err = p.reserveLocked(d, x)
 	}
+	p.pub.enqueue(group)
 	p.mu.Unlock()
 	for x := group; x != nil; {
 		next := x.next // x may be done and pooled once woken
@@ -315,8 +316,8 @@ func (p *commitPipeline) reserve(d *DB, w *writer) (*memTable, *walWriter, int64
 }
 
 // reserveLocked makes room for w's batch in the memtable, assigns its
-// sequence numbers, appends its record to the WAL and queues it for
-// publication, under p.mu. It returns the memtable to insert into, which
+// sequence numbers and appends its record to the WAL, under p.mu; the
+// caller then queues it for publication. It returns the memtable to insert into, which
 // counts w among its writers, and the WAL with the stream offset at which
 // the record ends.
 func (p *commitPipeline) reserveLocked(d *DB, w *writer) (*memTable, *walWriter, int64, error) {
@@ -341,7 +342,6 @@ func (p *commitPipeline) reserveLocked(d *DB, w *writer) (*memTable, *walWriter,
 	p.logSeq = seq + base.SeqNum(b.Count())
 	w.lastSeq = p.logSeq
 	mem.reserve(len(b.data), p.logSeq)
-	p.pub.enqueue(w)
 	return mem, p.log, end, nil
 }
 
@@ -371,15 +371,19 @@ type publisher struct {
 	doneWaiters int
 }
 
-// enqueue queues w, whose sequence numbers were just reserved, under the
-// pipeline's mu.
-func (q *publisher) enqueue(w *writer) {
+// enqueue queues the writers of group (linked by next, in sequence
+// order) that were reserved, under the pipeline's mu.
+func (q *publisher) enqueue(group *writer) {
 	q.mu.Lock()
 	if q.head > 0 && q.head == len(q.queue) {
 		clear(q.queue)
 		q.queue, q.head = q.queue[:0], 0
 	}
-	q.queue = append(q.queue, w)
+	for w := group; w != nil; w = w.next {
+		if w.err == nil {
+			q.queue = append(q.queue, w)
+		}
+	}
 	q.mu.Unlock()
 }
 
