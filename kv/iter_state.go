@@ -73,6 +73,12 @@ type iterState struct {
 	batchIter  memtable.Iter
 	batchLimit base.SeqNum
 	batchDels  bool
+
+	// snap is the snapshot the iterator reads as of, nil for the DB's
+	// state; src is the indexed batch it reads over, nil for none. They
+	// are what Refresh reads again.
+	snap *Snapshot
+	src  *Batch
 }
 
 var iterStatePool = sync.Pool{New: func() any { return new(iterState) }}
@@ -123,6 +129,7 @@ func (s *iterState) init(d *DB, opts *IterOptions, snap *Snapshot) {
 		s.upper, s.upperBuf = keepBound(s.upperBuf, opts.UpperBound)
 		s.prefixOnly = opts.PrefixOnly
 	}
+	s.snap = snap
 	s.rs = d.loadReadState()
 	s.seq = d.readSeqNum(snap)
 	s.build()

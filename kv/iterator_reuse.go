@@ -40,8 +40,8 @@ func (i *Iterator) Stats() IteratorStats {
 // unpositioned: Valid is false until the next positioning call. The
 // iterator keeps its point-in-time view (the DB's state at NewIter, or
 // its snapshot's or batch's), so a scan after SetBounds shows what a
-// fresh iterator at that moment would have, and costs no new NewIter. It
-// leaves prefix mode.
+// fresh iterator at that moment would have, and costs no new NewIter;
+// Refresh moves it to the DB's current state. It leaves prefix mode.
 //
 // SetBounds copies the bounds: the caller may reuse them at once. It
 // keeps the iterator's memory, so a loop of SetBounds and a scan with
@@ -56,6 +56,17 @@ func (i *Iterator) SetBounds(lower, upper []byte) {
 // setBounds is Iterator.SetBounds: it closes the inputs and builds them
 // again, within the new bounds, from the same read state.
 func (s *iterState) setBounds(lower, upper []byte) {
+	s.teardown()
+	s.lower, s.lowerBuf = keepBound(s.lowerBuf, lower)
+	s.upper, s.upperBuf = keepBound(s.upperBuf, upper)
+	s.build()
+}
+
+// teardown closes the inputs and forgets the position, keeping the
+// memory and the read state, for build to make the inputs again: what
+// SetBounds and Refresh share. An error closing the inputs stops the
+// iterator, unless an error already has.
+func (s *iterState) teardown() {
 	if err := s.merging.Close(); err != nil && s.err == nil {
 		s.err = err
 	}
@@ -65,10 +76,7 @@ func (s *iterState) setBounds(lower, upper []byte) {
 	clear(s.inputs)
 	clear(s.rangeDels)
 	s.inputs, s.rangeDels, s.nLevels, s.batchDels = s.inputs[:0], s.rangeDels[:0], 0, false
-	s.lower, s.lowerBuf = keepBound(s.lowerBuf, lower)
-	s.upper, s.upperBuf = keepBound(s.upperBuf, upper)
 	s.valid, s.key, s.value, s.prefix = false, nil, nil, nil
-	s.build()
 }
 
 // Clone returns a new iterator over the same point-in-time view as i,
@@ -77,8 +85,8 @@ func (s *iterState) setBounds(lower, upper []byte) {
 // closed. A clone of an iterator over an indexed batch sees the batch's
 // writes that i sees, and no later ones. A clone costs what a NewIter
 // does (its state comes from the same pool), but sees i's state, where a
-// NewIter would see the writes made since. It fails with ErrClosed on a
-// closed iterator or DB.
+// NewIter would see the writes made since (a Refresh of the clone moves
+// it to them). It fails with ErrClosed on a closed iterator or DB.
 func (i *Iterator) Clone() (*Iterator, error) {
 	if i.s == nil {
 		return nil, ErrClosed
@@ -102,6 +110,7 @@ func (c *iterState) cloneFrom(s *iterState) {
 	s.rs.refs.Add(1) // s holds one: rs cannot be released meanwhile
 	c.rs, c.seq = s.rs, s.seq
 	c.batch, c.batchLimit = s.batch, s.batchLimit
+	c.snap, c.src = s.snap, s.src
 	c.build()
 }
 
