@@ -214,7 +214,8 @@ func (d *DB) linkIngestTables(tables []ingestTable) error {
 // sequence number, as commit leader, once the memtables are empty. It
 // holds off Compact meanwhile, so that no manual compaction is picked
 // whose output could overlap a table placed below L0. On failure before
-// the edit is written the linked files are removed.
+// the edit is written the linked files are removed. Either way it reports
+// the ingestion to the listener (TableIngested).
 func (d *DB) applyIngest(tables []ingestTable) error {
 	d.manualMu.Lock()
 	defer d.manualMu.Unlock()
@@ -232,6 +233,7 @@ func (d *DB) applyIngest(tables []ingestTable) error {
 			d.fs.Remove(d.path(base.MakeFilename(base.FileTypeTable, t.meta.FileNum)))
 		}
 	}
+	d.tableIngested(tables, edited, err)
 	return err
 }
 
