@@ -6,9 +6,14 @@ import "github.com/bloomkv/bloomkv/internal/base"
 // Iterator.Stats reports it. The reads of memtables and of an indexed
 // batch cost no table and are not counted.
 type IteratorStats struct {
-	// TablesConsidered counts the tables the iterator opened: one each
-	// time its positioning moved onto a table. A table stays open while
-	// the iterator's moves stay within it.
+	// TablesConsidered counts the tables the iterator's positioning
+	// calls considered, as LookupMetrics.TablesConsidered counts those of
+	// lookups: a seek, First or Last counts, in each level (each L0
+	// table on its own), the table it positions, the first whose key
+	// range reaches the key (a prefix seek: those that may hold the
+	// prefix); a move that goes on to the next table counts that one.
+	// Moves within a table count nothing, and a table is counted again by
+	// each call that positions it, whether or not it was open already.
 	TablesConsidered int64
 	// FilterNegatives counts the data-block filters that answered "absent"
 	// to a prefix seek (SeekPrefixGE, or SeekGE with
