@@ -26,7 +26,8 @@ type IteratorStats struct {
 }
 
 // Stats returns what the iterator's reads have cost since NewIter (or
-// Clone), SetBounds included. On a closed iterator it returns zeros.
+// Clone), SetBounds and Refresh included. On a closed iterator it
+// returns zeros.
 func (i *Iterator) Stats() IteratorStats {
 	if i.s == nil {
 		return IteratorStats{}
