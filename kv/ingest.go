@@ -294,8 +294,17 @@ func (d *DB) ingestAsLeader(tables []ingestTable, edited *bool) error {
 // flushAllLocked makes the memtable immutable if it holds writes and waits
 // until no memtable holds any. Only the commit leader calls it, so no
 // write arrives meanwhile. d.mu is held; it is released while waiting.
+//
+// A memtable holds a write from the moment the write reserved room in it
+// (batchBytes, written under the pipeline's mu, which the leader holds),
+// before its batch is inserted: a Sync write inserts only once the WAL is
+// synced. Such a write must be flushed, and so published (the flush waits
+// for that), before the ingest takes a later sequence number: published
+// after the ingest, it would move the visible sequence number back below
+// the ingest's, hiding the ingested keys, and recovery would skip it, as
+// numbered below the MANIFEST's last sequence number.
 func (d *DB) flushAllLocked() error {
-	if !d.mu.mem.empty() {
+	if !d.mu.mem.empty() || d.mu.mem.batchBytes > 0 {
 		if err := d.rotateMemTableLocked(); err != nil {
 			return err
 		}
