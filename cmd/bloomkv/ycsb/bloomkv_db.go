@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"log"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
@@ -250,8 +249,6 @@ type iterPool struct {
 	mu     sync.Mutex
 	free   []*pooledIter
 	closed bool
-	// reused counts the iterators handed out again, for tests.
-	reused atomic.Int64
 }
 
 // pooledIter is a kv.Iterator whose Close returns it to its pool.
@@ -279,7 +276,6 @@ func (p *iterPool) get(d *kv.DB, lower, upper []byte) *pooledIter {
 		}
 		return &pooledIter{Iterator: kit, pool: p, bounded: bounded}
 	}
-	p.reused.Add(1)
 	if err := it.Refresh(); err != nil {
 		log.Fatal(err)
 	}

@@ -61,12 +61,25 @@ func readKey(t testing.TB, db DB, n int) (string, bool) {
 }
 
 func read(db DB, n int) (v string, ok bool, err error) {
+	v, ok, _, err = readWith(db, n)
+	return v, ok, err
+}
+
+// readWith is read, and it returns the binding's iterator that served
+// the read, nil for none (a lookup of --point-reads get).
+func readWith(db DB, n int) (v string, ok bool, used *pooledIter, err error) {
 	it := db.NewIter(nil)
 	ok = it.SeekGE(ycsbKey(n)) && string(it.Key()) == string(ycsbKey(n))
 	if ok {
 		v = string(it.Value())
 	}
-	return v, ok, it.Close()
+	switch x := it.(type) {
+	case *pooledIter:
+		used = x
+	case *pointReadIter:
+		used, _ = x.it.(*pooledIter)
+	}
+	return v, ok, used, it.Close()
 }
 
 // countScan counts the keys an iterator from NewIter(opts) shows from
@@ -93,15 +106,27 @@ func countScan(t testing.TB, db DB, opts *pebble.IterOptions) int {
 // leak).
 func TestBloomkvBinding_ReusedIteratorsSeeLatestWrites(t *testing.T) {
 	db := openBinding(t)
+	iters := map[*pooledIter]bool{}
+	reads := 0
 	for _, read := range []DB{db, newPointReadDB(db)} {
 		for round := 0; round < 200; round++ {
 			n := round % 20
 			v := fmt.Sprintf("v%d", round)
 			commit(t, read, n, v)
-			if got, ok := readKey(t, read, n); !ok || got != v {
-				t.Fatalf("round %d: read of key %d = %q, %v; want %q", round, n, got, ok, v)
+			got, ok, used, err := readWith(read, n)
+			if err != nil || !ok || got != v {
+				t.Fatalf("round %d: read of key %d = %q, %v, %v; want %q", round, n, got, ok, err, v)
+			}
+			if used != nil {
+				iters[used] = true
+				reads++
 			}
 		}
+	}
+	// Reads through the lookup of present keys use no iterator.
+	t.Logf("%d reads through %d iterators", reads, len(iters))
+	if reads < 200 || len(iters) != 1 {
+		t.Fatalf("%d reads through %d iterators; want at least 200 through one, reused", reads, len(iters))
 	}
 	if got := countScan(t, db, nil); got != 20 {
 		t.Fatalf("scan shows %d keys, want 20", got)
@@ -132,13 +157,6 @@ func TestBloomkvBinding_ReusedIteratorsSeeLatestWrites(t *testing.T) {
 	if got, ok := readKey(t, db, 21); !ok || got != "after flush" {
 		t.Fatalf("read after a flush = %q, %v", got, ok)
 	}
-	reused := db.iters.reused.Load()
-	t.Logf("%d iterators handed out again", reused)
-	// The reads through the iterators reuse one each but the first; those
-	// through the lookup of present keys open none.
-	if reused < 200 {
-		t.Fatalf("only %d iterators reused: the pool is not serving reads", reused)
-	}
 	if err := db.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
@@ -152,6 +170,8 @@ func TestBloomkvBinding_ConcurrentReaders(t *testing.T) {
 	const workers, rounds = 4, 300
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
+	var mu sync.Mutex
+	iters := map[*pooledIter]bool{}
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func() {
@@ -162,10 +182,14 @@ func TestBloomkvBinding_ConcurrentReaders(t *testing.T) {
 					errs <- err
 					return
 				}
-				if got, ok, err := read(db, n); err != nil || !ok || got != v {
+				got, ok, used, err := readWith(db, n)
+				if err != nil || !ok || got != v {
 					errs <- fmt.Errorf("worker %d round %d: read %q, %v, %v; want %q", w, r, got, ok, err, v)
 					return
 				}
+				mu.Lock()
+				iters[used] = true
+				mu.Unlock()
 			}
 		}()
 	}
@@ -174,8 +198,9 @@ func TestBloomkvBinding_ConcurrentReaders(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	if reused := db.iters.reused.Load(); reused < workers*rounds/2 {
-		t.Fatalf("only %d of %d reads reused an iterator", reused, workers*rounds)
+	// One iterator per reader at most, reused from read to read.
+	if len(iters) > workers || iters[nil] {
+		t.Fatalf("%d reads went through %d iterators (nil: none)", workers*rounds, len(iters))
 	}
 	if err := db.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
