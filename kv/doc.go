@@ -44,8 +44,10 @@
 // reads into the caller's buffer without allocating; [DB.NewIndexedBatch]
 // makes a batch whose Get and NewIter see its own writes over the DB;
 // [Iterator.SetBounds] and [Iterator.Clone] reuse an iterator's view,
-// and [Iterator.Stats] tells what it read; [Options.EventListener] is
-// told of flushes, compactions, files and stalls.
+// [Iterator.Refresh] moves it to the DB's current state (RocksDB's
+// Refresh), and [Iterator.Stats] tells what it read;
+// [Options.EventListener] is told of flushes, compactions, ingestions,
+// files and stalls.
 //
 // # Prefixes
 //

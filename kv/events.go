@@ -3,6 +3,7 @@ package kv
 import (
 	"fmt"
 	"log"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,6 +49,9 @@ type EventListener struct {
 	// file, TableDeleted when a table no Version holds is removed.
 	TableCreated func(TableCreateInfo)
 	TableDeleted func(FileDeleteInfo)
+	// TableIngested is called when DB.Ingest has recorded its tables in
+	// the store, or failed to (see TableIngestInfo), as Pebble's is.
+	TableIngested func(TableIngestInfo)
 	// WriteStallBegin is called when writes start waiting for a flush or
 	// compaction, WriteStallEnd when none waits any more.
 	WriteStallBegin func(WriteStallBeginInfo)
@@ -169,6 +173,44 @@ func (i TableCreateInfo) String() string {
 	return fmt.Sprintf("[JOB %d] %s: table created: %s", i.JobID, i.Reason, i.Path)
 }
 
+// TableIngestInfo describes an ingestion (DB.Ingest) that reached the
+// step of recording its tables: each table as the store holds it (its
+// file number in the store, its keys' sequence number) with the level it
+// was placed at, and GlobalSeqNum, the sequence number all their keys
+// carry. Err is set when recording failed; Tables and GlobalSeqNum are
+// then empty if the failure came before the levels were chosen. An
+// ingestion refused earlier (a bad table, a failed link) reports no
+// event: Ingest returns its error and the store is unchanged.
+type TableIngestInfo struct {
+	JobID        int
+	Tables       []IngestedTable
+	GlobalSeqNum uint64
+	Err          error
+}
+
+// IngestedTable is one table of a TableIngestInfo and the level it went
+// to.
+type IngestedTable struct {
+	TableInfo
+	Level int
+}
+
+// String is the ingestion as MakeLoggingEventListener logs it.
+func (i TableIngestInfo) String() string {
+	if i.Err != nil {
+		return fmt.Sprintf("[JOB %d] ingest failed: %v", i.JobID, i.Err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "[JOB %d] ingested", i.JobID)
+	for j, t := range i.Tables {
+		if j > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, " L%d:%06d (%d B)", t.Level, t.FileNum, t.Size)
+	}
+	return b.String()
+}
+
 // WriteStallBeginInfo says why writes wait.
 type WriteStallBeginInfo struct {
 	Reason string
@@ -200,6 +242,7 @@ func MakeLoggingEventListener(logger Logger) EventListener {
 		WALDeleted:      func(i FileDeleteInfo) { logger.Infof("WAL %s", i) },
 		TableCreated:    func(i TableCreateInfo) { logger.Infof("%s", i) },
 		TableDeleted:    func(i FileDeleteInfo) { logger.Infof("table %s", i) },
+		TableIngested:   func(i TableIngestInfo) { logger.Infof("%s", i) },
 		WriteStallBegin: func(i WriteStallBeginInfo) { logger.Infof("%s", i) },
 		WriteStallEnd:   func() { logger.Infof("write stall ending") },
 	}
@@ -471,6 +514,28 @@ func (d *DB) fileDeleted(typ base.FileType, num base.FileNum, err error) {
 			l.WALDeleted(info)
 		case typ == base.FileTypeTable && l.TableDeleted != nil:
 			l.TableDeleted(info)
+		}
+	})
+}
+
+// tableIngested reports an ingestion that reached the step of recording
+// its tables: placed (their levels chosen and, err nil, recorded) or
+// not.
+func (d *DB) tableIngested(tables []ingestTable, placed bool, err error) {
+	if !d.events.on() {
+		return
+	}
+	info := TableIngestInfo{JobID: d.events.nextJob(), Err: err}
+	if placed {
+		info.GlobalSeqNum = uint64(tables[0].meta.GlobalSeqNum)
+		for _, t := range tables {
+			info.Tables = append(info.Tables, IngestedTable{
+				TableInfo: tableInfos([]*manifest.FileMetadata{t.meta})[0], Level: t.level})
+		}
+	}
+	d.emit(func(l *EventListener) {
+		if l.TableIngested != nil {
+			l.TableIngested(info)
 		}
 	})
 }

@@ -106,6 +106,35 @@ func ExampleIterator_Clone() {
 	// a b
 }
 
+func ExampleIterator_Refresh() {
+	db := openExample("a", "b")
+	defer db.Close()
+	it, err := db.NewIter(nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer it.Close()
+	db.Set([]byte("c"), []byte("v-c"), kv.NoSync)
+	db.Delete([]byte("a"), kv.NoSync)
+
+	// The iterator sees the DB as it was at NewIter until refreshed.
+	show := func(what string) {
+		var keys []string
+		for ok := it.First(); ok; ok = it.Next() {
+			keys = append(keys, string(it.Key()))
+		}
+		fmt.Println(what, keys)
+	}
+	show("before Refresh:")
+	if err := it.Refresh(); err != nil {
+		log.Fatal(err)
+	}
+	show("after Refresh:")
+	// Output:
+	// before Refresh: [a b]
+	// after Refresh: [b c]
+}
+
 func ExampleIterator_Stats() {
 	db := openExample("a", "b", "c")
 	defer db.Close()

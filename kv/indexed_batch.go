@@ -115,7 +115,7 @@ func (b *Batch) NewIter(opts *IterOptions) (*Iterator, error) {
 		return nil, err
 	}
 	s := iterStatePool.Get().(*iterState)
-	s.batch, s.batchLimit = b.index, b.visibleLimit()
+	s.batch, s.batchLimit, s.src = b.index, b.visibleLimit(), b
 	s.init(b.db, opts, b.snap)
 	return &Iterator{s: s}, nil
 }

@@ -17,14 +17,15 @@ import (
 // Batch.Get and every Batch.NewIter (moved at random, with random bounds,
 // SetBounds and Clone) against a map: the batch's writes applied over the
 // DB's (or the snapshot's) model. An iterator kept open across later
-// writes to the batch and the DB must show neither. Batches are applied,
+// writes to the batch and the DB must show neither until it is
+// refreshed, and then both (only the batch's, over a snapshot). Batches are applied,
 // and the DB then matches the model. It prints its seed; -seed replays one.
 func TestBatch_Indexed_Model(t *testing.T) {
 	seeds, rounds := 4, 60
 	if testing.Short() {
 		seeds, rounds = 2, 20
 	}
-	var gets, iters int
+	var gets, iters, refreshes int
 	forEachSeed(t, seeds, func(t *testing.T, seed uint64) {
 		r := &batchRun{t: t, rng: newRand(seed), model: map[string]string{}}
 		var err error
@@ -46,12 +47,12 @@ func TestBatch_Indexed_Model(t *testing.T) {
 		if msg := diffMaps(got, r.model); msg != "" {
 			t.Fatalf("DB after the batches: %s", msg)
 		}
-		gets, iters = gets+r.gets, iters+r.iters
+		gets, iters, refreshes = gets+r.gets, iters+r.iters, refreshes+r.refreshes
 	})
-	if !t.Failed() && (gets < seeds*rounds*5 || iters < seeds*rounds) {
-		t.Fatalf("only %d Batch.Get and %d Batch.NewIter checked", gets, iters)
+	if !t.Failed() && (gets < seeds*rounds*5 || iters < seeds*rounds || refreshes < seeds*rounds/4) {
+		t.Fatalf("only %d Batch.Get, %d Batch.NewIter and %d Refresh checked", gets, iters, refreshes)
 	}
-	t.Logf("checked %d Batch.Get and %d Batch.NewIter", gets, iters)
+	t.Logf("checked %d Batch.Get, %d Batch.NewIter and %d Refresh", gets, iters, refreshes)
 }
 
 // batchRun is one seed's run: the DB and its model, and the batch of the
@@ -66,6 +67,7 @@ type batchRun struct {
 	b           *kv.Batch
 	ops         []batchOp
 	gets, iters int
+	refreshes   int
 }
 
 // batchOp is one write of a batch: a Set (value not nil), a Delete, or a
@@ -104,6 +106,14 @@ func (r *batchRun) round() {
 			kept, err = r.b.NewIter(o)
 			r.check(err, "Batch.NewIter")
 			keptModel = newIterModel(r.expected(), o)
+		case r.rng.IntN(3) == 0:
+			// Refreshed, it sees the batch's writes so far over the
+			// DB's state now (or the snapshot's).
+			if msg := refreshIter(kept, keptModel, r.expected()); msg != "" {
+				r.t.Fatalf("kept iterator: %s (batch %v)", msg, r.ops)
+			}
+			r.refreshes++
+			r.checkIterModel(kept, keptModel, "kept iterator, refreshed")
 		default:
 			r.checkIterModel(kept, keptModel, "kept iterator")
 		}

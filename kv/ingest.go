@@ -214,7 +214,8 @@ func (d *DB) linkIngestTables(tables []ingestTable) error {
 // sequence number, as commit leader, once the memtables are empty. It
 // holds off Compact meanwhile, so that no manual compaction is picked
 // whose output could overlap a table placed below L0. On failure before
-// the edit is written the linked files are removed.
+// the edit is written the linked files are removed. Either way it reports
+// the ingestion to the listener (TableIngested).
 func (d *DB) applyIngest(tables []ingestTable) error {
 	d.manualMu.Lock()
 	defer d.manualMu.Unlock()
@@ -232,6 +233,7 @@ func (d *DB) applyIngest(tables []ingestTable) error {
 			d.fs.Remove(d.path(base.MakeFilename(base.FileTypeTable, t.meta.FileNum)))
 		}
 	}
+	d.tableIngested(tables, edited, err)
 	return err
 }
 
@@ -292,8 +294,17 @@ func (d *DB) ingestAsLeader(tables []ingestTable, edited *bool) error {
 // flushAllLocked makes the memtable immutable if it holds writes and waits
 // until no memtable holds any. Only the commit leader calls it, so no
 // write arrives meanwhile. d.mu is held; it is released while waiting.
+//
+// A memtable holds a write from the moment the write reserved room in it
+// (batchBytes, written under the pipeline's mu, which the leader holds),
+// before its batch is inserted: a Sync write inserts only once the WAL is
+// synced. Such a write must be flushed, and so published (the flush waits
+// for that), before the ingest takes a later sequence number: published
+// after the ingest, it would move the visible sequence number back below
+// the ingest's, hiding the ingested keys, and recovery would skip it, as
+// numbered below the MANIFEST's last sequence number.
 func (d *DB) flushAllLocked() error {
-	if !d.mu.mem.empty() {
+	if !d.mu.mem.empty() || d.mu.mem.batchBytes > 0 {
 		if err := d.rotateMemTableLocked(); err != nil {
 			return err
 		}

@@ -73,6 +73,12 @@ type iterState struct {
 	batchIter  memtable.Iter
 	batchLimit base.SeqNum
 	batchDels  bool
+
+	// snap is the snapshot the iterator reads as of, nil for the DB's
+	// state; src is the indexed batch it reads over, nil for none. They
+	// are what Refresh reads again.
+	snap *Snapshot
+	src  *Batch
 }
 
 var iterStatePool = sync.Pool{New: func() any { return new(iterState) }}
@@ -95,12 +101,42 @@ type levelIter struct {
 // table it leaves before it opens the next, so one tableIter serves all.
 func (l *levelIter) openTable(f *manifest.FileMetadata, lower, upper []byte) (base.InternalIterator, error) {
 	l.harvest() // the table left is closed: its block loads are final
-	l.counts.TablesConsidered++
 	if err := l.cache.initIter(&l.table, f, lower, upper, l.stats); err != nil {
 		return nil, err
 	}
 	l.loaded = true
-	return &l.table, nil
+	return consideredTable{l}, nil
+}
+
+// consideredTable is the level's table iterator as its Level sees it.
+// Each absolute positioning of it (a seek, First or Last) counts a table
+// considered (IteratorStats.TablesConsidered), whether the Level opened
+// the table for that call or kept it open from an earlier one; Next and
+// Prev within the table count nothing. One pointer wide, it goes into an
+// interface without an allocation.
+type consideredTable struct{ l *levelIter }
+
+// consider counts a table considered and returns the table's iterator.
+func (t consideredTable) consider() *tableIter {
+	t.l.counts.TablesConsidered++
+	return &t.l.table
+}
+
+func (t consideredTable) SeekGE(key []byte) bool { return t.consider().SeekGE(key) }
+func (t consideredTable) SeekLT(key []byte) bool { return t.consider().SeekLT(key) }
+func (t consideredTable) First() bool            { return t.consider().First() }
+func (t consideredTable) Last() bool             { return t.consider().Last() }
+func (t consideredTable) Next() bool             { return t.l.table.Next() }
+func (t consideredTable) Prev() bool             { return t.l.table.Prev() }
+func (t consideredTable) Valid() bool            { return t.l.table.Valid() }
+func (t consideredTable) Key() base.InternalKey  { return t.l.table.Key() }
+func (t consideredTable) Value() []byte          { return t.l.table.Value() }
+func (t consideredTable) Error() error           { return t.l.table.Error() }
+func (t consideredTable) Close() error           { return t.l.table.Close() }
+
+// SeekPrefixGE is the table's prefix seek, which asks its filters.
+func (t consideredTable) SeekPrefixGE(prefix, key []byte) bool {
+	return t.consider().SeekPrefixGE(prefix, key)
 }
 
 // harvest adds the block loads of the level's table to the iterator's
@@ -123,6 +159,7 @@ func (s *iterState) init(d *DB, opts *IterOptions, snap *Snapshot) {
 		s.upper, s.upperBuf = keepBound(s.upperBuf, opts.UpperBound)
 		s.prefixOnly = opts.PrefixOnly
 	}
+	s.snap = snap
 	s.rs = d.loadReadState()
 	s.seq = d.readSeqNum(snap)
 	s.build()

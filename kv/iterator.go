@@ -11,7 +11,7 @@ import (
 // value visible at the iterator's sequence number and hiding deleted keys,
 // range deletions included.
 // It sees one point in time: the moment NewIter was called (or the
-// snapshot's). It holds the tables it reads, so no compaction deletes them
+// snapshot's), until Refresh moves it to the DB's current state. It holds the tables it reads, so no compaction deletes them
 // under it; Close it when done. After Close every method is harmless:
 // positioning calls return false, Key and Value nil, Error and Close
 // ErrClosed.

@@ -6,9 +6,14 @@ import "github.com/bloomkv/bloomkv/internal/base"
 // Iterator.Stats reports it. The reads of memtables and of an indexed
 // batch cost no table and are not counted.
 type IteratorStats struct {
-	// TablesConsidered counts the tables the iterator opened: one each
-	// time its positioning moved onto a table. A table stays open while
-	// the iterator's moves stay within it.
+	// TablesConsidered counts the tables the iterator's positioning
+	// calls considered, as LookupMetrics.TablesConsidered counts those of
+	// lookups: a seek, First or Last counts, in each level (each L0
+	// table on its own), the table it positions, the first whose key
+	// range reaches the key (a prefix seek: those that may hold the
+	// prefix); a move that goes on to the next table counts that one.
+	// Moves within a table count nothing, and a table is counted again by
+	// each call that positions it, whether or not it was open already.
 	TablesConsidered int64
 	// FilterNegatives counts the data-block filters that answered "absent"
 	// to a prefix seek (SeekPrefixGE, or SeekGE with
@@ -21,7 +26,8 @@ type IteratorStats struct {
 }
 
 // Stats returns what the iterator's reads have cost since NewIter (or
-// Clone), SetBounds included. On a closed iterator it returns zeros.
+// Clone), SetBounds and Refresh included. On a closed iterator it
+// returns zeros.
 func (i *Iterator) Stats() IteratorStats {
 	if i.s == nil {
 		return IteratorStats{}
@@ -40,8 +46,8 @@ func (i *Iterator) Stats() IteratorStats {
 // unpositioned: Valid is false until the next positioning call. The
 // iterator keeps its point-in-time view (the DB's state at NewIter, or
 // its snapshot's or batch's), so a scan after SetBounds shows what a
-// fresh iterator at that moment would have, and costs no new NewIter. It
-// leaves prefix mode.
+// fresh iterator at that moment would have, and costs no new NewIter;
+// Refresh moves it to the DB's current state. It leaves prefix mode.
 //
 // SetBounds copies the bounds: the caller may reuse them at once. It
 // keeps the iterator's memory, so a loop of SetBounds and a scan with
@@ -56,6 +62,17 @@ func (i *Iterator) SetBounds(lower, upper []byte) {
 // setBounds is Iterator.SetBounds: it closes the inputs and builds them
 // again, within the new bounds, from the same read state.
 func (s *iterState) setBounds(lower, upper []byte) {
+	s.teardown()
+	s.lower, s.lowerBuf = keepBound(s.lowerBuf, lower)
+	s.upper, s.upperBuf = keepBound(s.upperBuf, upper)
+	s.build()
+}
+
+// teardown closes the inputs and forgets the position, keeping the
+// memory and the read state, for build to make the inputs again: what
+// SetBounds and Refresh share. An error closing the inputs stops the
+// iterator, unless an error already has.
+func (s *iterState) teardown() {
 	if err := s.merging.Close(); err != nil && s.err == nil {
 		s.err = err
 	}
@@ -65,10 +82,7 @@ func (s *iterState) setBounds(lower, upper []byte) {
 	clear(s.inputs)
 	clear(s.rangeDels)
 	s.inputs, s.rangeDels, s.nLevels, s.batchDels = s.inputs[:0], s.rangeDels[:0], 0, false
-	s.lower, s.lowerBuf = keepBound(s.lowerBuf, lower)
-	s.upper, s.upperBuf = keepBound(s.upperBuf, upper)
 	s.valid, s.key, s.value, s.prefix = false, nil, nil, nil
-	s.build()
 }
 
 // Clone returns a new iterator over the same point-in-time view as i,
@@ -77,8 +91,8 @@ func (s *iterState) setBounds(lower, upper []byte) {
 // closed. A clone of an iterator over an indexed batch sees the batch's
 // writes that i sees, and no later ones. A clone costs what a NewIter
 // does (its state comes from the same pool), but sees i's state, where a
-// NewIter would see the writes made since. It fails with ErrClosed on a
-// closed iterator or DB.
+// NewIter would see the writes made since (a Refresh of the clone moves
+// it to them). It fails with ErrClosed on a closed iterator or DB.
 func (i *Iterator) Clone() (*Iterator, error) {
 	if i.s == nil {
 		return nil, ErrClosed
@@ -102,6 +116,7 @@ func (c *iterState) cloneFrom(s *iterState) {
 	s.rs.refs.Add(1) // s holds one: rs cannot be released meanwhile
 	c.rs, c.seq = s.rs, s.seq
 	c.batch, c.batchLimit = s.batch, s.batchLimit
+	c.snap, c.src = s.snap, s.src
 	c.build()
 }
 

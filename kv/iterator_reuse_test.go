@@ -65,6 +65,9 @@ func TestIterator_Stats(t *testing.T) {
 	if neg := m.FilterNegatives - before.FilterNegatives; cs.FilterNegatives != neg || neg < 450 {
 		t.Fatalf("clone's FilterNegatives %d; the DB counted %d for 500 absent prefixes", cs.FilterNegatives, neg)
 	}
+	if tc := m.TablesConsidered - before.TablesConsidered; cs.TablesConsidered != tc || tc < 500 {
+		t.Fatalf("clone's TablesConsidered %d; the DB counted %d for 500 prefix seeks", cs.TablesConsidered, tc)
+	}
 	if fp := m.FilterFalsePositives - before.FilterFalsePositives; cs.BlockReads != fp {
 		t.Fatalf("clone read %d blocks for %d false positives", cs.BlockReads, fp)
 	}
@@ -119,5 +122,36 @@ func TestIterator_Clone_PointInTime(t *testing.T) {
 	}
 	if string(it.Key()) != "b" {
 		t.Fatalf("the clone's moves moved the iterator to %q", it.Key())
+	}
+}
+
+// TestIterator_Stats_TablesConsidered checks that TablesConsidered counts
+// the tables each positioning call considers, as the DB's lookup metrics
+// do, not the tables opened: seeks again and again to one key, whose
+// tables stay open, count as many tables each as the first; Next within
+// a table counts none.
+func TestIterator_Stats_TablesConsidered(t *testing.T) {
+	db := openUserTables(t, 3001)
+	defer db.Close()
+	it, err := db.NewIter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	key := userPrefix(nil, 1500)
+	if !it.SeekGE(key) {
+		t.Fatalf("SeekGE(%s) found nothing", key)
+	}
+	first := it.Stats().TablesConsidered
+	for i := 0; i < 10; i++ {
+		if !it.SeekGE(key) || !it.Next() {
+			t.Fatalf("SeekGE(%s) and Next found nothing", key)
+		}
+	}
+	st := it.Stats()
+	t.Logf("one seek considered %d tables; eleven seeks and ten Nexts: %+v", first, st)
+	if first < 2 || st.TablesConsidered != 11*first {
+		t.Fatalf("one seek considered %d tables, eleven seeks %d; want at least 2, and 11 times as many",
+			first, st.TablesConsidered)
 	}
 }

@@ -114,9 +114,24 @@ func checkIterReuse(rng *rand.Rand, it *kv.Iterator, im *iterModel, n int, seekK
 	return checkIterMoves(rng, it, im, n, seekKey, true)
 }
 
-// reuseMoves counts the SetBounds and Clone moves checked, so a test can
-// tell that they ran.
-var reuseMoves struct{ setBounds, clones atomic.Int64 }
+// reuseMoves counts the SetBounds, Clone and Refresh moves checked, so a
+// test can tell that they ran.
+var reuseMoves struct{ setBounds, clones, refreshes atomic.Int64 }
+
+// refreshIter refreshes it, whose model becomes im over m (the state it
+// must now show) with im's bounds, and checks that it is left
+// unpositioned; it returns a description of a disagreement, or "".
+func refreshIter(it *kv.Iterator, im *iterModel, m map[string]string) string {
+	if err := it.Refresh(); err != nil {
+		return fmt.Sprintf("Refresh: %v", err)
+	}
+	*im = *newIterModel(m, im.o)
+	reuseMoves.refreshes.Add(1)
+	if it.Valid() || it.Key() != nil {
+		return "valid after Refresh"
+	}
+	return ""
+}
 
 // reuseMove makes a SetBounds or Clone move, named in *trail, and returns
 // a description of a disagreement, or "".

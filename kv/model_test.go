@@ -49,7 +49,7 @@ func testModel(t *testing.T, capped bool) {
 			t.Fatalf("Metrics saw filters left out by the cap %d times, held under a cap %d times", leftOut, heldUnderCap)
 		}
 	}()
-	bounds, clones := reuseMoves.setBounds.Load(), reuseMoves.clones.Load()
+	bounds, clones, refreshes := reuseMoves.setBounds.Load(), reuseMoves.clones.Load(), reuseMoves.refreshes.Load()
 	forEachSeed(t, seeds, func(t *testing.T, seed uint64) {
 		r := newModelRun(t, seed)
 		if capped {
@@ -70,10 +70,11 @@ func testModel(t *testing.T, capped bool) {
 		}
 	})
 	bounds, clones = reuseMoves.setBounds.Load()-bounds, reuseMoves.clones.Load()-clones
-	if !t.Failed() && (bounds < int64(seeds*20) || clones < int64(seeds*20)) {
-		t.Fatalf("only %d SetBounds and %d Clone moves checked", bounds, clones)
+	refreshes = reuseMoves.refreshes.Load() - refreshes
+	if !t.Failed() && (bounds < int64(seeds*20) || clones < int64(seeds*20) || refreshes < int64(seeds*5)) {
+		t.Fatalf("only %d SetBounds, %d Clone and %d Refresh moves checked", bounds, clones, refreshes)
 	}
-	t.Logf("checked %d SetBounds and %d Clone moves", bounds, clones)
+	t.Logf("checked %d SetBounds, %d Clone and %d Refresh moves", bounds, clones, refreshes)
 }
 
 // modelRun is one seed's run: the DB, its model, and what is open on it.
@@ -97,17 +98,21 @@ type modelRun struct {
 	heldUnderCapSeen int
 }
 
-// modelSnap is an open snapshot and the model as it was when taken.
+// modelSnap is an open snapshot and the model as it was when taken;
+// closed is set once it is closed while iterators over it stay open.
 type modelSnap struct {
-	s     *kv.Snapshot
-	model map[string]string
+	s      *kv.Snapshot
+	model  map[string]string
+	closed bool
 }
 
 // modelIter is an iterator kept open across other operations, with the
-// model as it was when it was opened.
+// model as it was when it was opened or last refreshed; snap is the
+// snapshot it reads, nil for the DB.
 type modelIter struct {
-	it *kv.Iterator
-	im *iterModel
+	it   *kv.Iterator
+	im   *iterModel
+	snap *modelSnap
 }
 
 // Key space: families of three keys that are prefixes of one another
@@ -410,14 +415,24 @@ func (r *modelRun) openIter() {
 		return
 	}
 	o := r.randBounds()
+	if len(r.snaps) > 0 && r.rng.IntN(3) == 0 {
+		j := r.rng.IntN(len(r.snaps))
+		ms := r.snaps[j]
+		r.log.add("Snapshot[%d].NewIter(%s), kept open", j, boundsString(o))
+		it, err := ms.s.NewIter(o)
+		r.check(err, "Snapshot.NewIter")
+		r.iters = append(r.iters, &modelIter{it: it, im: newIterModel(ms.model, o), snap: ms})
+		return
+	}
 	r.log.add("NewIter(%s), kept open", boundsString(o))
 	it, err := r.db.NewIter(o)
 	r.check(err, "NewIter")
 	r.iters = append(r.iters, &modelIter{it: it, im: newIterModel(maps.Clone(r.model), o)})
 }
 
-// checkIters moves one kept iterator and sometimes closes it: it must
-// still show the state of the moment it was opened.
+// checkIters moves one kept iterator and sometimes refreshes or closes
+// it: it must show the state of the moment it was opened, or refreshed
+// (its snapshot's state, for one over a snapshot).
 func (r *modelRun) checkIters() {
 	if len(r.iters) == 0 {
 		return
@@ -425,12 +440,42 @@ func (r *modelRun) checkIters() {
 	i := r.rng.IntN(len(r.iters))
 	mi := r.iters[i]
 	r.log.add("check kept iterator %d", i)
+	if r.rng.IntN(3) == 0 {
+		r.log.add("kept iterator %d: Refresh", i)
+		r.refreshIter(i, mi)
+	}
 	if msg := checkIterReuse(r.rng, mi.it, mi.im, 5+r.rng.IntN(20), r.seekKey); msg != "" {
 		r.fatalf("kept iterator %d: %s", i, msg)
 	}
 	if r.rng.IntN(3) == 0 {
 		r.check(mi.it.Close(), "Iterator.Close")
 		r.iters = append(r.iters[:i], r.iters[i+1:]...)
+	}
+}
+
+// refreshIter refreshes kept iterator i: one over the DB must then show
+// the model as it is now, one over a snapshot its snapshot's model, or
+// fail with ErrClosed and keep its view and position once the snapshot
+// is closed.
+func (r *modelRun) refreshIter(i int, mi *modelIter) {
+	switch {
+	case mi.snap == nil:
+		if msg := refreshIter(mi.it, mi.im, maps.Clone(r.model)); msg != "" {
+			r.fatalf("kept iterator %d: %s", i, msg)
+		}
+	case !mi.snap.closed:
+		if msg := refreshIter(mi.it, mi.im, mi.snap.model); msg != "" {
+			r.fatalf("kept iterator %d over a snapshot: %s", i, msg)
+		}
+	default:
+		valid, key := mi.it.Valid(), string(mi.it.Key())
+		if err := mi.it.Refresh(); !errors.Is(err, kv.ErrClosed) {
+			r.fatalf("kept iterator %d: Refresh after its snapshot closed: %v, want ErrClosed", i, err)
+		}
+		if mi.it.Valid() != valid || string(mi.it.Key()) != key {
+			r.fatalf("kept iterator %d: a failed Refresh moved it from %q (valid %v) to %q (valid %v)",
+				i, key, valid, mi.it.Key(), mi.it.Valid())
+		}
 	}
 }
 
@@ -449,6 +494,7 @@ func (r *modelRun) closeSnapshot() {
 	i := r.rng.IntN(len(r.snaps))
 	r.log.add("Snapshot[%d].Close", i)
 	r.check(r.snaps[i].s.Close(), "Snapshot.Close")
+	r.snaps[i].closed = true
 	r.snaps = append(r.snaps[:i], r.snaps[i+1:]...)
 }
 

@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"bytes"
 	"fmt"
 	"testing"
 )
@@ -70,6 +71,56 @@ func TestIterator_SetBounds_NoAllocs(t *testing.T) {
 	}
 	if seen < 201*40 {
 		t.Fatalf("the scans saw %d keys, want at least %d", seen, 201*40)
+	}
+}
+
+// TestIterator_Refresh_NoAllocs checks that Refresh, SetBounds and a
+// SeekGE allocate nothing on reuse while the DB's state stays the same:
+// the loop a pool of iterators runs for each read, over tables of two
+// levels, a memtable and a range deletion. It also checks that each
+// refreshed seek lands where a fresh iterator's would.
+func TestIterator_Refresh_NoAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	d, _ := openMem(t, &Options{DisableAutomaticCompactions: true})
+	defer d.Close()
+	loadReuseStore(t, d)
+	it, err := d.NewIter(&IterOptions{LowerBound: []byte("k00000"), UpperBound: []byte("k99999")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	lower, upper, wantKey := []byte("k00000"), []byte("k00000"), []byte("k00000")
+	i, found := 0, 0
+	reuse := func() {
+		start := i * 37 % 3900
+		i++
+		if err := it.Refresh(); err != nil {
+			t.Fatal(err)
+		}
+		lower, upper = appendKey(lower[:0], start), appendKey(upper[:0], start+50)
+		it.SetBounds(lower, upper)
+		// The first key at or after start that the range deletion of
+		// [k00100, k00200) left, if within the bounds.
+		want := start
+		if want >= 100 && want < 200 {
+			want = 200
+		}
+		ok := it.SeekGE(lower)
+		if ok == (want < start+50) && (!ok || bytes.Equal(it.Key(), appendKey(wantKey[:0], want))) {
+			found++
+		}
+	}
+	reuse()
+	if n := testing.AllocsPerRun(200, reuse); n != 0 {
+		t.Errorf("Refresh, SetBounds and SeekGE allocate %v times", n)
+	}
+	if err := it.Error(); err != nil {
+		t.Fatal(err)
+	}
+	if found != 202 {
+		t.Fatalf("%d of 202 seeks landed where they should", found)
 	}
 }
 

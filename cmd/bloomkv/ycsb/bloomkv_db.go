@@ -190,6 +190,8 @@ func bloomkvOptions() (*kv.Options, error) {
 // bloomkvDB adapts a kv.DB to cmd/pebble's DB interface.
 type bloomkvDB struct {
 	d *kv.DB
+	// iters keeps the iterators the driver closed, for its next reads.
+	iters *iterPool
 	// ballast is newPebbleDB's: 1 GiB of heap that is never touched, so
 	// the garbage collector runs as rarely under both engines.
 	ballast []byte
@@ -204,28 +206,114 @@ func newBloomkvDB(dir string) DB {
 	if err != nil {
 		log.Fatal(err)
 	}
-	return bloomkvDB{d: d, ballast: make([]byte, 1<<30)}
+	return bloomkvDB{d: d, iters: &iterPool{}, ballast: make([]byte, 1<<30)}
+}
+
+// Close closes the pooled iterators and the store. The driver never
+// closes its store (the process ends); tests do.
+func (b bloomkvDB) Close() error {
+	b.iters.close()
+	return b.d.Close()
 }
 
 func (b bloomkvDB) Flush() error { return b.d.Flush() }
 
-// NewIter opens a kv.Iterator, which has the iterator interface's methods
-// as they are. Only bounds carry over from Pebble's IterOptions; options
-// that would change what the iterator shows are refused.
+// NewIter returns a kv.Iterator, which has the iterator interface's
+// methods as they are, over the store's current state: one the driver
+// closed before, refreshed (see iterPool), or a new one. Only bounds carry
+// over from Pebble's IterOptions; options that would change what the
+// iterator shows are refused.
 func (b bloomkvDB) NewIter(opts *pebble.IterOptions) iterator {
-	var o *kv.IterOptions
+	var lower, upper []byte
 	if opts != nil {
 		if opts.KeyTypes != pebble.IterKeyTypePointsOnly || opts.TableFilter != nil ||
 			opts.PointKeyFilters != nil || opts.SkipPoint != nil {
 			log.Fatal("bloomkv binding: only the bounds of pebble.IterOptions are supported")
 		}
-		o = &kv.IterOptions{LowerBound: opts.LowerBound, UpperBound: opts.UpperBound}
+		lower, upper = opts.LowerBound, opts.UpperBound
 	}
-	it, err := b.d.NewIter(o)
-	if err != nil {
+	return b.iters.get(b.d, lower, upper)
+}
+
+// iterPool keeps the iterators the driver closed and hands them out again,
+// as Pebble pools its own iterators' memory: the driver opens an iterator
+// for every read and scan, and a reused kv.Iterator allocates nothing.
+// A reused iterator is moved to the store's current state with
+// Iterator.Refresh, so each read sees every write acknowledged before it,
+// the driver's own included, and given the bounds asked for with
+// SetBounds (skipped when it has none and none are asked for, as with all
+// of YCSB's reads). An iterator waiting in the pool holds the read state
+// of its last use, and so its tables; the pool holds no more iterators
+// than were ever open at once, one per driver thread.
+type iterPool struct {
+	mu     sync.Mutex
+	free   []*pooledIter
+	closed bool
+}
+
+// pooledIter is a kv.Iterator whose Close returns it to its pool.
+type pooledIter struct {
+	*kv.Iterator
+	pool    *iterPool
+	bounded bool // the iterator has a bound
+}
+
+// get returns an iterator over d's current state within [lower, upper)
+// (nil: unbounded), from the pool if it holds one.
+func (p *iterPool) get(d *kv.DB, lower, upper []byte) *pooledIter {
+	p.mu.Lock()
+	var it *pooledIter
+	if n := len(p.free); n > 0 {
+		it = p.free[n-1]
+		p.free[n-1], p.free = nil, p.free[:n-1]
+	}
+	p.mu.Unlock()
+	bounded := lower != nil || upper != nil
+	if it == nil {
+		kit, err := d.NewIter(&kv.IterOptions{LowerBound: lower, UpperBound: upper})
+		if err != nil {
+			log.Fatal(err)
+		}
+		return &pooledIter{Iterator: kit, pool: p, bounded: bounded}
+	}
+	if err := it.Refresh(); err != nil {
 		log.Fatal(err)
 	}
+	if bounded || it.bounded {
+		it.SetBounds(lower, upper)
+		it.bounded = bounded
+	}
 	return it
+}
+
+// Close hands the iterator back to its pool; one that met an error, or
+// whose pool is closed, is closed instead.
+func (it *pooledIter) Close() error {
+	if err := it.Error(); err != nil {
+		return errors.Join(err, it.Iterator.Close())
+	}
+	p := it.pool
+	p.mu.Lock()
+	if !p.closed {
+		p.free = append(p.free, it)
+		p.mu.Unlock()
+		return nil
+	}
+	p.mu.Unlock()
+	return it.Iterator.Close()
+}
+
+// close closes the pooled iterators, and those handed back later.
+func (p *iterPool) close() {
+	p.mu.Lock()
+	free := p.free
+	p.free, p.closed = nil, true
+	p.mu.Unlock()
+	for _, it := range free {
+		if err := it.Iterator.Close(); err != nil {
+			log.Print(err)
+		}
+	}
 }
 
 func (b bloomkvDB) NewBatch() batch { return &bloomkvBatch{d: b.d, b: b.d.NewBatch()} }

@@ -13,12 +13,15 @@
 #        [--bloomkv-comparer mvcc|bytewise] [--point-reads seek|get]
 #        [--dir DIR] [--tsv FILE] [--keep] [--markdown FILE]
 #        cmd/bloomkv/ycsb/run.sh --report-only --dir DIR [same options]
+#        cmd/bloomkv/ycsb/run.sh --test-binding [--dir DIR]
 #
 # --report-only prints the tables again from the results a run with --keep
 # left in DIR (the rounds it finished, if it was stopped).
 # --markdown also writes the tables as a Markdown page to FILE, with the
 # command line, the machine, the Go version and the date (docs/ycsb.md is
 # one): a page that is regenerated, never edited.
+# --test-binding builds the driver and runs, in its module, the binding's
+# tests and benchmarks (bloomkv_db_test.go) instead of YCSB.
 #
 # Exit status: 0 done, 1 failure, 2 bad arguments, 3 the modules could not
 # be fetched (no module cache entry and no proxy).
@@ -37,6 +40,7 @@ dir=""
 tsv=""
 keep=0
 report_only=0
+test_binding=0
 markdown=""
 command_line="cmd/bloomkv/ycsb/run.sh$(printf ' %q' "$@")"
 
@@ -60,6 +64,7 @@ while [ $# -gt 0 ]; do
 	--markdown) markdown=$2; shift 2 ;;
 	--keep) keep=1; shift ;;
 	--report-only) report_only=1; keep=1; shift ;;
+	--test-binding) test_binding=1; shift ;;
 	-h | --help) usage ;;
 	*) echo "run.sh: unknown argument $1" >&2; usage ;;
 	esac
@@ -119,7 +124,7 @@ build() {
 	mkdir -p "$mod"
 	find "$src/cmd/pebble" -maxdepth 1 -name '*.go' ! -name '*_test.go' -exec cp {} "$mod" \;
 	chmod u+w "$mod"/*.go
-	cp "$here/bloomkv_db.go" "$mod/"
+	cp "$here/bloomkv_db.go" "$here/bloomkv_db_test.go" "$mod/"
 	patch_once "$mod/test.go" 'db := newPebbleDB(dir)' 's/db := newPebbleDB(dir)/db := newEngineDB(dir)/'
 	# The final summary prints latencies in ms with one decimal; three
 	# keep the microseconds.
@@ -302,6 +307,11 @@ mkdir -p "$dir/logs"
 : >"$dir/loads.tsv"
 echo "building cmd/pebble $pebble_version with the bloomkv binding in $dir" >&2
 build
+if [ "$test_binding" = 1 ]; then
+	(cd "$dir/src" && go test -tags bloomkvycsb -count=1 -v -run 'TestBloomkvBinding' \
+		-bench 'BenchmarkBloomkvBinding' -benchmem -benchtime 2000x .)
+	exit
+fi
 for e in bloomkv pebble; do
 	echo "loading $keys records into $e" >&2
 	load "$e"

@@ -19,7 +19,7 @@ import (
 // harnessFiles are what run.sh reads besides the engine. go test caches
 // a test's result until a file the test opened changes, so the test reads
 // them (exec'd and build-tagged files are not tracked otherwise).
-var harnessFiles = []string{"run.sh", "bloomkv_db.go"}
+var harnessFiles = []string{"run.sh", "bloomkv_db.go", "bloomkv_db_test.go"}
 
 // ycsbOps are the operations each workload's summary reports, by the
 // names Pebble's driver gives them (operation and percentage).
@@ -67,6 +67,24 @@ func TestRunScript_PointReadsGet(t *testing.T) {
 	checkRows(t, rows, "ACE")
 }
 
+// TestRunScript_Binding runs run.sh --test-binding: the binding's own
+// tests (bloomkv_db_test.go), in the driver's module, check that its
+// pooled, refreshed iterators read the latest writes, the driver's own
+// included, on one thread and on several, and its benchmarks run once.
+func TestRunScript_Binding(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds Pebble's cmd/pebble")
+	}
+	out := execScript(t, "--test-binding", "--dir", t.TempDir())
+	for _, want := range []string{"--- PASS: TestBloomkvBinding_ReusedIteratorsSeeLatestWrites",
+		"--- PASS: TestBloomkvBinding_ConcurrentReaders", "BenchmarkBloomkvBinding_Scan", "BenchmarkBloomkvBinding_Read",
+		"allocs/op", "\nok "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("run.sh --test-binding: output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
 // runScript runs run.sh on 2,000 records, one second per run on 2 threads,
 // with args, and returns its output, its TSV rows and the path of its
 // Markdown page.
@@ -74,6 +92,18 @@ func runScript(t *testing.T, args ...string) (string, []resultRow, string) {
 	if testing.Short() {
 		t.Skip("builds Pebble's cmd/pebble and runs 12 YCSB runs")
 	}
+	dir := t.TempDir()
+	tsv := vfs.Default.PathJoin(dir, "results.tsv")
+	page := vfs.Default.PathJoin(dir, "ycsb.md")
+	out := execScript(t, append([]string{"--keys", "2000", "--duration", "1s", "--threads", "2",
+		"--rounds", "1", "--dir", vfs.Default.PathJoin(dir, "work"), "--tsv", tsv, "--markdown", page}, args...)...)
+	return out, readRows(t, tsv), page
+}
+
+// execScript runs run.sh with args and returns its output. It skips the
+// test when there is no bash or the modules cmd/pebble needs cannot be
+// fetched (run.sh exits 3), and fails it when run.sh fails.
+func execScript(t *testing.T, args ...string) string {
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		t.Skip("no bash")
@@ -89,12 +119,7 @@ func runScript(t *testing.T, args ...string) (string, []resultRow, string) {
 			t.Fatal(err)
 		}
 	}
-	dir := t.TempDir()
-	tsv := vfs.Default.PathJoin(dir, "results.tsv")
-	page := vfs.Default.PathJoin(dir, "ycsb.md")
-	cmd := exec.Command(bash, append([]string{"run.sh", "--keys", "2000", "--duration", "1s", "--threads", "2",
-		"--rounds", "1", "--dir", vfs.Default.PathJoin(dir, "work"), "--tsv", tsv, "--markdown", page}, args...)...)
-	out, err := cmd.CombinedOutput()
+	out, err := exec.Command(bash, append([]string{"run.sh"}, args...)...).CombinedOutput()
 	var exit *exec.ExitError
 	if errors.As(err, &exit) && exit.ExitCode() == 3 {
 		t.Skipf("modules unavailable:\n%s", out)
@@ -102,7 +127,7 @@ func runScript(t *testing.T, args ...string) (string, []resultRow, string) {
 	if err != nil {
 		t.Fatalf("run.sh: %v\n%s", err, out)
 	}
-	return string(out), readRows(t, tsv), page
+	return string(out)
 }
 
 // checkPage checks the Markdown page --markdown wrote: the command line

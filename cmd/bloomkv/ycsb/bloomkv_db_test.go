@@ -1,0 +1,271 @@
+//go:build bloomkvycsb
+
+// The binding's tests: run.sh --test-binding copies this file with
+// bloomkv_db.go into its copy of cmd/pebble and runs them there, where the
+// driver's interfaces are (run_test.go does so).
+
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+
+	"github.com/cockroachdb/pebble"
+)
+
+// ycsbKey is key n as the driver makes it (ycsb.makeKey): "user" and the
+// number, MVCC-encoded with walltime 1.
+func ycsbKey(n int) []byte {
+	key := strconv.AppendUint([]byte("user"), uint64(n), 10)
+	return append(key, 0, 0, 0, 0, 0, 0, 0, 0, 1, 9)
+}
+
+// openBinding opens the binding on a fresh store in a temporary
+// directory, with a small block cache (the flag's default is set by
+// cmd/pebble's main, which tests do not run).
+func openBinding(t testing.TB) bloomkvDB {
+	t.Helper()
+	cacheSize = 8 << 20
+	return newBloomkvDB(t.TempDir()).(bloomkvDB)
+}
+
+// commit writes key n with value v through the driver's batch interface.
+func commit(t testing.TB, db DB, n int, v string) {
+	t.Helper()
+	if err := write(db, n, v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func write(db DB, n int, v string) error {
+	b := db.NewBatch()
+	if err := b.Set(ycsbKey(n), []byte(v), nil); err != nil {
+		return err
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return err
+	}
+	return b.Close()
+}
+
+// readKey reads key n as the driver's read does: NewIter, SeekGE, Close.
+func readKey(t testing.TB, db DB, n int) (string, bool) {
+	t.Helper()
+	v, ok, err := read(db, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v, ok
+}
+
+func read(db DB, n int) (v string, ok bool, err error) {
+	v, ok, _, err = readWith(db, n)
+	return v, ok, err
+}
+
+// readWith is read, and it returns the binding's iterator that served
+// the read, nil for none (a lookup of --point-reads get).
+func readWith(db DB, n int) (v string, ok bool, used *pooledIter, err error) {
+	it := db.NewIter(nil)
+	ok = it.SeekGE(ycsbKey(n)) && string(it.Key()) == string(ycsbKey(n))
+	if ok {
+		v = string(it.Value())
+	}
+	switch x := it.(type) {
+	case *pooledIter:
+		used = x
+	case *pointReadIter:
+		used, _ = x.it.(*pooledIter)
+	}
+	return v, ok, used, it.Close()
+}
+
+// countScan counts the keys an iterator from NewIter(opts) shows from
+// First on, and closes it.
+func countScan(t testing.TB, db DB, opts *pebble.IterOptions) int {
+	t.Helper()
+	it := db.NewIter(opts)
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		n++
+	}
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestBloomkvBinding_ReusedIteratorsSeeLatestWrites checks that the
+// binding's pooled iterators, reused from one read to the next, see every
+// write made before the read, updates, inserts and deletes, whether it
+// is served by an iterator or by --point-reads get's lookup; that bounds
+// asked for apply and do not stick to the next user of the iterator; and
+// that closing the store closes the pooled iterators (Close reports no
+// leak).
+func TestBloomkvBinding_ReusedIteratorsSeeLatestWrites(t *testing.T) {
+	db := openBinding(t)
+	iters := map[*pooledIter]bool{}
+	reads := 0
+	for _, read := range []DB{db, newPointReadDB(db)} {
+		for round := 0; round < 200; round++ {
+			n := round % 20
+			v := fmt.Sprintf("v%d", round)
+			commit(t, read, n, v)
+			got, ok, used, err := readWith(read, n)
+			if err != nil || !ok || got != v {
+				t.Fatalf("round %d: read of key %d = %q, %v, %v; want %q", round, n, got, ok, err, v)
+			}
+			if used != nil {
+				iters[used] = true
+				reads++
+			}
+		}
+	}
+	// Reads through the lookup of present keys use no iterator.
+	t.Logf("%d reads through %d iterators", reads, len(iters))
+	if reads < 200 || len(iters) != 1 {
+		t.Fatalf("%d reads through %d iterators; want at least 200 through one, reused", reads, len(iters))
+	}
+	if got := countScan(t, db, nil); got != 20 {
+		t.Fatalf("scan shows %d keys, want 20", got)
+	}
+	commit(t, db, 20, "new")
+	bounds := &pebble.IterOptions{LowerBound: ycsbKey(10), UpperBound: ycsbKey(15)} // user10..user14
+	if got := countScan(t, db, bounds); got != 5 {
+		t.Fatalf("bounded scan shows %d keys, want 5", got)
+	}
+	if got := countScan(t, db, nil); got != 21 {
+		t.Fatalf("scan after a bounded one shows %d keys, want 21 (the bounds stuck)", got)
+	}
+	b := db.NewBatch()
+	if err := b.Delete(ycsbKey(3), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	if _, ok := readKey(t, db, 3); ok {
+		t.Fatal("a deleted key is still read")
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	commit(t, db, 21, "after flush")
+	if got, ok := readKey(t, db, 21); !ok || got != "after flush" {
+		t.Fatalf("read after a flush = %q, %v", got, ok)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+}
+
+// TestBloomkvBinding_ConcurrentReaders runs writers and readers of the
+// binding on several goroutines, as the driver's threads do: each reader
+// must see its own goroutine's latest write.
+func TestBloomkvBinding_ConcurrentReaders(t *testing.T) {
+	db := openBinding(t)
+	const workers, rounds = 4, 300
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	var mu sync.Mutex
+	iters := map[*pooledIter]bool{}
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := 0; r < rounds; r++ {
+				n, v := w*1000+r%10, fmt.Sprintf("w%d-%d", w, r)
+				if err := write(db, n, v); err != nil {
+					errs <- err
+					return
+				}
+				got, ok, used, err := readWith(db, n)
+				if err != nil || !ok || got != v {
+					errs <- fmt.Errorf("worker %d round %d: read %q, %v, %v; want %q", w, r, got, ok, err, v)
+					return
+				}
+				mu.Lock()
+				iters[used] = true
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	// One iterator per reader at most, reused from read to read.
+	if len(iters) > workers || iters[nil] {
+		t.Fatalf("%d reads went through %d iterators (nil: none)", workers*rounds, len(iters))
+	}
+	if err := db.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+}
+
+// BenchmarkBloomkvBinding_Scan runs the driver's scan (NewIter, Scan of 10
+// keys, Close) over the binding, on a flushed store with writes in the
+// memtable; allocs/op is what the binding and the scan's copies cost.
+func BenchmarkBloomkvBinding_Scan(b *testing.B) {
+	db := openBinding(b)
+	defer db.Close()
+	for n := 0; n < 10000; n++ {
+		commit(b, db, n, "value-of-some-length-0123456789")
+		if n == 8000 {
+			if err := db.Flush(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	keys := benchKeys(10000)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		it := db.NewIter(nil)
+		if err := db.Scan(it, keys[i%len(keys)], 10, false); err != nil {
+			b.Fatal(err)
+		}
+		if err := it.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkBloomkvBinding_Read runs the driver's read (NewIter, SeekGE,
+// Close) over the binding.
+func BenchmarkBloomkvBinding_Read(b *testing.B) {
+	db := openBinding(b)
+	defer db.Close()
+	for n := 0; n < 10000; n++ {
+		commit(b, db, n, "value-of-some-length-0123456789")
+	}
+	if err := db.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	keys := benchKeys(10000)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		it := db.NewIter(nil)
+		if !it.SeekGE(keys[i%len(keys)]) {
+			b.Fatal("key not found")
+		}
+		if err := it.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchKeys returns n keys of the benchmarks' stores, in an order that
+// jumps around, made before the timer starts.
+func benchKeys(n int) [][]byte {
+	keys := make([][]byte, n)
+	for i := range keys {
+		keys[i] = ycsbKey(i * 7919 % n)
+	}
+	return keys
+}

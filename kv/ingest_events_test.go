@@ -1,0 +1,183 @@
+package kv_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/bloomkv/bloomkv/kv"
+	"github.com/bloomkv/bloomkv/sstable"
+	"github.com/cockroachdb/pebble/vfs"
+	"github.com/cockroachdb/pebble/vfs/errorfs"
+)
+
+// ingestEvents records the TableIngested events of a store, and the lines
+// the logging listener writes for them.
+type ingestEvents struct {
+	mu    sync.Mutex
+	infos []kv.TableIngestInfo
+	lines []string
+}
+
+func (e *ingestEvents) listener() *kv.EventListener {
+	l := kv.MakeLoggingEventListener(kv.LoggerFunc(func(format string, args ...any) {
+		if line := fmt.Sprintf(format, args...); strings.Contains(line, "ingest") {
+			e.mu.Lock()
+			e.lines = append(e.lines, line)
+			e.mu.Unlock()
+		}
+	}))
+	logIngest := l.TableIngested
+	l.TableIngested = func(i kv.TableIngestInfo) {
+		e.mu.Lock()
+		e.infos = append(e.infos, i)
+		e.mu.Unlock()
+		logIngest(i)
+	}
+	return &l
+}
+
+// TestDB_Ingest_Event checks that an ingest reports TableIngested with
+// each table under its file number in the store and the level Metrics
+// shows it at, the sequence number its keys carry, and a log line naming
+// them; that an ingest refused for a bad table reports nothing; and that
+// one whose MANIFEST write fails reports the error.
+func TestDB_Ingest_Event(t *testing.T) {
+	mem := vfs.NewMem()
+	var failManifest atomic.Bool
+	fs := errorfs.Wrap(mem, errorfs.InjectorFunc(func(op errorfs.Op, path string) error {
+		if failManifest.Load() && op == errorfs.OpFileWrite && strings.Contains(path, "MANIFEST") {
+			return errorfs.ErrInjected
+		}
+		return nil
+	}))
+	var ev ingestEvents
+	db, err := kv.Open("db", &kv.Options{FS: fs, DisableAutomaticCompactions: true, EventListener: ev.listener()})
+	must(t, err)
+	for k, v := range keyRange("a", 0, 50, "db") {
+		must(t, db.Set([]byte(k), []byte(v), kv.NoSync))
+	}
+	must(t, db.Flush())
+	writeExternal(t, mem, "ext/a.sst", keyRange("a", 10, 20, "x"), sstable.WriterOptions{})
+	writeExternal(t, mem, "ext/b.sst", keyRange("b", 0, 10, "x"), sstable.WriterOptions{})
+	writeExternal(t, mem, "ext/b2.sst", keyRange("b", 5, 15, "x"), sstable.WriterOptions{})
+	must(t, db.Ingest([]string{"ext/a.sst", "ext/b.sst"}))
+	m := db.Metrics()
+	if err := db.Ingest([]string{"ext/b.sst", "ext/b2.sst"}); !errors.Is(err, kv.ErrIngestOverlap) {
+		t.Fatalf("Ingest of overlapping tables: %v, want ErrIngestOverlap", err)
+	}
+	failManifest.Store(true)
+	if err := db.Ingest([]string{"ext/b2.sst"}); !errors.Is(err, errorfs.ErrInjected) {
+		t.Fatalf("Ingest with the MANIFEST failing: %v, want the injected error", err)
+	}
+	if err := db.Close(); !errors.Is(err, errorfs.ErrInjected) { // delivers the events
+		t.Fatalf("Close after a failed MANIFEST write: %v", err)
+	}
+
+	t.Logf("events: %+v\nlines: %q", ev.infos, ev.lines)
+	if len(ev.infos) != 2 || len(ev.lines) != 2 {
+		t.Fatalf("%d TableIngested events, %d log lines; want 2 of each", len(ev.infos), len(ev.lines))
+	}
+	ok := ev.infos[0]
+	if ok.Err != nil || len(ok.Tables) != 2 || ok.GlobalSeqNum == 0 {
+		t.Fatalf("first ingest's event: %+v", ok)
+	}
+	want, sep := fmt.Sprintf("[JOB %d] ingested", ok.JobID), ""
+	for i, tab := range ok.Tables {
+		if m.Levels[tab.Level].NumFiles == 0 || tab.SmallestSeqNum != ok.GlobalSeqNum || tab.Size == 0 {
+			t.Fatalf("table %d of the event: %+v; levels hold %v", i, tab, levelFiles(m))
+		}
+		if _, err := mem.Stat(fmt.Sprintf("db/%06d.sst", tab.FileNum)); err != nil {
+			t.Fatalf("table %d of the event is not in the store: %v", i, err)
+		}
+		want += fmt.Sprintf("%s L%d:%06d (%d B)", sep, tab.Level, tab.FileNum, tab.Size)
+		sep = ","
+	}
+	if ok.Tables[0].Level != 0 || ok.Tables[1].Level != 6 || string(ok.Tables[1].Smallest) != "b0000" {
+		t.Fatalf("tables placed at L%d and L%d (%q); want the a table in L0, over the flushed one, the b table in L6",
+			ok.Tables[0].Level, ok.Tables[1].Level, ok.Tables[1].Smallest)
+	}
+	if ev.lines[0] != want {
+		t.Fatalf("logged %q, want %q", ev.lines[0], want)
+	}
+	if failed := ev.infos[1]; !errors.Is(failed.Err, errorfs.ErrInjected) || !strings.Contains(ev.lines[1], "ingest failed") {
+		t.Fatalf("failed ingest's event %+v, line %q", failed, ev.lines[1])
+	}
+}
+
+// syncGateFS holds the SyncData of its WAL files, once armed, until the
+// gate opens: a Sync write then waits with its room reserved in the
+// memtable and its batch not yet inserted.
+type syncGateFS struct {
+	vfs.FS
+	armed  atomic.Bool
+	held   chan struct{} // receives once a sync is held
+	opened chan struct{} // closed to let the syncs through
+}
+
+func (g *syncGateFS) Create(name string) (vfs.File, error) {
+	f, err := g.FS.Create(name)
+	if err != nil || !strings.HasSuffix(name, ".log") {
+		return f, err
+	}
+	return syncGateFile{File: f, g: g}, nil
+}
+
+type syncGateFile struct {
+	vfs.File
+	g *syncGateFS
+}
+
+func (f syncGateFile) SyncData() error {
+	if f.g.armed.Load() {
+		select {
+		case f.g.held <- struct{}{}:
+		default:
+		}
+		<-f.g.opened
+	}
+	return f.File.SyncData()
+}
+
+// TestDB_Ingest_WriteInFlight ingests a table while a Sync write has
+// reserved its sequence number but waits for its WAL sync, so that its
+// batch is not in the memtable yet. The ingest must wait for it: were the
+// write published after the ingest, the visible sequence number would
+// move back below the ingest's, and the ingested keys would vanish from
+// reads until the next write (and the write, numbered below the ingest's
+// sequence number in the MANIFEST, would be skipped by recovery).
+func TestDB_Ingest_WriteInFlight(t *testing.T) {
+	mem := vfs.NewMem()
+	g := &syncGateFS{FS: mem, held: make(chan struct{}, 1), opened: make(chan struct{})}
+	db, err := kv.Open("db", &kv.Options{FS: g})
+	must(t, err)
+	writeExternal(t, mem, "ext/i.sst", keyRange("i", 0, 10, "x"), sstable.WriterOptions{})
+	g.armed.Store(true)
+	wrote := make(chan error, 1)
+	go func() { wrote <- db.Set([]byte("w"), []byte("1"), kv.Sync) }()
+	<-g.held // the write waits for its sync, unpublished
+	ingested := make(chan error, 1)
+	go func() { ingested <- db.Ingest([]string{"ext/i.sst"}) }()
+	select {
+	case err := <-ingested:
+		t.Logf("Ingest returned (%v) while the write waited for its sync", err)
+		ingested <- err
+	case <-time.After(100 * time.Millisecond): // it waits for the write
+	}
+	g.armed.Store(false)
+	close(g.opened)
+	must(t, <-wrote)
+	must(t, <-ingested)
+	want := keyRange("i", 0, 10, "x")
+	want["w"] = "1"
+	checkContents(t, db, want, "after the write and the ingest")
+	must(t, db.Close())
+	db, err = kv.Open("db", &kv.Options{FS: mem})
+	must(t, err)
+	defer mustClose(t, db)
+	checkContents(t, db, want, "after reopening")
+}
