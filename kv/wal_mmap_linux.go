@@ -5,6 +5,7 @@ package kv
 import (
 	"fmt"
 	"syscall"
+	"unsafe"
 )
 
 // File systems whose allocated blocks a write through a mapping
@@ -48,4 +49,23 @@ func mmapFile(fd uintptr, off int64, n int) ([]byte, error) {
 // munmap removes a mapping mmapFile made.
 func munmap(m []byte) error {
 	return syscall.Munmap(m)
+}
+
+// madvPopulateWrite is MADV_POPULATE_WRITE (Linux 5.14 on).
+const madvPopulateWrite = 23
+
+// populateWrite faults the pages of b, part of a shared file mapping, in
+// writable, as a store to each would, but returns an error (EFAULT) where
+// a store would raise SIGBUS; EINVAL where the kernel lacks the advice.
+func populateWrite(b []byte) error {
+	for {
+		_, _, e := syscall.Syscall(syscall.SYS_MADVISE, uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)), madvPopulateWrite)
+		switch e {
+		case 0:
+			return nil
+		case syscall.EINTR:
+			continue
+		}
+		return e
+	}
 }

@@ -3,8 +3,12 @@
 package kv
 
 import (
+	"bytes"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/bloomkv/bloomkv/internal/record"
 )
 
 // TestWALMmapWriter_FaultIsError: a store that faults (the file was
@@ -24,5 +28,60 @@ func TestWALMmapWriter_FaultIsError(t *testing.T) {
 	t.Logf("write after truncation: %v", err)
 	if err := w.close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestWALMmapWriter_Prefaults: the prefaulter populates the pages ahead
+// of the writes, keeps up with them, and the records written meanwhile
+// read back whole.
+func TestWALMmapWriter_Prefaults(t *testing.T) {
+	name, _, w := createMappedWAL(t, 4<<20, fallocate)
+	populated := func() int64 {
+		w.pf.mu.Lock()
+		defer w.pf.mu.Unlock()
+		return w.pf.next
+	}
+	waitPopulated := func(upTo int64) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for populated() < upTo {
+			if time.Now().After(deadline) {
+				t.Fatalf("populated up to %d, want %d: the kernel may lack MADV_POPULATE_WRITE", populated(), upTo)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	lw := record.NewRecyclableWriterAt(w, 0, 1)
+	want := [][]byte{[]byte("first")}
+	if _, err := lw.WriteRecord(want[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := lw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	waitPopulated(prefaultAhead)
+	for i := 0; w.off < 2<<20; i++ {
+		rec := testRecord(i)
+		want = append(want, rec)
+		if _, err := lw.WriteRecord(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := lw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	waitPopulated(w.off + prefaultAhead/2)
+	t.Logf("%d records, %d bytes written, populated up to %d", len(want), w.off, populated())
+	if err := w.close(); err != nil {
+		t.Fatal(err)
+	}
+	got := readLog(t, name)
+	if len(got) != len(want) {
+		t.Fatalf("read %d records back, wrote %d", len(got), len(want))
+	}
+	for i := range want {
+		if !bytes.Equal(got[i], want[i]) {
+			t.Fatalf("record %d differs", i)
+		}
 	}
 }

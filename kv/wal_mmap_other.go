@@ -15,3 +15,6 @@ func mmapFile(fd uintptr, off int64, n int) ([]byte, error) { return nil, errWAL
 
 // munmap is never called off Linux.
 func munmap(m []byte) error { return errWALMmapUnavailable }
+
+// populateWrite is never called off Linux.
+func populateWrite(b []byte) error { return errWALMmapUnavailable }
