@@ -75,13 +75,19 @@
 //
 // A write goes through a commit pipeline, as in Pebble. Under a short
 // lock it is assigned sequence numbers and its record is appended to the
-// write-ahead log's (WAL's) buffer, in sequence order. Then, concurrently
-// with other writers, it waits until its record is in the WAL file and
-// inserts its batch into the memtable (which takes concurrent inserts):
-// whichever waiting writer finds no other writing takes the buffer, every
-// writer's record queued so far, and writes it with one write(2), and
-// fsyncs it once when any of them asked for Sync, so concurrent writes
-// share the system calls. Last, the write is published: the sequence
+// write-ahead log's (WAL's) buffer, in sequence order; the writers that
+// arrive while one holds the lock are reserved together by the next to
+// take it, in arrival order, so many writers take the lock once per group,
+// not once each. Where the WAL is memory-mapped (vfs.Default on Linux)
+// the record is copied straight into the file's pages, which a goroutine
+// faults in ahead of the writes, and the write is in the WAL file then.
+// Otherwise, concurrently with other writers, it waits until its record
+// is in the WAL file: whichever waiting writer finds no other writing
+// takes the buffer, every writer's record queued so far, and writes it
+// with one write(2). Either way a Sync write then waits for one fsync
+// that serves every Sync writer waiting, and each writer inserts its own
+// batch into the memtable (which takes concurrent inserts), concurrently
+// with the others. Last, the write is published: the sequence
 // number readers see moves past a batch only once it and every batch
 // before it are inserted, so readers never see a later write before an
 // earlier one, and see each batch whole or not at all. With
