@@ -71,8 +71,9 @@ type WriteModeRun struct {
 }
 
 // SyncFillKeys returns the keys of a Sync fill beside a NoSync fill of
-// keys: a hundredth, at least 1000, at most keys.
-func SyncFillKeys(keys int) int { return min(keys, max(keys/100, 1000)) }
+// keys: a 500th, at least 1000, at most keys. Each Sync Set waits for an
+// fsync, so a few thousand take seconds.
+func SyncFillKeys(keys int) int { return min(keys, max(keys/500, 1000)) }
 
 // WriteModeResult is one mode's fills.
 type WriteModeResult struct {

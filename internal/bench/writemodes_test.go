@@ -120,3 +120,11 @@ func TestRunWriteModes_LostWrites(t *testing.T) {
 		t.Fatalf("a fill that lost writes gave %v, want an error naming the missing key", err)
 	}
 }
+
+func TestSyncFillKeys(t *testing.T) {
+	for keys, want := range map[int]int{1: 1, 999: 999, 1000: 1000, 100_000: 1000, 500_000: 1000, 1_000_000: 2000} {
+		if got := SyncFillKeys(keys); got != want {
+			t.Errorf("SyncFillKeys(%d) = %d, want %d", keys, got, want)
+		}
+	}
+}
