@@ -76,7 +76,9 @@ func (a *app) benchCommand() *cobra.Command {
 			"tables considered, filter negatives, false positives, block reads and reads " +
 			"saved per lookup, in total and per level. --pebble adds Pebble itself with " +
 			"both filters; --growth measures the settled shape after each doubling of the " +
-			"store too.",
+			"store too. Last, the write modes: one-Set NoSync and Sync fills of empty stores " +
+			"in bloomkv's two WAL modes (and Pebble's with --pebble), each mode's promise " +
+			"after a crash of the process beside its ns per Set.",
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.command = commandLine(cmd)
