@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -80,17 +81,25 @@ type WriteModeResult struct {
 	Mode     WriteMode
 	NoSync   []time.Duration // each round's NoSync fill
 	Sync     []time.Duration // each round's Sync fill
-	Keys     int
-	SyncKeys int
+	Keys     int             // keys of each NoSync fill
+	SyncKeys int             // keys of each Sync fill
 }
 
-// NsPerSet returns the best round's time per NoSync Set.
-func (r WriteModeResult) NsPerSet() float64 { return nsPer(slices.Min(r.NoSync), r.Keys) }
+// NsPerSet returns the best round's time per NoSync Set (NaN without a
+// round).
+func (r WriteModeResult) NsPerSet() float64 { return bestPer(r.NoSync, r.Keys) }
 
-// NsPerSyncSet returns the best round's time per Sync Set.
-func (r WriteModeResult) NsPerSyncSet() float64 { return nsPer(slices.Min(r.Sync), r.SyncKeys) }
+// NsPerSyncSet returns the best round's time per Sync Set (NaN without a
+// round).
+func (r WriteModeResult) NsPerSyncSet() float64 { return bestPer(r.Sync, r.SyncKeys) }
 
-func nsPer(d time.Duration, n int) float64 { return float64(d.Nanoseconds()) / float64(n) }
+// bestPer returns the shortest of rounds in ns per one of n writes.
+func bestPer(rounds []time.Duration, n int) float64 {
+	if len(rounds) == 0 || n <= 0 {
+		return math.NaN()
+	}
+	return float64(slices.Min(rounds).Nanoseconds()) / float64(n)
+}
 
 // RunWriteModes fills a fresh store of each mode in dir (on fs, which
 // must be where the modes' options put their stores), one Set per write

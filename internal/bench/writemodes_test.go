@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"math"
 	"strings"
 	"testing"
 
@@ -126,5 +127,12 @@ func TestSyncFillKeys(t *testing.T) {
 		if got := SyncFillKeys(keys); got != want {
 			t.Errorf("SyncFillKeys(%d) = %d, want %d", keys, got, want)
 		}
+	}
+}
+
+func TestWriteModeResult_NoRounds(t *testing.T) {
+	r := WriteModeResult{Keys: 10, SyncKeys: 10}
+	if !math.IsNaN(r.NsPerSet()) || !math.IsNaN(r.NsPerSyncSet()) {
+		t.Errorf("no rounds: %v, %v ns per Set, want NaN", r.NsPerSet(), r.NsPerSyncSet())
 	}
 }
