@@ -35,6 +35,7 @@ type benchOptions struct {
 	filterMemory             bool
 	filterCapBits            float64 // with growth: the cap growth (bench_capgrowth.go)
 	growthFrom               int
+	rounds                   int // of the write-modes section; 0 skips it
 	plot                     string
 	markdown                 string
 	seed                     uint64
@@ -75,7 +76,9 @@ func (a *app) benchCommand() *cobra.Command {
 			"tables considered, filter negatives, false positives, block reads and reads " +
 			"saved per lookup, in total and per level. --pebble adds Pebble itself with " +
 			"both filters; --growth measures the settled shape after each doubling of the " +
-			"store too.",
+			"store too. Last, the write modes: one-Set NoSync and Sync fills of empty stores " +
+			"in bloomkv's two WAL modes (and Pebble's with --pebble), each mode's promise " +
+			"after a crash of the process beside its ns per Set.",
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.command = commandLine(cmd)
@@ -102,6 +105,7 @@ func (a *app) benchCommand() *cobra.Command {
 	f.StringVar(&o.plot, "plot", "", "write a plot to `FILE` (.svg or .png)")
 	f.StringVar(&o.markdown, "markdown", "", "also write the report as a Markdown page to `FILE`, with the command line, machine, Go version and date (docs/results.md is one)")
 	f.Uint64Var(&o.seed, "seed", 1, "seed of keys, values and lookup order")
+	f.IntVar(&o.rounds, "rounds", 2, "rounds of the write-modes section (--keys one-Set NoSync writes and a 500th as many Sync ones, at least 1000, into empty stores of bloomkv's two WAL modes, and Pebble's with --pebble, the modes taking turns; the best round counts); 0 skips it")
 	return cmd
 }
 
@@ -122,6 +126,8 @@ func (o *benchOptions) check() error {
 		return usagef("--table-size %d: want a positive size", o.tableSize)
 	case o.l1Size <= 0:
 		return usagef("--l1-size %d: want a positive size", o.l1Size)
+	case o.rounds < 0:
+		return usagef("--rounds %d: want 0 or more", o.rounds)
 	}
 	switch {
 	case o.filterCapBits < 0:
@@ -278,6 +284,9 @@ func (a *app) runBench(ctx context.Context, o benchOptions) error {
 			return fmt.Errorf("bench %s: %w", cfg.name, err)
 		}
 		rep.Rows = append(rep.Rows, row)
+	}
+	if rep.WriteModes, err = a.benchWriteModes(ctx, root, o, ours); err != nil {
+		return err
 	}
 	if o.plot != "" {
 		if err := a.benchPlot(rep, w.Gen, o); err != nil {

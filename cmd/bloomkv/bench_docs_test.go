@@ -87,6 +87,69 @@ func readRepoFile(t *testing.T, name string) string {
 	return string(data)
 }
 
+// TestReadme_ModeFigures checks that the README's table of WAL modes
+// quotes, for every mode it lists, the figures of the page's write-modes
+// section (bench --markdown) cell for cell: ns per NoSync and Sync Set
+// and their ratios to Pebble. It fails when the README lists fewer than
+// two modes, or a mode the page lacks.
+func TestReadme_ModeFigures(t *testing.T) {
+	readme := modeRows(t, "README.md", "\n## Guarantees\n")
+	page := modeRows(t, "docs/results.md", "\n"+writeModesTitle+"\n")
+	checked := 0
+	for mode, cells := range readme {
+		want, ok := page[mode]
+		if !ok {
+			t.Errorf("README lists mode %q, which docs/results.md does not", mode)
+			continue
+		}
+		for i := 2; i < len(cells) && i < len(want); i++ {
+			checked++
+			if cells[i] != want[i] {
+				t.Errorf("README: %s, column %d: %q; docs/results.md has %q", mode, i+1, cells[i], want[i])
+			}
+		}
+	}
+	if len(readme) < 2 || checked < 4*len(readme) {
+		t.Fatalf("checked %d figures of %d modes: the README's modes table quotes too few", checked, len(readme))
+	}
+}
+
+// modeRows returns the rows of the first table under heading in the
+// repository file name whose header begins with "mode": the cells of
+// each, trimmed and without backquotes, by mode.
+func modeRows(t *testing.T, name, heading string) map[string][]string {
+	_, section, ok := strings.Cut(readRepoFile(t, name), heading)
+	if !ok {
+		t.Fatalf("%s has no %q section", name, strings.TrimSpace(heading))
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	rows := map[string][]string{}
+	inTable := false
+	for _, line := range strings.Split(section, "\n") {
+		line = strings.TrimSpace(line)
+		if !strings.HasPrefix(line, "|") {
+			if inTable {
+				break
+			}
+			continue
+		}
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		for i, c := range cells {
+			cells[i] = strings.TrimSpace(strings.ReplaceAll(c, "`", ""))
+		}
+		switch {
+		case !inTable && cells[0] == "mode":
+			inTable = true
+		case inTable && !strings.HasPrefix(cells[0], "---"):
+			rows[cells[0]] = cells
+		}
+	}
+	if len(rows) == 0 {
+		t.Fatalf("%s has no table of modes under %q", name, strings.TrimSpace(heading))
+	}
+	return rows
+}
+
 func TestContainsNumber(t *testing.T) {
 	page := "ratio 0.45x, fpr 0.97%, 1625 ns, 10.13 bits."
 	for fig, want := range map[string]bool{"0.45": true, "0.97": true, "1625": true, "10.13": true,

@@ -93,7 +93,10 @@ func benchMarkdown(w io.Writer, page, command string, rep *benchReport, now time
 	if rep.Plot != "" {
 		fmt.Fprintf(w, "\n![bench plot](%s)\n", plotLink(page, rep.Plot))
 	}
-	return vsPebbleMarkdown(w, rep.VsPebble)
+	if err := vsPebbleMarkdown(w, rep.VsPebble); err != nil {
+		return err
+	}
+	return writeModesMarkdown(w, rep.WriteModes)
 }
 
 // markdownHeader writes the page's title, how it was made, and the run's

@@ -41,6 +41,9 @@ func (a *app) writeBenchReport(rep *benchReport) error {
 	if err := writeVsPebble(w, rep.VsPebble); err != nil {
 		return err
 	}
+	if err := writeWriteModes(w, rep.WriteModes); err != nil {
+		return err
+	}
 	if rep.Plot != "" {
 		fmt.Fprintf(w, "\nplot: %s\n", rep.Plot)
 	}

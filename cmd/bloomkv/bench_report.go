@@ -187,10 +187,12 @@ type benchReport struct {
 	Params   benchParams `json:"params"`
 	Rows     []benchRow  `json:"results"`
 	VsPebble []vsPebble  `json:"vs_pebble,omitempty"`
-	Curves   *fprCurves  `json:"fpr_curves,omitempty"`
-	Plot     string      `json:"plot,omitempty"`
-	Dir      string      `json:"dir,omitempty"`
-	Seconds  jsonFloat   `json:"seconds"`
+	// WriteModes is the write-modes section (bench_writemodes.go).
+	WriteModes *writeModesSection `json:"write_modes,omitempty"`
+	Curves     *fprCurves         `json:"fpr_curves,omitempty"`
+	Plot       string             `json:"plot,omitempty"`
+	Dir        string             `json:"dir,omitempty"`
+	Seconds    jsonFloat          `json:"seconds"`
 }
 
 // fprCurves are the standalone filter measurements behind the plot.

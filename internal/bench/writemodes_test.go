@@ -1,0 +1,138 @@
+package bench
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/bloomkv/bloomkv/kv"
+	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/bloom"
+	"github.com/cockroachdb/pebble/vfs"
+)
+
+// smallWriteModes returns the three write modes on smallSizes, on disk.
+func smallWriteModes() []WriteMode {
+	return WriteModes(smallSizes.KVOptions, func() *pebble.Options {
+		opts := smallSizes.PebbleOptions()
+		WithPebbleFilter(opts, bloom.FilterPolicy(10))
+		return opts
+	})
+}
+
+// TestRunWriteModes fills tiny stores of every mode over two rounds and
+// checks that each mode ran each fill of each round, in turn, and that
+// the modes are the engines they name.
+func TestRunWriteModes(t *testing.T) {
+	modes := smallWriteModes()
+	wantEngines := map[string]string{WriteModeKV: EngineKV, WriteModeKVBackground: EngineKV, WriteModePebble: EnginePebble}
+	run := WriteModeRun{Keys: 3000, SyncKeys: 20, ValueSize: 100, Rounds: 2, Gen: NewKeyGen(1)}
+	var fills []string
+	start := func(desc string, total int64) Progress {
+		fills = append(fills, desc)
+		return nopProgress{}
+	}
+	results, err := RunWriteModes(context.Background(), vfs.Default, t.TempDir(), modes, run, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != len(wantEngines) || len(fills) != 2*run.Rounds*len(wantEngines) {
+		t.Fatalf("%d modes and %d fills ran (%q), want %d modes of %d fills each", len(results), len(fills),
+			fills, len(wantEngines), 2*run.Rounds)
+	}
+	for _, r := range results {
+		if got := wantEngines[r.Mode.Name]; got != r.Mode.Engine {
+			t.Errorf("mode %q runs engine %q, want %q", r.Mode.Name, r.Mode.Engine, got)
+		}
+		if len(r.NoSync) != run.Rounds || len(r.Sync) != run.Rounds || r.NsPerSet() <= 0 || r.NsPerSyncSet() <= 0 {
+			t.Errorf("%s: NoSync fills %v, Sync fills %v, want %d timed rounds of each", r.Mode.Name, r.NoSync, r.Sync, run.Rounds)
+		}
+		if r.Mode.Promise == "" {
+			t.Errorf("%s: no promise", r.Mode.Name)
+		}
+	}
+	if first, second := fills[0], fills[2*len(wantEngines)]; !strings.HasPrefix(second, results[len(results)-1].Mode.Name) ||
+		!strings.HasPrefix(first, results[0].Mode.Name) {
+		t.Errorf("round 1 starts with %q, round 2 with %q: want the modes in turn, reversed every other round", first, second)
+	}
+}
+
+// TestWriteModes_Options checks that each bloomkv mode opens its store
+// with its own WAL mode, on options made afresh for every store.
+func TestWriteModes_Options(t *testing.T) {
+	var made []*kv.Options
+	kvOpts := func() *kv.Options {
+		made = append(made, smallSizes.KVOptions())
+		return made[len(made)-1]
+	}
+	modes := WriteModes(kvOpts, smallSizes.PebbleOptions)
+	want := map[string]bool{WriteModeKV: false, WriteModeKVBackground: true}
+	opened := 0
+	for _, m := range modes {
+		background, ok := want[m.Name]
+		if !ok {
+			continue
+		}
+		e, err := m.Open(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		opened++
+		if got := made[len(made)-1].BackgroundWALWrites; got != background || len(made) != opened {
+			t.Errorf("%s: opened with BackgroundWALWrites %v from options %d, want %v from options %d",
+				m.Name, got, len(made), background, opened)
+		}
+		if err := e.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if opened != len(want) {
+		t.Fatalf("opened %d bloomkv modes, want %d", opened, len(want))
+	}
+}
+
+// droppingEngine is an engine that acknowledges every other Set without
+// writing it.
+type droppingEngine struct {
+	Engine
+	n int
+}
+
+func (d *droppingEngine) Set(key, value []byte, sync bool) error {
+	d.n++
+	if d.n%2 == 0 {
+		return nil
+	}
+	return d.Engine.Set(key, value, sync)
+}
+
+// TestRunWriteModes_LostWrites checks that a fill whose writes did not
+// all land fails the run rather than giving a time.
+func TestRunWriteModes_LostWrites(t *testing.T) {
+	fs := vfs.NewMem()
+	lossy := WriteMode{Name: "lossy", Engine: EngineKV, Open: func(dir string) (Engine, error) {
+		e, err := OpenKV(dir, &kv.Options{FS: fs})
+		return &droppingEngine{Engine: e}, err
+	}}
+	run := WriteModeRun{Keys: 500, SyncKeys: 10, ValueSize: 10, Rounds: 1, Gen: NewKeyGen(3)}
+	_, err := RunWriteModes(context.Background(), fs, "stores", []WriteMode{lossy}, run, nil)
+	if err == nil || !strings.Contains(err.Error(), "lossy, NoSync fill: key") {
+		t.Fatalf("a fill that lost writes gave %v, want an error naming the missing key", err)
+	}
+}
+
+func TestSyncFillKeys(t *testing.T) {
+	for keys, want := range map[int]int{1: 1, 999: 999, 1000: 1000, 100_000: 1000, 500_000: 1000, 1_000_000: 2000} {
+		if got := SyncFillKeys(keys); got != want {
+			t.Errorf("SyncFillKeys(%d) = %d, want %d", keys, got, want)
+		}
+	}
+}
+
+func TestWriteModeResult_NoRounds(t *testing.T) {
+	r := WriteModeResult{Keys: 10, SyncKeys: 10}
+	if !math.IsNaN(r.NsPerSet()) || !math.IsNaN(r.NsPerSyncSet()) {
+		t.Errorf("no rounds: %v, %v ns per Set, want NaN", r.NsPerSet(), r.NsPerSyncSet())
+	}
+}
