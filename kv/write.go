@@ -317,9 +317,9 @@ func (p *commitPipeline) reserve(d *DB, w *writer) (*memTable, *walWriter, int64
 
 // reserveLocked makes room for w's batch in the memtable, assigns its
 // sequence numbers and appends its record to the WAL, under p.mu; the
-// caller then queues it for publication. It returns the memtable to insert into, which
-// counts w among its writers, and the WAL with the stream offset at which
-// the record ends.
+// caller then queues it for publication. It returns the memtable to
+// insert into, which counts w among its writers, and the WAL with the
+// stream offset at which the record ends.
 func (p *commitPipeline) reserveLocked(d *DB, w *writer) (*memTable, *walWriter, int64, error) {
 	if p.err != nil {
 		return nil, nil, 0, p.err
