@@ -66,12 +66,21 @@ var errWALMmapUnavailable = errors.New("kv: memory-mapped WAL not available on "
 // otherwise a walPreallocWriter writing through dst.
 func newWALSpace(fs vfs.FS, f vfs.File, dst io.Writer, off, fileSize, chunk int64) walSpace {
 	if fs == vfs.Default && f.Fd() != vfs.InvalidFd {
-		if m, err := newWALMmapWriter(f, off, chunk, fallocate); err == nil {
+		if m, err := newWALMmapWriter(f, off, min(chunk, maxWALMmapChunk), fallocate); err == nil {
 			return m
 		}
 	}
 	return newWALPreallocWriter(f, dst, off, fileSize, chunk)
 }
+
+// maxWALMmapChunk bounds the chunk a mapped WAL allocates and maps at a
+// time. The space of a mapped chunk is allocated for real and counts in
+// the file's size, so a WAL of large memtables allocated whole would hold
+// its full size on disk from its first write: a store of a few keys would
+// take the memtable's size, which a written WAL does not. A chunk of this
+// size costs one allocation, mapping and unmapping per 4 MiB of records,
+// a fraction of a millisecond.
+const maxWALMmapChunk = 4 << 20
 
 // walMmapWriter writes a WAL's bytes by copying them into a shared
 // mapping of its file, a chunk of it at a time; see above.
