@@ -85,9 +85,12 @@ func (p *Picker) l0Score(v *manifest.Version, busy map[*manifest.FileMetadata]bo
 // table under each key, so PickSettle leaves it.)
 //
 // The compaction takes the L0 tables Pick would, and goes into the base
-// level or, when that writes fewer bytes, stays within L0 (see
+// level or, when that writes fewer bytes and L0 holds a key in two tables
+// or more (its column then has that depth), stays within L0 (see
 // settleInL0): either way the store then settles, as Pebble's does, with
-// at most one L0 table under each key. See "Settling L0" in the package
+// at most one L0 table under each key. (An L0 due by its table count
+// alone, read amplification 1, goes into the base level: merging it
+// within L0 would leave it as due.) See "Settling L0" in the package
 // documentation.
 func (p *Picker) PickSettle(v *Version, inProgress []*Compaction) *Compaction {
 	busy := busyTables(inProgress)
@@ -100,8 +103,10 @@ func (p *Picker) PickSettle(v *Version, inProgress []*Compaction) *Compaction {
 	if c == nil {
 		return nil
 	}
-	if in := p.settleInL0(v, c); in != nil {
-		c = in
+	if l0ReadAmp(v, p.cmp.Compare, busy) >= 2 {
+		if in := p.settleInL0(v, c); in != nil {
+			c = in
+		}
 	}
 	c.Score = scores[0]
 	return c
@@ -131,10 +136,10 @@ func (p *Picker) settleDue(v *manifest.Version, scores [manifest.NumLevels]float
 // settleInL0 returns c, an L0 compaction into the base level, as one
 // that merges the same L0 tables into new L0 tables instead, when that
 // writes fewer bytes: when they hold fewer bytes than the base-level
-// tables under them, which c would rewrite too. No key then has more than
-// one version among the outputs, which line up with the base level's
-// tables (their grandparents), so the settled store keeps one L0 table
-// under each key of the range at a fraction of the cost; the data goes
+// tables under them, which c would rewrite too. The outputs do not
+// overlap one another and line up with the base level's tables (their
+// grandparents), so the settled store keeps one L0 table under each key
+// of the range at a fraction of the cost; the data goes
 // down with the next L0 compaction once writes resume, as part of a
 // base-level rewrite that happens anyway. nil when c writes less, or when
 // an L0 table left out overlaps the inputs' key range and has sequence
