@@ -26,9 +26,9 @@ import (
 //
 //   - no compaction picked conflicts with one running;
 //   - L0 compacts into the base level, which lies at or above every level
-//     holding data, or, settling (PickSettle, tried now and then as if
-//     the writes had stopped), within L0; other levels compact into the
-//     next, or, multi-level, the one after;
+//     holding data, or, settling (PickSettle, as the writes pause now and
+//     then), within L0; other levels compact into the next, or,
+//     multi-level, the one after;
 //   - the levels below L0 stay sorted (Version.CheckOrdering);
 //   - a read, newest L0 table first and then level by level, finds the
 //     newest version of every key written.
@@ -46,7 +46,7 @@ func TestPicker_Model(t *testing.T) {
 	for round := range rounds {
 		// Rounds take every pair of wide expansion and static levels in
 		// turn, so even the few rounds of -short cover each.
-		m := newPickerModel(rng, round%2 == 1, round/2%2 == 1, round%3 != 1, []float64{1.2, 1, 1.5, -1}[round/4%4])
+		m := newPickerModel(rng, round%2 == 1, round/2%2 == 1, false, []float64{1.2, 1, 1.5, -1}[round/4%4])
 		ctx := fmt.Sprintf("seed %d round %d (%s)", seed, round, m.describe())
 		for step := 0; step < 400; step++ {
 			m.step(t, ctx)
@@ -145,7 +145,7 @@ func (m *pickerModel) describe() string {
 // step flushes, picks or finishes a compaction at random, or now and
 // then drains them all as if the writes had paused.
 func (m *pickerModel) step(t *testing.T, ctx string) {
-	if m.rng.IntN(40) == 0 {
+	if m.rng.IntN(100) == 0 {
 		m.drain(t, ctx)
 		return
 	}
@@ -153,7 +153,7 @@ func (m *pickerModel) step(t *testing.T, ctx string) {
 	case r < 4:
 		m.flush(t, ctx)
 	case r < 7 || len(m.running) == 0:
-		m.pickOne(t, ctx, m.rng.IntN(4) == 0)
+		m.pickOne(t, ctx, false)
 	default:
 		m.finish(t, ctx, m.rng.IntN(len(m.running)))
 	}
