@@ -13,7 +13,8 @@ import (
 // merge and the level the result goes to.
 type Compaction struct {
 	// StartLevel is the level the compaction was picked for; OutputLevel is
-	// where its output goes: the base level for L0, else StartLevel+1
+	// where its output goes: the base level for L0 (or L0 itself for one
+	// that settles L0 within it, see Picker.PickSettle), else StartLevel+1
 	// (StartLevel+2 in a multi-level compaction, see Middle), or L6 itself
 	// for L6.
 	StartLevel, OutputLevel int
@@ -29,8 +30,8 @@ type Compaction struct {
 	Middle []*FileMetadata
 	// Smallest and Largest are the user keys bounding all inputs.
 	Smallest, Largest []byte
-	// Grandparents are the tables of the level below OutputLevel that
-	// overlap [Smallest, Largest]. Pass them to RunConfig.Grandparents so
+	// Grandparents are the tables of the level below OutputLevel (for an
+	// L0 output, the base level) that overlap [Smallest, Largest]. Pass them to RunConfig.Grandparents so
 	// Run cuts outputs before any of them overlaps too much of that level.
 	Grandparents []*FileMetadata
 	// MaxGrandparentOverlap is how many bytes of Grandparents one output

@@ -72,36 +72,111 @@ func (p *Picker) l0Score(v *manifest.Version, busy map[*manifest.FileMetadata]bo
 	return max(amp, float64(count)/float64(p.opts.L0CompactionFileThreshold))
 }
 
-// PickSettle returns a compaction of L0 into the base level of v once
-// L0's read amplification has reached half L0CompactionThreshold, where
-// Pebble v1.1.5 compacts it (its score, 2 × read amplification /
-// L0CompactionThreshold, at 1 or more), and at least 2; or nil when it
-// has not, when a level is due (see [Picker.Pick]) or when L0 is blocked
-// by inProgress. (Under a threshold of 1 or 2 Pebble also compacts an L0
-// of read amplification 1; settled is one table under each key, so
-// PickSettle leaves it.)
-// A store calls it when its writes have stopped (every acknowledged write
-// is in a table) and Pick finds nothing: it then settles, as Pebble's
-// does, with at most one L0 table under each key. See "Settling L0" in
-// the package documentation.
+// PickSettle returns the compaction of L0 a store whose writes have
+// stopped (every acknowledged write is in a table) should run, or nil when
+// it should run what [Picker.Pick] returns instead. L0 settles once its
+// read amplification has reached half L0CompactionThreshold, where Pebble
+// v1.1.5 compacts it (its score, 2 × read amplification /
+// L0CompactionThreshold, at 1 or more), and at least 2, as long as no
+// level is due; and, when L0 is due itself, when it is the level Pick
+// would try first. nil when a deeper level goes first, when L0 is settled
+// or when it is blocked by inProgress. (Under a threshold of 1 or 2
+// Pebble also compacts an L0 of read amplification 1; settled is one
+// table under each key, so PickSettle leaves it.)
+//
+// The compaction takes the L0 tables Pick would, and goes into the base
+// level or, when that writes fewer bytes and L0 holds a key in two tables
+// or more (its column then has that depth), stays within L0 (see
+// settleInL0): either way the store then settles, as Pebble's does, with
+// at most one L0 table under each key. (An L0 due by its table count
+// alone, read amplification 1, goes into the base level: merging it
+// within L0 would leave it as due.) See "Settling L0" in the package
+// documentation.
 func (p *Picker) PickSettle(v *Version, inProgress []*Compaction) *Compaction {
 	busy := busyTables(inProgress)
-	if amp := l0ReadAmp(v, p.cmp.Compare, busy); amp < 2 || 2*amp < p.opts.L0CompactionThreshold {
-		return nil
-	}
 	shape := p.Shape(v, inProgress)
 	scores := p.scores(v, shape, busy)
-	prio := priorities(scores, shape.BaseLevel)
-	for level := 0; level < manifest.NumLevels-1; level++ {
-		if prio[level] >= 1 {
-			return nil
-		}
+	if !p.settleDue(v, scores, shape.BaseLevel, busy) {
+		return nil
 	}
 	c := p.pickL0(v, shape.BaseLevel, busy, inProgress)
-	if c != nil {
-		c.Score = scores[0]
+	if c == nil {
+		return nil
 	}
+	if l0ReadAmp(v, p.cmp.Compare, busy) >= 2 {
+		if in := p.settleInL0(v, c); in != nil {
+			c = in
+		}
+	}
+	c.Score = scores[0]
 	return c
+}
+
+// settleDue reports whether a store whose writes have stopped should
+// compact L0 now (see PickSettle): when L0 is the due level of the highest
+// priority (the shallower first on a tie, as Pick tries them), or when no
+// level is due and L0's read amplification, leaving out busy, reaches half
+// L0CompactionThreshold and 2.
+func (p *Picker) settleDue(v *manifest.Version, scores [manifest.NumLevels]float64, baseLevel int,
+	busy map[*manifest.FileMetadata]bool) bool {
+	prio := priorities(scores, baseLevel)
+	top := -1
+	for level := 0; level < manifest.NumLevels-1; level++ {
+		if prio[level] >= 1 && (top < 0 || prio[level] > prio[top]) {
+			top = level
+		}
+	}
+	if top >= 0 {
+		return top == 0
+	}
+	amp := l0ReadAmp(v, p.cmp.Compare, busy)
+	return amp >= 2 && 2*amp >= p.opts.L0CompactionThreshold
+}
+
+// settleInL0 returns c, an L0 compaction into the base level, as one
+// that merges the same L0 tables into new L0 tables instead, when that
+// writes fewer bytes: when they hold fewer bytes than the base-level
+// tables under them, which c would rewrite too. The outputs do not
+// overlap one another and line up with the base level's tables (their
+// grandparents), so the settled store keeps one L0 table under each key
+// of the range at a fraction of the cost; the data goes
+// down with the next L0 compaction once writes resume, as part of a
+// base-level rewrite that happens anyway. nil when c writes less, or when
+// an L0 table left out overlaps the inputs' key range and has sequence
+// numbers among theirs: the outputs could not be ordered with it (see
+// l0SeqDisjoint). See "Settling L0" in the package documentation.
+func (p *Picker) settleInL0(v *manifest.Version, c *Compaction) *Compaction {
+	cmp := p.cmp.Compare
+	if totalSize(c.Inputs[0]) >= totalSize(c.Inputs[1]) || !l0SeqDisjoint(v, cmp, c.Inputs[0]) {
+		return nil
+	}
+	in := &Compaction{StartLevel: 0, OutputLevel: 0, Grandparents: c.Inputs[1],
+		MaxGrandparentOverlap: c.MaxGrandparentOverlap}
+	in.Inputs[0] = c.Inputs[0]
+	in.Smallest, in.Largest = keyRange(cmp, in.Inputs[0])
+	return in
+}
+
+// l0SeqDisjoint reports whether every L0 table of v outside inputs that
+// overlaps their key range holds only sequence numbers above or only
+// below all of theirs. L0 is read newest table first, by largest sequence
+// number: tables written by merging inputs within L0, spanning their
+// sequence numbers, then sort correctly against each such table, but not
+// against one whose sequence numbers interleave with theirs.
+func l0SeqDisjoint(v *manifest.Version, cmp base.Compare, inputs []*manifest.FileMetadata) bool {
+	taken := make(map[*manifest.FileMetadata]bool, len(inputs))
+	lo, hi := base.SeqNumMax, base.SeqNum(0)
+	for _, f := range inputs {
+		taken[f] = true
+		lo, hi = min(lo, f.SmallestSeqNum), max(hi, f.LargestSeqNum)
+	}
+	s, l := keyRange(cmp, inputs)
+	for _, f := range v.Levels[0] {
+		if !taken[f] && f.Overlaps(cmp, s, l) && f.LargestSeqNum >= lo && f.SmallestSeqNum <= hi {
+			return false
+		}
+	}
+	return true
 }
 
 // pickL0 compacts a column of L0 into baseLevel: every free L0 table

@@ -26,8 +26,9 @@ import (
 //
 //   - no compaction picked conflicts with one running;
 //   - L0 compacts into the base level, which lies at or above every level
-//     holding data, and other levels into the next, or, multi-level, the
-//     one after;
+//     holding data, or, settling (PickSettle, as the writes pause now and
+//     then), within L0; other levels compact into the next, or,
+//     multi-level, the one after;
 //   - the levels below L0 stay sorted (Version.CheckOrdering);
 //   - a read, newest L0 table first and then level by level, finds the
 //     newest version of every key written.
@@ -41,30 +42,27 @@ func TestPicker_Model(t *testing.T) {
 	if testing.Short() {
 		rounds = 5
 	}
-	mostRunning, bases, multiLevel, capped := 0, map[int]bool{}, 0, 0
+	mostRunning, bases, multiLevel, capped, inL0 := 0, map[int]bool{}, 0, 0, 0
 	for round := range rounds {
 		// Rounds take every pair of wide expansion and static levels in
 		// turn, so even the few rounds of -short cover each.
-		m := newPickerModel(rng, round%2 == 1, round/2%2 == 1, []float64{1.2, 1, 1.5, -1}[round/4%4])
+		m := newPickerModel(rng, round%2 == 1, round/2%2 == 1, false, []float64{1.2, 1, 1.5, -1}[round/4%4])
 		ctx := fmt.Sprintf("seed %d round %d (%s)", seed, round, m.describe())
 		for step := 0; step < 400; step++ {
 			m.step(t, ctx)
 		}
-		for len(m.running) > 0 || m.pickOne(t, ctx, true) { // writes stopped: L0 settles too
-			if len(m.running) > 0 {
-				m.finish(t, ctx, rng.IntN(len(m.running)))
-			}
-		}
+		m.drain(t, ctx)
 		m.checkSettled(t, ctx)
 		mostRunning = max(mostRunning, m.mostRunning)
 		multiLevel += m.multiLevel
 		capped += m.capped
+		inL0 += m.inL0
 		for level := range m.bases {
 			bases[level] = true
 		}
 	}
-	t.Logf("at most %d compactions running at once; base levels %v; %d multi-level compactions; %d picks under a lowered L5 target",
-		mostRunning, slices.Sorted(maps.Keys(bases)), multiLevel, capped)
+	t.Logf("at most %d compactions running at once; base levels %v; %d multi-level compactions; %d picks under a lowered L5 target; %d settles within L0",
+		mostRunning, slices.Sorted(maps.Keys(bases)), multiLevel, capped, inL0)
 	if mostRunning < 2 || len(bases) < 2 || multiLevel == 0 || capped == 0 {
 		t.Errorf("seed %d: the histories never ran compactions side by side, never moved the base level, never carried a compaction on a level or never lowered L5's target for space", seed)
 	}
@@ -90,6 +88,7 @@ type pickerModel struct {
 	mostRunning int          // the most compactions running at once
 	bases       map[int]bool // the base levels L0 compacted into
 	multiLevel  int          // multi-level compactions picked
+	inL0        int          // settling compactions within L0 picked
 	// unbounded is p without MaxSpaceAmp, which p's L5 target is compared
 	// with; capped counts the picks made under a lower one.
 	unbounded *Picker
@@ -99,10 +98,11 @@ type pickerModel struct {
 const modelKeys = 300
 
 // newPickerModel returns a history with random options; wideExpansion sets
-// an expansion limit far above the default, and staticLevels sizes the
+// an expansion limit far above the default, staticLevels sizes the
 // levels from L1 down (else from the bottom up, the base level moving,
-// under maxSpaceAmp).
-func newPickerModel(rng *rand.Rand, wideExpansion, staticLevels bool, maxSpaceAmp float64) *pickerModel {
+// under maxSpaceAmp), and bigBase makes the base level's target eight
+// times bigger.
+func newPickerModel(rng *rand.Rand, wideExpansion, staticLevels, bigBase bool, maxSpaceAmp float64) *pickerModel {
 	opts := Options{
 		L0CompactionThreshold:     2 + rng.IntN(3),
 		LBaseMaxBytes:             int64(4+rng.IntN(12)) << 10,
@@ -114,6 +114,11 @@ func newPickerModel(rng *rand.Rand, wideExpansion, staticLevels bool, maxSpaceAm
 		L0CompactionConcurrency:   1,
 		CompactionDebtConcurrency: 1,
 		MaxSpaceAmp:               maxSpaceAmp,
+	}
+	if bigBase {
+		// A base level far bigger than a flush: L0 then settles within
+		// itself (PickSettle), cheaper than rewriting the base level.
+		opts.LBaseMaxBytes <<= 3
 	}
 	if wideExpansion {
 		// Each compaction here writes one table; a wide expansion limit
@@ -137,8 +142,13 @@ func (m *pickerModel) describe() string {
 		m.opts.MaxSpaceAmp)
 }
 
-// step flushes, picks or finishes a compaction at random.
+// step flushes, picks or finishes a compaction at random, or now and
+// then drains them all as if the writes had paused.
 func (m *pickerModel) step(t *testing.T, ctx string) {
+	if m.rng.IntN(100) == 0 {
+		m.drain(t, ctx)
+		return
+	}
 	switch r := m.rng.IntN(10); {
 	case r < 4:
 		m.flush(t, ctx)
@@ -146,6 +156,16 @@ func (m *pickerModel) step(t *testing.T, ctx string) {
 		m.pickOne(t, ctx, false)
 	default:
 		m.finish(t, ctx, m.rng.IntN(len(m.running)))
+	}
+}
+
+// drain picks and finishes compactions, settling L0 too (PickSettle), as
+// a store whose writes have stopped does, until nothing more is picked.
+func (m *pickerModel) drain(t *testing.T, ctx string) {
+	for len(m.running) > 0 || m.pickOne(t, ctx, true) {
+		if len(m.running) > 0 {
+			m.finish(t, ctx, m.rng.IntN(len(m.running)))
+		}
 	}
 }
 
@@ -196,9 +216,12 @@ func (m *pickerModel) pickOne(t *testing.T, ctx string, settle bool) bool {
 	if shape.MaxBytes[NumLevels-2] < m.unbounded.Shape(m.v, m.running).MaxBytes[NumLevels-2] {
 		m.capped++
 	}
-	c := m.p.Pick(m.v, m.running)
-	if c == nil && settle {
+	var c *Compaction
+	if settle { // as kv picks once its writes have stopped
 		c = m.p.PickSettle(m.v, m.running)
+	}
+	if c == nil {
+		c = m.p.Pick(m.v, m.running)
 	}
 	if c == nil {
 		return false
@@ -209,6 +232,11 @@ func (m *pickerModel) pickOne(t *testing.T, ctx string, settle bool) bool {
 		}
 	}
 	switch {
+	case c.StartLevel == 0 && c.OutputLevel == 0:
+		if !settle {
+			t.Fatalf("%s: %s: only a settling L0 compaction stays in L0", ctx, c)
+		}
+		m.inL0++
 	case c.StartLevel == 0 && c.OutputLevel != shape.BaseLevel:
 		t.Fatalf("%s: %s: L0 goes to the base level L%d", ctx, c, shape.BaseLevel)
 	case c.StartLevel > 0 && len(c.Middle) == 0 && c.OutputLevel != c.StartLevel+1:
@@ -226,7 +254,7 @@ func (m *pickerModel) pickOne(t *testing.T, ctx string, settle bool) bool {
 	}
 	m.running = append(m.running, c)
 	m.mostRunning = max(m.mostRunning, len(m.running))
-	if c.StartLevel == 0 {
+	if c.StartLevel == 0 && c.OutputLevel > 0 {
 		m.bases[c.OutputLevel] = true
 	}
 	return true
@@ -334,3 +362,61 @@ func (m *pickerModel) checkSettled(t *testing.T, ctx string) {
 		}
 	}
 }
+
+// TestPicker_SettleInL0 drives histories where L0 settles above a base
+// level far bigger than a flush: a store grows, then takes one to three
+// flushes at a time and drains between them, settling L0
+// (Picker.PickSettle) as a store whose writes pause does. Each settle
+// stays within L0 only when that writes less than compacting into the
+// base level would (its L0 tables hold fewer bytes than the base-level
+// tables under them) and no other L0 table interleaves its sequence
+// numbers with theirs, and goes into the base level otherwise. The
+// model's checks hold throughout: every key reads its newest version,
+// and once drained L0 has settled.
+func TestPicker_SettleInL0(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, seed))
+	inL0, intoBase := 0, 0
+	for round := range 10 {
+		m := newPickerModel(rng, false, false, true, -1)
+		ctx := fmt.Sprintf("seed %d round %d (%s)", seed, round, m.describe())
+		for totalSize(m.v.Levels[NumLevels-1]) < modelKeys<<9 {
+			m.flush(t, ctx)
+			m.drain(t, ctx)
+		}
+		for range 50 {
+			for range 1 + rng.IntN(3) {
+				m.flush(t, ctx)
+			}
+			for len(m.running) > 0 || m.pickOne(t, ctx, false) {
+				if len(m.running) > 0 {
+					m.finish(t, ctx, rng.IntN(len(m.running)))
+				}
+			}
+			if c := m.p.PickSettle(m.v, nil); c != nil {
+				base := m.p.Shape(m.v, nil).BaseLevel
+				under := totalSize(overlapsSorted(m.v.Levels[base], base0Compare, c.Smallest, c.Largest))
+				cheaper := totalSize(c.Inputs[0]) < under && l0SeqDisjoint(m.v, base0Compare, c.Inputs[0])
+				switch {
+				case c.OutputLevel == 0 && !cheaper:
+					t.Fatalf("%s: %s settles within L0, though %d B of L0 go above %d B of L%d", ctx, c, totalSize(c.Inputs[0]), under, base)
+				case c.OutputLevel == 0:
+					inL0++
+				case cheaper:
+					t.Fatalf("%s: %s settles into L%d, though %d B of L0 go above %d B there", ctx, c, base, totalSize(c.Inputs[0]), under)
+				default:
+					intoBase++
+				}
+			}
+			m.drain(t, ctx)
+			m.checkSettled(t, ctx)
+		}
+	}
+	t.Logf("%d settles within L0, %d into the base level", inL0, intoBase)
+	if inL0 < 3 || intoBase < 3 {
+		t.Errorf("seed %d: %d settles within L0 and %d into the base level; want at least 3 of each", seed, inL0, intoBase)
+	}
+}
+
+var base0Compare = base.DefaultComparer.Compare

@@ -3,7 +3,9 @@ package kv_test
 import (
 	"flag"
 	"fmt"
+	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -33,7 +35,9 @@ import (
 // -writeampmemtable sets both engines' memtable size; -writeampdefaults
 // opens each engine with its own default options instead of the shared
 // ones; -writeampsplit sets bloomkv's FlushSplitBytes, to compare flush
-// shapes. Write amplification is a count of bytes, so it can be measured
+// shapes. With -writeamptrace each engine's compactions follow, summed
+// by start and output level: how many, the bytes they read and wrote, and
+// the L0 tables the L0 compactions took. Write amplification is a count of bytes, so it can be measured
 // on a loaded machine; the fill times cannot.
 func BenchmarkWriteAmpFill(b *testing.B) {
 	for round := 1; round <= *writeAmpRounds; round++ {
@@ -54,6 +58,7 @@ var (
 	writeAmpRounds   = flag.Int("writeamprounds", 2, "BenchmarkWriteAmpFill: rounds, engines alternated")
 	writeAmpMemTable = flag.Int64("writeampmemtable", 0, "BenchmarkWriteAmpFill: memtable size of both engines in bytes (0: the options' own)")
 	writeAmpSplit    = flag.Int64("writeampsplit", 0, "BenchmarkWriteAmpFill: bloomkv's FlushSplitBytes (0: its default)")
+	writeAmpTrace    = flag.Bool("writeamptrace", false, "BenchmarkWriteAmpFill: log each engine's compactions, summed by start and output level")
 	writeAmpDefaults = flag.Bool("writeampdefaults", false, "BenchmarkWriteAmpFill: open each engine with its own default options (and the byte-counting FS) instead of the benchmarks' shared ones")
 )
 
@@ -62,7 +67,8 @@ var (
 func writeAmpFill(b *testing.B, open func(*testing.B, string, bool) bench.Engine, name string) {
 	b.StopTimer()
 	fs := &byteCountingFS{FS: vfs.Default}
-	e := openOnFS(b, open, name, fs)
+	trace := &compactionTrace{}
+	e := openOnFS(b, open, name, fs, trace)
 	n, batch := *writeAmpKeys, *writeAmpBatch
 	var depthSum, depthMax, samples int
 	start := time.Now()
@@ -94,6 +100,9 @@ func writeAmpFill(b *testing.B, open func(*testing.B, string, bool) bench.Engine
 	if *fillMetrics {
 		b.Logf("%s settled metrics:\n%s", name, engineMetrics(e))
 	}
+	if *writeAmpTrace {
+		b.Logf("%s compactions:\n%s", name, trace)
+	}
 	b.ReportMetric(float64(n)/elapsed.Seconds(), "keys/s")
 	b.ReportMetric(fsAmp, "write-amp")
 	b.ReportMetric(float64(table)/1e6, "table-MB")
@@ -105,8 +114,9 @@ func writeAmpFill(b *testing.B, open func(*testing.B, string, bool) bench.Engine
 }
 
 // openOnFS opens a fresh store of the named engine with the benchmarks'
-// options on fs.
-func openOnFS(b *testing.B, open func(*testing.B, string, bool) bench.Engine, name string, fs vfs.FS) bench.Engine {
+// options on fs, its compactions reported to trace.
+func openOnFS(b *testing.B, open func(*testing.B, string, bool) bench.Engine, name string, fs vfs.FS,
+	trace *compactionTrace) bench.Engine {
 	dir := b.TempDir()
 	switch name {
 	case bench.EngineKV:
@@ -119,6 +129,7 @@ func openOnFS(b *testing.B, open func(*testing.B, string, bool) bench.Engine, na
 			opts.MemTableSize = *writeAmpMemTable
 		}
 		opts.FlushSplitBytes = *writeAmpSplit
+		opts.EventListener = &kv.EventListener{CompactionEnd: trace.addKV, FlushEnd: trace.addKVFlush}
 		return openBloomkvWith(b, dir, opts)
 	case bench.EnginePebble:
 		opts := pebbleBenchOptions(true)
@@ -129,6 +140,7 @@ func openOnFS(b *testing.B, open func(*testing.B, string, bool) bench.Engine, na
 		if *writeAmpMemTable > 0 {
 			opts.MemTableSize = uint64(*writeAmpMemTable)
 		}
+		opts.EventListener = &pebble.EventListener{CompactionEnd: trace.addPebble}
 		return openPebbleWith(b, dir, opts)
 	}
 	return open(b, dir, true)
@@ -210,4 +222,118 @@ func (f *countedFile) WriteAt(p []byte, off int64) (int, error) {
 	n, err := f.File.WriteAt(p, off)
 	f.n.Add(int64(n))
 	return n, err
+}
+
+// compactionTrace sums an engine's finished compactions by start and
+// output level.
+type compactionTrace struct {
+	mu    sync.Mutex
+	sums  map[[2]int]*compactionSum
+	l0    map[uint64]bool // bloomkv: the tables flushes wrote
+	steps []string        // each L0 compaction, in order
+}
+
+// compactionSum is what the compactions from one level into another did.
+type compactionSum struct {
+	count, l0Tables int
+	in, out         int64
+}
+
+func (t *compactionTrace) add(start, output, l0Tables int, l0Bytes, in, out int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if start == 0 {
+		t.steps = append(t.steps, fmt.Sprintf("L0->L%d %d tables %.1f MB + %.1f MB -> %.1f MB",
+			output, l0Tables, float64(l0Bytes)/1e6, float64(in-l0Bytes)/1e6, float64(out)/1e6))
+	}
+	if t.sums == nil {
+		t.sums = make(map[[2]int]*compactionSum)
+	}
+	s := t.sums[[2]int{start, output}]
+	if s == nil {
+		s = &compactionSum{}
+		t.sums[[2]int{start, output}] = s
+	}
+	s.count++
+	s.l0Tables += l0Tables
+	s.in += in
+	s.out += out
+}
+
+func (t *compactionTrace) addKVFlush(info kv.FlushInfo) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.l0 == nil {
+		t.l0 = make(map[uint64]bool)
+	}
+	for _, f := range info.Output {
+		t.l0[f.FileNum] = true
+	}
+}
+
+func (t *compactionTrace) addKV(info kv.CompactionInfo) {
+	if info.Err != nil {
+		return
+	}
+	l0Tables, l0Bytes := 0, int64(0)
+	if info.StartLevel == 0 {
+		t.mu.Lock()
+		for _, f := range info.Input {
+			if t.l0[f.FileNum] {
+				l0Tables++
+				l0Bytes += int64(f.Size)
+			}
+		}
+		t.mu.Unlock()
+	}
+	t.add(info.StartLevel, info.OutputLevel, l0Tables, l0Bytes, info.InputBytes, info.OutputBytes)
+}
+
+func (t *compactionTrace) addPebble(info pebble.CompactionInfo) {
+	if info.Err != nil || len(info.Input) == 0 {
+		return
+	}
+	var in, out, l0Bytes int64
+	l0Tables := 0
+	for _, l := range info.Input {
+		for _, f := range l.Tables {
+			in += int64(f.Size)
+			if l.Level == 0 {
+				l0Bytes += int64(f.Size)
+			}
+		}
+		if l.Level == 0 {
+			l0Tables += len(l.Tables)
+		}
+	}
+	for _, f := range info.Output.Tables {
+		out += int64(f.Size)
+	}
+	t.add(info.Input[0].Level, info.Output.Level, l0Tables, l0Bytes, in, out)
+}
+
+// String lists the sums, one line per start and output level.
+func (t *compactionTrace) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	keys := make([][2]int, 0, len(t.sums))
+	for k := range t.sums {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		return keys[i][0] < keys[j][0] || keys[i][0] == keys[j][0] && keys[i][1] < keys[j][1]
+	})
+	var sb strings.Builder
+	for _, k := range keys {
+		s := t.sums[k]
+		fmt.Fprintf(&sb, "    L%d->L%d: %d compactions, %.1f MB read, %.1f MB written", k[0], k[1], s.count, float64(s.in)/1e6, float64(s.out)/1e6)
+		if s.l0Tables > 0 {
+			fmt.Fprintf(&sb, ", %.1f L0 tables each", float64(s.l0Tables)/float64(s.count))
+		}
+		sb.WriteString("\n")
+	}
+	for _, step := range t.steps {
+		fmt.Fprintf(&sb, "      %s\n", step)
+	}
+	return sb.String()
 }

@@ -17,10 +17,12 @@ import (
 // Options.MaxConcurrentCompactions at once and as long as the picker
 // wants another beside those running (compaction.Picker.WantsAnother).
 // Compact pauses them. Once every acknowledged write is in a table (the
-// memtable empty, none waiting to flush) and nothing else is due, L0 goes
-// down from half Options.L0CompactionThreshold on
-// (compaction.Picker.PickSettle), as in Pebble: a store whose writes
-// stopped keeps at most one L0 table under each key, unless
+// memtable empty, none waiting to flush), L0 settles
+// (compaction.Picker.PickSettle): from half Options.L0CompactionThreshold
+// on, as in Pebble, when nothing else is due, and by the cheaper of
+// compacting into the base level and merging within L0, so a store whose
+// writes stopped keeps at most one L0 table under each key without
+// rewriting a base level far bigger than its L0; unless
 // Options.DisableL0Settling.
 func (d *DB) maybeScheduleCompactionLocked() {
 	if d.opts.DisableAutomaticCompactions || d.mu.manual > 0 || d.mu.bgErr != nil || d.closed.Load() {
@@ -28,9 +30,12 @@ func (d *DB) maybeScheduleCompactionLocked() {
 	}
 	v := d.mu.versions.current
 	for len(d.mu.compacting) < d.opts.MaxConcurrentCompactions && d.picker.WantsAnother(v, d.mu.compacting) {
-		c := d.picker.Pick(v, d.mu.compacting)
-		if c == nil && !d.opts.DisableL0Settling && d.mu.mem.empty() && len(d.mu.imm) == 0 {
+		var c *compaction.Compaction
+		if !d.opts.DisableL0Settling && d.mu.mem.empty() && len(d.mu.imm) == 0 {
 			c = d.picker.PickSettle(v, d.mu.compacting)
+		}
+		if c == nil {
+			c = d.picker.Pick(v, d.mu.compacting)
 		}
 		if c == nil {
 			return

@@ -107,7 +107,12 @@
 // the compaction picker what to do, merges the inputs into new tables of the
 // output level, and retires the inputs in the same MANIFEST edit. Input files
 // are deleted once no Version (held by reads, iterators and snapshots'
-// iterators) refers to them.
+// iterators) refers to them. Once every acknowledged write is in a table,
+// L0 settles to one table under each key (unless
+// Options.DisableL0Settling): into the base level, or, when its tables
+// hold fewer bytes than the base-level tables under them, by merging them
+// within L0, which spares rewriting the base level until writes resume
+// (Metrics then shows L0 BytesCompacted; see compaction.Picker.PickSettle).
 //
 // Get looks in the memtable, the immutable memtables newest first, the L0
 // tables newest first, and then in L1..L6 at the one table per level whose

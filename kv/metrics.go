@@ -103,7 +103,8 @@ type LevelMetrics struct {
 	BytesRead, BytesWritten int64
 	// BytesFlushed and BytesCompacted split BytesWritten by what wrote
 	// the tables: flushes of memtables (L0 only) and compactions (every
-	// level below L0), so that a level's share of the store's write
+	// level below L0, and L0 itself when it settles within L0: see
+	// compaction.Picker.PickSettle), so that a level's share of the store's write
 	// amplification shows whichever kind of work wrote it. Their sums
 	// over the levels are Flush.BytesWritten and Compact.BytesWritten.
 	BytesFlushed, BytesCompacted int64
@@ -328,9 +329,7 @@ func (d *DB) counterMetrics() Metrics {
 		l.BytesFlushed, l.BytesCompacted = c.bytesFlushed.Load(), c.bytesCompacted.Load()
 		m.Lookups.add(l.Lookups)
 		m.Compact.BytesRead += l.BytesRead
-		if i > 0 {
-			m.Compact.BytesWritten += l.BytesWritten
-		}
+		m.Compact.BytesWritten += l.BytesCompacted
 	}
 	m.Flush.Count, m.Flush.BytesWritten = d.metrics.flushes.Load(), d.metrics.flushBytes.Load()
 	m.Compact.Count = d.metrics.compactions.Load()
