@@ -259,16 +259,33 @@ func (w *walMmapWriter) Write(p []byte) (int, error) {
 	return written, nil
 }
 
+// copyInPiece bounds the bytes copyIn stores with one copy.
+const copyInPiece = 256
+
 // copyIn copies what fits of p into the mapping at w.off. A memory fault
 // while copying (see above) is returned as an error, not a crash.
+//
+// It copies in ascending pieces of at most copyInPiece bytes, so that a
+// process killed in mid-copy leaves a prefix of the bytes in the file.
+// The runtime's copy of a large slice stores its first bytes last (on
+// amd64 it holds the head in registers through the main loop), and a kill
+// then would leave a chunk header unwritten with whole chunks after it:
+// damage followed by valid data, which recovery must take for
+// corruption, where a torn tail is what the crash left. A copy of at
+// most 256 bytes stores in ascending order.
 func (w *walMmapWriter) copyIn(p []byte) (n int, err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("kv: memory fault writing mapped WAL at offset %d: %v", w.off, r)
+			err = fmt.Errorf("kv: memory fault writing mapped WAL at offset %d: %v", w.off+int64(n), r)
 		}
 	}()
-	return copy(w.mapped[w.off-w.mapOff:], p), nil
+	dst := w.mapped[w.off-w.mapOff:]
+	p = p[:min(len(p), len(dst))]
+	for n < len(p) {
+		n += copy(dst[n:], p[n:min(len(p), n+copyInPiece)])
+	}
+	return n, nil
 }
 
 // remap maps the chunk of the file from w.off's page on, allocating its
