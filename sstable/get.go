@@ -61,7 +61,7 @@ func (r *Reader) getPoint(userKey []byte, seq base.SeqNum, stats *LookupStats) (
 		}
 	}()
 	for ; i < len(r.blocks); i++ {
-		if fb != nil && !r.filterPolicy.MayContain(fb.filter(i), filterKey) {
+		if fb != nil && !fb.policy.MayContain(fb.filter(i), filterKey) {
 			stats.FilterNegatives++
 			return nil, key, false, nil
 		}
