@@ -46,8 +46,21 @@ type tableEntry struct {
 	err    error
 
 	// filterBytes is the table's filter block size by the MANIFEST: what
-	// holding its filter charges against a cap (see filterHolder).
+	// holding its own filter charges against a cap (see filterHolder).
+	// blocks is its data blocks as a plan reckons them (tableBlocks), and
+	// ownBits its own filter's bits per entry (see ownBits); both set once
+	// open.
 	filterBytes int64
+	blocks      int64
+	ownBits     float64
+	// filterMu guards what the filter holder charged for the filter the
+	// Reader holds: heldBytes (0: none), its bits per entry heldBits, and
+	// heldBuilt, set when it was built in memory rather than the table's
+	// own.
+	filterMu  sync.Mutex
+	heldBytes int64
+	heldBits  float64
+	heldBuilt bool
 
 	refs       atomic.Int32 // the cache's own reference while listed, plus users
 	referenced atomic.Bool  // got since it was listed or the hand last passed it
@@ -122,6 +135,8 @@ func (c *tableCache) insert(f *manifest.FileMetadata) (*tableEntry, error) {
 	e.reader, e.err = c.open(f)
 	if e.err == nil {
 		c.indexBytes.Add(e.reader.IndexSize())
+		e.blocks = tableBlocks(f, c.d.opts.BlockSize)
+		e.ownBits = ownBits(f, e.blocks)
 		c.d.filterMem.opened(e)
 	}
 	e.opened.Store(true)

@@ -1,0 +1,398 @@
+package kv
+
+import (
+	"cmp"
+	"math"
+	"slices"
+
+	"github.com/bloomkv/bloomkv/bloompolicy"
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/manifest"
+)
+
+// This file decides, under a cap on filter memory, the filter each table
+// of a Version holds: the traffic model that weighs the levels by the
+// lookups they miss, and the plan that spends the cap on the tree as it
+// stands.
+//
+// The plan allocates the cap (less the filter blocks' bookkeeping) over
+// the runs of the Version with bloompolicy.Allocate: each L0 table a run,
+// each deeper level one. A table then holds a filter of the bits per key
+// its run gets: its own, written with the table, when that is within
+// filterBitsSlack of them, or else one built in memory from its keys at
+// exactly those bits (sstable.Reader.BuildFilter). Holding what the
+// allocation gives rather than all or nothing keeps the tables written
+// while the store was small, with large filters, from being dropped whole
+// once it grows, and lets the tables written while it was large, or while
+// transient L0 tables took a share of the cap, hold the bits the settled
+// tree gives them. The slack bounds how often a growing store rebuilds:
+// a table's filter is built again only once the allocation has moved by
+// a quarter of a bit per key (about 12% in false-positive rate).
+
+// filterBitsSlack is how far, in bits per key, the filter a table holds
+// (or its own) may be from what the allocation gives it before a pass
+// builds it one of exactly that.
+const filterBitsSlack = 0.25
+
+// filterPriorLookups is the weight, in decayed lookups, of the prior
+// belief that every lookup misses in every run (Monkey's assumption): it
+// keeps a level that has seen no lookups yet from looking useless.
+const filterPriorLookups = 1000
+
+// filterHalfLife is the number of lookups over which the weight of those
+// counted before halves, so that the allocation follows a workload that
+// changes. It is counted in lookups rather than passes so that the
+// allocation does not depend on how often the tree changes.
+const filterHalfLife = 100_000
+
+// trafficModel turns the per-level lookup counters into decayed misses
+// per lookup.
+type trafficModel struct {
+	lastGets   int64
+	lastMisses [manifest.NumLevels]int64
+	lastL0     int // L0 tables at the last update
+	gets       float64
+	misses     [manifest.NumLevels]float64
+	// l0Exposure is the decayed sum, over the lookups, of the L0 tables
+	// there were to reach: L0's misses over it are one L0 table's.
+	l0Exposure float64
+}
+
+// update folds the counters' growth since the last update into the
+// sums, decayed by the lookups counted since (filterHalfLife), and returns the misses per lookup of each level, smoothed
+// toward 1 by filterPriorLookups: for L1 and deeper the lookups that
+// reach the level and miss there, per lookup served; for L0 those of one
+// L0 table (L0's misses over the L0 tables the lookups had to ask: as
+// many as at the last update, since a pass follows every change of the
+// tree; l0 is the count now). nil when no lookup was ever counted.
+func (t *trafficModel) update(m *dbMetrics, l0 int) *[manifest.NumLevels]float64 {
+	gets := m.gets.Load() + m.prefixSeeks.Load()
+	newGets := float64(gets - t.lastGets)
+	decay := math.Exp2(-newGets / filterHalfLife)
+	t.gets = decay*t.gets + newGets
+	t.l0Exposure = decay*t.l0Exposure + newGets*float64(t.lastL0)
+	t.lastGets, t.lastL0 = gets, l0
+	for l := range t.misses {
+		c := &m.levels[l].lookups
+		misses := c.tablesConsidered.Load() - c.found.Load()
+		t.misses[l] = decay*t.misses[l] + float64(misses-t.lastMisses[l])
+		t.lastMisses[l] = misses
+	}
+	if gets == 0 {
+		return nil
+	}
+	var w [manifest.NumLevels]float64
+	for l := range w {
+		w[l] = (t.misses[l] + filterPriorLookups) / (t.gets + filterPriorLookups)
+	}
+	w[0] = (t.misses[0] + filterPriorLookups) / (t.l0Exposure + filterPriorLookups)
+	return &w
+}
+
+// holdKind is the filter a plan has a table hold.
+type holdKind uint8
+
+const (
+	holdNone  holdKind = iota // no filter: lookups read the table as if it had none
+	holdOwn                   // the table's own filter, as written
+	holdBuilt                 // a filter built in memory at the plan's bits per key
+)
+
+// tablePlan is what a pass decided for one table of its Version.
+type tablePlan struct {
+	bits  float64 // bits per entry the allocation gives the table; 0: none
+	hold  holdKind
+	bytes int64 // what holding it charges against the cap (built: estimated)
+}
+
+// tableFilterState is what a plan needs to know of a table: its data
+// blocks (see tableBlocks), and the filter its open Reader holds (bits 0:
+// none, or not open). ownUsable says the table's own filter can be read.
+type tableFilterState struct {
+	blocks    int64
+	heldBits  float64
+	heldBuilt bool
+	ownUsable bool
+}
+
+// planCandidate is a table the plan may have hold a filter, the choice it
+// prefers and the reads per lookup that choice saves per byte.
+type planCandidate struct {
+	f     *manifest.FileMetadata
+	plan  tablePlan
+	score float64
+}
+
+// planFilters returns, for each table of v, the filter it holds under cap
+// bytes, and the number of tables that then hold none though the
+// allocation gave them bits or they carry a filter. misses is the
+// traffic model's (nil: Monkey's rule); state tells of each table. The
+// bytes of the filters a plan keeps or builds are estimates: a plan whose
+// filters would take more than the cap is made again for a budget less
+// the excess, a few times, before the filters that save the fewest reads
+// per byte are left out.
+func planFilters(v *manifest.Version, misses *[manifest.NumLevels]float64, cap int64, blockSize int,
+	state func(*manifest.FileMetadata) tableFilterState) (map[base.FileNum]tablePlan, int64) {
+	runs, runOf, _, budget := capRuns(v, misses, cap, blockSize, nil)
+	states := map[base.FileNum]tableFilterState{}
+	for _, files := range v.Levels {
+		for _, f := range files {
+			states[f.FileNum] = state(f)
+		}
+	}
+	for try := 0; ; try++ {
+		cands := planCandidates(v, misses, runs, runOf, budget, states)
+		var want int64
+		for _, c := range cands {
+			want += c.plan.bytes
+		}
+		if want <= cap || try == 3 || budget <= 0 {
+			return fitPlans(v, cands, cap, states)
+		}
+		budget -= want - cap
+	}
+}
+
+// planCandidates returns the tables of v to which the allocation of
+// budget bytes over runs gives bits, with the filter each would hold.
+func planCandidates(v *manifest.Version, misses *[manifest.NumLevels]float64, runs []bloompolicy.Runs,
+	runOf map[base.FileNum]int, budget int64, states map[base.FileNum]tableFilterState) []planCandidate {
+	var filters []bloompolicy.RunFilter
+	if budget > 0 && len(runs) > 0 {
+		filters, _ = bloompolicy.Allocate(runs, bloompolicy.Budget{Bytes: budget})
+	}
+	var cands []planCandidate
+	for l, files := range v.Levels {
+		var levelEntries float64
+		for _, f := range files {
+			levelEntries += float64(f.NumEntries)
+		}
+		for _, f := range files {
+			i, ok := runOf[f.FileNum]
+			if !ok || filters == nil {
+				continue
+			}
+			// Down to the 1/16 bit RunFilter.Policy builds, within the budget.
+			bits := math.Floor(filters[i].BitsPerKey*16) / 16
+			if bits < planMinBits {
+				continue
+			}
+			p := chooseFilter(f, states[f.FileNum], bits)
+			reach := tableReach(l, float64(f.NumEntries)/levelEntries, misses)
+			cands = append(cands, planCandidate{f: f, plan: p, score: reach * (1 - bloompolicy.ModelFPR(bits)) / float64(p.bytes)})
+		}
+	}
+	return cands
+}
+
+// fitPlans returns the plan of every table of v: the candidates' filters,
+// taken by reads saved per byte, best first, while they fit in cap bytes
+// (a filter kept above its bits built at them if that fits instead), and
+// no filter for the rest; and the count of tables then without one though
+// the allocation gave them bits or they carry a filter.
+func fitPlans(v *manifest.Version, cands []planCandidate, cap int64,
+	states map[base.FileNum]tableFilterState) (map[base.FileNum]tablePlan, int64) {
+	plans := make(map[base.FileNum]tablePlan, len(states))
+	var notHeld int64
+	for _, files := range v.Levels {
+		for _, f := range files {
+			plans[f.FileNum] = tablePlan{}
+			if f.FilterBytes > 0 {
+				notHeld++
+			}
+		}
+	}
+	slices.SortStableFunc(cands, func(a, b planCandidate) int { return cmp.Compare(b.score, a.score) })
+	var used int64
+	for _, c := range cands {
+		p := c.plan
+		if used+p.bytes > cap && p.hold != holdBuilt {
+			p = builtPlan(c.f, states[c.f.FileNum], p.bits)
+		}
+		if used+p.bytes > cap {
+			if c.f.FilterBytes == 0 {
+				notHeld++
+			}
+			continue
+		}
+		if c.f.FilterBytes > 0 {
+			notHeld--
+		}
+		used += p.bytes
+		plans[c.f.FileNum] = p
+	}
+	return plans, notHeld
+}
+
+// capWrite is a write about to change the tree: a flush of flushed
+// entries into a new L0 table (level 0), or a compaction into level that
+// moves the tables moving down from the level above.
+type capWrite struct {
+	level   int
+	moving  []*manifest.FileMetadata
+	flushed int64
+}
+
+// capRuns returns the runs of v, as w would leave it when not nil, as a
+// cap's allocation sees them: each L0 table one run, each deeper level
+// with entries one, weighed by misses when set (see trafficModel.update).
+// It also returns the run of each table with entries, the run w's tables
+// join (-1 without w), and the bytes the allocation may spend under
+// capBytes: the cap less the filter blocks' bookkeeping (filterOverhead
+// for each table, at blockSize bytes a block), and at most
+// capMaxBitsPerKey bits per entry.
+func capRuns(v *manifest.Version, misses *[manifest.NumLevels]float64, capBytes int64, blockSize int,
+	w *capWrite) (runs []bloompolicy.Runs, runOf map[base.FileNum]int, target int, budget int64) {
+	runOf, target = map[base.FileNum]int{}, -1
+	levelRun := [manifest.NumLevels]int{}
+	add := func(l int) int { // the run of a table of level l: a new one in L0
+		if l == 0 || levelRun[l] == 0 {
+			runs = append(runs, bloompolicy.Runs{Count: 1})
+			if misses != nil {
+				runs[len(runs)-1].Misses = misses[l]
+			}
+			if l > 0 {
+				levelRun[l] = len(runs)
+			}
+			return len(runs) - 1
+		}
+		return levelRun[l] - 1
+	}
+	leaving := map[*manifest.FileMetadata]bool{}
+	if w != nil {
+		for _, f := range w.moving {
+			leaving[f] = true
+		}
+	}
+	var overhead, entries, size int64
+	for l, files := range v.Levels {
+		for _, f := range files {
+			overhead += filterOverhead(tableBlocks(f, blockSize))
+			entries, size = entries+int64(f.NumEntries), size+int64(f.Size)
+			if f.NumEntries == 0 {
+				continue
+			}
+			dst := l
+			if leaving[f] {
+				dst = w.level
+			}
+			i := add(dst)
+			runs[i].Keys += int64(f.NumEntries)
+			runOf[f.FileNum] = i
+		}
+	}
+	if w != nil {
+		target = add(w.level)
+		runs[target].Keys += w.flushed
+	}
+	if w != nil && w.flushed > 0 {
+		// A compaction's outputs take about the blocks of its inputs; a
+		// flush adds a table.
+		perEntry := int64(16)
+		if entries > 0 {
+			perEntry = max(1, size/entries)
+		}
+		overhead += filterOverhead(w.flushed*perEntry/int64(max(blockSize, 1)) + 1)
+		entries += w.flushed
+	}
+	budget = min(capBytes-overhead, int64(capMaxBitsPerKey*float64(entries)/8))
+	return runs, runOf, target, budget
+}
+
+// capPolicy returns the Bloom policy of the tables w writes under a cap
+// of capBytes, nil for none: the bits per entry the allocation gives
+// their run (capRuns), as a pass right after the write would have them
+// hold, so that they can hold their own filter.
+func capPolicy(v *manifest.Version, misses *[manifest.NumLevels]float64, capBytes int64, blockSize int, w *capWrite) bloompolicy.FilterPolicy {
+	runs, _, target, budget := capRuns(v, misses, capBytes, blockSize, w)
+	if budget <= 0 {
+		return nil
+	}
+	return budgetPolicy(runs, target, bloompolicy.Budget{Bytes: budget})
+}
+
+// tableBlocks estimates the data blocks of table f, in blocks of
+// blockSize bytes, from its size: what its filter block's bookkeeping is
+// reckoned on, the same whether the table is open or not.
+func tableBlocks(f *manifest.FileMetadata, blockSize int) int64 {
+	return int64(f.Size)/int64(max(blockSize, 1)) + 1
+}
+
+// filterOverhead returns the bytes a table's filter block of blocks
+// filters takes beyond their nominal bits (see capBudget).
+func filterOverhead(blocks int64) int64 {
+	return filterBlockOverhead*blocks + filterTableOverhead
+}
+
+// chooseFilter returns the filter table f holds at bits per entry: the
+// one its Reader holds, or its own, if within filterBitsSlack of bits,
+// else one built at bits.
+func chooseFilter(f *manifest.FileMetadata, s tableFilterState, bits float64) tablePlan {
+	if s.heldBits > 0 && math.Abs(s.heldBits-bits) <= filterBitsSlack {
+		if s.heldBuilt {
+			return tablePlan{bits: s.heldBits, hold: holdBuilt, bytes: builtBytes(f, s, s.heldBits)}
+		}
+		return tablePlan{bits: bits, hold: holdOwn, bytes: int64(f.FilterBytes)}
+	}
+	if own := ownBits(f, s.blocks); s.ownUsable && math.Abs(own-bits) <= filterBitsSlack {
+		return tablePlan{bits: bits, hold: holdOwn, bytes: int64(f.FilterBytes)}
+	}
+	return builtPlan(f, s, bits)
+}
+
+// builtPlan returns the plan of a filter built for f at bits per entry.
+func builtPlan(f *manifest.FileMetadata, s tableFilterState, bits float64) tablePlan {
+	return tablePlan{bits: bits, hold: holdBuilt, bytes: builtBytes(f, s, bits)}
+}
+
+// builtBytes estimates the bytes of a filter built for f at bits per
+// entry: at most that, as a table's distinct keys are at most its
+// entries, plus the bookkeeping.
+func builtBytes(f *manifest.FileMetadata, s tableFilterState, bits float64) int64 {
+	return int64(math.Ceil(bits*float64(f.NumEntries)/8)) + filterOverhead(s.blocks)
+}
+
+// ownBits returns the bits per entry of f's own filters, less the
+// bookkeeping; 0 without a filter.
+func ownBits(f *manifest.FileMetadata, blocks int64) float64 {
+	if f.FilterBytes == 0 || f.NumEntries == 0 {
+		return 0
+	}
+	return 8 * float64(max(0, int64(f.FilterBytes)-filterOverhead(blocks))) / float64(f.NumEntries)
+}
+
+// tableReach returns the lookups per lookup served that reach a table of
+// level l and miss there: an L0 table's misses; a deeper level's spread
+// over its tables by share, the table's part of the level's entries.
+// Without traffic (misses nil) every lookup reaches every run, as Monkey
+// assumes.
+func tableReach(l int, share float64, misses *[manifest.NumLevels]float64) float64 {
+	w := 1.0
+	if misses != nil {
+		w = misses[l]
+	}
+	if l == 0 {
+		return w
+	}
+	return w * share
+}
+
+// planMinBits is the fewest bits per entry a plan gives a table's filter:
+// below it a table gets none, as a filter that rules out under half the
+// absent keys is not worth its bookkeeping.
+const planMinBits = 1
+
+// capMaxBitsPerKey bounds the average bits per entry a cap plans for (see
+// capRuns): a store far smaller than the cap spends at most this, 0.05%
+// false positives in the blocked layout, beyond which a larger filter
+// saves little.
+const capMaxBitsPerKey = 16
+
+// filterBlockOverhead and filterTableOverhead bound the bytes a table's
+// filter block takes beyond its filters' nominal bits per key, per data
+// block (each filter's rounding to whole bytes, its trailer byte, its
+// length) and per table (the block's offsets word and trailer).
+const (
+	filterBlockOverhead = 3
+	filterTableOverhead = 9
+)
