@@ -2,6 +2,7 @@ package kv
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -49,6 +50,10 @@ type filterHolder struct {
 
 	mu      sync.Mutex // serialises passes; guards traffic
 	traffic trafficModel
+	// perBlock is the bookkeeping bytes a filter block takes per data
+	// block beyond the filters' nominal bits, as a float64's bits: from
+	// filterBlockOverhead, averaged over the filters built since.
+	perBlock atomic.Uint64
 
 	// running and again, under d.mu, schedule passes: one goroutine runs
 	// them, again asks it for one more.
@@ -61,7 +66,24 @@ func newFilterHolder(d *DB, o *Options) *filterHolder {
 	if o.FilterBudget != nil && !o.DisableFilters {
 		h.cap = o.FilterBudget.Bytes
 	}
+	h.perBlock.Store(math.Float64bits(filterBlockOverhead))
 	return h
+}
+
+// blockOverhead returns the bookkeeping bytes a filter block takes per
+// data block, as the filters built so far measure it.
+func (h *filterHolder) blockOverhead() float64 { return math.Float64frombits(h.perBlock.Load()) }
+
+// learnOverhead folds the bookkeeping of a filter just built for e, of
+// size bytes at bits per entry, into blockOverhead: an average that
+// weighs the last few dozen filters most.
+func (h *filterHolder) learnOverhead(e *tableEntry, bits float64, size int64) {
+	if e.blocks == 0 {
+		return
+	}
+	measured := float64(size-nominalBytes(e.entries, bits)-filterTableOverhead) / float64(e.blocks)
+	measured = min(max(measured, 0), 2*filterBlockOverhead)
+	h.perBlock.Store(math.Float64bits(0.95*h.blockOverhead() + 0.05*measured))
 }
 
 // plan returns the last pass's plan for table num, if it made one.
@@ -100,21 +122,23 @@ func (h *filterHolder) setHeldLocked(e *tableEntry, bytes int64, bits float64, b
 	e.heldBytes, e.heldBits, e.heldBuilt = bytes, bits, built
 }
 
-// holdOwn loads open table e's own filter if it has one, holds no filter
-// and the bytes fit, and reports whether e then holds its own filter. A
-// filter that fails to load (a corrupt block) is left out: the table stays
-// readable without it.
+// holdOwn loads open table e's own filter, if it has one, in place of a
+// filter built for it, if the bytes fit, and reports whether e then holds
+// its own filter. A filter that fails to load (a corrupt block) is left
+// out: the table stays readable without it.
 func (h *filterHolder) holdOwn(e *tableEntry) bool {
 	e.filterMu.Lock()
 	defer e.filterMu.Unlock()
-	if e.heldBytes > 0 || !e.reader.HasFilter() {
+	if (e.heldBytes > 0 && !e.heldBuilt) || !e.reader.HasFilter() {
 		return e.heldBytes > 0 && !e.heldBuilt
 	}
-	if !h.swap(0, e.filterBytes) {
+	if !h.swap(e.heldBytes, e.filterBytes) {
 		return false
 	}
+	e.reader.DropFilter() // the built one, if any: lookups meanwhile read blocks
 	if loaded, err := e.reader.LoadFilter(); !loaded || err != nil {
 		h.held.Add(-e.filterBytes)
+		h.setHeldLocked(e, 0, 0, false)
 		return false
 	}
 	h.setHeldLocked(e, e.filterBytes, e.ownBits, false)
@@ -122,25 +146,27 @@ func (h *filterHolder) holdOwn(e *tableEntry) bool {
 }
 
 // holdBuilt builds open table e a filter of bits per entry from its keys
-// and holds it in place of the one held, if the bytes fit. A table that
-// cannot be read keeps what it holds.
-func (h *filterHolder) holdBuilt(e *tableEntry, bits float64) {
+// and holds it in place of the one held, if the bytes fit, and reports
+// whether it did. A table that cannot be read keeps what it holds.
+func (h *filterHolder) holdBuilt(e *tableEntry, bits float64) bool {
 	p, err := bloompolicy.RunFilter{BitsPerKey: bits}.Policy()
 	if p == nil || err != nil {
-		return
+		return false
 	}
 	f, err := e.reader.BuildFilter(p)
 	if err != nil {
-		return
+		return false
 	}
 	h.builds.Add(1)
+	h.learnOverhead(e, bits, f.Size())
 	e.filterMu.Lock()
 	defer e.filterMu.Unlock()
 	if !h.swap(e.heldBytes, f.Size()) {
-		return
+		return false
 	}
 	e.reader.HoldFilter(f)
 	h.setHeldLocked(e, f.Size(), bits, true)
+	return true
 }
 
 // opened counts the filter of a table just opened: held already without a
@@ -185,11 +211,12 @@ func (h *filterHolder) drop(e *tableEntry) {
 // (nil: not open).
 func (h *filterHolder) filterState(f *manifest.FileMetadata, e *tableEntry) tableFilterState {
 	if e == nil {
-		return tableFilterState{blocks: tableBlocks(f, h.d.opts.BlockSize), ownUsable: f.FilterBytes > 0}
+		return tableFilterState{blocks: tableBlocks(f, h.d.opts.BlockSize), perBlock: h.blockOverhead(), ownUsable: f.FilterBytes > 0}
 	}
 	e.filterMu.Lock()
 	defer e.filterMu.Unlock()
-	return tableFilterState{blocks: e.blocks, heldBits: e.heldBits, heldBuilt: e.heldBuilt, ownUsable: e.reader.HasFilter()}
+	return tableFilterState{blocks: e.blocks, perBlock: h.blockOverhead(), heldBits: e.heldBits, heldBytes: e.heldBytes,
+		heldBuilt: e.heldBuilt, ownUsable: e.reader.HasFilter()}
 }
 
 // scheduleLocked asks for a pass over the current Version, when there is
@@ -227,7 +254,8 @@ func (h *filterHolder) passes() {
 }
 
 // rebalance updates the traffic model, plans the filters of the current
-// Version's tables under the cap, and makes the open tables follow.
+// Version's tables under the cap, and makes the open tables follow,
+// opening first those not open while the table cache has room.
 func (h *filterHolder) rebalance() {
 	d := h.d
 	h.mu.Lock()
@@ -237,6 +265,7 @@ func (h *filterHolder) rebalance() {
 	v.Ref()
 	d.mu.Unlock()
 	defer d.unrefVersion(v)
+	d.tableCache.openWhileRoom(v)
 	entries := d.tableCache.refAll()
 	defer d.tableCache.releaseAll(entries)
 	open := make(map[base.FileNum]*tableEntry, len(entries))
@@ -244,9 +273,13 @@ func (h *filterHolder) rebalance() {
 		open[e.num] = e
 	}
 
-	misses := h.traffic.update(&d.metrics, len(v.Levels[0]))
+	misses, newGets, decay := h.traffic.update(&d.metrics, len(v.Levels[0]))
 	h.misses.Store(misses)
-	plans, notHeld := planFilters(v, misses, h.cap, d.opts.BlockSize, func(f *manifest.FileMetadata) tableFilterState {
+	var perTable map[base.FileNum]float64
+	if misses != nil {
+		perTable = h.traffic.updateTables(v, open, misses, newGets, decay)
+	}
+	plans, notHeld := planFilters(v, misses, perTable, h.cap, d.opts.BlockSize, h.blockOverhead(), func(f *manifest.FileMetadata) tableFilterState {
 		return h.filterState(f, open[f.FileNum])
 	})
 	h.plans.Store(&plans)
@@ -255,8 +288,8 @@ func (h *filterHolder) rebalance() {
 }
 
 // follow makes the open tables hold what plans says: drops first, so that
-// the loads and builds find room, then own filters, then built ones, those
-// that shrink first. A table the plan does not name is obsolete if
+// the loads and builds find room, then own filters, then built ones:
+// for tables holding none first, then those that shrink. A table the plan does not name is obsolete if
 // numbered at or below newest, and drops its filter; one written since
 // waits for the next pass.
 func (h *filterHolder) follow(entries []*tableEntry, plans map[base.FileNum]tablePlan, newest base.FileNum) {
@@ -272,20 +305,32 @@ func (h *filterHolder) follow(entries []*tableEntry, plans map[base.FileNum]tabl
 		case p.hold == holdNone:
 			h.drop(e)
 		case p.hold == holdOwn:
-			if s.heldBuilt {
-				h.drop(e)
-			}
 			owns = append(owns, e)
 		case !s.heldBuilt || s.heldBits != p.bits:
 			builds = append(builds, e)
 		}
 	}
-	growth := func(e *tableEntry) int64 {
+	// Tables holding nothing first (each lookup that reaches one reads a
+	// block), then by growth, shrinks first.
+	type order struct {
+		holds  bool
+		growth int64
+	}
+	key := func(e *tableEntry) order {
 		e.filterMu.Lock()
 		defer e.filterMu.Unlock()
-		return plans[e.num].bytes - e.heldBytes
+		return order{e.heldBytes > 0, plans[e.num].bytes - e.heldBytes}
 	}
-	slices.SortStableFunc(builds, func(a, b *tableEntry) int { return cmp.Compare(growth(a), growth(b)) })
+	slices.SortStableFunc(builds, func(a, b *tableEntry) int {
+		ka, kb := key(a), key(b)
+		if ka.holds != kb.holds {
+			if ka.holds {
+				return 1
+			}
+			return -1
+		}
+		return cmp.Compare(ka.growth, kb.growth)
+	})
 	for _, e := range owns {
 		if h.d.closed.Load() {
 			return
@@ -297,6 +342,32 @@ func (h *filterHolder) follow(entries []*tableEntry, plans map[base.FileNum]tabl
 			return
 		}
 		h.holdBuilt(e, plans[e.num].bits)
+	}
+	h.fillRoom(entries, plans)
+}
+
+// fillRoom gives each open table that the plan gives bits but that holds
+// nothing (its filter larger than the plan estimated, or the room taken by
+// others' that were) a filter built in the room left, at up to the plan's
+// bits: a table with a smaller filter saves most of the reads it would,
+// one with none saves nothing.
+func (h *filterHolder) fillRoom(entries []*tableEntry, plans map[base.FileNum]tablePlan) {
+	for _, e := range entries {
+		p, ok := plans[e.num]
+		if !ok || p.hold == holdNone || h.d.closed.Load() || e.entries == 0 {
+			continue
+		}
+		s := h.filterState(nil, e)
+		if s.heldBits > 0 {
+			continue
+		}
+		room := h.cap - h.held.Load() - filterOverhead(s.blocks, s.perBlock)
+		bits := min(p.bits, math.Floor(8*float64(room)/float64(e.entries)*16)/16)
+		// The room is an estimate: a filter that does not fit tries a
+		// tenth fewer bits, a few times.
+		for try := 0; try < 3 && bits >= planMinBits && !h.holdBuilt(e, bits); try++ {
+			bits = math.Floor(0.9*bits*16) / 16
+		}
 	}
 }
 

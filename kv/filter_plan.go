@@ -8,6 +8,7 @@ import (
 	"github.com/bloomkv/bloomkv/bloompolicy"
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/sstable"
 )
 
 // This file decides, under a cap on filter memory, the filter each table
@@ -43,7 +44,7 @@ const filterPriorLookups = 1000
 // counted before halves, so that the allocation follows a workload that
 // changes. It is counted in lookups rather than passes so that the
 // allocation does not depend on how often the tree changes.
-const filterHalfLife = 100_000
+const filterHalfLife = 25_000
 
 // trafficModel turns the per-level lookup counters into decayed misses
 // per lookup.
@@ -56,6 +57,18 @@ type trafficModel struct {
 	// l0Exposure is the decayed sum, over the lookups, of the L0 tables
 	// there were to reach: L0's misses over it are one L0 table's.
 	l0Exposure float64
+	// tables follows each table of the Version by its own counter
+	// (sstable.Reader.Misses) while it is open.
+	tables map[base.FileNum]*tableTraffic
+}
+
+// tableTraffic is one table's decayed misses, and the decayed lookups
+// served since the model first saw the table.
+type tableTraffic struct {
+	reader *sstable.Reader // the Reader whose counter last was read
+	last   int64           // its count then
+	misses float64
+	gets   float64
 }
 
 // update folds the counters' growth since the last update into the
@@ -64,11 +77,13 @@ type trafficModel struct {
 // reach the level and miss there, per lookup served; for L0 those of one
 // L0 table (L0's misses over the L0 tables the lookups had to ask: as
 // many as at the last update, since a pass follows every change of the
-// tree; l0 is the count now). nil when no lookup was ever counted.
-func (t *trafficModel) update(m *dbMetrics, l0 int) *[manifest.NumLevels]float64 {
+// tree; l0 is the count now). nil when no lookup was ever counted. It
+// also returns the lookups counted since the last update and the decay
+// it applied, for updateTables.
+func (t *trafficModel) update(m *dbMetrics, l0 int) (w *[manifest.NumLevels]float64, newGets, decay float64) {
 	gets := m.gets.Load() + m.prefixSeeks.Load()
-	newGets := float64(gets - t.lastGets)
-	decay := math.Exp2(-newGets / filterHalfLife)
+	newGets = float64(gets - t.lastGets)
+	decay = math.Exp2(-newGets / filterHalfLife)
 	t.gets = decay*t.gets + newGets
 	t.l0Exposure = decay*t.l0Exposure + newGets*float64(t.lastL0)
 	t.lastGets, t.lastL0 = gets, l0
@@ -79,15 +94,88 @@ func (t *trafficModel) update(m *dbMetrics, l0 int) *[manifest.NumLevels]float64
 		t.lastMisses[l] = misses
 	}
 	if gets == 0 {
-		return nil
+		return nil, newGets, decay
 	}
-	var w [manifest.NumLevels]float64
+	w = new([manifest.NumLevels]float64)
 	for l := range w {
 		w[l] = (t.misses[l] + filterPriorLookups) / (t.gets + filterPriorLookups)
 	}
 	w[0] = (t.misses[0] + filterPriorLookups) / (t.l0Exposure + filterPriorLookups)
-	return &w
+	return w, newGets, decay
 }
+
+// updateTables folds each table's misses since the last update into its
+// decayed sums, decayed as update decays the levels' (newGets lookups
+// since, decay), and returns each table's misses per lookup. A table is
+// expected to take its level's misses per lookup (w) in proportion to its
+// entries (an L0 table, L0's per table); its own count over the lookups
+// served since the model first saw it scales that by
+//
+//	(misses + filterTableEvidence) / (expected misses + filterTableEvidence)
+//
+// so that a table new to the model, or with few lookups yet, keeps its
+// share, and a level's tables are then scaled together to the level's
+// misses, the figure the counters of all its tables make. open names the
+// open tables; a table not open has served no lookup since the last
+// update, and counts from when the model first saw it open.
+func (t *trafficModel) updateTables(v *manifest.Version, open map[base.FileNum]*tableEntry,
+	w *[manifest.NumLevels]float64, newGets, decay float64) map[base.FileNum]float64 {
+	seen := make(map[base.FileNum]*tableTraffic, len(t.tables))
+	out := map[base.FileNum]float64{}
+	for l, files := range v.Levels {
+		var levelEntries, levelSum float64
+		for _, f := range files {
+			levelEntries += float64(f.NumEntries)
+		}
+		for _, f := range files {
+			tt := t.tableTraffic(f.FileNum, open[f.FileNum], newGets, decay)
+			seen[f.FileNum] = tt
+			expected := w[l]
+			if l > 0 && levelEntries > 0 {
+				expected *= float64(f.NumEntries) / levelEntries
+			}
+			out[f.FileNum] = expected * (tt.misses + filterTableEvidence) / (expected*tt.gets + filterTableEvidence)
+			levelSum += out[f.FileNum]
+		}
+		if l > 0 && levelSum > 0 {
+			for _, f := range files {
+				out[f.FileNum] *= w[l] / levelSum
+			}
+		}
+	}
+	t.tables = seen
+	return out
+}
+
+// tableTraffic returns table num's traffic, its sums decayed and its
+// counter, when open as e, read; a table new to the model counts from now.
+func (t *trafficModel) tableTraffic(num base.FileNum, e *tableEntry, newGets, decay float64) *tableTraffic {
+	tt := t.tables[num]
+	if tt == nil {
+		tt = &tableTraffic{}
+		if e != nil {
+			tt.reader, tt.last = e.reader, e.reader.Misses()
+		}
+	} else {
+		tt.misses, tt.gets = decay*tt.misses, decay*tt.gets+newGets
+	}
+	if e == nil {
+		return tt
+	}
+	n := e.reader.Misses()
+	if e.reader != tt.reader || n < tt.last { // opened again since
+		tt.reader, tt.last = e.reader, 0
+	}
+	tt.misses += float64(n - tt.last)
+	tt.last = n
+	return tt
+}
+
+// filterTableEvidence is the number of misses a table's own count must
+// reach before it moves the table's weight from its share of its level's
+// much: a table's weight is its share scaled by (misses + this) over
+// (expected misses + this).
+const filterTableEvidence = 100
 
 // holdKind is the filter a plan has a table hold.
 type holdKind uint8
@@ -106,11 +194,13 @@ type tablePlan struct {
 }
 
 // tableFilterState is what a plan needs to know of a table: its data
-// blocks (see tableBlocks), and the filter its open Reader holds (bits 0:
+// blocks (see tableBlocks) and their bookkeeping, and the filter its open Reader holds (bits 0:
 // none, or not open). ownUsable says the table's own filter can be read.
 type tableFilterState struct {
 	blocks    int64
+	perBlock  float64 // filter bookkeeping bytes per data block (filterHolder.perBlock)
 	heldBits  float64
+	heldBytes int64
 	heldBuilt bool
 	ownUsable bool
 }
@@ -131,9 +221,9 @@ type planCandidate struct {
 // filters would take more than the cap is made again for a budget less
 // the excess, a few times, before the filters that save the fewest reads
 // per byte are left out.
-func planFilters(v *manifest.Version, misses *[manifest.NumLevels]float64, cap int64, blockSize int,
-	state func(*manifest.FileMetadata) tableFilterState) (map[base.FileNum]tablePlan, int64) {
-	runs, runOf, _, budget := capRuns(v, misses, cap, blockSize, nil)
+func planFilters(v *manifest.Version, misses *[manifest.NumLevels]float64, perTable map[base.FileNum]float64,
+	cap int64, blockSize int, perBlock float64, state func(*manifest.FileMetadata) tableFilterState) (map[base.FileNum]tablePlan, int64) {
+	runs, runOf, _, budget := capRuns(v, misses, perTable, cap, blockSize, perBlock, nil)
 	states := map[base.FileNum]tableFilterState{}
 	for _, files := range v.Levels {
 		for _, f := range files {
@@ -141,7 +231,7 @@ func planFilters(v *manifest.Version, misses *[manifest.NumLevels]float64, cap i
 		}
 	}
 	for try := 0; ; try++ {
-		cands := planCandidates(v, misses, runs, runOf, budget, states)
+		cands := planCandidates(v, runs, runOf, budget, states)
 		var want int64
 		for _, c := range cands {
 			want += c.plan.bytes
@@ -155,18 +245,14 @@ func planFilters(v *manifest.Version, misses *[manifest.NumLevels]float64, cap i
 
 // planCandidates returns the tables of v to which the allocation of
 // budget bytes over runs gives bits, with the filter each would hold.
-func planCandidates(v *manifest.Version, misses *[manifest.NumLevels]float64, runs []bloompolicy.Runs,
+func planCandidates(v *manifest.Version, runs []bloompolicy.Runs,
 	runOf map[base.FileNum]int, budget int64, states map[base.FileNum]tableFilterState) []planCandidate {
 	var filters []bloompolicy.RunFilter
 	if budget > 0 && len(runs) > 0 {
-		filters, _ = bloompolicy.Allocate(runs, bloompolicy.Budget{Bytes: budget})
+		filters = allocateRuns(runs, budget)
 	}
 	var cands []planCandidate
-	for l, files := range v.Levels {
-		var levelEntries float64
-		for _, f := range files {
-			levelEntries += float64(f.NumEntries)
-		}
+	for _, files := range v.Levels {
 		for _, f := range files {
 			i, ok := runOf[f.FileNum]
 			if !ok || filters == nil {
@@ -178,17 +264,33 @@ func planCandidates(v *manifest.Version, misses *[manifest.NumLevels]float64, ru
 				continue
 			}
 			p := chooseFilter(f, states[f.FileNum], bits)
-			reach := tableReach(l, float64(f.NumEntries)/levelEntries, misses)
+			reach := runReach(runs[i], f)
 			cands = append(cands, planCandidate{f: f, plan: p, score: reach * (1 - bloompolicy.ModelFPR(bits)) / float64(p.bytes)})
 		}
 	}
 	return cands
 }
 
+// allocateRuns allocates budget bytes over runs; should their weights be
+// unusable, it falls back to Monkey's rule, which ignores them.
+func allocateRuns(runs []bloompolicy.Runs, budget int64) []bloompolicy.RunFilter {
+	filters, err := bloompolicy.Allocate(runs, bloompolicy.Budget{Bytes: budget})
+	if err == nil {
+		return filters
+	}
+	plain := make([]bloompolicy.Runs, len(runs))
+	for i, r := range runs {
+		plain[i] = bloompolicy.Runs{Count: r.Count, Keys: r.Keys}
+	}
+	filters, _ = bloompolicy.Allocate(plain, bloompolicy.Budget{Bytes: budget})
+	return filters
+}
+
 // fitPlans returns the plan of every table of v: the candidates' filters,
 // taken by reads saved per byte, best first, while they fit in cap bytes
-// (a filter kept above its bits built at them if that fits instead), and
-// no filter for the rest; and the count of tables then without one though
+// (a filter kept above its bits built at them if that fits instead, else
+// one of the bits that fit in the room left, if at least planMinBits),
+// and no filter for the rest; and the count of tables then without one though
 // the allocation gave them bits or they carry a filter.
 func fitPlans(v *manifest.Version, cands []planCandidate, cap int64,
 	states map[base.FileNum]tableFilterState) (map[base.FileNum]tablePlan, int64) {
@@ -205,11 +307,16 @@ func fitPlans(v *manifest.Version, cands []planCandidate, cap int64,
 	slices.SortStableFunc(cands, func(a, b planCandidate) int { return cmp.Compare(b.score, a.score) })
 	var used int64
 	for _, c := range cands {
-		p := c.plan
+		p, s := c.plan, states[c.f.FileNum]
 		if used+p.bytes > cap && p.hold != holdBuilt {
-			p = builtPlan(c.f, states[c.f.FileNum], p.bits)
+			p = builtPlan(c.f, s, p.bits)
 		}
 		if used+p.bytes > cap {
+			// Fewer bits, in the room left, rather than no filter.
+			room := cap - used - filterOverhead(s.blocks, s.perBlock)
+			p = builtPlan(c.f, s, math.Floor(8*float64(room)/float64(c.f.NumEntries)*16)/16)
+		}
+		if p.bits < planMinBits || used+p.bytes > cap {
 			if c.f.FilterBytes == 0 {
 				notHeld++
 			}
@@ -235,18 +342,21 @@ type capWrite struct {
 
 // capRuns returns the runs of v, as w would leave it when not nil, as a
 // cap's allocation sees them: each L0 table one run, each deeper level
-// with entries one, weighed by misses when set (see trafficModel.update).
+// with entries one, weighed by misses when set (see trafficModel.update);
+// with perTable (and no w), each table a run of its own, weighed by its
+// own misses (trafficModel.updateTables).
 // It also returns the run of each table with entries, the run w's tables
 // join (-1 without w), and the bytes the allocation may spend under
 // capBytes: the cap less the filter blocks' bookkeeping (filterOverhead
-// for each table, at blockSize bytes a block), and at most
+// for each table, at blockSize bytes a block and perBlock bytes of
+// bookkeeping a block), and at most
 // capMaxBitsPerKey bits per entry.
-func capRuns(v *manifest.Version, misses *[manifest.NumLevels]float64, capBytes int64, blockSize int,
-	w *capWrite) (runs []bloompolicy.Runs, runOf map[base.FileNum]int, target int, budget int64) {
+func capRuns(v *manifest.Version, misses *[manifest.NumLevels]float64, perTable map[base.FileNum]float64,
+	capBytes int64, blockSize int, perBlock float64, w *capWrite) (runs []bloompolicy.Runs, runOf map[base.FileNum]int, target int, budget int64) {
 	runOf, target = map[base.FileNum]int{}, -1
 	levelRun := [manifest.NumLevels]int{}
-	add := func(l int) int { // the run of a table of level l: a new one in L0
-		if l == 0 || levelRun[l] == 0 {
+	add := func(l int) int { // the run of a table of level l: a new one in L0, or per table
+		if l == 0 || levelRun[l] == 0 || perTable != nil {
 			runs = append(runs, bloompolicy.Runs{Count: 1})
 			if misses != nil {
 				runs[len(runs)-1].Misses = misses[l]
@@ -267,7 +377,7 @@ func capRuns(v *manifest.Version, misses *[manifest.NumLevels]float64, capBytes 
 	var overhead, entries, size int64
 	for l, files := range v.Levels {
 		for _, f := range files {
-			overhead += filterOverhead(tableBlocks(f, blockSize))
+			overhead += filterOverhead(tableBlocks(f, blockSize), perBlock)
 			entries, size = entries+int64(f.NumEntries), size+int64(f.Size)
 			if f.NumEntries == 0 {
 				continue
@@ -279,6 +389,9 @@ func capRuns(v *manifest.Version, misses *[manifest.NumLevels]float64, capBytes 
 			i := add(dst)
 			runs[i].Keys += int64(f.NumEntries)
 			runOf[f.FileNum] = i
+			if perTable != nil {
+				runs[i].Misses = perTable[f.FileNum]
+			}
 		}
 	}
 	if w != nil {
@@ -292,7 +405,7 @@ func capRuns(v *manifest.Version, misses *[manifest.NumLevels]float64, capBytes 
 		if entries > 0 {
 			perEntry = max(1, size/entries)
 		}
-		overhead += filterOverhead(w.flushed*perEntry/int64(max(blockSize, 1)) + 1)
+		overhead += filterOverhead(w.flushed*perEntry/int64(max(blockSize, 1))+1, perBlock)
 		entries += w.flushed
 	}
 	budget = min(capBytes-overhead, int64(capMaxBitsPerKey*float64(entries)/8))
@@ -303,8 +416,9 @@ func capRuns(v *manifest.Version, misses *[manifest.NumLevels]float64, capBytes 
 // of capBytes, nil for none: the bits per entry the allocation gives
 // their run (capRuns), as a pass right after the write would have them
 // hold, so that they can hold their own filter.
-func capPolicy(v *manifest.Version, misses *[manifest.NumLevels]float64, capBytes int64, blockSize int, w *capWrite) bloompolicy.FilterPolicy {
-	runs, _, target, budget := capRuns(v, misses, capBytes, blockSize, w)
+func capPolicy(v *manifest.Version, misses *[manifest.NumLevels]float64, capBytes int64, blockSize int,
+	perBlock float64, w *capWrite) bloompolicy.FilterPolicy {
+	runs, _, target, budget := capRuns(v, misses, nil, capBytes, blockSize, perBlock, w)
 	if budget <= 0 {
 		return nil
 	}
@@ -319,9 +433,10 @@ func tableBlocks(f *manifest.FileMetadata, blockSize int) int64 {
 }
 
 // filterOverhead returns the bytes a table's filter block of blocks
-// filters takes beyond their nominal bits (see capBudget).
-func filterOverhead(blocks int64) int64 {
-	return filterBlockOverhead*blocks + filterTableOverhead
+// filters takes beyond their nominal bits, at perBlock bytes a filter
+// (see filterHolder.perBlock).
+func filterOverhead(blocks int64, perBlock float64) int64 {
+	return int64(math.Ceil(perBlock*float64(blocks))) + filterTableOverhead
 }
 
 // chooseFilter returns the filter table f holds at bits per entry: the
@@ -330,11 +445,11 @@ func filterOverhead(blocks int64) int64 {
 func chooseFilter(f *manifest.FileMetadata, s tableFilterState, bits float64) tablePlan {
 	if s.heldBits > 0 && math.Abs(s.heldBits-bits) <= filterBitsSlack {
 		if s.heldBuilt {
-			return tablePlan{bits: s.heldBits, hold: holdBuilt, bytes: builtBytes(f, s, s.heldBits)}
+			return tablePlan{bits: s.heldBits, hold: holdBuilt, bytes: s.heldBytes}
 		}
 		return tablePlan{bits: bits, hold: holdOwn, bytes: int64(f.FilterBytes)}
 	}
-	if own := ownBits(f, s.blocks); s.ownUsable && math.Abs(own-bits) <= filterBitsSlack {
+	if own := ownBits(f, s.blocks, s.perBlock); s.ownUsable && math.Abs(own-bits) <= filterBitsSlack {
 		return tablePlan{bits: bits, hold: holdOwn, bytes: int64(f.FilterBytes)}
 	}
 	return builtPlan(f, s, bits)
@@ -349,32 +464,32 @@ func builtPlan(f *manifest.FileMetadata, s tableFilterState, bits float64) table
 // entry: at most that, as a table's distinct keys are at most its
 // entries, plus the bookkeeping.
 func builtBytes(f *manifest.FileMetadata, s tableFilterState, bits float64) int64 {
-	return int64(math.Ceil(bits*float64(f.NumEntries)/8)) + filterOverhead(s.blocks)
+	return nominalBytes(int64(f.NumEntries), bits) + filterOverhead(s.blocks, s.perBlock)
+}
+
+// nominalBytes returns the bytes of bits per entry over entries.
+func nominalBytes(entries int64, bits float64) int64 {
+	return int64(math.Ceil(bits * float64(entries) / 8))
 }
 
 // ownBits returns the bits per entry of f's own filters, less the
 // bookkeeping; 0 without a filter.
-func ownBits(f *manifest.FileMetadata, blocks int64) float64 {
+func ownBits(f *manifest.FileMetadata, blocks int64, perBlock float64) float64 {
 	if f.FilterBytes == 0 || f.NumEntries == 0 {
 		return 0
 	}
-	return 8 * float64(max(0, int64(f.FilterBytes)-filterOverhead(blocks))) / float64(f.NumEntries)
+	return 8 * float64(max(0, int64(f.FilterBytes)-filterOverhead(blocks, perBlock))) / float64(f.NumEntries)
 }
 
-// tableReach returns the lookups per lookup served that reach a table of
-// level l and miss there: an L0 table's misses; a deeper level's spread
-// over its tables by share, the table's part of the level's entries.
-// Without traffic (misses nil) every lookup reaches every run, as Monkey
-// assumes.
-func tableReach(l int, share float64, misses *[manifest.NumLevels]float64) float64 {
-	w := 1.0
-	if misses != nil {
-		w = misses[l]
+// runReach returns the lookups per lookup served that reach table f of
+// run r and miss there: the run's misses spread over its tables by their
+// entries (1 for the whole run without traffic, as Monkey assumes).
+func runReach(r bloompolicy.Runs, f *manifest.FileMetadata) float64 {
+	w := r.Misses
+	if w == 0 {
+		w = 1
 	}
-	if l == 0 {
-		return w
-	}
-	return w * share
+	return w * float64(f.NumEntries) / float64(r.Keys)
 }
 
 // planMinBits is the fewest bits per entry a plan gives a table's filter:
@@ -388,11 +503,13 @@ const planMinBits = 1
 // saves little.
 const capMaxBitsPerKey = 16
 
-// filterBlockOverhead and filterTableOverhead bound the bytes a table's
+// filterBlockOverhead and filterTableOverhead are the bytes a table's
 // filter block takes beyond its filters' nominal bits per key, per data
 // block (each filter's rounding to whole bytes, its trailer byte, its
-// length) and per table (the block's offsets word and trailer).
+// length) and per table (the block's offsets word and trailer). The first
+// is where a store starts; it learns the figure from the filters it
+// builds (filterHolder.perBlock).
 const (
-	filterBlockOverhead = 3
+	filterBlockOverhead = 3.0
 	filterTableOverhead = 9
 )

@@ -63,6 +63,7 @@ func TestReader_BuildFilter_SameBytes(t *testing.T) {
 // filter built from its keys, then a smaller one, then none: absent keys
 // are ruled out while one is held (fewer by the smaller), present keys
 // are found throughout, and the cache reservation follows the filter held.
+// Misses counts the lookups of absent keys, and no others.
 func TestReader_HoldFilter(t *testing.T) {
 	rng := seedRNG(t)
 	entries := randomEntries(rng, 2000)
@@ -108,6 +109,9 @@ func TestReader_HoldFilter(t *testing.T) {
 	}
 	if got[0] < 1980 || got[1] >= got[0] || got[1] < 1000 {
 		t.Fatalf("negatives at 12 and 3 bits per key: %v", got)
+	}
+	if got := r.Misses(); got != 3*2000 {
+		t.Fatalf("Misses %d after %d lookups of absent keys", got, 3*2000)
 	}
 	if !r.DropFilter() || c.Metrics().Reserved != base {
 		t.Fatalf("dropped: reserved %d, want %d", c.Metrics().Reserved, base)
