@@ -213,5 +213,10 @@
 // optimum at 5 or 10 bits per key is 0.71-0.72 times the best of uniform
 // filters, no bottom-level filters and Monkey's rule (TestAllocate_Optimum
 // prints it, with the same figures on the filter-memory study's shape),
-// so no allocation halves the wasted reads of that mix.
+// so no allocation halves the wasted reads of that mix. Under a Zipf
+// law a single store's figure is a lottery besides: whether a key is a
+// false positive of a filter is fixed once the filter is built, so the
+// few hottest absent keys waste a read on every lookup or never, and the
+// test prints a standard deviation over hash functions about twice the
+// expected figure at 10 bits per key.
 package bloompolicy
