@@ -440,13 +440,15 @@ func formatLSM(d *DB) string {
 }
 
 // formatFilters prints the filter memory metrics and, per table of the
-// current Version, its filter bytes and whether it holds its filter (open
-// and loaded), may hold it (the cap allows it; not open now) or is left
-// out.
+// current Version, its own filter's bytes and what the cap's plan has it
+// hold: its own filter, one built in memory at some bits per entry, or
+// none ("left out" when the allocation gave it bits that did not fit, "no
+// filter" when it gave none); "held" when the table is open with that
+// filter in memory.
 func formatFilters(d *DB) string {
 	m := d.Metrics()
 	var b strings.Builder
-	fmt.Fprintf(&b, "cap=%d held=%d not-held=%d\n", m.Filters.CapBytes, m.Filters.HeldBytes, m.Filters.TablesNotHeld)
+	fmt.Fprintf(&b, "cap=%d held=%d not-held=%d built=%d\n", m.Filters.CapBytes, m.Filters.HeldBytes, m.Filters.TablesNotHeld, m.Filters.TablesBuilt)
 	d.mu.Lock()
 	v := d.mu.versions.current
 	v.Ref()
@@ -454,27 +456,45 @@ func formatFilters(d *DB) string {
 	defer d.unrefVersion(v)
 	for l, files := range v.Levels {
 		for _, f := range files {
-			state := "left out"
-			if d.filterMem.mayHold(f.FileNum) {
-				state = "may hold"
-				if d.tableHoldsFilter(f) {
-					state = "held"
-				}
-			}
 			fmt.Fprintf(&b, "L%d %s entries=%d filter=%dB bits/key=%.1f: %s\n", l, f.FileNum, f.NumEntries,
-				f.FilterBytes, 8*float64(f.FilterBytes)/float64(f.NumEntries), state)
+				f.FilterBytes, 8*float64(f.FilterBytes)/float64(f.NumEntries), tableFilterDesc(d, f))
 		}
 	}
 	return b.String()
 }
 
-// tableHoldsFilter reports whether f is open with its filter loaded.
-func (d *DB) tableHoldsFilter(f *manifest.FileMetadata) bool {
+// tableFilterDesc describes the filter table f holds under the plan.
+func tableFilterDesc(d *DB, f *manifest.FileMetadata) string {
+	p, planned := d.filterMem.plan(f.FileNum)
 	c := d.tableCache
 	c.mu.RLock()
 	e, ok := c.entries[f.FileNum]
 	c.mu.RUnlock()
-	return ok && e.opened.Load() && e.err == nil && e.reader.FilterHeld()
+	var held string
+	if ok && e.opened.Load() && e.err == nil && e.reader.FilterHeld() {
+		e.filterMu.Lock()
+		held = fmt.Sprintf("held own (%dB)", e.heldBytes)
+		if e.heldBuilt {
+			held = fmt.Sprintf("held built at %.2f bits/key (%dB)", e.heldBits, e.heldBytes)
+		}
+		e.filterMu.Unlock()
+	}
+	switch {
+	case d.filterMem.cap == 0 || !planned:
+		if held == "" {
+			return "not held"
+		}
+		return held
+	case held != "":
+		return held
+	case p.hold == holdOwn:
+		return "may hold own"
+	case p.hold == holdBuilt:
+		return fmt.Sprintf("may hold built at %.2f bits/key", p.bits)
+	case p.bits > 0:
+		return "left out"
+	}
+	return "no filter"
 }
 
 // formatLookups prints the lookup counters of the levels that were

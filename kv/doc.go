@@ -130,6 +130,27 @@
 // names, and read the others without. Options.DisableFilters writes no
 // filters and reads none, so the same files can be measured both ways.
 //
+// Under a cap on filter memory (FilterBudget{Bytes}) every table keeps
+// the filter it was written with on disk, and what it holds in memory
+// follows the allocation of the cap over the tree as it stands. After
+// every flush and compaction a background pass weighs each table by the
+// lookups that reached it and missed there (its own count, decayed with
+// a half-life of 25,000 lookups, drawn toward its level's share while it
+// has few), allocates the cap over the tables by bloompolicy's traffic
+// rule, and gives each table a filter of the bits per key it now gets:
+// its own when that is within a quarter bit of them, else one built in
+// memory from the table's keys (sstable.Reader.BuildFilter: a read of the
+// table, counted in Metrics.Filters.FiltersBuilt), or none when the
+// allocation gives it under one bit per key. A table holding no filter is
+// read as if it had none. Bytes are reserved against the cap before a
+// filter is held, so the filter bytes held never exceed it; the filters
+// that shrink are swapped first. A growing store thus shrinks the filters
+// of its older tables rather than dropping them, and a store that sheds
+// transient L0 tables gives their bytes back to the levels below. New
+// tables are written with the filter a pass would give them, so a pass
+// rarely builds one for a new table. A table closed by the table cache
+// loses a built filter, and rebuilds it when it is opened again.
+//
 // # Range deletions
 //
 // DeleteRange writes one range tombstone [start, end)#seq, whatever the

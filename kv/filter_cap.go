@@ -2,6 +2,7 @@ package kv
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -12,85 +13,51 @@ import (
 )
 
 // This file keeps the filter memory of a store under a cap
-// (Options.FilterBudget with Bytes set): which tables hold their filter
-// blocks in memory, and what the lookups the store serves say about where
+// (Options.FilterBudget with Bytes set): which filter each table holds in
+// memory, if any, and what the lookups the store serves say about where
 // filters save reads.
 //
-// Every table keeps its filter on disk, whatever happens here. A table
-// whose filter is not held is opened without it (sstable.ReaderOptions.
-// DeferFilter) and read as a table without a filter: each lookup that
-// considers it reads a data block. After every change of Version a
-// background pass (rebalance) ranks the tables by the reads their filters
-// save per byte, marks as many as fit the cap, drops the filters of the
-// others from the open tables, then loads the marked ones. A filter is
-// loaded only after its bytes are reserved against the cap, so the bytes
+// Every table keeps its own filter on disk, whatever happens here. Under
+// a cap a table is opened without it (sstable.ReaderOptions.DeferFilter)
+// and read as a table without a filter until it holds one. After every
+// change of Version a background pass (rebalance) updates the traffic
+// model, plans the filter of each table of the Version under the cap
+// (planFilters, filter_plan.go: its own, one built in memory at the bits
+// per key the allocation now gives it, or none) and makes the open tables
+// follow: it drops the filters the plan leaves out first, then loads own
+// filters, then builds the others, those that shrink first. A filter is
+// held only after its bytes are reserved against the cap, so the bytes
 // held never exceed it, whatever the order in which passes and lookups
-// open, drop and load.
+// open, drop, load and build.
 
 // filterHolder counts the filter bytes the open tables hold and, under a
-// cap, decides which tables may hold theirs.
+// cap, decides which filter each table holds.
 type filterHolder struct {
 	d   *DB
-	cap int64 // bytes; 0: no cap, every table holds its filter
+	cap int64 // bytes; 0: no cap, every table holds its own filter
 
-	held    atomic.Int64 // filter bytes of the open tables that hold theirs
-	notHeld atomic.Int64 // tables of the last pass's Version whose filter the cap leaves out
-	// leftOut is the set of tables whose filter the last pass left out.
-	// A table it does not name (one written since) may hold its filter
-	// if the bytes fit, until the next pass decides.
-	leftOut atomic.Pointer[map[base.FileNum]bool]
-	// misses is the traffic model's per-level misses per lookup (nil
-	// before any lookup), for sizing new tables.
+	held    atomic.Int64 // filter bytes the open tables hold
+	notHeld atomic.Int64 // tables of the last pass's Version that the plan leaves without a filter
+	built   atomic.Int64 // open tables holding a filter built in memory
+	builds  atomic.Int64 // filters built since Open
+	// plans is the last pass's plan. A table it does not name (one
+	// written since) may hold its own filter if the bytes fit, until the
+	// next pass decides.
+	plans atomic.Pointer[map[base.FileNum]tablePlan]
+	// misses is the traffic model's misses per lookup (nil before any
+	// lookup; see trafficModel.update), for sizing new tables.
 	misses atomic.Pointer[[manifest.NumLevels]float64]
 
 	mu      sync.Mutex // serialises passes; guards traffic
 	traffic trafficModel
+	// perBlock is the bookkeeping bytes a filter block takes per data
+	// block beyond the filters' nominal bits, as a float64's bits: from
+	// filterBlockOverhead, averaged over the filters built since.
+	perBlock atomic.Uint64
 
 	// running and again, under d.mu, schedule passes: one goroutine runs
 	// them, again asks it for one more.
 	running, again bool
-}
-
-// filterPriorLookups is the weight, in decayed lookups, of the prior
-// belief that every lookup misses in every run (Monkey's assumption): it
-// keeps a level that has seen no lookups yet from looking useless.
-const filterPriorLookups = 1000
-
-// filterDecay is the weight of the lookups counted before a pass against
-// those counted since: each pass halves the history, so the allocation
-// follows a workload that changes over a few flushes.
-const filterDecay = 0.5
-
-// trafficModel turns the per-level lookup counters into decayed misses
-// per lookup.
-type trafficModel struct {
-	lastGets   int64
-	lastMisses [manifest.NumLevels]int64
-	gets       float64
-	misses     [manifest.NumLevels]float64
-}
-
-// update folds the counters' growth since the last update into the
-// decayed sums and returns each level's misses per lookup, smoothed
-// toward 1 by filterPriorLookups; nil when no lookup was ever counted.
-func (t *trafficModel) update(m *dbMetrics) *[manifest.NumLevels]float64 {
-	gets := m.gets.Load() + m.prefixSeeks.Load()
-	t.gets = filterDecay*t.gets + float64(gets-t.lastGets)
-	t.lastGets = gets
-	for l := range t.misses {
-		c := &m.levels[l].lookups
-		misses := c.tablesConsidered.Load() - c.found.Load()
-		t.misses[l] = filterDecay*t.misses[l] + float64(misses-t.lastMisses[l])
-		t.lastMisses[l] = misses
-	}
-	if gets == 0 {
-		return nil
-	}
-	var w [manifest.NumLevels]float64
-	for l := range w {
-		w[l] = (t.misses[l] + filterPriorLookups) / (t.gets + filterPriorLookups)
-	}
-	return &w
 }
 
 // newFilterHolder returns the holder of o's filter memory.
@@ -99,64 +66,157 @@ func newFilterHolder(d *DB, o *Options) *filterHolder {
 	if o.FilterBudget != nil && !o.DisableFilters {
 		h.cap = o.FilterBudget.Bytes
 	}
+	h.perBlock.Store(math.Float64bits(filterBlockOverhead))
 	return h
 }
 
-// mayHold reports whether table num may hold its filter: unless the last
-// pass left it out.
-func (h *filterHolder) mayHold(num base.FileNum) bool {
-	leftOut := h.leftOut.Load()
-	return leftOut == nil || !(*leftOut)[num]
+// blockOverhead returns the bookkeeping bytes a filter block takes per
+// data block, as the filters built so far measure it.
+func (h *filterHolder) blockOverhead() float64 { return math.Float64frombits(h.perBlock.Load()) }
+
+// learnOverhead folds the bookkeeping of a filter just built for e, of
+// size bytes at bits per entry, into blockOverhead: an average that
+// weighs the last few dozen filters most.
+func (h *filterHolder) learnOverhead(e *tableEntry, bits float64, size int64) {
+	if e.blocks == 0 {
+		return
+	}
+	measured := float64(size-nominalBytes(e.entries, bits)-filterTableOverhead) / float64(e.blocks)
+	measured = min(max(measured, 0), 2*filterBlockOverhead)
+	h.perBlock.Store(math.Float64bits(0.95*h.blockOverhead() + 0.05*measured))
 }
 
-// reserve charges n bytes against the cap and reports whether they fit.
-func (h *filterHolder) reserve(n int64) bool {
+// plan returns the last pass's plan for table num, if it made one.
+func (h *filterHolder) plan(num base.FileNum) (tablePlan, bool) {
+	plans := h.plans.Load()
+	if plans == nil {
+		return tablePlan{}, false
+	}
+	p, ok := (*plans)[num]
+	return p, ok
+}
+
+// swap charges next bytes against the cap in place of prev, and reports
+// whether they fit (a shrink always does).
+func (h *filterHolder) swap(prev, next int64) bool {
 	for {
 		held := h.held.Load()
-		if h.cap > 0 && held+n > h.cap {
+		if h.cap > 0 && next > prev && held-prev+next > h.cap {
 			return false
 		}
-		if h.held.CompareAndSwap(held, held+n) {
+		if h.held.CompareAndSwap(held, held-prev+next) {
 			return true
 		}
 	}
 }
 
-// hold loads the filter of open table e if it may hold it and its bytes
-// fit. A filter that fails to load (a corrupt block) is left out: the
-// table stays readable without it. A table that may hold its filter but
-// finds no room (filters the next pass drops still held) asks for a
-// pass, which decides for it.
-func (h *filterHolder) hold(e *tableEntry) {
-	if !h.mayHold(e.num) || e.reader.FilterHeld() || !e.reader.HasFilter() {
-		return
+// setHeldLocked records what e's Reader now holds. e.filterMu is held.
+func (h *filterHolder) setHeldLocked(e *tableEntry, bytes int64, bits float64, built bool) {
+	if built != e.heldBuilt {
+		if built {
+			h.built.Add(1)
+		} else {
+			h.built.Add(-1)
+		}
 	}
-	if !h.reserve(e.filterBytes) {
-		h.d.mu.Lock()
-		h.scheduleLocked()
-		h.d.mu.Unlock()
-		return
+	e.heldBytes, e.heldBits, e.heldBuilt = bytes, bits, built
+}
+
+// holdOwn loads open table e's own filter, if it has one, in place of a
+// filter built for it, if the bytes fit, and reports whether e then holds
+// its own filter. A filter that fails to load (a corrupt block) is left
+// out: the table stays readable without it.
+func (h *filterHolder) holdOwn(e *tableEntry) bool {
+	e.filterMu.Lock()
+	defer e.filterMu.Unlock()
+	if (e.heldBytes > 0 && !e.heldBuilt) || !e.reader.HasFilter() {
+		return e.heldBytes > 0 && !e.heldBuilt
 	}
+	if !h.swap(e.heldBytes, e.filterBytes) {
+		return false
+	}
+	e.reader.DropFilter() // the built one, if any: lookups meanwhile read blocks
 	if loaded, err := e.reader.LoadFilter(); !loaded || err != nil {
 		h.held.Add(-e.filterBytes)
+		h.setHeldLocked(e, 0, 0, false)
+		return false
 	}
+	h.setHeldLocked(e, e.filterBytes, e.ownBits, false)
+	return true
+}
+
+// holdBuilt builds open table e a filter of bits per entry from its keys
+// and holds it in place of the one held, if the bytes fit, and reports
+// whether it did. A table that cannot be read keeps what it holds.
+func (h *filterHolder) holdBuilt(e *tableEntry, bits float64) bool {
+	p, err := bloompolicy.RunFilter{BitsPerKey: bits}.Policy()
+	if p == nil || err != nil {
+		return false
+	}
+	f, err := e.reader.BuildFilter(p)
+	if err != nil {
+		return false
+	}
+	h.builds.Add(1)
+	h.learnOverhead(e, bits, f.Size())
+	e.filterMu.Lock()
+	defer e.filterMu.Unlock()
+	if !h.swap(e.heldBytes, f.Size()) {
+		return false
+	}
+	e.reader.HoldFilter(f)
+	h.setHeldLocked(e, f.Size(), bits, true)
+	return true
 }
 
 // opened counts the filter of a table just opened: held already without a
-// cap, loaded now if the cap allows under one.
+// cap; under one, its own loaded now if the plan (or, for a table written
+// since the last pass, the room left) gives it a filter and the bytes
+// fit. A table whose plan is a built filter, or whose own finds no room
+// (filters the next pass drops still held), asks for a pass, which
+// decides for it.
 func (h *filterHolder) opened(e *tableEntry) {
-	if h.cap > 0 {
-		h.hold(e)
-	} else if e.reader.FilterHeld() {
-		h.held.Add(e.filterBytes)
+	if h.cap == 0 {
+		if e.reader.FilterHeld() {
+			e.filterMu.Lock()
+			h.held.Add(e.filterBytes)
+			h.setHeldLocked(e, e.filterBytes, e.ownBits, false)
+			e.filterMu.Unlock()
+		}
+		return
 	}
+	p, ok := h.plan(e.num)
+	if ok && p.hold == holdNone {
+		return
+	}
+	if h.holdOwn(e) && (!ok || p.hold == holdOwn) {
+		return
+	}
+	h.d.mu.Lock()
+	h.scheduleLocked()
+	h.d.mu.Unlock()
 }
 
-// drop lets go of open table e's filter, if held.
+// drop lets go of open table e's filter, if it holds one.
 func (h *filterHolder) drop(e *tableEntry) {
+	e.filterMu.Lock()
+	defer e.filterMu.Unlock()
 	if e.reader.DropFilter() {
-		h.held.Add(-e.filterBytes)
+		h.held.Add(-e.heldBytes)
 	}
+	h.setHeldLocked(e, 0, 0, false)
+}
+
+// filterState returns what a plan needs to know of table f, open as e
+// (nil: not open).
+func (h *filterHolder) filterState(f *manifest.FileMetadata, e *tableEntry) tableFilterState {
+	if e == nil {
+		return tableFilterState{blocks: tableBlocks(f, h.d.opts.BlockSize), perBlock: h.blockOverhead(), ownUsable: f.FilterBytes > 0}
+	}
+	e.filterMu.Lock()
+	defer e.filterMu.Unlock()
+	return tableFilterState{blocks: e.blocks, perBlock: h.blockOverhead(), heldBits: e.heldBits, heldBytes: e.heldBytes,
+		heldBuilt: e.heldBuilt, ownUsable: e.reader.HasFilter()}
 }
 
 // scheduleLocked asks for a pass over the current Version, when there is
@@ -193,9 +253,9 @@ func (h *filterHolder) passes() {
 	}
 }
 
-// rebalance updates the traffic model, chooses the tables of the current
-// Version that hold their filters under the cap, and makes the open
-// tables follow: drops first, so that the loads find room.
+// rebalance updates the traffic model, plans the filters of the current
+// Version's tables under the cap, and makes the open tables follow,
+// opening first those not open while the table cache has room.
 func (h *filterHolder) rebalance() {
 	d := h.d
 	h.mu.Lock()
@@ -205,27 +265,109 @@ func (h *filterHolder) rebalance() {
 	v.Ref()
 	d.mu.Unlock()
 	defer d.unrefVersion(v)
-
-	misses := h.traffic.update(&d.metrics)
-	h.misses.Store(misses)
-	allowed, leftOut := chooseHeld(v, misses, h.cap)
-	h.leftOut.Store(&leftOut)
-	h.notHeld.Store(int64(len(leftOut)))
+	d.tableCache.openWhileRoom(v)
 	entries := d.tableCache.refAll()
 	defer d.tableCache.releaseAll(entries)
-	newest := newestTable(v)
+	open := make(map[base.FileNum]*tableEntry, len(entries))
 	for _, e := range entries {
-		// Left out, or gone from the Version (obsolete): a table written
-		// since v, numbered above its tables, waits for the next pass.
-		if leftOut[e.num] || (!allowed[e.num] && e.num <= newest) {
+		open[e.num] = e
+	}
+
+	misses, newGets, decay := h.traffic.update(&d.metrics, len(v.Levels[0]))
+	h.misses.Store(misses)
+	var perTable map[base.FileNum]float64
+	if misses != nil {
+		perTable = h.traffic.updateTables(v, open, misses, newGets, decay)
+	}
+	plans, notHeld := planFilters(v, misses, perTable, h.cap, d.opts.BlockSize, h.blockOverhead(), func(f *manifest.FileMetadata) tableFilterState {
+		return h.filterState(f, open[f.FileNum])
+	})
+	h.plans.Store(&plans)
+	h.notHeld.Store(notHeld)
+	h.follow(entries, plans, newestTable(v))
+}
+
+// follow makes the open tables hold what plans says: drops first, so that
+// the loads and builds find room, then own filters, then built ones:
+// for tables holding none first, then those that shrink. A table the plan does not name is obsolete if
+// numbered at or below newest, and drops its filter; one written since
+// waits for the next pass.
+func (h *filterHolder) follow(entries []*tableEntry, plans map[base.FileNum]tablePlan, newest base.FileNum) {
+	var owns, builds []*tableEntry
+	for _, e := range entries {
+		p, ok := plans[e.num]
+		s := h.filterState(nil, e)
+		switch {
+		case !ok:
+			if e.num <= newest {
+				h.drop(e)
+			}
+		case p.hold == holdNone:
 			h.drop(e)
+		case p.hold == holdOwn:
+			owns = append(owns, e)
+		case !s.heldBuilt || s.heldBits != p.bits:
+			builds = append(builds, e)
 		}
 	}
-	for _, e := range entries {
-		if d.closed.Load() {
+	// Tables holding nothing first (each lookup that reaches one reads a
+	// block), then by growth, shrinks first.
+	type order struct {
+		holds  bool
+		growth int64
+	}
+	key := func(e *tableEntry) order {
+		e.filterMu.Lock()
+		defer e.filterMu.Unlock()
+		return order{e.heldBytes > 0, plans[e.num].bytes - e.heldBytes}
+	}
+	slices.SortStableFunc(builds, func(a, b *tableEntry) int {
+		ka, kb := key(a), key(b)
+		if ka.holds != kb.holds {
+			if ka.holds {
+				return 1
+			}
+			return -1
+		}
+		return cmp.Compare(ka.growth, kb.growth)
+	})
+	for _, e := range owns {
+		if h.d.closed.Load() {
 			return
 		}
-		h.hold(e)
+		h.holdOwn(e)
+	}
+	for _, e := range builds {
+		if h.d.closed.Load() {
+			return
+		}
+		h.holdBuilt(e, plans[e.num].bits)
+	}
+	h.fillRoom(entries, plans)
+}
+
+// fillRoom gives each open table that the plan gives bits but that holds
+// nothing (its filter larger than the plan estimated, or the room taken by
+// others' that were) a filter built in the room left, at up to the plan's
+// bits: a table with a smaller filter saves most of the reads it would,
+// one with none saves nothing.
+func (h *filterHolder) fillRoom(entries []*tableEntry, plans map[base.FileNum]tablePlan) {
+	for _, e := range entries {
+		p, ok := plans[e.num]
+		if !ok || p.hold == holdNone || h.d.closed.Load() || e.entries == 0 {
+			continue
+		}
+		s := h.filterState(nil, e)
+		if s.heldBits > 0 {
+			continue
+		}
+		room := h.cap - h.held.Load() - filterOverhead(s.blocks, s.perBlock)
+		bits := min(p.bits, math.Floor(8*float64(room)/float64(e.entries)*16)/16)
+		// The room is an estimate: a filter that does not fit tries a
+		// tenth fewer bits, a few times.
+		for try := 0; try < 3 && bits >= planMinBits && !h.holdBuilt(e, bits); try++ {
+			bits = math.Floor(0.9*bits*16) / 16
+		}
 	}
 }
 
@@ -239,102 +381,3 @@ func newestTable(v *manifest.Version) base.FileNum {
 	}
 	return n
 }
-
-// heldCandidate is a table whose filter may be held, and the reads per
-// lookup it saves per byte.
-type heldCandidate struct {
-	f     *manifest.FileMetadata
-	score float64
-}
-
-// chooseHeld returns the tables of v that hold their filters under cap
-// bytes, and those with a filter it leaves out. Each table's
-// filter saves w*(1-p) reads per lookup, w being the lookups that reach
-// the table and miss there (the level's misses per lookup, spread over its
-// tables by their entries; an L0 table takes the level's share per table)
-// and p its rate at the bits per key it was written with. Without traffic
-// (misses nil) every lookup counts as reaching every run and missing, as
-// Monkey assumes. Tables are taken by saved reads per byte, best first,
-// while they fit.
-func chooseHeld(v *manifest.Version, misses *[manifest.NumLevels]float64, cap int64) (allowed, leftOut map[base.FileNum]bool) {
-	var cands []heldCandidate
-	for l, files := range v.Levels {
-		var levelEntries float64
-		for _, f := range files {
-			levelEntries += float64(f.NumEntries)
-		}
-		w := 1.0
-		if misses != nil {
-			w = misses[l]
-		}
-		for _, f := range files {
-			if f.FilterBytes == 0 || f.NumEntries == 0 {
-				continue
-			}
-			reach := w / float64(len(files)) // L0: each table is a run the lookup reaches
-			if l > 0 {
-				reach = w * float64(f.NumEntries) / levelEntries
-			}
-			p := bloompolicy.ModelFPR(8 * float64(f.FilterBytes) / float64(f.NumEntries))
-			cands = append(cands, heldCandidate{f: f, score: reach * (1 - p) / float64(f.FilterBytes)})
-		}
-	}
-	slices.SortStableFunc(cands, func(a, b heldCandidate) int { return cmp.Compare(b.score, a.score) })
-	allowed, leftOut = make(map[base.FileNum]bool, len(cands)), map[base.FileNum]bool{}
-	var used int64
-	for _, c := range cands {
-		if used+int64(c.f.FilterBytes) > cap {
-			leftOut[c.f.FileNum] = true
-			continue
-		}
-		used += int64(c.f.FilterBytes)
-		allowed[c.f.FileNum] = true
-	}
-	return allowed, leftOut
-}
-
-// capBudget returns the budget that sizes new tables under a cap, for a
-// tree of v's tables plus a table of flushed entries about to be written
-// (at v's bytes per entry, 16 in an empty tree), in blocks of blockSize
-// bytes: the cap less 1% for rounding, and less what filter blocks take
-// beyond their filters' nominal bits per key, per data block (each
-// filter's rounding to whole bytes, its trailer byte, its length) and per
-// table (the block's offsets word and trailer).
-func capBudget(b bloompolicy.Budget, v *manifest.Version, flushed int64, blockSize int) bloompolicy.Budget {
-	var size, entries int64
-	tables := int64(1)
-	for _, files := range v.Levels {
-		for _, f := range files {
-			size += int64(f.Size)
-			entries += int64(f.NumEntries)
-			tables++
-		}
-	}
-	perEntry := int64(16)
-	if entries > 0 {
-		perEntry = max(1, size/entries)
-	}
-	size += flushed * perEntry
-	blocks := size/int64(max(blockSize, 1)) + tables
-	overhead := filterBlockOverhead*blocks + filterTableOverhead*tables
-	bytes := int64(float64(b.Bytes)*0.99) - overhead
-	// A cap is a ceiling, not a target: a store far smaller than the cap
-	// spends at most capMaxBitsPerKey bits per entry, so that the tables
-	// it writes now are not left out wholesale once it has grown.
-	bytes = min(bytes, int64(capMaxBitsPerKey*float64(entries+flushed)/8))
-	return bloompolicy.Budget{Bytes: max(1, bytes)}
-}
-
-// capMaxBitsPerKey bounds the average bits per entry a cap plans for (see
-// capBudget): 0.05% false positives in the blocked layout, beyond which a
-// larger filter saves little and, under a cap, would be left out whole as
-// the store grows.
-const capMaxBitsPerKey = 16
-
-// filterBlockOverhead and filterTableOverhead bound the bytes a table's
-// filter block takes beyond its filters' nominal bits per key, per data
-// block and per table (see capBudget).
-const (
-	filterBlockOverhead = 4
-	filterTableOverhead = 16
-)

@@ -112,8 +112,8 @@ func TestFilterCap_Growth(t *testing.T) {
 	for _, l := range m.Levels {
 		filterBytes += l.FilterBytes
 	}
-	if filterBytes > capBytes && m.Filters.TablesNotHeld == 0 {
-		t.Fatalf("tables hold %d filter bytes over the cap of %d, and none is left out", filterBytes, capBytes)
+	if filterBytes > capBytes && m.Filters.TablesNotHeld == 0 && m.Filters.TablesBuilt == 0 {
+		t.Fatalf("tables hold %d filter bytes over the cap of %d, and none is left out or holds a smaller one built", filterBytes, capBytes)
 	}
 }
 

@@ -109,16 +109,14 @@ func (d *DB) tableFilterLocked(level int, moving []*manifest.FileMetadata, flush
 		return o.FilterPolicy
 	}
 	v := d.mu.versions.current
-	budget := *o.FilterBudget
-	var misses *[manifest.NumLevels]float64
-	settled := budget.Bytes > 0
-	if settled {
-		// A cap spends its bytes where the lookups served miss.
-		misses = d.filterMem.misses.Load()
-		budget = capBudget(budget, v, flushed, o.BlockSize)
+	if o.FilterBudget.Bytes > 0 {
+		// A cap spends its bytes where the lookups served miss, on the
+		// tree as it stands, as its passes do (filter_plan.go).
+		w := capWrite{level: level, moving: moving, flushed: flushed}
+		return capPolicy(v, d.filterMem.misses.Load(), o.FilterBudget.Bytes, o.BlockSize, d.filterMem.blockOverhead(), &w)
 	}
-	runs, i := budgetRuns(v, d.picker.Shape(v, d.mu.compacting), level, moving, flushed, misses, settled)
-	return budgetPolicy(runs, i, budget)
+	runs, i := budgetRuns(v, d.picker.Shape(v, d.mu.compacting), level, moving, flushed)
+	return budgetPolicy(runs, i, *o.FilterBudget)
 }
 
 // budgetPolicy returns the Bloom policy budget gives runs[i], nil if the
@@ -147,16 +145,10 @@ func budgetPolicy(runs []bloompolicy.Runs, i int, budget bloompolicy.Budget) blo
 // level down to above the deepest one holding keys counts at least its
 // target size (shape.MaxBytes at the store's average bytes per entry): the
 // size it settles at as the store grows, rather than what a compaction
-// just left in it; with settled, exactly its target, however full it is
-// now (a cap plans for the tree compactions settle at: new versions piled
-// up above the bottom level, which compactions will merge with the old,
-// must not shrink the bits of the bottom level's tables). Levels above the
-// base level stay empty. With misses
-// (the traffic model's misses per lookup by level), each run's Misses is
-// its level's, an L0 table taking an equal share of L0's; nil leaves them
-// unset (Monkey's rule).
+// just left in it. Levels above the
+// base level stay empty. The runs' Misses stay unset (Monkey's rule).
 func budgetRuns(v *manifest.Version, shape compaction.Shape, level int,
-	moving []*manifest.FileMetadata, flushed int64, misses *[manifest.NumLevels]float64, settled bool) ([]bloompolicy.Runs, int) {
+	moving []*manifest.FileMetadata, flushed int64) ([]bloompolicy.Runs, int) {
 	leaving := make(map[*manifest.FileMetadata]bool, len(moving))
 	for _, f := range moving {
 		leaving[f] = true
@@ -183,11 +175,6 @@ func budgetRuns(v *manifest.Version, shape compaction.Shape, level int,
 		target = len(runs)
 		runs = append(runs, bloompolicy.Runs{Count: 1, Keys: flushed})
 	}
-	if misses != nil {
-		for i := range runs {
-			runs[i].Misses = misses[0] / float64(len(runs))
-		}
-	}
 	bottom := level
 	for l := 1; l < manifest.NumLevels; l++ {
 		if keys[l] > 0 {
@@ -198,18 +185,13 @@ func budgetRuns(v *manifest.Version, shape compaction.Shape, level int,
 		n := keys[l]
 		if l < bottom && l >= shape.BaseLevel && totalBytes > 0 {
 			target := int64(float64(shape.MaxBytes[l]) * totalKeys / totalBytes)
-			if n = max(n, target); misses != nil || settled {
-				n = target
-			}
+			n = max(n, target)
 		}
 		if l == level {
 			target = len(runs)
 		}
 		if n > 0 || l == level {
 			runs = append(runs, bloompolicy.Runs{Count: 1, Keys: n})
-			if misses != nil {
-				runs[len(runs)-1].Misses = misses[l]
-			}
 		}
 	}
 	return runs, target

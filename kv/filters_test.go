@@ -266,7 +266,7 @@ func TestBudgetRuns(t *testing.T) {
 		{"L1 into L2", 2, v.Levels[1], 0, []int64{10, 20, 50, 2030}, 3},
 		{"L2 into L3", 3, v.Levels[2][:1], 0, []int64{10, 20, 50, 1000, 1000}, 4},
 	} {
-		runs, target := budgetRuns(v, shape, tc.level, tc.moving, tc.flushed, nil, false)
+		runs, target := budgetRuns(v, shape, tc.level, tc.moving, tc.flushed)
 		var want []bloompolicy.Runs
 		for _, n := range tc.want {
 			want = append(want, bloompolicy.Runs{Count: 1, Keys: n})

@@ -208,6 +208,13 @@ type FilterMetrics struct {
 	TablesNotHeld int64
 	// IndexBytes is the memory the open tables' indexes take.
 	IndexBytes int64
+	// TablesBuilt counts the open tables whose filter held was built in
+	// memory from their keys, at the bits per key the cap's allocation
+	// now gives them, instead of the one they were written with.
+	TablesBuilt int64
+	// FiltersBuilt counts the filters built so since Open, each a read
+	// of the whole table.
+	FiltersBuilt int64
 }
 
 // lookupCounters are the hot-path atomics behind a level's LookupMetrics
@@ -308,6 +315,8 @@ func (d *DB) Metrics() Metrics {
 		CapBytes:      d.filterMem.cap,
 		TablesNotHeld: d.filterMem.notHeld.Load(),
 		IndexBytes:    d.tableCache.indexBytes.Load(),
+		TablesBuilt:   d.filterMem.built.Load(),
+		FiltersBuilt:  d.filterMem.builds.Load(),
 	}
 	d.shapeMetrics(&m, v, mems)
 	return m

@@ -109,16 +109,16 @@ type Options struct {
 	// where set, takes precedence for level i.
 	//
 	// A budget of Bytes is a cap on the filter memory the store holds,
-	// whatever its size. New tables are sized so that every table's filter
-	// fits the cap (less 3% for the filters' rounding) as the tree stands,
-	// weighing each run by the lookups that reach it and miss there,
-	// decayed over recent flushes and compactions (the traffic-aware rule
-	// of bloompolicy's documentation; Monkey's rule before any lookup).
-	// When the store outgrows the cap, the filters that save the fewest
-	// reads per byte are not held in memory and their tables are read as
-	// if they had none (Metrics.Filters counts them); they are held again
-	// when compactions make room. The bytes held never exceed the cap. A
-	// cap excludes Levels[i].FilterPolicy: Open refuses both. Tables stay
+	// whatever its size. The store allocates the cap over the tree as it
+	// stands, weighing each table by the lookups that reach it and miss
+	// there (the traffic-aware rule of bloompolicy's documentation;
+	// Monkey's rule before any lookup), writes new tables with the bits
+	// per key they get, and has each table hold in memory a filter of the
+	// bits it gets now: its own, or one built in memory from its keys when
+	// the allocation has moved (see the package documentation, Filters).
+	// The bytes held never exceed the cap; Metrics.Filters reports them,
+	// the tables holding none and the filters built. A cap excludes
+	// Levels[i].FilterPolicy: Open refuses both. Tables stay
 	// self-describing: a store written under a cap opens under any other
 	// setting, and the reverse.
 	FilterBudget *bloompolicy.Budget

@@ -46,8 +46,23 @@ type tableEntry struct {
 	err    error
 
 	// filterBytes is the table's filter block size by the MANIFEST: what
-	// holding its filter charges against a cap (see filterHolder).
+	// holding its own filter charges against a cap (see filterHolder).
+	// entries is its entries, blocks its data blocks as a plan reckons
+	// them (tableBlocks), and
+	// ownBits its own filter's bits per entry (see ownBits); both set once
+	// open.
 	filterBytes int64
+	entries     int64
+	blocks      int64
+	ownBits     float64
+	// filterMu guards what the filter holder charged for the filter the
+	// Reader holds: heldBytes (0: none), its bits per entry heldBits, and
+	// heldBuilt, set when it was built in memory rather than the table's
+	// own.
+	filterMu  sync.Mutex
+	heldBytes int64
+	heldBits  float64
+	heldBuilt bool
 
 	refs       atomic.Int32 // the cache's own reference while listed, plus users
 	referenced atomic.Bool  // got since it was listed or the hand last passed it
@@ -122,6 +137,8 @@ func (c *tableCache) insert(f *manifest.FileMetadata) (*tableEntry, error) {
 	e.reader, e.err = c.open(f)
 	if e.err == nil {
 		c.indexBytes.Add(e.reader.IndexSize())
+		e.entries, e.blocks = int64(f.NumEntries), tableBlocks(f, c.d.opts.BlockSize)
+		e.ownBits = ownBits(f, e.blocks, c.d.filterMem.blockOverhead())
 		c.d.filterMem.opened(e)
 	}
 	e.opened.Store(true)
@@ -363,5 +380,29 @@ func (c *tableCache) refAll() []*tableEntry {
 func (c *tableCache) releaseAll(entries []*tableEntry) {
 	for _, e := range entries {
 		c.release(e)
+	}
+}
+
+// openWhileRoom opens the tables of v that are not open, while the cache
+// has room for them, so that a pass over the filters under a cap gives
+// them their filters before a lookup needs them. A table that fails to
+// open is left for a lookup to report.
+func (c *tableCache) openWhileRoom(v *manifest.Version) {
+	for _, files := range v.Levels {
+		for _, f := range files {
+			c.mu.RLock()
+			_, listed := c.entries[f.FileNum]
+			full := len(c.clock) >= c.capacity
+			c.mu.RUnlock()
+			if full || c.d.closed.Load() {
+				return
+			}
+			if listed {
+				continue
+			}
+			if e, err := c.get(f); err == nil {
+				c.release(e)
+			}
+		}
 	}
 }

@@ -58,10 +58,13 @@ func (f *filterBlockWriter) release() (filters, lengths []byte) {
 	return filters, lengths
 }
 
-// filterBlock is a decoded filter block: filter i covers data block i.
+// filterBlock is a decoded filter block: filter i covers data block i,
+// and policy reads them (the table's own, or the one a Filter was built
+// with).
 type filterBlock struct {
 	data    []byte
 	offsets []uint32 // filter i is data[offsets[i]:offsets[i+1]]
+	policy  bloompolicy.FilterPolicy
 }
 
 // decodeFilterBlock checks a filter block's structure and indexes its

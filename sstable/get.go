@@ -36,8 +36,18 @@ func (r *Reader) Get(userKey []byte, seq SeqNum, stats *LookupStats) (value []by
 	if r.rangeDeleted(userKey, seq, found, key.SeqNum(), stats) {
 		return nil, base.KindRangeDelete, true, nil
 	}
+	if !found {
+		r.misses.Add(1)
+	}
 	return value, key.Kind(), found, nil
 }
+
+// Misses returns the number of Get calls since the Reader was opened that
+// found no version of their key in the table (nor a range tombstone
+// covering it): the lookups to which the table's filter could have saved
+// a data-block read, what a store that sizes filters by the lookups it
+// serves weighs each table by.
+func (r *Reader) Misses() int64 { return r.misses.Load() }
 
 // getPoint looks userKey up among the table's point entries, as Get
 // describes; key carries the trailer (sequence number and kind) of the
@@ -61,7 +71,7 @@ func (r *Reader) getPoint(userKey []byte, seq base.SeqNum, stats *LookupStats) (
 		}
 	}()
 	for ; i < len(r.blocks); i++ {
-		if fb != nil && !r.filterPolicy.MayContain(fb.filter(i), filterKey) {
+		if fb != nil && !fb.policy.MayContain(fb.filter(i), filterKey) {
 			stats.FilterNegatives++
 			return nil, key, false, nil
 		}

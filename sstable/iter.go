@@ -133,7 +133,7 @@ func (it *Iter) blockMayContainPrefix() bool {
 		it.asked = false
 		return true
 	}
-	return it.r.filterPolicy.MayContain(it.filter.filter(it.block), it.prefix)
+	return it.filter.policy.MayContain(it.filter.filter(it.block), it.prefix)
 }
 
 // countVerdict settles a pending filter verdict: the block just loaded
@@ -240,7 +240,7 @@ func (it *Iter) seekGE(key []byte) bool {
 	case it.prefix != nil && it.filter != nil:
 		// Prefix mode on a table with filters: the block's filter is
 		// asked before the block is read.
-		if !it.r.filterPolicy.MayContain(it.filter.filter(i), it.prefix) {
+		if !it.filter.policy.MayContain(it.filter.filter(i), it.prefix) {
 			it.stats.FilterNegatives++
 			return false
 		}

@@ -54,6 +54,9 @@ type Reader struct {
 	// held; nil when none is held or there is no cache.
 	unreserveFilter func()
 
+	// misses counts the Get calls that found nothing (see Misses).
+	misses atomic.Int64
+
 	// rangeDels are the table's range tombstones, fragmented, loaded at
 	// open.
 	rangeDels []RangeTombstone

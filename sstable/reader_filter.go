@@ -53,6 +53,7 @@ func (r *Reader) decodeFilter() (*filterBlock, error) {
 	if err != nil {
 		return nil, r.corruptf(r.filterHandle.Offset, "filter block: %v", err)
 	}
+	fb.policy = r.filterPolicy
 	return &fb, nil
 }
 

@@ -1,0 +1,373 @@
+package kv
+
+import (
+	"cmp"
+	"math"
+	"slices"
+
+	"github.com/bloomkv/bloomkv/bloompolicy"
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/manifest"
+)
+
+// This file decides, under a cap on filter memory, the filter each table
+// of a Version holds: the plan that spends the cap on the tree as it
+// stands, each table weighed by the lookups it misses (the traffic model,
+// filter_traffic.go).
+//
+// The plan allocates the cap (less the filter blocks' bookkeeping) over
+// the runs of the Version with bloompolicy.Allocate: each table a run of
+// its own once lookups were counted, else each L0 table and each deeper
+// level one (Monkey's rule). A table then holds a filter of the bits per key
+// its run gets: its own, written with the table, when that is within
+// filterBitsSlack of them, or else one built in memory from its keys at
+// exactly those bits (sstable.Reader.BuildFilter). Holding what the
+// allocation gives rather than all or nothing keeps the tables written
+// while the store was small, with large filters, from being dropped whole
+// once it grows, and lets the tables written while it was large, or while
+// transient L0 tables took a share of the cap, hold the bits the settled
+// tree gives them. The slack bounds how often a growing store rebuilds:
+// a table's filter is built again only once the allocation has moved by
+// a quarter of a bit per key (about 12% in false-positive rate).
+
+// filterBitsSlack is how far, in bits per key, the filter a table holds
+// (or its own) may be from what the allocation gives it before a pass
+// builds it one of exactly that.
+const filterBitsSlack = 0.25
+
+// holdKind is the filter a plan has a table hold.
+type holdKind uint8
+
+const (
+	holdNone  holdKind = iota // no filter: lookups read the table as if it had none
+	holdOwn                   // the table's own filter, as written
+	holdBuilt                 // a filter built in memory at the plan's bits per key
+)
+
+// tablePlan is what a pass decided for one table of its Version.
+type tablePlan struct {
+	bits  float64 // bits per entry the allocation gives the table; 0: none
+	hold  holdKind
+	bytes int64 // what holding it charges against the cap (built: estimated)
+}
+
+// tableFilterState is what a plan needs to know of a table: its data
+// blocks (see tableBlocks) and their bookkeeping, and the filter its open Reader holds (bits 0:
+// none, or not open). ownUsable says the table's own filter can be read.
+type tableFilterState struct {
+	blocks    int64
+	perBlock  float64 // filter bookkeeping bytes per data block (filterHolder.perBlock)
+	heldBits  float64
+	heldBytes int64
+	heldBuilt bool
+	ownUsable bool
+}
+
+// planCandidate is a table the plan may have hold a filter, the choice it
+// prefers and the reads per lookup that choice saves per byte.
+type planCandidate struct {
+	f     *manifest.FileMetadata
+	plan  tablePlan
+	score float64
+}
+
+// planFilters returns, for each table of v, the filter it holds under cap
+// bytes, and the number of tables that then hold none though the
+// allocation gave them bits or they carry a filter. misses is the
+// traffic model's (nil: Monkey's rule); state tells of each table. The
+// bytes of the filters a plan keeps or builds are estimates: a plan whose
+// filters would take more than the cap is made again for a budget less
+// the excess, a few times, before the filters that save the fewest reads
+// per byte are left out.
+func planFilters(v *manifest.Version, misses *[manifest.NumLevels]float64, perTable map[base.FileNum]float64,
+	cap int64, blockSize int, perBlock float64, state func(*manifest.FileMetadata) tableFilterState) (map[base.FileNum]tablePlan, int64) {
+	runs, runOf, _, budget := capRuns(v, misses, perTable, cap, blockSize, perBlock, nil)
+	states := map[base.FileNum]tableFilterState{}
+	for _, files := range v.Levels {
+		for _, f := range files {
+			states[f.FileNum] = state(f)
+		}
+	}
+	for try := 0; ; try++ {
+		cands := planCandidates(v, runs, runOf, budget, states)
+		var want int64
+		for _, c := range cands {
+			want += c.plan.bytes
+		}
+		if want <= cap || try == 3 || budget <= 0 {
+			return fitPlans(v, cands, cap, states)
+		}
+		budget -= want - cap
+	}
+}
+
+// planCandidates returns the tables of v to which the allocation of
+// budget bytes over runs gives bits, with the filter each would hold.
+func planCandidates(v *manifest.Version, runs []bloompolicy.Runs,
+	runOf map[base.FileNum]int, budget int64, states map[base.FileNum]tableFilterState) []planCandidate {
+	var filters []bloompolicy.RunFilter
+	if budget > 0 && len(runs) > 0 {
+		filters = allocateRuns(runs, budget)
+	}
+	var cands []planCandidate
+	for _, files := range v.Levels {
+		for _, f := range files {
+			i, ok := runOf[f.FileNum]
+			if !ok || filters == nil {
+				continue
+			}
+			// Down to the 1/16 bit RunFilter.Policy builds, within the budget.
+			bits := math.Floor(filters[i].BitsPerKey*16) / 16
+			if bits < planMinBits {
+				continue
+			}
+			p := chooseFilter(f, states[f.FileNum], bits)
+			reach := runReach(runs[i], f)
+			cands = append(cands, planCandidate{f: f, plan: p, score: reach * (1 - bloompolicy.ModelFPR(bits)) / float64(p.bytes)})
+		}
+	}
+	return cands
+}
+
+// allocateRuns allocates budget bytes over runs; should their weights be
+// unusable, it falls back to Monkey's rule, which ignores them.
+func allocateRuns(runs []bloompolicy.Runs, budget int64) []bloompolicy.RunFilter {
+	filters, err := bloompolicy.Allocate(runs, bloompolicy.Budget{Bytes: budget})
+	if err == nil {
+		return filters
+	}
+	plain := make([]bloompolicy.Runs, len(runs))
+	for i, r := range runs {
+		plain[i] = bloompolicy.Runs{Count: r.Count, Keys: r.Keys}
+	}
+	filters, _ = bloompolicy.Allocate(plain, bloompolicy.Budget{Bytes: budget})
+	return filters
+}
+
+// fitPlans returns the plan of every table of v: the candidates' filters,
+// taken by reads saved per byte, best first, while they fit in cap bytes
+// (a filter kept above its bits built at them if that fits instead, else
+// one of the bits that fit in the room left, if at least planMinBits),
+// and no filter for the rest; and the count of tables then without one though
+// the allocation gave them bits or they carry a filter.
+func fitPlans(v *manifest.Version, cands []planCandidate, cap int64,
+	states map[base.FileNum]tableFilterState) (map[base.FileNum]tablePlan, int64) {
+	plans := make(map[base.FileNum]tablePlan, len(states))
+	var notHeld int64
+	for _, files := range v.Levels {
+		for _, f := range files {
+			plans[f.FileNum] = tablePlan{}
+			if f.FilterBytes > 0 {
+				notHeld++
+			}
+		}
+	}
+	slices.SortStableFunc(cands, func(a, b planCandidate) int { return cmp.Compare(b.score, a.score) })
+	var used int64
+	for _, c := range cands {
+		p, s := c.plan, states[c.f.FileNum]
+		if used+p.bytes > cap && p.hold != holdBuilt {
+			p = builtPlan(c.f, s, p.bits)
+		}
+		if used+p.bytes > cap {
+			// Fewer bits, in the room left, rather than no filter.
+			room := cap - used - filterOverhead(s.blocks, s.perBlock)
+			p = builtPlan(c.f, s, math.Floor(8*float64(room)/float64(c.f.NumEntries)*16)/16)
+		}
+		if p.bits < planMinBits || used+p.bytes > cap {
+			if c.f.FilterBytes == 0 {
+				notHeld++
+			}
+			continue
+		}
+		if c.f.FilterBytes > 0 {
+			notHeld--
+		}
+		used += p.bytes
+		plans[c.f.FileNum] = p
+	}
+	return plans, notHeld
+}
+
+// capWrite is a write about to change the tree: a flush of flushed
+// entries into a new L0 table (level 0), or a compaction into level that
+// moves the tables moving down from the level above.
+type capWrite struct {
+	level   int
+	moving  []*manifest.FileMetadata
+	flushed int64
+}
+
+// capRuns returns the runs of v, as w would leave it when not nil, as a
+// cap's allocation sees them: each L0 table one run, each deeper level
+// with entries one, weighed by misses when set (see trafficModel.update);
+// with perTable (and no w), each table a run of its own, weighed by its
+// own misses (trafficModel.updateTables).
+// It also returns the run of each table with entries, the run w's tables
+// join (-1 without w), and the bytes the allocation may spend under
+// capBytes: the cap less the filter blocks' bookkeeping (filterOverhead
+// for each table, at blockSize bytes a block and perBlock bytes of
+// bookkeeping a block), and at most
+// capMaxBitsPerKey bits per entry.
+func capRuns(v *manifest.Version, misses *[manifest.NumLevels]float64, perTable map[base.FileNum]float64,
+	capBytes int64, blockSize int, perBlock float64, w *capWrite) (runs []bloompolicy.Runs, runOf map[base.FileNum]int, target int, budget int64) {
+	runOf, target = map[base.FileNum]int{}, -1
+	levelRun := [manifest.NumLevels]int{}
+	add := func(l int) int { // the run of a table of level l: a new one in L0, or per table
+		if l == 0 || levelRun[l] == 0 || perTable != nil {
+			runs = append(runs, bloompolicy.Runs{Count: 1})
+			if misses != nil {
+				runs[len(runs)-1].Misses = misses[l]
+			}
+			if l > 0 {
+				levelRun[l] = len(runs)
+			}
+			return len(runs) - 1
+		}
+		return levelRun[l] - 1
+	}
+	leaving := map[*manifest.FileMetadata]bool{}
+	if w != nil {
+		for _, f := range w.moving {
+			leaving[f] = true
+		}
+	}
+	var overhead, entries, size int64
+	for l, files := range v.Levels {
+		for _, f := range files {
+			overhead += filterOverhead(tableBlocks(f, blockSize), perBlock)
+			entries, size = entries+int64(f.NumEntries), size+int64(f.Size)
+			if f.NumEntries == 0 {
+				continue
+			}
+			dst := l
+			if leaving[f] {
+				dst = w.level
+			}
+			i := add(dst)
+			runs[i].Keys += int64(f.NumEntries)
+			runOf[f.FileNum] = i
+			if perTable != nil {
+				runs[i].Misses = perTable[f.FileNum]
+			}
+		}
+	}
+	if w != nil {
+		target = add(w.level)
+		runs[target].Keys += w.flushed
+	}
+	if w != nil && w.flushed > 0 {
+		// A compaction's outputs take about the blocks of its inputs; a
+		// flush adds a table.
+		perEntry := int64(16)
+		if entries > 0 {
+			perEntry = max(1, size/entries)
+		}
+		overhead += filterOverhead(w.flushed*perEntry/int64(max(blockSize, 1))+1, perBlock)
+		entries += w.flushed
+	}
+	budget = min(capBytes-overhead, int64(capMaxBitsPerKey*float64(entries)/8))
+	return runs, runOf, target, budget
+}
+
+// capPolicy returns the Bloom policy of the tables w writes under a cap
+// of capBytes, nil for none: the bits per entry the allocation gives
+// their run (capRuns), as a pass right after the write would have them
+// hold, so that they can hold their own filter.
+func capPolicy(v *manifest.Version, misses *[manifest.NumLevels]float64, capBytes int64, blockSize int,
+	perBlock float64, w *capWrite) bloompolicy.FilterPolicy {
+	runs, _, target, budget := capRuns(v, misses, nil, capBytes, blockSize, perBlock, w)
+	if budget <= 0 {
+		return nil
+	}
+	return budgetPolicy(runs, target, bloompolicy.Budget{Bytes: budget})
+}
+
+// tableBlocks estimates the data blocks of table f, in blocks of
+// blockSize bytes, from its size: what its filter block's bookkeeping is
+// reckoned on, the same whether the table is open or not.
+func tableBlocks(f *manifest.FileMetadata, blockSize int) int64 {
+	return int64(f.Size)/int64(max(blockSize, 1)) + 1
+}
+
+// filterOverhead returns the bytes a table's filter block of blocks
+// filters takes beyond their nominal bits, at perBlock bytes a filter
+// (see filterHolder.perBlock).
+func filterOverhead(blocks int64, perBlock float64) int64 {
+	return int64(math.Ceil(perBlock*float64(blocks))) + filterTableOverhead
+}
+
+// chooseFilter returns the filter table f holds at bits per entry: the
+// one its Reader holds, or its own, if within filterBitsSlack of bits,
+// else one built at bits.
+func chooseFilter(f *manifest.FileMetadata, s tableFilterState, bits float64) tablePlan {
+	if s.heldBits > 0 && math.Abs(s.heldBits-bits) <= filterBitsSlack {
+		if s.heldBuilt {
+			return tablePlan{bits: s.heldBits, hold: holdBuilt, bytes: s.heldBytes}
+		}
+		return tablePlan{bits: bits, hold: holdOwn, bytes: int64(f.FilterBytes)}
+	}
+	if own := ownBits(f, s.blocks, s.perBlock); s.ownUsable && math.Abs(own-bits) <= filterBitsSlack {
+		return tablePlan{bits: bits, hold: holdOwn, bytes: int64(f.FilterBytes)}
+	}
+	return builtPlan(f, s, bits)
+}
+
+// builtPlan returns the plan of a filter built for f at bits per entry.
+func builtPlan(f *manifest.FileMetadata, s tableFilterState, bits float64) tablePlan {
+	return tablePlan{bits: bits, hold: holdBuilt, bytes: builtBytes(f, s, bits)}
+}
+
+// builtBytes estimates the bytes of a filter built for f at bits per
+// entry: at most that, as a table's distinct keys are at most its
+// entries, plus the bookkeeping.
+func builtBytes(f *manifest.FileMetadata, s tableFilterState, bits float64) int64 {
+	return nominalBytes(int64(f.NumEntries), bits) + filterOverhead(s.blocks, s.perBlock)
+}
+
+// nominalBytes returns the bytes of bits per entry over entries.
+func nominalBytes(entries int64, bits float64) int64 {
+	return int64(math.Ceil(bits * float64(entries) / 8))
+}
+
+// ownBits returns the bits per entry of f's own filters, less the
+// bookkeeping; 0 without a filter.
+func ownBits(f *manifest.FileMetadata, blocks int64, perBlock float64) float64 {
+	if f.FilterBytes == 0 || f.NumEntries == 0 {
+		return 0
+	}
+	return 8 * float64(max(0, int64(f.FilterBytes)-filterOverhead(blocks, perBlock))) / float64(f.NumEntries)
+}
+
+// runReach returns the lookups per lookup served that reach table f of
+// run r and miss there: the run's misses spread over its tables by their
+// entries (1 for the whole run without traffic, as Monkey assumes).
+func runReach(r bloompolicy.Runs, f *manifest.FileMetadata) float64 {
+	w := r.Misses
+	if w == 0 {
+		w = 1
+	}
+	return w * float64(f.NumEntries) / float64(r.Keys)
+}
+
+// planMinBits is the fewest bits per entry a plan gives a table's filter:
+// below it a table gets none, as a filter that rules out under half the
+// absent keys is not worth its bookkeeping.
+const planMinBits = 1
+
+// capMaxBitsPerKey bounds the average bits per entry a cap plans for (see
+// capRuns): a store far smaller than the cap spends at most this, 0.05%
+// false positives in the blocked layout, beyond which a larger filter
+// saves little.
+const capMaxBitsPerKey = 16
+
+// filterBlockOverhead and filterTableOverhead are the bytes a table's
+// filter block takes beyond its filters' nominal bits per key, per data
+// block (each filter's rounding to whole bytes, its trailer byte, its
+// length) and per table (the block's offsets word and trailer). The first
+// is where a store starts; it learns the figure from the filters it
+// builds (filterHolder.perBlock).
+const (
+	filterBlockOverhead = 3.0
+	filterTableOverhead = 9
+)

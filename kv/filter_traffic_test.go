@@ -1,0 +1,168 @@
+package kv
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/bloomkv/bloomkv/bloompolicy"
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/cockroachdb/pebble/vfs"
+)
+
+// trafficStore loads keys present keys (even numbers) twice under budget,
+// with lookups of absent keys (odd numbers) after each pass, so that a
+// cap's traffic model learns the workload, and waits for it to settle.
+func trafficStore(t *testing.T, budget bloompolicy.Budget, keys int, rng *rand.Rand) *DB {
+	t.Helper()
+	d, err := Open("db", &Options{FS: vfs.NewMem(), MemTableSize: 64 << 10, TargetFileSize: 64 << 10,
+		LBaseMaxBytes: 128 << 10, FilterBudget: &budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	val := make([]byte, 16)
+	for range 2 {
+		for _, k := range rng.Perm(keys) {
+			if err := d.Set(capKey(2*k), val, NoSync); err != nil {
+				t.Fatal(err)
+			}
+		}
+		absentLookups(t, d, keys, keys, rng)
+	}
+	if err := d.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, d)
+	return d
+}
+
+// absentLookups looks up n absent keys among the first keys and returns
+// the data blocks they read.
+func absentLookups(t *testing.T, d *DB, keys, n int, rng *rand.Rand) int64 {
+	t.Helper()
+	before := d.Metrics().Lookups.BlockReads
+	for range n {
+		if _, err := d.Get(capKey(2*rng.IntN(keys) + 1)); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("absent key: %v", err)
+		}
+	}
+	return d.Metrics().Lookups.BlockReads - before
+}
+
+// TestFilterCap_AllAbsentIsMonkey checks that a cap of the filter bytes a
+// Monkey budget spent, on a store loaded the same way and asked only for
+// absent keys, gives the bottom level the bits per entry Monkey's rule
+// gives it on the tree as it stands, within 0.3 bits (a table keeps a
+// filter within a quarter bit of its share), whatever sizes its tables
+// were written with (they were written while the store grew, so filters
+// are built in memory): every absent lookup reaches the bottom level and
+// misses there, as Monkey assumes. A level above whose tables cover part
+// of the key range is reached by fewer lookups, and the traffic rule
+// rightly gives it fewer bits than Monkey's: its figures are logged. The
+// store never holds more than the cap, and wastes at most twice the reads
+// of Monkey's store: the two stores settle at different shapes (the one
+// with more entries above the bottom level spends the same bytes over
+// more entries), so the ratio of their reads is logged, not held to 1.
+func TestFilterCap_AllAbsentIsMonkey(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads two stores")
+	}
+	const keys, lookups = 50_000, 100_000
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	monkey := trafficStore(t, bloompolicy.Budget{BitsPerKey: 8}, keys, rand.New(rand.NewPCG(seed, 1)))
+	defer monkey.Close()
+	var capBytes int64
+	for _, l := range monkey.Metrics().Levels {
+		capBytes += l.FilterBytes
+	}
+	capped := trafficStore(t, bloompolicy.Budget{Bytes: capBytes}, keys, rand.New(rand.NewPCG(seed, 1)))
+	defer capped.Close()
+	checkMonkeyBits(t, capped, capBytes)
+	before := formatFilters(capped)
+	wasted := [2]int64{}
+	for i, d := range []*DB{monkey, capped} {
+		before := d.Metrics()
+		wasted[i] = absentLookups(t, d, keys, lookups, rand.New(rand.NewPCG(seed, 2)))
+		after := d.Metrics()
+		for l := range after.Levels {
+			a, b := after.Levels[l].Lookups, before.Levels[l].Lookups
+			if a.TablesConsidered > b.TablesConsidered {
+				t.Logf("store %d L%d: %d tables, %d entries, %.2f bits/entry on disk; considered %d, false positives %d, reads %d",
+					i, l, after.Levels[l].NumFiles, after.Levels[l].Keys, 8*float64(after.Levels[l].FilterBytes)/float64(after.Levels[l].Keys),
+					a.TablesConsidered-b.TablesConsidered, a.FilterFalsePositives-b.FilterFalsePositives, a.BlockReads-b.BlockReads)
+			}
+		}
+	}
+	waitIdle(t, capped)
+	m := capped.Metrics()
+	t.Logf("cap %d B: held %d B, %d filters built, %d tables holding a built one; wasted reads per lookup: Monkey %.5f, cap %.5f (%.3f)",
+		capBytes, m.Filters.HeldBytes, m.Filters.FiltersBuilt, m.Filters.TablesBuilt,
+		float64(wasted[0])/lookups, float64(wasted[1])/lookups, float64(wasted[1])/float64(wasted[0]))
+	if wasted[0] < 200 {
+		t.Fatalf("Monkey's store wasted only %d reads: too few to compare", wasted[0])
+	}
+	if float64(wasted[1]) > 2*float64(wasted[0]) {
+		t.Errorf("the cap's store wasted %d reads, Monkey's %d\nbefore:\n%s\nafter:\n%s\n%s", wasted[1], wasted[0], before, formatFilters(capped), m)
+	}
+	if m.Filters.HeldBytes > capBytes || m.Filters.FiltersBuilt == 0 {
+		t.Errorf("held %d filter bytes of a cap of %d, %d filters built", m.Filters.HeldBytes, capBytes, m.Filters.FiltersBuilt)
+	}
+}
+
+// checkMonkeyBits checks that the bottom level of d holds, on average
+// over its entries, the bits per entry Monkey's rule gives it for
+// capBytes on d's tree as it stands, within 0.3 bits, and logs the levels
+// above.
+func checkMonkeyBits(t *testing.T, d *DB, capBytes int64) {
+	t.Helper()
+	d.mu.Lock()
+	v := d.mu.versions.current
+	v.Ref()
+	d.mu.Unlock()
+	defer d.unrefVersion(v)
+	h := d.filterMem
+	runs, runOf, _, budget := capRuns(v, nil, nil, capBytes, d.opts.BlockSize, h.blockOverhead(), nil)
+	monkey, err := bloompolicy.Allocate(runs, bloompolicy.Budget{Bytes: budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := d.tableCache.refAll()
+	defer d.tableCache.releaseAll(entries)
+	open := map[base.FileNum]*tableEntry{}
+	for _, e := range entries {
+		open[e.num] = e
+	}
+	if w := h.misses.Load(); w != nil {
+		t.Logf("misses per lookup by level: %.3f", *w)
+	}
+	levels := 0
+	for l, files := range v.Levels {
+		var bits, n, want float64
+		for _, f := range files {
+			e := open[f.FileNum]
+			if l == 0 || e == nil || f.NumEntries == 0 {
+				continue
+			}
+			s := h.filterState(f, e)
+			bits += s.heldBits * float64(f.NumEntries)
+			n += float64(f.NumEntries)
+			want = monkey[runOf[f.FileNum]].BitsPerKey
+		}
+		if n == 0 {
+			continue
+		}
+		t.Logf("L%d: %.0f entries hold %.2f bits per entry, Monkey's rule gives %.2f", l, n, bits/n, want)
+		if l == len(v.Levels)-1 {
+			if math.Abs(bits/n-want) > 0.3 {
+				t.Errorf("L%d holds %.2f bits per entry, Monkey's rule gives %.2f", l, bits/n, want)
+			}
+			levels++
+		}
+	}
+	if levels != 1 {
+		t.Fatal("the bottom level was not checked")
+	}
+}
