@@ -113,9 +113,21 @@ func (d *DB) newWALWriter(num base.FileNum, name string, f vfs.File, dst io.Writ
 // as its loss bound requires.
 // It returns the stream offset at which the record ends. The commit
 // pipeline calls it under its mu, in sequence order.
-func (l *walWriter) append(batch []byte, m *dbMetrics) (int64, error) {
+//
+// In direct mode a Sync write's record is written with pwrite(2), not
+// copied into the mapping: a sync leaves the file's pages clean and
+// write-protected, and the next store through the mapping to each of them
+// faults to make it writable again (and, on ext4, to start a journal
+// handle), a cost per Sync write that write(2) into the same page cache
+// does not pay. Both reach the same pages.
+func (l *walWriter) append(batch []byte, sync bool, m *dbMetrics) (int64, error) {
 	if _, err := l.w.WriteRecord(batch); err != nil {
 		return 0, fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
+	}
+	if l.direct {
+		mw := l.space.(*walMmapWriter)
+		mw.pwrite = sync
+		defer func() { mw.pwrite = false }()
 	}
 	if err := l.w.Flush(); err != nil {
 		return 0, fmt.Errorf("kv: writing WAL %s: %w", l.name, err)

@@ -107,6 +107,9 @@ type walMmapWriter struct {
 	// pf faults the pages ahead of the writes in, writable, from its
 	// own goroutine (see prefaulter).
 	pf *prefaulter
+	// pwrite makes Write write with pwrite(2), not through the
+	// mapping: for a Sync write's record (see walWriter.append).
+	pwrite bool
 }
 
 // prefaultAhead is how far ahead of the writes the prefaulter keeps the
@@ -246,7 +249,13 @@ func (w *walMmapWriter) Write(p []byte) (int, error) {
 				return written, err
 			}
 		}
-		n, err := w.copyIn(p)
+		var n int
+		var err error
+		if w.pwrite {
+			n, err = w.file.WriteAt(p[:min(len(p), int(w.mapOff+int64(len(w.mapped))-w.off))], w.off)
+		} else {
+			n, err = w.copyIn(p)
+		}
 		written += n
 		w.off += int64(n)
 		if err != nil {

@@ -334,7 +334,7 @@ func (p *commitPipeline) reserveLocked(d *DB, w *writer) (*memTable, *walWriter,
 		return nil, nil, 0, fmt.Errorf("%w: %d is the last sequence number", errSeqNumsExhausted, seq)
 	}
 	b.setSeqNum(seq + 1)
-	end, err := p.log.append(b.data, &d.metrics)
+	end, err := p.log.append(b.data, w.sync, &d.metrics)
 	if err != nil {
 		p.err = fmt.Errorf("kv: WAL write failed, the DB accepts no more writes: %w", err)
 		return nil, nil, 0, p.err
