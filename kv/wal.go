@@ -121,13 +121,13 @@ func (d *DB) newWALWriter(num base.FileNum, name string, f vfs.File, dst io.Writ
 // handle), a cost per Sync write that write(2) into the same page cache
 // does not pay. Both reach the same pages.
 func (l *walWriter) append(batch []byte, sync bool, m *dbMetrics) (int64, error) {
-	if _, err := l.w.WriteRecord(batch); err != nil {
-		return 0, fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
-	}
 	if l.direct {
 		mw := l.space.(*walMmapWriter)
 		mw.pwrite = sync
 		defer func() { mw.pwrite = false }()
+	}
+	if _, err := l.w.WriteRecord(batch); err != nil {
+		return 0, fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
 	}
 	if err := l.w.Flush(); err != nil {
 		return 0, fmt.Errorf("kv: writing WAL %s: %w", l.name, err)

@@ -109,7 +109,9 @@ type walMmapWriter struct {
 	pf *prefaulter
 	// pwrite makes Write write with pwrite(2), not through the
 	// mapping: for a Sync write's record (see walWriter.append).
-	pwrite bool
+	// pwrites counts those writes.
+	pwrite  bool
+	pwrites int64
 }
 
 // prefaultAhead is how far ahead of the writes the prefaulter keeps the
@@ -253,6 +255,7 @@ func (w *walMmapWriter) Write(p []byte) (int, error) {
 		var err error
 		if w.pwrite {
 			n, err = w.file.WriteAt(p[:min(len(p), int(w.mapOff+int64(len(w.mapped))-w.off))], w.off)
+			w.pwrites++
 		} else {
 			n, err = w.copyIn(p)
 		}

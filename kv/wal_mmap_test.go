@@ -203,13 +203,28 @@ func openMapped(t *testing.T, dir string, background bool) *DB {
 	return d
 }
 
-// writeMapped writes keys lo..hi-1 NoSync.
+// writeMapped writes keys lo..hi-1, one in seven Sync, the others NoSync.
 func writeMapped(t *testing.T, d *DB, lo, hi int) {
 	t.Helper()
 	for i := lo; i < hi; i++ {
+		var pwrites int64
+		mw, direct := d.commit.log.space.(*walMmapWriter)
+		direct = direct && d.commit.log.direct
+		if direct {
+			pwrites = mw.pwrites
+		}
 		k, v := mmapTestKV(i)
-		if err := d.Set(k, v, NoSync); err != nil {
+		// Every seventh write is a Sync one, whose record a mapped WAL
+		// writes with pwrite(2) between the records it copies.
+		opts := NoSync
+		if i%7 == 0 {
+			opts = Sync
+		}
+		if err := d.Set(k, v, opts); err != nil {
 			t.Fatal(err)
+		}
+		if direct && opts == Sync && d.commit.log.space == walSpace(mw) && mw.pwrites == pwrites {
+			t.Fatalf("key %d: a Sync write's record was copied into the mapping", i)
 		}
 	}
 }
