@@ -118,10 +118,24 @@ func (r *batchRun) round() {
 			r.checkIterModel(kept, keptModel, "kept iterator")
 		}
 	}
-	if kept != nil {
-		r.checkIterModel(kept, keptModel, "kept iterator at the end")
-		r.check(kept.Close(), "Iterator.Close")
+	if kept == nil {
+		o := r.randBounds()
+		var err error
+		kept, err = r.b.NewIter(o)
+		r.check(err, "Batch.NewIter")
+		keptModel = newIterModel(r.expected(), o)
+		r.dbWrite()
+		r.batchWrite()
 	}
+	r.checkIterModel(kept, keptModel, "kept iterator at the end")
+	// Every round refreshes a kept iterator at least once, after the
+	// writes made since it was opened or last refreshed.
+	if msg := refreshIter(kept, keptModel, r.expected()); msg != "" {
+		r.t.Fatalf("kept iterator at the end: %s (batch %v)", msg, r.ops)
+	}
+	r.refreshes++
+	r.checkIterModel(kept, keptModel, "kept iterator at the end, refreshed")
+	r.check(kept.Close(), "Iterator.Close")
 	r.finish()
 }
 
