@@ -147,8 +147,15 @@ func (c FilterMemConfig) measureStore(ctx context.Context, s FilterStrategy, bit
 		return fmt.Errorf("bench: %s at %v bits/key: %w", s, bits, err)
 	}
 	defer db.Close()
+	return measureMixes(s, bits, mixes, out, progress, func(m LookupMix) (FilterMemResult, error) { return c.measure(db, m) })
+}
+
+// measureMixes measures each mix of a store of strategy s at bits per key,
+// in either engine, and appends the results to out.
+func measureMixes(s FilterStrategy, bits float64, mixes []LookupMix, out *[]FilterMemResult,
+	progress func(FilterMemResult), measure func(LookupMix) (FilterMemResult, error)) error {
 	for _, m := range mixes {
-		r, err := c.measure(db, m)
+		r, err := measure(m)
 		if err != nil {
 			return fmt.Errorf("bench: %s at %v bits/key, %s: %w", s, bits, m, err)
 		}

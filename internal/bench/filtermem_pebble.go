@@ -58,18 +58,7 @@ func (c FilterMemConfig) measurePebble(ctx context.Context, s FilterStrategy, bi
 		return fmt.Errorf("bench: %s at %v bits/key: %w", s, bits, err)
 	}
 	defer e.Close()
-	for _, m := range LookupMixes {
-		r, err := c.measurePebbleMix(e, m)
-		if err != nil {
-			return fmt.Errorf("bench: %s at %v bits/key, %s: %w", s, bits, m, err)
-		}
-		r.Strategy, r.Bits = s, bits
-		*out = append(*out, r)
-		if progress != nil {
-			progress(r)
-		}
-	}
-	return nil
+	return measureMixes(s, bits, LookupMixes, out, progress, func(m LookupMix) (FilterMemResult, error) { return c.measurePebbleMix(e, m) })
 }
 
 // pebbleOptions returns the options of a Pebble study store: the sizes of
