@@ -32,22 +32,31 @@ func loadReuseStore(t testing.TB, d *DB) {
 	}
 }
 
-// TestIterator_SetBounds_NoAllocs checks that SetBounds and a scan within
-// the new bounds allocate nothing once the iterator has held bounds that
-// long: the same iterator is repositioned over tables of two levels, a
-// memtable and a range deletion.
-func TestIterator_SetBounds_NoAllocs(t *testing.T) {
+// openReuseIter returns an iterator over a store loaded by
+// loadReuseStore, both closed when the test ends, for the allocation
+// tests; it skips the test under the race detector, which allocates.
+func openReuseIter(t *testing.T) *Iterator {
+	t.Helper()
 	if raceEnabled {
 		t.Skip("the race detector allocates")
 	}
 	d, _ := openMem(t, &Options{DisableAutomaticCompactions: true})
-	defer d.Close()
+	t.Cleanup(func() { d.Close() })
 	loadReuseStore(t, d)
 	it, err := d.NewIter(&IterOptions{LowerBound: []byte("k00000"), UpperBound: []byte("k99999")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer it.Close()
+	t.Cleanup(func() { it.Close() })
+	return it
+}
+
+// TestIterator_SetBounds_NoAllocs checks that SetBounds and a scan within
+// the new bounds allocate nothing once the iterator has held bounds that
+// long: the same iterator is repositioned over tables of two levels, a
+// memtable and a range deletion.
+func TestIterator_SetBounds_NoAllocs(t *testing.T) {
+	it := openReuseIter(t)
 	lower, upper := []byte("k00000"), []byte("k00000")
 	i, seen := 0, 0
 	reuse := func() {
@@ -80,17 +89,7 @@ func TestIterator_SetBounds_NoAllocs(t *testing.T) {
 // levels, a memtable and a range deletion. It also checks that each
 // refreshed seek lands where a fresh iterator's would.
 func TestIterator_Refresh_NoAllocs(t *testing.T) {
-	if raceEnabled {
-		t.Skip("the race detector allocates")
-	}
-	d, _ := openMem(t, &Options{DisableAutomaticCompactions: true})
-	defer d.Close()
-	loadReuseStore(t, d)
-	it, err := d.NewIter(&IterOptions{LowerBound: []byte("k00000"), UpperBound: []byte("k99999")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer it.Close()
+	it := openReuseIter(t)
 	lower, upper, wantKey := []byte("k00000"), []byte("k00000"), []byte("k00000")
 	i, found := 0, 0
 	reuse := func() {
