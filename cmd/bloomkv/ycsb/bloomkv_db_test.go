@@ -207,21 +207,28 @@ func TestBloomkvBinding_ConcurrentReaders(t *testing.T) {
 	}
 }
 
+// loadBenchBinding commits the benchmarks' 10,000 keys, flushing once
+// key flushAt is in (the keys after it stay in the memtable), and
+// returns the keys.
+func loadBenchBinding(b *testing.B, db DB, flushAt int) [][]byte {
+	for n := 0; n < 10000; n++ {
+		commit(b, db, n, "value-of-some-length-0123456789")
+		if n == flushAt {
+			if err := db.Flush(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	return benchKeys(10000)
+}
+
 // BenchmarkBloomkvBinding_Scan runs the driver's scan (NewIter, Scan of 10
 // keys, Close) over the binding, on a flushed store with writes in the
 // memtable; allocs/op is what the binding and the scan's copies cost.
 func BenchmarkBloomkvBinding_Scan(b *testing.B) {
 	db := openBinding(b)
 	defer db.Close()
-	for n := 0; n < 10000; n++ {
-		commit(b, db, n, "value-of-some-length-0123456789")
-		if n == 8000 {
-			if err := db.Flush(); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-	keys := benchKeys(10000)
+	keys := loadBenchBinding(b, db, 8000)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -240,13 +247,7 @@ func BenchmarkBloomkvBinding_Scan(b *testing.B) {
 func BenchmarkBloomkvBinding_Read(b *testing.B) {
 	db := openBinding(b)
 	defer db.Close()
-	for n := 0; n < 10000; n++ {
-		commit(b, db, n, "value-of-some-length-0123456789")
-	}
-	if err := db.Flush(); err != nil {
-		b.Fatal(err)
-	}
-	keys := benchKeys(10000)
+	keys := loadBenchBinding(b, db, 9999)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
