@@ -105,38 +105,7 @@ func (l *levelIter) openTable(f *manifest.FileMetadata, lower, upper []byte) (ba
 		return nil, err
 	}
 	l.loaded = true
-	return consideredTable{l}, nil
-}
-
-// consideredTable is the level's table iterator as its Level sees it.
-// Each absolute positioning of it (a seek, First or Last) counts a table
-// considered (IteratorStats.TablesConsidered), whether the Level opened
-// the table for that call or kept it open from an earlier one; Next and
-// Prev within the table count nothing. One pointer wide, it goes into an
-// interface without an allocation.
-type consideredTable struct{ l *levelIter }
-
-// consider counts a table considered and returns the table's iterator.
-func (t consideredTable) consider() *tableIter {
-	t.l.counts.TablesConsidered++
-	return &t.l.table
-}
-
-func (t consideredTable) SeekGE(key []byte) bool { return t.consider().SeekGE(key) }
-func (t consideredTable) SeekLT(key []byte) bool { return t.consider().SeekLT(key) }
-func (t consideredTable) First() bool            { return t.consider().First() }
-func (t consideredTable) Last() bool             { return t.consider().Last() }
-func (t consideredTable) Next() bool             { return t.l.table.Next() }
-func (t consideredTable) Prev() bool             { return t.l.table.Prev() }
-func (t consideredTable) Valid() bool            { return t.l.table.Valid() }
-func (t consideredTable) Key() base.InternalKey  { return t.l.table.Key() }
-func (t consideredTable) Value() []byte          { return t.l.table.Value() }
-func (t consideredTable) Error() error           { return t.l.table.Error() }
-func (t consideredTable) Close() error           { return t.l.table.Close() }
-
-// SeekPrefixGE is the table's prefix seek, which asks its filters.
-func (t consideredTable) SeekPrefixGE(prefix, key []byte) bool {
-	return t.consider().SeekPrefixGE(prefix, key)
+	return &l.table, nil
 }
 
 // harvest adds the block loads of the level's table to the iterator's
@@ -231,6 +200,7 @@ func (s *iterState) addLevel(level int, files []*manifest.FileMetadata) {
 	l := s.levels[s.nLevels]
 	s.nLevels++
 	l.cache, l.stats, l.counts = s.db.tableCache, &s.stats[level], &s.counts
+	l.table.considered = &s.counts.TablesConsidered
 	l.Init(s.cmp, files, s.lower, s.upper, l.open)
 	s.inputs = append(s.inputs, &l.Level)
 }

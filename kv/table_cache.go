@@ -346,6 +346,38 @@ type tableIter struct {
 	sstable.Iter
 	cache *tableCache
 	entry *tableEntry
+	// considered, if set, counts the table's absolute positionings (a
+	// seek, First or Last): the tables an iterator's positioning calls
+	// consider (IteratorStats.TablesConsidered), whether its level opened
+	// the table for the call or kept it open from an earlier one. Next
+	// and Prev within the table count nothing.
+	considered *int64
+}
+
+// consider counts one positioning of the table, if t counts them.
+func (t *tableIter) consider() {
+	if t.considered != nil {
+		*t.considered++
+	}
+}
+
+// SeekGE is sstable.Iter's, counted (see considered).
+func (t *tableIter) SeekGE(key []byte) bool { t.consider(); return t.Iter.SeekGE(key) }
+
+// SeekLT is sstable.Iter's, counted (see considered).
+func (t *tableIter) SeekLT(key []byte) bool { t.consider(); return t.Iter.SeekLT(key) }
+
+// First is sstable.Iter's, counted (see considered).
+func (t *tableIter) First() bool { t.consider(); return t.Iter.First() }
+
+// Last is sstable.Iter's, counted (see considered).
+func (t *tableIter) Last() bool { t.consider(); return t.Iter.Last() }
+
+// SeekPrefixGE is sstable.Iter's prefix seek, which asks the table's
+// filters, counted (see considered).
+func (t *tableIter) SeekPrefixGE(prefix, key []byte) bool {
+	t.consider()
+	return t.Iter.SeekPrefixGE(prefix, key)
 }
 
 // Close releases the table; it returns the iterator's error, nil when
