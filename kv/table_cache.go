@@ -199,6 +199,8 @@ func (c *tableCache) open(f *manifest.FileMetadata) (_ *sstable.Reader, err erro
 		GlobalSeqNum: f.GlobalSeqNum,
 		// Under a cap the filter is loaded once its bytes are reserved.
 		DeferFilter: d.filterMem.cap > 0,
+		// Only a cap weighs the tables by their misses.
+		CountMisses: d.filterMem.cap > 0,
 	})
 	if err != nil {
 		return nil, err

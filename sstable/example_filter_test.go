@@ -32,7 +32,7 @@ func ExampleReader_BuildFilter() {
 	if f, err = fs.Open("000001.sst"); err != nil {
 		log.Fatal(err)
 	}
-	r, err := sstable.NewReader(f, sstable.ReaderOptions{FileNum: 1, FileName: "000001.sst"})
+	r, err := sstable.NewReader(f, sstable.ReaderOptions{FileNum: 1, FileName: "000001.sst", CountMisses: true})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -69,7 +69,7 @@ func TestReader_HoldFilter(t *testing.T) {
 	entries := randomEntries(rng, 2000)
 	data := buildBytes(t, entries, WriterOptions{BlockSize: 512})
 	c := NewCache(1 << 20)
-	r := openTable(t, data, ReaderOptions{Cache: c, FileNum: 1})
+	r := openTable(t, data, ReaderOptions{Cache: c, FileNum: 1, CountMisses: true})
 	base := c.Metrics().Reserved
 	negatives := func() int64 {
 		var s LookupStats
@@ -115,5 +115,25 @@ func TestReader_HoldFilter(t *testing.T) {
 	}
 	if !r.DropFilter() || c.Metrics().Reserved != base {
 		t.Fatalf("dropped: reserved %d, want %d", c.Metrics().Reserved, base)
+	}
+}
+
+// TestReader_MissesOff: without ReaderOptions.CountMisses, lookups that
+// find nothing leave Misses at 0.
+func TestReader_MissesOff(t *testing.T) {
+	entries := randomEntries(seedRNG(t), 200)
+	r := openTable(t, buildBytes(t, entries, WriterOptions{BlockSize: 512}), ReaderOptions{})
+	misses := 0
+	for i := range 200 {
+		_, _, found, err := r.Get(fmt.Appendf(nil, "key%04d~", 4*i), 1000, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !found {
+			misses++
+		}
+	}
+	if misses < 100 || r.Misses() != 0 {
+		t.Fatalf("%d lookups found nothing, Misses %d: want 0 uncounted", misses, r.Misses())
 	}
 }

@@ -36,7 +36,7 @@ func (r *Reader) Get(userKey []byte, seq SeqNum, stats *LookupStats) (value []by
 	if r.rangeDeleted(userKey, seq, found, key.SeqNum(), stats) {
 		return nil, base.KindRangeDelete, true, nil
 	}
-	if !found {
+	if !found && r.opts.CountMisses {
 		r.misses.Add(1)
 	}
 	return value, key.Kind(), found, nil
@@ -46,7 +46,8 @@ func (r *Reader) Get(userKey []byte, seq SeqNum, stats *LookupStats) (value []by
 // found no version of their key in the table (nor a range tombstone
 // covering it): the lookups to which the table's filter could have saved
 // a data-block read, what a store that sizes filters by the lookups it
-// serves weighs each table by.
+// serves weighs each table by. It counts only with
+// ReaderOptions.CountMisses, and is 0 otherwise.
 func (r *Reader) Misses() int64 { return r.misses.Load() }
 
 // getPoint looks userKey up among the table's point entries, as Get

@@ -97,6 +97,12 @@ type ReaderOptions struct {
 	// Reader.LoadFilter. A store that caps filter memory uses it to load
 	// only the filters it decides to hold.
 	DeferFilter bool
+	// CountMisses makes the Reader count the Get calls that find nothing
+	// (Reader.Misses). It is off by default: the count is one atomic
+	// counter per table, whose cache line every goroutine that looks the
+	// table up would share, a cost on the read path of a store that does
+	// not weigh its tables by their misses.
+	CountMisses bool
 }
 
 // IterOptions configures a table iterator (Reader.NewIter, Reader.InitIter).
