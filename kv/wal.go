@@ -43,10 +43,10 @@ type walWriter struct {
 	flusher *walFlusher
 	// sink makes records durable as each writer requires (wal_sink.go).
 	sink *walSink
-	// direct is set when w writes into a mapped space itself: a record
-	// is written once append returns, and only a sync remains to wait
-	// for.
-	direct bool
+	// direct is the mapped space w writes into itself, nil if w does
+	// not: then a record is written once append returns, and only a sync
+	// remains to wait for.
+	direct *walMmapWriter
 	// ends holds the stream offset at which the record being appended
 	// ends, for the flusher's loss bound; reused.
 	ends []int64
@@ -87,16 +87,16 @@ func (d *DB) newWALWriter(num base.FileNum, name string, f vfs.File, dst io.Writ
 	l.space = newWALSpace(d.opts.FS, f, dst, size, fileSize, walPreallocSize(d.opts.MemTableSize))
 	l.sink = newWALSink(l, size, &d.metrics)
 	var out io.Writer = l.sink
-	switch _, mapped := l.space.(*walMmapWriter); {
+	switch mapped, ok := l.space.(*walMmapWriter); {
 	case d.opts.BackgroundWALWrites:
 		l.flusher = newWALFlusher(l.space, name, &d.commit.walBuffers, size)
 		out = l.flusher
-	case mapped:
+	case ok:
 		// A record copied into the mapping is in the page cache: written,
 		// as the default mode promises, without a system call. So the
 		// record writer copies into it directly, in append, and the sink
 		// only syncs.
-		l.direct, l.sink.direct = true, true
+		l.direct = mapped
 		out = l.space
 	}
 	if recyclable {
@@ -121,8 +121,7 @@ func (d *DB) newWALWriter(num base.FileNum, name string, f vfs.File, dst io.Writ
 // handle), a cost per Sync write that write(2) into the same page cache
 // does not pay. Both reach the same pages.
 func (l *walWriter) append(batch []byte, sync bool, m *dbMetrics) (int64, error) {
-	if l.direct {
-		mw := l.space.(*walMmapWriter)
+	if mw := l.direct; mw != nil {
 		mw.pwrite = sync
 		defer func() { mw.pwrite = false }()
 	}
@@ -134,7 +133,7 @@ func (l *walWriter) append(batch []byte, sync bool, m *dbMetrics) (int64, error)
 	}
 	end := l.w.Size()
 	m.walBytesIn.Add(int64(len(batch)))
-	if l.direct {
+	if l.direct != nil {
 		m.walWrites.Add(1) // copied into the file's pages
 	}
 	if l.flusher != nil {

@@ -208,9 +208,8 @@ func writeMapped(t *testing.T, d *DB, lo, hi int) {
 	t.Helper()
 	for i := lo; i < hi; i++ {
 		var pwrites int64
-		mw, direct := d.commit.log.space.(*walMmapWriter)
-		direct = direct && d.commit.log.direct
-		if direct {
+		mw := d.commit.log.direct
+		if mw != nil {
 			pwrites = mw.pwrites
 		}
 		k, v := mmapTestKV(i)
@@ -223,7 +222,7 @@ func writeMapped(t *testing.T, d *DB, lo, hi int) {
 		if err := d.Set(k, v, opts); err != nil {
 			t.Fatal(err)
 		}
-		if direct && opts == Sync && d.commit.log.space == walSpace(mw) && mw.pwrites == pwrites {
+		if mw != nil && opts == Sync && d.commit.log.direct == mw && mw.pwrites == pwrites {
 			t.Fatalf("key %d: a Sync write's record was copied into the mapping", i)
 		}
 	}

@@ -23,7 +23,7 @@ import (
 // Where the WAL is memory-mapped (wal_mmap.go), the record writer copies
 // each record into the file's pages itself, under the pipeline's mu: the
 // record is written once appended, and the sink only serves Sync writers
-// (walSink.direct).
+// (walWriter.direct).
 //
 // With Options.BackgroundWALWrites the records go to the WAL's flusher
 // instead, and count as written once handed to it (the flusher writes
@@ -48,10 +48,6 @@ type walSink struct {
 	// syncWaiters counts the writers waiting for a sync; lastSyncGroup
 	// is how many the last sync had waiting.
 	syncWaiters, lastSyncGroup int
-	// direct is set when the WAL's record writer writes into a mapped
-	// file itself (walWriter.direct): a record is written before its
-	// writer waits, and the sink has only syncs to do.
-	direct bool
 }
 
 // maxSinkBuffer bounds the buffer a sink keeps for reuse.
@@ -93,7 +89,7 @@ func (s *walSink) handedOn(end int64) {
 func (s *walSink) wait(end int64, sync bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.direct {
+	if s.l.direct != nil {
 		// Records are written in order before their writers wait: all
 		// up to end are.
 		s.appended, s.written = max(s.appended, end), max(s.written, end)
@@ -154,7 +150,7 @@ func (s *walSink) writeOutLocked() {
 			s.synced = target
 			s.m.walSyncs.Add(1)
 		}
-		if len(data) > 0 || (s.l.flusher == nil && !s.direct) {
+		if len(data) > 0 || (s.l.flusher == nil && s.l.direct == nil) {
 			s.m.walWrites.Add(1)
 		}
 	}

@@ -223,7 +223,7 @@ func (p *commitPipeline) run(d *DB, w *writer) (err error) {
 		}
 	}()
 	defer mem.writers.Done()
-	if !log.direct || w.sync {
+	if log.direct == nil || w.sync {
 		if err := log.sink.wait(end, w.sync); err != nil {
 			return fmt.Errorf("kv: WAL write failed, the DB accepts no more writes: %w", err)
 		}
