@@ -74,9 +74,9 @@ type writer struct {
 	lastSeq base.SeqNum
 	// Publication state, under the publisher's mu: applied once the
 	// batch is inserted (or failed), failed when it is not to be
-	// published, published once it left the publication queue, visible
-	// when readers see it then.
-	applied, failed, published, visible bool
+	// published, visible when readers see it once it left the
+	// publication queue.
+	applied, failed, visible bool
 	// reservedSig is set once a group's leader has reserved the
 	// writer, publishedSig once its batch has left the publication
 	// queue (see signal).
@@ -117,7 +117,7 @@ func getWriter() *writer {
 // putWriter returns w to the pool once no goroutine refers to it: its
 // batch is published, or was never reserved.
 func putWriter(w *writer) {
-	w.batch, w.applied, w.failed, w.published, w.visible = nil, false, false, false, false
+	w.batch, w.applied, w.failed, w.visible = nil, false, false, false
 	w.mem, w.log, w.err = nil, nil, nil
 	w.ins = memtable.Inserter{} // no pooled writer pins a flushed memtable
 	if cap(w.own.data) > maxPooledBatch {
@@ -399,22 +399,16 @@ func (q *publisher) publish(d *DB, w *writer) bool {
 		x := q.queue[q.head]
 		q.queue[q.head] = nil
 		q.head++
-		x.published, popped = true, true
+		popped = true
 		q.done = x.lastSeq
 		q.halted = q.halted || x.failed
 		if x.visible = !q.halted; x.visible {
 			d.visibleSeq.Store(uint64(x.lastSeq))
 		}
-		if x != w {
-			x.publishedSig.set()
-		}
+		x.publishedSig.set() // w's own returns from wait at once
 	}
 	if popped && q.doneWaiters > 0 {
 		q.cond.Broadcast()
-	}
-	if w.published {
-		q.mu.Unlock()
-		return w.visible
 	}
 	q.mu.Unlock()
 	w.publishedSig.wait()
