@@ -245,6 +245,17 @@
 //     error. A WAL with a torn tail is not continued: new writes go to a
 //     new WAL. A WAL followed only by zeros (which a sync writes ahead of
 //     the records) ends cleanly.
+//   - So are pages the file system never wrote, in the WAL being written
+//     at a crash of the machine: its pages not yet synced reach the disk
+//     in any order, and some never do, leaving zeros (or, in a recycled
+//     file, the earlier log's chunks) with valid records after them.
+//     Those records were never synced, since a sync writes every page
+//     before them: the replay stops at the damage, Options.Logger is
+//     told, and Open writes the replayed writes to L0 and retires the
+//     WAL. A WAL written after it with records of its own makes it
+//     corruption. A page of a recycled file that holds no whole chunk of
+//     the earlier log (the middle of one of its records of several pages)
+//     cannot be told from damage, and is corruption too.
 //   - Everything else is corruption: an error that wraps ErrCorruption and
 //     names the file and the offset. That is damage followed by any valid
 //     record of the same log; a WAL whose chunks are not in the format the

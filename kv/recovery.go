@@ -92,9 +92,16 @@ func (d *DB) replayWALs(nums []base.FileNum) (*recovered, error) {
 		edit:    &manifest.VersionEdit{ComparerName: d.cmp.Name},
 		lastSeq: d.mu.versions.lastSeq,
 	}
+	// unwritten is the WAL whose replay stopped at pages never written,
+	// with records after them, if one did (see below).
+	var unwritten *recordPos
 	for _, num := range nums {
 		rec.sealed = false
 		tail, err := d.replayWAL(num, func(batch []byte, where recordPos) error {
+			if unwritten != nil {
+				return base.CorruptionErrorf("kv: %s: a record after %s, where pages were never written: that WAL was synced before this one was written, so its damage is not a crash's",
+					where, *unwritten)
+			}
 			rec.sealed = isSeal(batch)
 			return d.replayBatch(rec, batch, where)
 		})
@@ -103,6 +110,19 @@ func (d *DB) replayWALs(nums []base.FileNum) (*recovered, error) {
 		}
 		rec.mem.logs = append(rec.mem.logs, num)
 		rec.tail = tail
+		if tail.unwritten {
+			// The WAL being written when the machine crashed: its pages
+			// not yet synced reached the disk in any order, and some
+			// never did. The records after such a page were never synced,
+			// so never acknowledged as durable: the store goes on without
+			// them, as from a torn tail. The WALs replayed then become
+			// obsolete (see flushRecovered), so that no later recovery
+			// reads this one before a WAL written after it.
+			unwritten = &recordPos{"WAL " + base.MakeFilename(base.FileTypeLog, num), tail.end}
+			rec.flushed = true
+			d.logf("kv: %s: pages never written by the file system (a crash of the machine); the records after them, from offset %d on, were never synced and are dropped",
+				*unwritten, tail.resume)
+		}
 	}
 	if rec.flushed {
 		if err := d.flushRecovered(rec); err != nil {

@@ -240,18 +240,25 @@ func (l *walWriter) abandon() {
 // zeros after it (no torn tail, no remains of a recycled file's earlier
 // log), so that it may be continued, and recyclable whether its records
 // are in recyclable chunks.
+//
+// unwritten is set when the replay stopped at pages the file system never
+// wrote, with valid records after them (see record.Reader.AllowUnwritten):
+// those from resume on are dropped.
 type walTail struct {
 	end        int64
 	clean      bool
 	recyclable bool
+	unwritten  bool
+	resume     int64
 }
 
 // replayWAL reads WAL num and calls apply for each batch, in order, with
 // where naming the file and the record's byte offset for errors. A torn
 // last record, or the remains of the log a recycled file held before,
-// ends the replay quietly (never acknowledged, or not this WAL's); other
-// damage is an error that wraps ErrCorruption and names the file and
-// offset.
+// ends the replay quietly (never acknowledged, or not this WAL's), and so
+// do pages the file system never wrote, whatever follows them (see
+// replayWALs); other damage is an error that wraps ErrCorruption and
+// names the file and offset.
 func (d *DB) replayWAL(num base.FileNum, apply func(batch []byte, where recordPos) error) (walTail, error) {
 	name := base.MakeFilename(base.FileTypeLog, num)
 	f, err := d.fs.Open(d.path(name))
@@ -260,6 +267,7 @@ func (d *DB) replayWAL(num base.FileNum, apply func(batch []byte, where recordPo
 	}
 	defer f.Close()
 	r := record.NewLogReader(f, name, uint32(num), d.mu.versions.walFormat(num))
+	r.AllowUnwritten()
 	file := "WAL " + name
 	for {
 		rec, err := r.Next()
@@ -284,7 +292,8 @@ func (d *DB) replayWAL(num base.FileNum, apply func(batch []byte, where recordPo
 	if err != nil {
 		return walTail{}, fmt.Errorf("kv: recovering WAL %s: %w", name, err)
 	}
-	return walTail{end: r.End(), clean: clean, recyclable: r.Recyclable()}, nil
+	_, resume, unwritten := r.Unwritten()
+	return walTail{end: r.End(), clean: clean, recyclable: r.Recyclable(), unwritten: unwritten, resume: resume}, nil
 }
 
 // zeroFrom reports whether the bytes of f from off to size are all zero

@@ -38,6 +38,11 @@ type Reader struct {
 	// recordStart and recordEnd bound the record Next returned last: the
 	// stream offsets of its first byte and just past its last chunk.
 	recordStart, recordEnd int64
+	// unwritten is set by AllowUnwritten; hole, holeAt and resumeAt
+	// describe the unwritten pages the stream ended at, if it did.
+	unwritten        bool
+	hole             bool
+	holeAt, resumeAt int64
 	// err is io.EOF, a corruption or an I/O error; once set, Next returns it.
 	err error
 }
@@ -87,6 +92,32 @@ func (r *Reader) EndedAtLog() (logNum uint32, off int64, ok bool) {
 // Recyclable reports whether the stream read so far is of recyclable
 // chunks; false for a legacy or empty stream.
 func (r *Reader) Recyclable() bool { return r.format == recyclableHeaderSize }
+
+// pageSize is the granularity at which a file system writes a file's
+// pages back from the page cache: the unit of an unwritten hole.
+const pageSize = 4096
+
+// AllowUnwritten makes damage followed by valid data end the stream as a
+// torn tail (io.EOF), not corruption, when the damaged bytes hold what a
+// crash leaves where the file system never wrote a page: a whole page of
+// zeros (page-aligned in the stream, which must start at the file's
+// offset 0), or a valid chunk of an older log (the remains of a recycled
+// file). For the WAL being written at a crash of the machine: its pages
+// not yet synced reach the disk in any order, or not at all, and the
+// records after a page that never did were never synced (a sync writes
+// every page before it), so never acknowledged as durable. Damage of any
+// other kind followed by valid data is still corruption, and so is an
+// unwritten page of a recycled file that holds no whole chunk of the
+// older log (the middle of one of its records of several pages): nothing
+// tells its bytes from damage.
+func (r *Reader) AllowUnwritten() { r.unwritten = true }
+
+// Unwritten reports whether the stream ended at damage AllowUnwritten
+// took for unwritten pages, and returns the stream offset of the damage
+// and that of the valid chunk after it, the first of those dropped.
+func (r *Reader) Unwritten() (at, resume int64, ok bool) {
+	return r.holeAt, r.resumeAt, r.hole
+}
 
 // Next returns the next record. The slice is the caller's to keep.
 //
@@ -262,38 +293,74 @@ func (r *Reader) readBlock() error {
 
 // damaged decides what damage at stream offset off means: a torn tail
 // (io.EOF) when no valid chunk follows it, corruption otherwise.
+//
+// With AllowUnwritten, damage followed by valid data is a torn tail too
+// when the bytes from the damage to that data look unwritten.
 func (r *Reader) damaged(off int64, cause error) error {
-	found, at, err := r.scanForChunk(off + 1)
+	found, at, unwritten, err := r.scanForChunk(off)
 	switch {
 	case err != nil:
 		return err
 	case !found:
+		return io.EOF
+	case unwritten:
+		r.hole, r.holeAt, r.resumeAt = true, off, at
 		return io.EOF
 	}
 	return r.corrupt(off, fmt.Sprintf("%v, and valid data follows at offset %d", cause, at))
 }
 
 // scanForChunk looks for a valid chunk of this log starting at any stream
-// offset from `from` on, consuming the stream. It only runs once damage is
-// found, so it may be slow; it stops at the first such chunk. The remains
-// of an earlier log in a recycled file are not of this log: they are
-// scanned over, cheaply (see mayBeOurs).
-func (r *Reader) scanForChunk(from int64) (found bool, at int64, err error) {
+// offset after the damage at off, consuming the stream. It only runs once
+// damage is found, so it may be slow; it stops at the first such chunk.
+// The remains of an earlier log in a recycled file are not of this log:
+// they are scanned over, cheaply (see mayBeOurs). With AllowUnwritten it
+// also reports whether the bytes it scanned, from off to the chunk,
+// looked unwritten (see unwrittenAt).
+func (r *Reader) scanForChunk(off int64) (found bool, at int64, unwritten bool, err error) {
 	for {
-		for p := max(0, int(from-r.blockStart)); p+headerSize <= len(r.block); p++ {
-			if r.mayBeOurs(p) {
+		for p := max(0, int(off-r.blockStart)); p+headerSize <= len(r.block); p++ {
+			if r.blockStart+int64(p) > off && r.mayBeOurs(p) {
 				if c, ok := chunkAt(r.block, p); ok && r.ours(c) {
-					return true, r.blockStart + int64(p), nil
+					return true, r.blockStart + int64(p), unwritten, nil
 				}
 			}
+			unwritten = unwritten || (r.unwritten && r.unwrittenAt(p))
 		}
 		if r.last {
-			return false, 0, nil
+			return false, 0, unwritten, nil
 		}
 		if err := r.readBlock(); err != nil {
-			return false, 0, err
+			return false, 0, unwritten, err
 		}
 	}
+}
+
+// unwrittenAt reports whether the block at position p begins what a page
+// the file system never wrote leaves: a whole page of zeros, p being a
+// page's start, or a valid chunk of an older log. No damage to written
+// bytes makes a chunk of an older log whose checksum verifies.
+func (r *Reader) unwrittenAt(p int) bool {
+	if (r.blockStart+int64(p))%pageSize == 0 && p+pageSize <= len(r.block) && allZero(r.block[p:p+pageSize]) {
+		return true
+	}
+	h := r.block[p:]
+	if formatOf(h[6]) != recyclableHeaderSize || p+recyclableHeaderSize > len(r.block) ||
+		binary.LittleEndian.Uint32(h[7:11]) >= r.logNum {
+		return false
+	}
+	c, ok := chunkAt(r.block, p)
+	return ok && c.hdr == recyclableHeaderSize && c.logNum < r.logNum
+}
+
+// allZero reports whether b holds zeros alone.
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // mayBeOurs is the cheap test of scanForChunk: whether the header at
