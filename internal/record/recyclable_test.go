@@ -230,9 +230,24 @@ func FuzzLogReader(f *testing.F) {
 	f.Add(log[:blockSize+50])
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		recs, err, _ := readLogAs(data, 7, LogFormat(len(data)%2))
+		format := LogFormat(len(data) % 2)
+		recs, err, _ := readLogAs(data, 7, format)
 		if err != io.EOF && !errors.Is(err, base.ErrCorruption) {
 			t.Fatalf("err = %v, want io.EOF or corruption", err)
+		}
+		// AllowUnwritten reads the same records up to where either stops,
+		// and ends at most where the strict reader finds corruption.
+		lenient, lerr, _ := readUnwritten(data, format)
+		if lerr != io.EOF && !errors.Is(lerr, base.ErrCorruption) {
+			t.Fatalf("AllowUnwritten: err = %v, want io.EOF or corruption", lerr)
+		}
+		for i := range min(len(lenient), len(recs)) {
+			if !bytes.Equal(lenient[i], recs[i]) {
+				t.Fatalf("AllowUnwritten: record %d differs", i)
+			}
+		}
+		if err == io.EOF && (lerr != io.EOF || len(lenient) != len(recs)) {
+			t.Fatalf("AllowUnwritten: %d records, %v; the strict reader read %d, io.EOF", len(lenient), lerr, len(recs))
 		}
 		// Whatever was read must survive a rewrite unchanged.
 		log, _, _ := writeRecyclable(t, recs, 7)

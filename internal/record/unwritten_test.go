@@ -9,10 +9,10 @@ import (
 	"github.com/bloomkv/bloomkv/internal/base"
 )
 
-// readUnwritten reads log 7 of file with AllowUnwritten until an error,
-// and returns the records, the error and the reader.
-func readUnwritten(file []byte) ([][]byte, error, *Reader) {
-	r := NewLogReader(bytes.NewReader(file), "000007.log", 7, RecyclableFormat)
+// readUnwritten reads log 7 of file, of format, with AllowUnwritten until
+// an error, and returns the records, the error and the reader.
+func readUnwritten(file []byte, format LogFormat) ([][]byte, error, *Reader) {
+	r := NewLogReader(bytes.NewReader(file), "000007.log", 7, format)
 	r.AllowUnwritten()
 	var recs [][]byte
 	for {
@@ -55,7 +55,7 @@ func TestReader_UnwrittenPages(t *testing.T) {
 			for want < len(ends) && ends[want] <= int64(page) {
 				want++
 			}
-			got, err, r := readUnwritten(file)
+			got, err, r := readUnwritten(file, RecyclableFormat)
 			if err != io.EOF || len(got) < want {
 				t.Fatalf("%s at page %d: read %d records, %v; want %d or more, io.EOF", fill, page, len(got), err, want)
 			}
@@ -103,7 +103,7 @@ func TestReader_UnwrittenIsNotBitFlip(t *testing.T) {
 		for _, bit := range []byte{1, 0x80} {
 			file := bytes.Clone(log)
 			file[off] ^= bit
-			got, err, r := readUnwritten(file)
+			got, err, r := readUnwritten(file, RecyclableFormat)
 			if _, _, ok := r.Unwritten(); ok {
 				t.Fatalf("a flip at %d reads as unwritten pages (%d records read)", off, len(got))
 			}
