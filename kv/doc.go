@@ -253,9 +253,10 @@
 //     before them: the replay stops at the damage, Options.Logger is
 //     told, and Open writes the replayed writes to L0 and retires the
 //     WAL. A WAL written after it with records of its own makes it
-//     corruption. A page of a recycled file that holds no whole chunk of
-//     the earlier log (the middle of one of its records of several pages)
-//     cannot be told from damage, and is corruption too.
+//     corruption. A page never written within one chunk of a record of
+//     several pages, and a page of a recycled file that holds no whole
+//     chunk of the earlier log, cannot be told from damage (a record may
+//     hold pages of zeros), and are corruption too.
 //   - Everything else is corruption: an error that wraps ErrCorruption and
 //     names the file and the offset. That is damage followed by any valid
 //     record of the same log; a WAL whose chunks are not in the format the

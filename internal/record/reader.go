@@ -43,6 +43,9 @@ type Reader struct {
 	unwritten        bool
 	hole             bool
 	holeAt, resumeAt int64
+	// claimedFrom and claimedTo bound the payload the damaged chunk's
+	// header claims, while damaged scans past it (see unwrittenAt).
+	claimedFrom, claimedTo int64
 	// err is io.EOF, a corruption or an I/O error; once set, Next returns it.
 	err error
 }
@@ -107,9 +110,9 @@ const pageSize = 4096
 // records after a page that never did were never synced (a sync writes
 // every page before it), so never acknowledged as durable. Damage of any
 // other kind followed by valid data is still corruption, and so is an
-// unwritten page of a recycled file that holds no whole chunk of the
-// older log (the middle of one of its records of several pages): nothing
-// tells its bytes from damage.
+// unwritten page that nothing tells from damage: one within the payload
+// of the damaged chunk (see unwrittenAt), or one of a recycled file that
+// holds no whole chunk of the older log.
 func (r *Reader) AllowUnwritten() { r.unwritten = true }
 
 // Unwritten reports whether the stream ended at damage AllowUnwritten
@@ -297,6 +300,7 @@ func (r *Reader) readBlock() error {
 // With AllowUnwritten, damage followed by valid data is a torn tail too
 // when the bytes from the damage to that data look unwritten.
 func (r *Reader) damaged(off int64, cause error) error {
+	r.claimedFrom, r.claimedTo = r.claimedPayload(off)
 	found, at, unwritten, err := r.scanForChunk(off)
 	switch {
 	case err != nil:
@@ -339,9 +343,16 @@ func (r *Reader) scanForChunk(off int64) (found bool, at int64, unwritten bool, 
 // unwrittenAt reports whether the block at position p begins what a page
 // the file system never wrote leaves: a whole page of zeros, p being a
 // page's start, or a valid chunk of an older log. No damage to written
-// bytes makes a chunk of an older log whose checksum verifies.
+// bytes makes a chunk of an older log whose checksum verifies. Either
+// counts only outside the payload the damaged chunk's header claims, if
+// it has a sane one: a record may hold a page of zeros, or an old log,
+// of its own, and a flipped bit elsewhere in its chunk must read as
+// corruption. (A page never written within one chunk of several pages
+// then reads as corruption too.)
 func (r *Reader) unwrittenAt(p int) bool {
-	if (r.blockStart+int64(p))%pageSize == 0 && p+pageSize <= len(r.block) && allZero(r.block[p:p+pageSize]) {
+	start := r.blockStart + int64(p)
+	if start%pageSize == 0 && p+pageSize <= len(r.block) && allZero(r.block[p:p+pageSize]) &&
+		(start < r.claimedFrom || start+pageSize > r.claimedTo) {
 		return true
 	}
 	h := r.block[p:]
@@ -350,7 +361,25 @@ func (r *Reader) unwrittenAt(p int) bool {
 		return false
 	}
 	c, ok := chunkAt(r.block, p)
-	return ok && c.hdr == recyclableHeaderSize && c.logNum < r.logNum
+	return ok && c.hdr == recyclableHeaderSize && c.logNum < r.logNum &&
+		(start < r.claimedFrom || start+int64(c.hdr+c.n) > r.claimedTo)
+}
+
+// claimedPayload returns the stream offsets of the payload the chunk
+// header at off, in the current block, claims, if it is a sane header of
+// this log's format (a type, a length that fits in the block); an empty
+// range otherwise.
+func (r *Reader) claimedPayload(off int64) (from, to int64) {
+	p := int(off - r.blockStart)
+	if p < 0 || p+headerSize > len(r.block) {
+		return 0, 0
+	}
+	h := r.block[p:]
+	hdr, n := formatOf(h[6]), int(binary.LittleEndian.Uint16(h[4:6]))
+	if hdr == 0 || (r.format != 0 && hdr != r.format) || p+hdr+n > len(r.block) {
+		return 0, 0
+	}
+	return off + int64(hdr), off + int64(hdr+n)
 }
 
 // allZero reports whether b holds zeros alone.

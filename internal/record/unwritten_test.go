@@ -24,24 +24,28 @@ func readUnwritten(file []byte, format LogFormat) ([][]byte, error, *Reader) {
 	}
 }
 
-// TestReader_UnwrittenPages makes each page of a log in turn one the file
-// system never wrote, as a crash of the machine may leave the unsynced
-// pages of the WAL being written: zeros in a new file, an older log's
-// bytes in a recycled one. With AllowUnwritten the log ends before the
-// page, at the first record it damages, whatever follows; without it,
-// that is corruption wherever valid records follow.
-func TestReader_UnwrittenPages(t *testing.T) {
-	records := sizes(100, 0, 20_000, 12_650, 3, 30_000, 1, 0, 5_000, 700, 9_000, 40_000, 2, 300)
-	log, _, ends := writeRecyclable(t, records, 7)
-	// The older log's records are small batches, so each page of it
-	// holds whole chunks: a page in the middle of a chunk of several
-	// pages holds nothing that tells it from damage.
-	var small []int
-	for i := 0; len(small) < 2000; i++ {
-		small = append(small, 20+i*37%400)
+// smallRecords returns n records of 20 to 420 bytes, as the small batches
+// of a WAL (each page of their log holds whole chunks), their bytes drawn
+// from seed.
+func smallRecords(n, seed int) [][]byte {
+	var recs [][]byte
+	for i := range n {
+		recs = append(recs, payload(seed+i, 20+i*37%400))
 	}
-	older, _, _ := writeRecyclable(t, sizes(small...), 6)
-	pages := 0
+	return recs
+}
+
+// TestReader_UnwrittenPages makes each page of a log of small records in
+// turn one the file system never wrote, as a crash of the machine may
+// leave the unsynced pages of the WAL being written: zeros in a new file,
+// an older log's bytes in a recycled one. With AllowUnwritten the log
+// ends before the page, at the first record it damages, whatever
+// follows; without it, that is corruption wherever valid records follow.
+func TestReader_UnwrittenPages(t *testing.T) {
+	records := smallRecords(600, 0)
+	log, _, ends := writeRecyclable(t, records, 7)
+	older, _, _ := writeRecyclable(t, smallRecords(2000, 1000), 6)
+	pages, cases := 0, 0
 	for page := 0; page+pageSize <= len(log); page += pageSize {
 		for _, fill := range []string{"zeros", "older log"} {
 			file := bytes.Clone(log)
@@ -50,44 +54,72 @@ func TestReader_UnwrittenPages(t *testing.T) {
 			} else {
 				copy(file[page:page+pageSize], older[page:])
 			}
-			// The records wholly before the page survive.
+			cases++
+			// The records wholly before the page survive, and none after.
 			want := 0
 			for want < len(ends) && ends[want] <= int64(page) {
 				want++
 			}
 			got, err, r := readUnwritten(file, RecyclableFormat)
-			if err != io.EOF || len(got) < want {
-				t.Fatalf("%s at page %d: read %d records, %v; want %d or more, io.EOF", fill, page, len(got), err, want)
+			if err != io.EOF || len(got) != want {
+				t.Fatalf("%s at page %d: read %d records, %v; want %d, io.EOF", fill, page, len(got), err, want)
 			}
 			for i := range got {
 				if !bytes.Equal(got[i], records[i]) {
 					t.Fatalf("%s at page %d: record %d differs", fill, page, i)
 				}
 			}
-			// A record that ends past the page's start was damaged by it,
-			// unless the page left its bytes as they were (a record of
-			// zeros over a page of zeros).
-			if len(got) > want && !bytes.Equal(file[page:page+pageSize], log[page:page+pageSize]) {
-				t.Fatalf("%s at page %d: read %d records, but record %d ends at %d, past the page", fill, page, len(got), want, ends[want])
-			}
 			at, resume, ok := r.Unwritten()
-			if ok && (at > int64(page)+pageSize || resume <= at) {
+			if !ok {
+				continue // nothing valid after the page: a torn tail
+			}
+			if at > int64(page)+pageSize || resume <= at {
 				t.Fatalf("%s at page %d: unwritten from %d, resuming at %d", fill, page, at, resume)
 			}
-			// Without AllowUnwritten, valid records after the damage make
-			// it corruption, at the offset where the reader above stopped.
-			if ok {
-				_, err, _ := readLogAs(file, 7, RecyclableFormat)
-				if !errors.Is(err, base.ErrCorruption) {
-					t.Fatalf("%s at page %d: without AllowUnwritten: %v, want corruption", fill, page, err)
-				}
-				pages++
+			// Without AllowUnwritten, the valid records after the damage
+			// make it corruption.
+			if _, err, _ := readLogAs(file, 7, RecyclableFormat); !errors.Is(err, base.ErrCorruption) {
+				t.Fatalf("%s at page %d: without AllowUnwritten: %v, want corruption", fill, page, err)
 			}
+			pages++
 		}
 	}
-	t.Logf("%d of %d pages ended the log as unwritten", pages, 2*(len(log)/pageSize))
-	if pages < len(log)/pageSize {
-		t.Fatalf("only %d of %d pages ended the log as unwritten", pages, 2*(len(log)/pageSize))
+	t.Logf("%d of %d pages ended the log as unwritten", pages, cases)
+	if pages < cases-2 {
+		t.Fatalf("only %d of %d pages ended the log as unwritten", pages, cases)
+	}
+}
+
+// TestReader_UnwrittenInsideRecord: a page of zeros inside the payload a
+// chunk's header claims is the record's own, or what cannot be told from
+// it: with AllowUnwritten, a flipped bit elsewhere in a chunk whose
+// record holds pages of zeros, and a page never written inside a chunk of
+// several pages, are corruption.
+func TestReader_UnwrittenInsideRecord(t *testing.T) {
+	records := append(sizes(100, 200), make([]byte, 30_000))
+	records = append(records, smallRecords(50, 0)...)
+	log, starts, _ := writeRecyclable(t, records, 7)
+	big := int(starts[2]) + recyclableHeaderSize // the zeros' first byte
+	tests := []struct {
+		name   string
+		damage func([]byte)
+	}{
+		{"bit flip by pages of zeros", func(l []byte) { l[big+10] ^= 1 }},
+		{"page never written", func(l []byte) {
+			for i := range l[big+3*pageSize : big+5*pageSize] {
+				l[big+3*pageSize+i] = byte(i) | 1
+			}
+			p := (big + 3*pageSize + pageSize - 1) / pageSize * pageSize
+			clear(l[p : p+pageSize])
+		}},
+	}
+	for _, tt := range tests {
+		file := bytes.Clone(log)
+		tt.damage(file)
+		got, err, r := readUnwritten(file, RecyclableFormat)
+		if _, _, ok := r.Unwritten(); ok || !errors.Is(err, base.ErrCorruption) {
+			t.Fatalf("%s: read %d records, %v (unwritten: %v); want corruption", tt.name, len(got), err, ok)
+		}
 	}
 }
 
