@@ -1,6 +1,7 @@
 package record
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -301,17 +302,51 @@ func (r *Reader) readBlock() error {
 // when the bytes from the damage to that data look unwritten.
 func (r *Reader) damaged(off int64, cause error) error {
 	r.claimedFrom, r.claimedTo = r.claimedPayload(off)
+	var chunk []byte // the damaged chunk's block from off on
+	if r.unwritten {
+		chunk = bytes.Clone(r.block[off-r.blockStart:])
+	}
 	found, at, unwritten, err := r.scanForChunk(off)
 	switch {
 	case err != nil:
 		return err
 	case !found:
 		return io.EOF
-	case unwritten:
+	case unwritten && !r.mendable(chunk, at-off):
 		r.hole, r.holeAt, r.resumeAt = true, off, at
 		return io.EOF
 	}
 	return r.corrupt(off, fmt.Sprintf("%v, and valid data follows at offset %d", cause, at))
+}
+
+// mendable reports whether chunk (a block's bytes from a damaged chunk's
+// start on), up to the next valid chunk, span bytes after it, is a chunk
+// of this log's format whose length or type byte alone is damaged: with
+// the length its extent gives (up to span, less a block tail's padding)
+// and some type, its checksum verifies. The length is outside the
+// checksum, so such a chunk claims another payload than its own, and its
+// damage is a flipped bit, not pages never written, whatever it holds.
+func (r *Reader) mendable(chunk []byte, span int64) bool {
+	hdr := r.format
+	if hdr == 0 || len(chunk) < hdr {
+		return false
+	}
+	end := int(min(span, int64(len(chunk))))
+	want := binary.LittleEndian.Uint32(chunk[0:4])
+	first, last := byte(chunkFull), byte(chunkLast)
+	if hdr == recyclableHeaderSize {
+		first, last = first+recyclableOffset, last+recyclableOffset
+	}
+	mended := bytes.Clone(chunk[:end])
+	for n := end; n >= max(hdr, end-hdr); n-- { // a block's padding is shorter than a header
+		for typ := first; typ <= last; typ++ {
+			mended[6] = typ
+			if checksum(mended[6:n]) == want {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // scanForChunk looks for a valid chunk of this log starting at any stream

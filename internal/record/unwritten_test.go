@@ -92,9 +92,9 @@ func TestReader_UnwrittenPages(t *testing.T) {
 
 // TestReader_UnwrittenInsideRecord: a page of zeros inside the payload a
 // chunk's header claims is the record's own, or what cannot be told from
-// it: with AllowUnwritten, a flipped bit elsewhere in a chunk whose
-// record holds pages of zeros, and a page never written inside a chunk of
-// several pages, are corruption.
+// it: with AllowUnwritten, a flipped bit in a chunk whose record holds
+// pages of zeros, in its payload or its header, and a page never written
+// inside a chunk of several pages, are corruption.
 func TestReader_UnwrittenInsideRecord(t *testing.T) {
 	records := append(sizes(100, 200), make([]byte, 30_000))
 	records = append(records, smallRecords(50, 0)...)
@@ -105,6 +105,11 @@ func TestReader_UnwrittenInsideRecord(t *testing.T) {
 		damage func([]byte)
 	}{
 		{"bit flip by pages of zeros", func(l []byte) { l[big+10] ^= 1 }},
+		// The length is outside the checksum: its chunk then claims
+		// another payload than the one holding the zeros.
+		{"length flip, shorter", func(l []byte) { l[int(starts[2])+5] ^= 0x40 }},
+		{"length flip, longer", func(l []byte) { l[int(starts[2])+5] ^= 0x80 }},
+		{"type flip", func(l []byte) { l[int(starts[2])+6] ^= 0x80 }},
 		{"page never written", func(l []byte) {
 			for i := range l[big+3*pageSize : big+5*pageSize] {
 				l[big+3*pageSize+i] = byte(i) | 1
