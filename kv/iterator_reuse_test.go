@@ -8,11 +8,13 @@ import (
 	"github.com/cockroachdb/pebble/vfs"
 )
 
-// openUserTables opens a store of users (see loadUsers) in tables of several
-// levels, whose comparer splits keys by user.
+// openUserTables opens a store of users (see loadUsers) in many small L0
+// tables, whose comparer splits keys by user. No compaction runs: the
+// tests count what their reads meet in a shape that stays put.
 func openUserTables(t *testing.T, users int) *kv.DB {
 	t.Helper()
-	return openUserStore(t, users, kv.Options{MemTableSize: 64 << 10, TargetFileSize: 32 << 10, BlockSize: 1 << 10})
+	return openUserStore(t, users, kv.Options{MemTableSize: 64 << 10, TargetFileSize: 32 << 10, BlockSize: 1 << 10,
+		DisableAutomaticCompactions: true})
 }
 
 // TestIterator_Stats checks what an iterator's Stats count: a full scan
