@@ -19,11 +19,10 @@ import (
 // Compact pauses them. Once every acknowledged write is in a table (the
 // memtable empty, none waiting to flush), L0 settles
 // (compaction.Picker.PickSettle): from half Options.L0CompactionThreshold
-// on, as in Pebble, when nothing else is due, and by the cheaper of
-// compacting into the base level and merging within L0, so a store whose
-// writes stopped keeps at most one L0 table under each key without
-// rewriting a base level far bigger than its L0; unless
-// Options.DisableL0Settling.
+// on, as in Pebble, when nothing else is due, so a store whose writes
+// stopped keeps at most one L0 table under each key; unless
+// Options.DisableL0Settling. Either picker compacts L0 by the cheaper of
+// compacting into the base level and merging within L0.
 func (d *DB) maybeScheduleCompactionLocked() {
 	if d.opts.DisableAutomaticCompactions || d.mu.manual > 0 || d.mu.bgErr != nil || d.closed.Load() {
 		return
