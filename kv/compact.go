@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/bloomkv/bloomkv/bloompolicy"
 	"github.com/bloomkv/bloomkv/compaction"
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/iterator"
@@ -131,7 +132,7 @@ func (d *DB) runCompaction(c *compaction.Compaction, job int) ([]*manifest.FileM
 		Grandparents:          c.Grandparents,
 		MaxGrandparentOverlap: c.MaxGrandparentOverlap,
 	}
-	filter := d.tableFilterLocked(c.OutputLevel, moving(c), 0)
+	filter := d.compactionFilterLocked(c)
 	d.mu.Unlock()
 	defer d.mu.Lock()
 	var iters []base.InternalIterator
@@ -159,6 +160,20 @@ func (d *DB) runCompaction(c *compaction.Compaction, job int) ([]*manifest.FileM
 		return nil, stats, fmt.Errorf("kv: compaction %s: %w", c, err)
 	}
 	return outputs, stats, nil
+}
+
+// compactionFilterLocked returns the filter policy of c's output tables.
+// A merge within L0 replaces its inputs with one run of their entries, as
+// a flush of that many entries would add one.
+func (d *DB) compactionFilterLocked(c *compaction.Compaction) bloompolicy.FilterPolicy {
+	if c.StartLevel == 0 && c.OutputLevel == 0 {
+		var entries int64
+		for _, f := range c.Inputs[0] {
+			entries += int64(f.NumEntries)
+		}
+		return d.tableFilterLocked(0, c.Inputs[0], entries)
+	}
+	return d.tableFilterLocked(c.OutputLevel, moving(c), 0)
 }
 
 // moving returns the input tables of c that come down into its output
