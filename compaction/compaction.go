@@ -14,7 +14,7 @@ import (
 type Compaction struct {
 	// StartLevel is the level the compaction was picked for; OutputLevel is
 	// where its output goes: the base level for L0 (or L0 itself for one
-	// that settles L0 within it, see Picker.PickSettle), else StartLevel+1
+	// that merges L0 tables within L0, see Picker.Pick), else StartLevel+1
 	// (StartLevel+2 in a multi-level compaction, see Middle), or L6 itself
 	// for L6.
 	StartLevel, OutputLevel int

@@ -111,6 +111,39 @@
 // a store whose writes stop settles it. The estimate starts at 0 when a
 // store opens.
 //
+// # Merging within L0
+//
+// An L0 compaction into the base level rewrites the base-level tables
+// under its L0 tables. Under random keys every flush spans the whole key
+// space, so each L0 compaction rewrites the whole base level, and that
+// rewrite, not the L0 bytes, is most of what a growing store writes. So
+// when the L0 tables that [Picker.Pick] or [Picker.PickSettle] would
+// compact hold fewer bytes than the base-level tables under them, they
+// are merged into new L0 tables instead (a compaction from L0 to L0), cut
+// along the base level's tables: one L0 table then lies under each key,
+// as the compaction into the base level would leave it, for the L0 bytes
+// alone. The next time L0 is due, the merged tables join the new flushes
+// in its column, and so on, until L0 holds as many bytes as the base
+// level under it; then L0 goes down, and the base level is rewritten once
+// for all the flushes it gathered rather than once for each few. Each
+// merge writes its L0 bytes once more, and bounding them by the base
+// level's bytes makes that cost less than the base-level rewrite it
+// replaces. (A lower bound, L0 merged within itself only up to half the
+// base level, wrote 3-8% more on kv's BenchmarkWriteAmpFill.) The merged
+// tables lie side by side, so L0's read amplification, which stalls
+// writers, is one more than after a compaction into the base level, not
+// more; lookups consult them as any L0 table.
+// Pebble v1.1.5 merges within L0 only when a compaction into the base
+// level cannot be picked.
+//
+// It does not when no key lies in two L0 tables or L0's table count
+// scores higher than its read amplification (an L0 due by its table count
+// would stay as due: the merge leaves as many tables side by side), nor
+// when an L0 table left out overlaps the inputs and has sequence numbers
+// among theirs: L0 is read newest table first, by largest sequence
+// number, and outputs spanning the inputs' numbers could not be ordered
+// with it.
+//
 // # Settling L0
 //
 // L0 is due at read amplification L0CompactionThreshold, as Pebble
@@ -124,30 +157,9 @@
 // it too; its L0 piles up beyond the trigger only while compactions lag).
 // So [Picker.Pick] holds to the threshold, and [Picker.PickSettle]
 // compacts L0 from half of it, when no level is due, for a store whose
-// writes have stopped (kv: once every acknowledged write is in a table).
-// Lookups on the settled store consult one L0 table at most, as Pebble's.
-//
-// Settling need not rewrite the base level. When the L0 tables to settle
-// hold fewer bytes than the base-level tables under them, PickSettle
-// merges them into new L0 tables instead (a compaction from L0 to L0),
-// cut along the base level's tables: one L0 table then lies under each
-// key, for the L0 bytes alone. The data goes down later with the next L0
-// compaction, whose base-level rewrite happens anyway, so settling so
-// costs the L0 bytes once more rather than the base level's bytes now. A
-// store also settles so when L0 is due itself and is the level Pick would
-// try first: the base level is rewritten once writes resume, with
-// everything L0 gathered meanwhile, rather than now for what it holds.
-// It does not when no key lies in two L0 tables (an L0 due by its table
-// count alone would stay as due), nor when an L0 table left out overlaps
-// the inputs and has sequence numbers among theirs: L0 is read newest
-// table first, by largest sequence number, and outputs spanning the
-// inputs' numbers could not be ordered with it. Pebble leaves the
-// settling to its trigger alone: at the end of kv's BenchmarkWriteAmpFill
-// load (2M random keys in batches of 100) its L0 keeps up to three
-// sublevels, where bloomkv's final L0 compaction into L5 (a rewrite of
-// L5's 65-75 MB for the 6-27 MB in L0) was 6-8% of the bytes the load
-// wrote. The load itself is unchanged: a store taking writes never
-// settles.
+// writes have stopped (kv: once every acknowledged write is in a table),
+// by the cheaper of the two ways above. Lookups on the settled store
+// consult one L0 table at most, as Pebble's.
 //
 // # Concurrent compactions
 //

@@ -85,13 +85,10 @@ func (p *Picker) l0Score(v *manifest.Version, busy map[*manifest.FileMetadata]bo
 // table under each key, so PickSettle leaves it.)
 //
 // The compaction takes the L0 tables Pick would, and goes into the base
-// level or, when that writes fewer bytes and L0 holds a key in two tables
-// or more (its column then has that depth), stays within L0 (see
-// settleInL0): either way the store then settles, as Pebble's does, with
-// at most one L0 table under each key. (An L0 due by its table count
-// alone, read amplification 1, goes into the base level: merging it
-// within L0 would leave it as due.) See "Settling L0" in the package
-// documentation.
+// level or, as Pick's, within L0 when that writes fewer bytes (see
+// cheaperInL0): either way the store then settles, as Pebble's does, with
+// at most one L0 table under each key. See "Settling L0" and "Merging
+// within L0" in the package documentation.
 func (p *Picker) PickSettle(v *Version, inProgress []*Compaction) *Compaction {
 	busy := busyTables(inProgress)
 	shape := p.Shape(v, inProgress)
@@ -99,16 +96,37 @@ func (p *Picker) PickSettle(v *Version, inProgress []*Compaction) *Compaction {
 	if !p.settleDue(v, scores, shape.BaseLevel, busy) {
 		return nil
 	}
-	c := p.pickL0(v, shape.BaseLevel, busy, inProgress)
+	c := p.cheaperInL0(v, p.pickL0(v, shape.BaseLevel, busy, inProgress), busy)
 	if c == nil {
 		return nil
 	}
-	if l0ReadAmp(v, p.cmp.Compare, busy) >= 2 {
-		if in := p.settleInL0(v, c); in != nil {
-			c = in
+	c.Score = scores[0]
+	return c
+}
+
+// cheaperInL0 returns c, an L0 compaction into the base level (nil: none),
+// as a merge within L0 when that writes fewer bytes (settleInL0) and
+// reduces what makes L0 due: its read amplification, 2 or more, scoring
+// at least as high as its table count. A merge within L0 leaves as many
+// tables side by side as it found, so an L0 due by its table count goes
+// into the base level. See "Merging within L0" in the package
+// documentation.
+func (p *Picker) cheaperInL0(v *manifest.Version, c *Compaction, busy map[*manifest.FileMetadata]bool) *Compaction {
+	if c == nil {
+		return nil
+	}
+	amp, count := l0ReadAmp(v, p.cmp.Compare, busy), 0
+	for _, f := range v.Levels[0] {
+		if !busy[f] {
+			count++
 		}
 	}
-	c.Score = scores[0]
+	if amp < 2 || float64(amp)/float64(p.opts.L0CompactionThreshold) < float64(count)/float64(p.opts.L0CompactionFileThreshold) {
+		return c
+	}
+	if in := p.settleInL0(v, c); in != nil {
+		return in
+	}
 	return c
 }
 
@@ -138,13 +156,13 @@ func (p *Picker) settleDue(v *manifest.Version, scores [manifest.NumLevels]float
 // writes fewer bytes: when they hold fewer bytes than the base-level
 // tables under them, which c would rewrite too. The outputs do not
 // overlap one another and line up with the base level's tables (their
-// grandparents), so the settled store keeps one L0 table under each key
-// of the range at a fraction of the cost; the data goes
-// down with the next L0 compaction once writes resume, as part of a
-// base-level rewrite that happens anyway. nil when c writes less, or when
-// an L0 table left out overlaps the inputs' key range and has sequence
-// numbers among theirs: the outputs could not be ordered with it (see
-// l0SeqDisjoint). See "Settling L0" in the package documentation.
+// grandparents), so L0 keeps one table under each key of the range at a
+// fraction of the cost; the data goes down with a later L0 compaction,
+// as part of a base-level rewrite that happens anyway. nil when c writes
+// less, or when an L0 table left out overlaps the inputs' key range and
+// has sequence numbers among theirs: the outputs could not be ordered
+// with it (see l0SeqDisjoint). See "Merging within L0" in the package
+// documentation.
 func (p *Picker) settleInL0(v *manifest.Version, c *Compaction) *Compaction {
 	cmp := p.cmp.Compare
 	if totalSize(c.Inputs[0]) >= totalSize(c.Inputs[1]) || !l0SeqDisjoint(v, cmp, c.Inputs[0]) {

@@ -140,7 +140,9 @@ func priorities(scores [manifest.NumLevels]float64, baseLevel int) [manifest.Num
 // due or every due level is blocked. L0 and the levels from the base level
 // to L5 whose priority (see the package documentation) is 1 or more are
 // tried highest priority first, the shallower level first on a tie; L0
-// compacts into the base level, the others into the level below.
+// compacts into the base level, or within L0 when that writes fewer bytes
+// (see "Merging within L0" in the package documentation), the others into
+// the level below.
 func (p *Picker) Pick(v *Version, inProgress []*Compaction) *Compaction {
 	busy := busyTables(inProgress)
 	shape := p.Shape(v, inProgress)
@@ -156,7 +158,7 @@ func (p *Picker) Pick(v *Version, inProgress []*Compaction) *Compaction {
 	for _, level := range levels {
 		var c *Compaction
 		if level == 0 {
-			c = p.pickL0(v, shape.BaseLevel, busy, inProgress)
+			c = p.cheaperInL0(v, p.pickL0(v, shape.BaseLevel, busy, inProgress), busy)
 		} else {
 			c = p.pickLevel(v, level, busy, inProgress)
 		}

@@ -63,7 +63,8 @@ func (p *Picker) dynamicShape(v *Version, inProgress []*Compaction) Shape {
 		}
 	}
 	for _, c := range inProgress {
-		if c.StartLevel == 0 && (first < 0 || c.OutputLevel < first) {
+		// A merge within L0 writes nothing below it.
+		if c.StartLevel == 0 && c.OutputLevel > 0 && (first < 0 || c.OutputLevel < first) {
 			first = c.OutputLevel
 		}
 	}

@@ -35,9 +35,14 @@ import (
 // -writeampmemtable sets both engines' memtable size; -writeampdefaults
 // opens each engine with its own default options instead of the shared
 // ones; -writeampsplit sets bloomkv's FlushSplitBytes, to compare flush
-// shapes. With -writeamptrace each engine's compactions follow, summed
-// by start and output level: how many, the bytes they read and wrote, and
-// the L0 tables the L0 compactions took. Write amplification is a count of bytes, so it can be measured
+// shapes; -writeampseq writes the keys in ascending order. With
+// -writeamptrace each engine's compactions follow, summed by start and
+// output level (how many, the bytes they read and wrote, and the L0
+// tables the L0 compactions took), then one by one in order: when each
+// started (seconds since the store opened) and how long it took, the
+// flushed L0 tables it took and their bytes, the other input bytes, and
+// the bytes written, with a line where the fill ended and the settling
+// began. Write amplification is a count of bytes, so it can be measured
 // on a loaded machine; the fill times cannot.
 func BenchmarkWriteAmpFill(b *testing.B) {
 	for round := 1; round <= *writeAmpRounds; round++ {
@@ -59,6 +64,7 @@ var (
 	writeAmpMemTable = flag.Int64("writeampmemtable", 0, "BenchmarkWriteAmpFill: memtable size of both engines in bytes (0: the options' own)")
 	writeAmpSplit    = flag.Int64("writeampsplit", 0, "BenchmarkWriteAmpFill: bloomkv's FlushSplitBytes (0: its default)")
 	writeAmpTrace    = flag.Bool("writeamptrace", false, "BenchmarkWriteAmpFill: log each engine's compactions, summed by start and output level")
+	writeAmpSeq      = flag.Bool("writeampseq", false, "BenchmarkWriteAmpFill: write the keys in ascending order instead of at random")
 	writeAmpDefaults = flag.Bool("writeampdefaults", false, "BenchmarkWriteAmpFill: open each engine with its own default options (and the byte-counting FS) instead of the benchmarks' shared ones")
 )
 
@@ -67,14 +73,14 @@ var (
 func writeAmpFill(b *testing.B, open func(*testing.B, string, bool) bench.Engine, name string) {
 	b.StopTimer()
 	fs := &byteCountingFS{FS: vfs.Default}
-	trace := &compactionTrace{}
+	trace := &compactionTrace{start: time.Now()}
 	e := openOnFS(b, open, name, fs, trace)
 	n, batch := *writeAmpKeys, *writeAmpBatch
 	var depthSum, depthMax, samples int
 	start := time.Now()
 	b.StartTimer()
 	for lo, k := 0, 0; lo < n; lo, k = lo+batch, k+1 {
-		if err := applyBatch(e, lo, min(lo+batch, n), true, false); err != nil {
+		if err := applyBatch(e, lo, min(lo+batch, n), !*writeAmpSeq, false); err != nil {
 			b.Fatal(err)
 		}
 		if k%10 == 0 {
@@ -84,6 +90,7 @@ func writeAmpFill(b *testing.B, open func(*testing.B, string, bool) bench.Engine
 	}
 	b.StopTimer()
 	elapsed := time.Since(start)
+	trace.fillEnded()
 	if err := e.Flush(); err != nil {
 		b.Fatal(err)
 	}
@@ -230,7 +237,11 @@ type compactionTrace struct {
 	mu    sync.Mutex
 	sums  map[[2]int]*compactionSum
 	l0    map[uint64]bool // bloomkv: the tables flushes wrote
-	steps []string        // each L0 compaction, in order
+	steps []string        // each compaction, in order
+	start time.Time       // when the store opened
+	fill  time.Duration   // when the fill ended (0: not yet)
+	// marked is set once the steps hold the fill's end.
+	marked bool
 }
 
 // compactionSum is what the compactions from one level into another did.
@@ -239,13 +250,21 @@ type compactionSum struct {
 	in, out         int64
 }
 
-func (t *compactionTrace) add(start, output, l0Tables int, l0Bytes, in, out int64) {
+func (t *compactionTrace) add(start, output, l0Tables int, l0Bytes, in, out int64, took time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if start == 0 {
-		t.steps = append(t.steps, fmt.Sprintf("L0->L%d %d tables %.1f MB + %.1f MB -> %.1f MB",
-			output, l0Tables, float64(l0Bytes)/1e6, float64(in-l0Bytes)/1e6, float64(out)/1e6))
+	at := time.Since(t.start) - took
+	if t.fill > 0 && at > t.fill && !t.marked {
+		t.steps = append(t.steps, fmt.Sprintf("-- fill ended at %.2fs", t.fill.Seconds()))
+		t.marked = true
 	}
+	step := fmt.Sprintf("%6.2fs %5.2fs L%d->L%d %.1f MB -> %.1f MB", at.Seconds(), took.Seconds(),
+		start, output, float64(in)/1e6, float64(out)/1e6)
+	if start == 0 {
+		step = fmt.Sprintf("%6.2fs %5.2fs L0->L%d %d tables %.1f MB + %.1f MB -> %.1f MB", at.Seconds(), took.Seconds(),
+			output, l0Tables, float64(l0Bytes)/1e6, float64(in-l0Bytes)/1e6, float64(out)/1e6)
+	}
+	t.steps = append(t.steps, step)
 	if t.sums == nil {
 		t.sums = make(map[[2]int]*compactionSum)
 	}
@@ -258,6 +277,14 @@ func (t *compactionTrace) add(start, output, l0Tables int, l0Bytes, in, out int6
 	s.l0Tables += l0Tables
 	s.in += in
 	s.out += out
+}
+
+// fillEnded marks the end of the fill: compactions starting later are
+// the settling's.
+func (t *compactionTrace) fillEnded() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.fill = time.Since(t.start)
 }
 
 func (t *compactionTrace) addKVFlush(info kv.FlushInfo) {
@@ -286,7 +313,7 @@ func (t *compactionTrace) addKV(info kv.CompactionInfo) {
 		}
 		t.mu.Unlock()
 	}
-	t.add(info.StartLevel, info.OutputLevel, l0Tables, l0Bytes, info.InputBytes, info.OutputBytes)
+	t.add(info.StartLevel, info.OutputLevel, l0Tables, l0Bytes, info.InputBytes, info.OutputBytes, info.Duration)
 }
 
 func (t *compactionTrace) addPebble(info pebble.CompactionInfo) {
@@ -309,7 +336,7 @@ func (t *compactionTrace) addPebble(info pebble.CompactionInfo) {
 	for _, f := range info.Output.Tables {
 		out += int64(f.Size)
 	}
-	t.add(info.Input[0].Level, info.Output.Level, l0Tables, l0Bytes, in, out)
+	t.add(info.Input[0].Level, info.Output.Level, l0Tables, l0Bytes, in, out, info.Duration)
 }
 
 // String lists the sums, one line per start and output level.

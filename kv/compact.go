@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/bloomkv/bloomkv/bloompolicy"
 	"github.com/bloomkv/bloomkv/compaction"
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/iterator"
@@ -19,11 +20,10 @@ import (
 // Compact pauses them. Once every acknowledged write is in a table (the
 // memtable empty, none waiting to flush), L0 settles
 // (compaction.Picker.PickSettle): from half Options.L0CompactionThreshold
-// on, as in Pebble, when nothing else is due, and by the cheaper of
-// compacting into the base level and merging within L0, so a store whose
-// writes stopped keeps at most one L0 table under each key without
-// rewriting a base level far bigger than its L0; unless
-// Options.DisableL0Settling.
+// on, as in Pebble, when nothing else is due, so a store whose writes
+// stopped keeps at most one L0 table under each key; unless
+// Options.DisableL0Settling. Either picker compacts L0 by the cheaper of
+// compacting into the base level and merging within L0.
 func (d *DB) maybeScheduleCompactionLocked() {
 	if d.opts.DisableAutomaticCompactions || d.mu.manual > 0 || d.mu.bgErr != nil || d.closed.Load() {
 		return
@@ -132,7 +132,7 @@ func (d *DB) runCompaction(c *compaction.Compaction, job int) ([]*manifest.FileM
 		Grandparents:          c.Grandparents,
 		MaxGrandparentOverlap: c.MaxGrandparentOverlap,
 	}
-	filter := d.tableFilterLocked(c.OutputLevel, moving(c), 0)
+	filter := d.compactionFilterLocked(c)
 	d.mu.Unlock()
 	defer d.mu.Lock()
 	var iters []base.InternalIterator
@@ -160,6 +160,20 @@ func (d *DB) runCompaction(c *compaction.Compaction, job int) ([]*manifest.FileM
 		return nil, stats, fmt.Errorf("kv: compaction %s: %w", c, err)
 	}
 	return outputs, stats, nil
+}
+
+// compactionFilterLocked returns the filter policy of c's output tables.
+// A merge within L0 replaces its inputs with one run of their entries, as
+// a flush of that many entries would add one.
+func (d *DB) compactionFilterLocked(c *compaction.Compaction) bloompolicy.FilterPolicy {
+	if c.StartLevel == 0 && c.OutputLevel == 0 {
+		var entries int64
+		for _, f := range c.Inputs[0] {
+			entries += int64(f.NumEntries)
+		}
+		return d.tableFilterLocked(0, c.Inputs[0], entries)
+	}
+	return d.tableFilterLocked(c.OutputLevel, moving(c), 0)
 }
 
 // moving returns the input tables of c that come down into its output

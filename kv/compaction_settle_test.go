@@ -71,3 +71,60 @@ func TestCompaction_SettleWithinL0(t *testing.T) {
 		})
 	}
 }
+
+// TestCompaction_MergeWithinL0WhileWriting fills a store into its base
+// level (L6 for a store this small), then writes eight flushes of keys
+// across the whole range, settling off (DisableL0Settling), so that what
+// happens to L0 is what a store taking writes does. Each time L0 reaches
+// L0CompactionThreshold its tables hold far fewer bytes than L6 under
+// them, so they merge within L0 (compaction.Picker.Pick) rather than
+// rewrite L6: afterwards L0 counts those compactions, L6 holds the same
+// tables, L0's read amplification stays below the threshold, and every
+// key reads its newest value.
+func TestCompaction_MergeWithinL0WhileWriting(t *testing.T) {
+	d, _ := openMem(t, &Options{MemTableSize: 64 << 10, TargetFileSize: 16 << 10, DisableL0Settling: true})
+	defer mustClose(t, d)
+	set := func(k, v string) {
+		if err := d.Set([]byte(k), []byte(v), NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const keys, rounds = 3000, 8
+	for i := range keys {
+		set(fmt.Sprintf("key%05d", i), "v0")
+	}
+	if err := d.Compact(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	before := d.Metrics()
+	if before.Levels[6].NumFiles == 0 || before.Levels[0].NumFiles != 0 {
+		t.Fatalf("the fill is not all in L6:\n%s", before)
+	}
+	for round := 1; round <= rounds; round++ {
+		for i := round; i < keys; i += 50 {
+			set(fmt.Sprintf("key%05d", i), fmt.Sprintf("v%d", round))
+		}
+		if err := d.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitIdle(t, d)
+	after := d.Metrics()
+	l0, l6 := after.Levels[0], after.Levels[6]
+	t.Logf("after %d flushes:\n%s", rounds, after)
+	switch {
+	case l0.Compactions < 2 || l0.BytesCompacted == 0:
+		t.Fatalf("L0: %d compactions within L0, %d B; want one for each time L0 was due", l0.Compactions, l0.BytesCompacted)
+	case after.Compact.L0ReadAmp >= DefaultL0CompactionThreshold:
+		t.Fatalf("L0 read-amp %d, at or above the threshold %d", after.Compact.L0ReadAmp, DefaultL0CompactionThreshold)
+	case l6.BytesCompacted != before.Levels[6].BytesCompacted || l6.NumFiles != before.Levels[6].NumFiles:
+		t.Fatalf("L6 rewritten: %d tables, %d B compacted, before %d tables, %d B", l6.NumFiles, l6.BytesCompacted, before.Levels[6].NumFiles, before.Levels[6].BytesCompacted)
+	}
+	for i := range keys {
+		want := "v0"
+		if r := i % 50; i >= r && r >= 1 && r <= rounds {
+			want = fmt.Sprintf("v%d", r)
+		}
+		mustGet(t, d, fmt.Sprintf("key%05d", i), want)
+	}
+}

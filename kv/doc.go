@@ -107,12 +107,14 @@
 // the compaction picker what to do, merges the inputs into new tables of the
 // output level, and retires the inputs in the same MANIFEST edit. Input files
 // are deleted once no Version (held by reads, iterators and snapshots'
-// iterators) refers to them. Once every acknowledged write is in a table,
-// L0 settles to one table under each key (unless
-// Options.DisableL0Settling): into the base level, or, when its tables
-// hold fewer bytes than the base-level tables under them, by merging them
-// within L0, which spares rewriting the base level until writes resume
-// (Metrics then shows L0 BytesCompacted; see compaction.Picker.PickSettle).
+// iterators) refers to them. When L0 is due and its tables hold fewer
+// bytes than the base-level tables under them, they are merged within L0
+// instead of into the base level, which spares rewriting the base level
+// until L0 holds as much (Metrics then shows L0 BytesCompacted; see
+// "Merging within L0" in the compaction package). Once every acknowledged
+// write is in a table, L0 settles to one table under each key (unless
+// Options.DisableL0Settling), by the same choice
+// (compaction.Picker.PickSettle).
 //
 // Get looks in the memtable, the immutable memtables newest first, the L0
 // tables newest first, and then in L1..L6 at the one table per level whose

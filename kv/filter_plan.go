@@ -190,8 +190,9 @@ func fitPlans(v *manifest.Version, cands []planCandidate, cap int64,
 }
 
 // capWrite is a write about to change the tree: a flush of flushed
-// entries into a new L0 table (level 0), or a compaction into level that
-// moves the tables moving down from the level above.
+// entries into a new L0 table (level 0), a merge within L0 of the tables
+// moving, flushed entries in all, or a compaction into level that moves
+// the tables moving down from the level above.
 type capWrite struct {
 	level   int
 	moving  []*manifest.FileMetadata
@@ -235,6 +236,9 @@ func capRuns(v *manifest.Version, misses *[manifest.NumLevels]float64, perTable 
 	var overhead, entries, size int64
 	for l, files := range v.Levels {
 		for _, f := range files {
+			if leaving[f] && w.level == 0 {
+				continue // merged within L0: w.flushed counts them
+			}
 			overhead += filterOverhead(tableBlocks(f, blockSize), perBlock)
 			entries, size = entries+int64(f.NumEntries), size+int64(f.Size)
 			if f.NumEntries == 0 {

@@ -140,7 +140,8 @@ func budgetPolicy(runs []bloompolicy.Runs, i int, budget bloompolicy.Budget) blo
 // budgetRuns returns the sorted runs of v as a filter budget sees them
 // after a write into level, and the index of the run the new tables join.
 // L0 tables are one run each (flushed > 0 adds one for the table being
-// flushed); levels L1 and deeper are one run each, of their keys, where
+// flushed, or for the tables of a merge within L0, moving, which leave
+// their runs); levels L1 and deeper are one run each, of their keys, where
 // moving's keys have left their level for level. A level from the base
 // level down to above the deepest one holding keys counts at least its
 // target size (shape.MaxBytes at the store's average bytes per entry): the

@@ -64,7 +64,9 @@ func TestDB_AutomaticCompaction(t *testing.T) {
 	must(t, d.Flush())
 	waitIdle(t, d)
 	m := d.Metrics()
-	if m.Levels[0].NumFiles >= 2 || m.Compact.Count == 0 {
+	// L0 may keep a merge within L0 (compaction.Picker.Pick), its tables
+	// side by side: a lookup consults one L0 table at most.
+	if m.Compact.L0ReadAmp >= 2 || m.Compact.Count == 0 {
 		t.Fatalf("background compaction did not run:\n%s", m)
 	}
 	// Everything written has been flushed, and compactions into the base

@@ -103,8 +103,8 @@ type LevelMetrics struct {
 	BytesRead, BytesWritten int64
 	// BytesFlushed and BytesCompacted split BytesWritten by what wrote
 	// the tables: flushes of memtables (L0 only) and compactions (every
-	// level below L0, and L0 itself when it settles within L0: see
-	// compaction.Picker.PickSettle), so that a level's share of the store's write
+	// level below L0, and L0 itself when L0 tables merge within L0: see
+	// compaction.Picker.Pick), so that a level's share of the store's write
 	// amplification shows whichever kind of work wrote it. Their sums
 	// over the levels are Flush.BytesWritten and Compact.BytesWritten.
 	BytesFlushed, BytesCompacted int64

@@ -155,8 +155,10 @@ type Options struct {
 
 	// L0CompactionThreshold is the L0 read amplification (the most L0
 	// tables holding one user key: those a lookup may consult) that
-	// triggers a compaction of L0 into the base level, as in Pebble; L0
-	// compacts too once it holds 500 tables, whatever their overlap.
+	// triggers a compaction of L0 into the base level, as in Pebble (or
+	// within L0, when its tables hold fewer bytes than the base-level
+	// tables under them: compaction.Picker.Pick); L0 compacts too once it
+	// holds 500 tables, whatever their overlap.
 	// Once every acknowledged write is in a table and nothing else is
 	// due, L0 compacts from half this read amplification on (at least 2),
 	// Pebble v1.1.5's trigger, so a store whose writes stopped keeps at
