@@ -147,26 +147,27 @@ func (h *filterHolder) holdOwn(e *tableEntry) bool {
 
 // holdBuilt builds open table e a filter of bits per entry from its keys
 // and holds it in place of the one held, if the bytes fit, and reports
-// whether it did. A table that cannot be read keeps what it holds.
-func (h *filterHolder) holdBuilt(e *tableEntry, bits float64) bool {
+// whether it did, and the built filter's bytes (0 if none was built). A
+// table that cannot be read keeps what it holds.
+func (h *filterHolder) holdBuilt(e *tableEntry, bits float64) (bool, int64) {
 	p, err := bloompolicy.RunFilter{BitsPerKey: bits}.Policy()
 	if p == nil || err != nil {
-		return false
+		return false, 0
 	}
 	f, err := e.reader.BuildFilter(p)
 	if err != nil {
-		return false
+		return false, 0
 	}
 	h.builds.Add(1)
 	h.learnOverhead(e, bits, f.Size())
 	e.filterMu.Lock()
 	defer e.filterMu.Unlock()
 	if !h.swap(e.heldBytes, f.Size()) {
-		return false
+		return false, f.Size()
 	}
 	e.reader.HoldFilter(f)
 	h.setHeldLocked(e, f.Size(), bits, true)
-	return true
+	return true, f.Size()
 }
 
 // opened counts the filter of a table just opened: held already without a
@@ -279,21 +280,35 @@ func (h *filterHolder) rebalance() {
 	if misses != nil {
 		perTable = h.traffic.updateTables(v, open, misses, newGets, decay)
 	}
-	plans, notHeld := planFilters(v, misses, perTable, h.cap, d.opts.BlockSize, h.blockOverhead(), func(f *manifest.FileMetadata) tableFilterState {
-		return h.filterState(f, open[f.FileNum])
-	})
-	h.plans.Store(&plans)
-	h.notHeld.Store(notHeld)
-	h.follow(entries, plans, newestTable(v))
+	// A plan's built filters are estimates until built; when building
+	// them leaves part of the cap unspent, the plan is made again from
+	// the filters as built, a few times.
+	for round := 0; round < followRounds; round++ {
+		builds := h.builds.Load()
+		plans, notHeld := planFilters(v, misses, perTable, h.cap, d.opts.BlockSize, h.blockOverhead(), func(f *manifest.FileMetadata) tableFilterState {
+			return h.filterState(f, open[f.FileNum])
+		})
+		h.plans.Store(&plans)
+		h.notHeld.Store(notHeld)
+		h.follow(entries, plans, newestTable(v))
+		if h.builds.Load() == builds || h.cap-h.held.Load() <= h.cap/planSlackDivisor || d.closed.Load() {
+			return
+		}
+	}
 }
 
+// followRounds bounds the plans a pass makes and follows.
+const followRounds = 3
+
 // follow makes the open tables hold what plans says: drops first, so that
-// the loads and builds find room, then own filters, then built ones:
-// for tables holding none first, then those that shrink. A table the plan does not name is obsolete if
-// numbered at or below newest, and drops its filter; one written since
-// waits for the next pass.
+// the loads and builds find room, then the built filters that shrink,
+// then own filters, then built ones for tables holding none, then those
+// that grow; what did not fit then (the room was still taken when its
+// turn came) is tried once more. A table the plan does not name is
+// obsolete if numbered at or below newest, and drops its filter; one
+// written since waits for the next pass.
 func (h *filterHolder) follow(entries []*tableEntry, plans map[base.FileNum]tablePlan, newest base.FileNum) {
-	var owns, builds []*tableEntry
+	var steps []followStep
 	for _, e := range entries {
 		p, ok := plans[e.num]
 		s := h.filterState(nil, e)
@@ -305,52 +320,71 @@ func (h *filterHolder) follow(entries []*tableEntry, plans map[base.FileNum]tabl
 		case p.hold == holdNone:
 			h.drop(e)
 		case p.hold == holdOwn:
-			owns = append(owns, e)
+			steps = append(steps, followStep{e, p, followOwn})
 		case !s.heldBuilt || s.heldBits != p.bits:
-			builds = append(builds, e)
+			steps = append(steps, followStep{e, p, h.buildOrder(e, p)})
 		}
 	}
-	// Tables holding nothing first (each lookup that reaches one reads a
-	// block), then by growth, shrinks first.
-	type order struct {
-		holds  bool
-		growth int64
-	}
-	key := func(e *tableEntry) order {
-		e.filterMu.Lock()
-		defer e.filterMu.Unlock()
-		return order{e.heldBytes > 0, plans[e.num].bytes - e.heldBytes}
-	}
-	slices.SortStableFunc(builds, func(a, b *tableEntry) int {
-		ka, kb := key(a), key(b)
-		if ka.holds != kb.holds {
-			if ka.holds {
-				return 1
+	slices.SortStableFunc(steps, func(a, b followStep) int { return cmp.Compare(a.order, b.order) })
+	for round := 0; round < 2 && len(steps) > 0; round++ {
+		var failed []followStep
+		for _, st := range steps {
+			if h.d.closed.Load() {
+				return
 			}
-			return -1
+			if !h.followOne(st) {
+				failed = append(failed, st)
+			}
 		}
-		return cmp.Compare(ka.growth, kb.growth)
-	})
-	for _, e := range owns {
-		if h.d.closed.Load() {
-			return
-		}
-		h.holdOwn(e)
-	}
-	for _, e := range builds {
-		if h.d.closed.Load() {
-			return
-		}
-		h.holdBuilt(e, plans[e.num].bits)
+		steps = failed
 	}
 	h.fillRoom(entries, plans)
 }
 
-// fillRoom gives each open table that the plan gives bits but that holds
-// nothing (its filter larger than the plan estimated, or the room taken by
-// others' that were) a filter built in the room left, at up to the plan's
-// bits: a table with a smaller filter saves most of the reads it would,
-// one with none saves nothing.
+// followStep is one table's move toward its plan, and when follow takes
+// it: followShrink before followOwn before followFill before followGrow.
+type followStep struct {
+	e     *tableEntry
+	p     tablePlan
+	order int
+}
+
+const (
+	followShrink = iota // a built filter that takes fewer bytes than the one held
+	followOwn           // the table's own filter
+	followFill          // a built filter for a table holding none: each lookup reaching it reads a block
+	followGrow          // a built filter that takes more bytes than the one held
+)
+
+// buildOrder returns when follow builds e the filter of plan p.
+func (h *filterHolder) buildOrder(e *tableEntry, p tablePlan) int {
+	e.filterMu.Lock()
+	defer e.filterMu.Unlock()
+	switch {
+	case e.heldBytes == 0:
+		return followFill
+	case p.bytes < e.heldBytes:
+		return followShrink
+	}
+	return followGrow
+}
+
+// followOne takes step st and reports whether the table then holds what
+// its plan says.
+func (h *filterHolder) followOne(st followStep) bool {
+	if st.order == followOwn {
+		return h.holdOwn(st.e)
+	}
+	held, _ := h.holdBuilt(st.e, st.p.bits)
+	return held
+}
+
+// fillRoom gives each open table that holds fewer bits than the plan
+// gives it (its filter, or others', larger than the plan estimated, so
+// that the room was taken when its turn came) a filter built in the room
+// left, at up to the plan's bits: a table with a smaller filter saves
+// most of the reads it would, one with none saves nothing, and the cap is
+// spent rather than left idle.
 func (h *filterHolder) fillRoom(entries []*tableEntry, plans map[base.FileNum]tablePlan) {
 	for _, e := range entries {
 		p, ok := plans[e.num]
@@ -358,15 +392,21 @@ func (h *filterHolder) fillRoom(entries []*tableEntry, plans map[base.FileNum]ta
 			continue
 		}
 		s := h.filterState(nil, e)
-		if s.heldBits > 0 {
+		if s.heldBits >= p.bits-1.0/16 {
 			continue
 		}
-		room := h.cap - h.held.Load() - filterOverhead(s.blocks, s.perBlock)
+		room := h.cap - h.held.Load() + s.heldBytes - filterOverhead(s.blocks, s.perBlock)
 		bits := min(p.bits, math.Floor(8*float64(room)/float64(e.entries)*16)/16)
-		// The room is an estimate: a filter that does not fit tries a
-		// tenth fewer bits, a few times.
-		for try := 0; try < 3 && bits >= planMinBits && !h.holdBuilt(e, bits); try++ {
-			bits = math.Floor(0.9*bits*16) / 16
+		// The room is an estimate: a filter that does not fit tries
+		// again with the bits it took too many taken off, a few times,
+		// while it still holds more than the one held.
+		for try := 0; try < 3 && bits >= planMinBits && bits > s.heldBits; try++ {
+			held, size := h.holdBuilt(e, bits)
+			if held || size == 0 {
+				break
+			}
+			excess := size - (h.cap - h.held.Load() + s.heldBytes)
+			bits -= max(math.Ceil(8*float64(excess)/float64(e.entries)*16)/16, 1.0/16)
 		}
 	}
 }

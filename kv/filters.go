@@ -139,8 +139,8 @@ func budgetPolicy(runs []bloompolicy.Runs, i int, budget bloompolicy.Budget) blo
 
 // budgetRuns returns the sorted runs of v as a filter budget sees them
 // after a write into level, and the index of the run the new tables join.
-// L0 tables are one run each (flushed > 0 adds one for the table being
-// flushed); levels L1 and deeper are one run each, of their keys, where
+// L0 tables are one run each (a write into L0 adds one for its table: of
+// the flushed keys, or of the L0 tables an L0 compaction merges); levels L1 and deeper are one run each, of their keys, where
 // moving's keys have left their level for level. A level from the base
 // level down to above the deepest one holding keys counts at least its
 // target size (shape.MaxBytes at the store's average bytes per entry): the
@@ -172,8 +172,10 @@ func budgetRuns(v *manifest.Version, shape compaction.Shape, level int,
 	}
 	target := -1
 	if level == 0 {
+		// A flush's table, or an L0 compaction's: one run of the keys
+		// moving within L0 (keys[0]).
 		target = len(runs)
-		runs = append(runs, bloompolicy.Runs{Count: 1, Keys: flushed})
+		runs = append(runs, bloompolicy.Runs{Count: 1, Keys: flushed + keys[0]})
 	}
 	bottom := level
 	for l := 1; l < manifest.NumLevels; l++ {
