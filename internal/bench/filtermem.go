@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
@@ -55,7 +56,11 @@ const (
 	// absent ones 10%.
 	MixPresent90 LookupMix = "90/10"
 	// MixZipf draws keys from present and absent ones alike, by a Zipf
-	// law (s = 1.1) over a fixed random ranking of them.
+	// law (s = 1.1) over a random ranking of them. Which keys are hot
+	// decides much of a single store's figure (whether the hottest absent
+	// keys are false positives of some filter is fixed once it is built),
+	// so the study measures it over FilterMemConfig.ZipfRankings rankings
+	// and reports the mean.
 	MixZipf LookupMix = "zipf"
 )
 
@@ -69,6 +74,13 @@ type FilterMemConfig struct {
 	Lookups   int       // lookups measured per mix (and as many to warm up)
 	Bits      []float64 // filter memory, in bits per key of the final store
 	Seed      uint64
+	// ZipfRankings is the number of independent Zipf rankings MixZipf is
+	// measured over (0: 1). Ranking r maps Zipf rank k to key
+	// Mix64(k ^ Seed ^ Mix64(r)) (ranking 0 is Seed's own); every strategy
+	// is measured on the same rankings, and a store that learns from its
+	// lookups (StrategyTraffic) is loaded and warmed up for each ranking
+	// on that ranking.
+	ZipfRankings int
 	// Pebble adds the Pebble strategies (PebbleStrategies) at each memory.
 	Pebble bool
 }
@@ -83,8 +95,12 @@ type FilterMemResult struct {
 	// FilterBytes the bytes.
 	Spent       float64
 	FilterBytes int64
-	// Wasted is the wasted data-block reads per lookup.
-	Wasted float64
+	// Wasted is the wasted data-block reads per lookup: the mean over
+	// Rankings measurements (each of FilterMemConfig.Lookups lookups) for
+	// MixZipf, one measurement otherwise; WastedSE is the mean's standard
+	// error (0 from a single measurement).
+	Wasted, WastedSE float64
+	Rankings         int
 	// Levels is the number of L0 tables and deeper levels holding data.
 	L0Tables, Levels int
 }
@@ -118,7 +134,7 @@ func FilterMemStudy(ctx context.Context, c FilterMemConfig, progress func(Filter
 				continue
 			}
 			for _, m := range LookupMixes {
-				if err := c.measureStore(ctx, s, bits, capBytes, m, []LookupMix{m}, &out, progress); err != nil {
+				if err := c.measureLearning(ctx, bits, capBytes, m, &out, progress); err != nil {
 					return out, err
 				}
 			}
@@ -135,30 +151,51 @@ func FilterMemStudy(ctx context.Context, c FilterMemConfig, progress func(Filter
 	return out, nil
 }
 
-// measureStore loads one store (warming up with mix warm, if set) and
-// measures mixes on it.
+// measureStore loads one store and measures mixes on it.
 func (c FilterMemConfig) measureStore(ctx context.Context, s FilterStrategy, bits float64, capBytes int64,
 	warm LookupMix, mixes []LookupMix, out *[]FilterMemResult, progress func(FilterMemResult)) error {
 	if len(mixes) == 0 {
 		return nil
 	}
-	db, err := c.load(ctx, s, bits, capBytes, warm)
+	db, err := c.load(ctx, s, bits, capBytes, warm, 0)
 	if err != nil {
 		return fmt.Errorf("bench: %s at %v bits/key: %w", s, bits, err)
 	}
 	defer db.Close()
-	return measureMixes(s, bits, mixes, out, progress, func(m LookupMix) (FilterMemResult, error) { return c.measure(db, m) })
+	return c.measureMixes(s, bits, mixes, out, progress, func(m LookupMix, ranking int) (FilterMemResult, error) {
+		return c.measure(db, m, ranking)
+	})
 }
 
-// measureMixes measures each mix of a store of strategy s at bits per key,
-// in either engine, and appends the results to out.
-func measureMixes(s FilterStrategy, bits float64, mixes []LookupMix, out *[]FilterMemResult,
-	progress func(FilterMemResult), measure func(LookupMix) (FilterMemResult, error)) error {
-	for _, m := range mixes {
-		r, err := measure(m)
+// measureLearning measures mix m on stores of StrategyTraffic under a cap
+// of capBytes, one store per ranking of m, warmed up on it.
+func (c FilterMemConfig) measureLearning(ctx context.Context, bits float64, capBytes int64, m LookupMix,
+	out *[]FilterMemResult, progress func(FilterMemResult)) error {
+	return c.measureMixes(StrategyTraffic, bits, []LookupMix{m}, out, progress, func(m LookupMix, ranking int) (FilterMemResult, error) {
+		db, err := c.load(ctx, StrategyTraffic, bits, capBytes, m, ranking)
 		if err != nil {
-			return fmt.Errorf("bench: %s at %v bits/key, %s: %w", s, bits, m, err)
+			return FilterMemResult{}, err
 		}
+		defer db.Close()
+		return c.measure(db, m, ranking)
+	})
+}
+
+// measureMixes measures each mix, on each of its rankings, of strategy s
+// at bits per key, in either engine, and appends the results to out, one
+// per mix (the mean over its rankings).
+func (c FilterMemConfig) measureMixes(s FilterStrategy, bits float64, mixes []LookupMix, out *[]FilterMemResult,
+	progress func(FilterMemResult), measure func(m LookupMix, ranking int) (FilterMemResult, error)) error {
+	for _, m := range mixes {
+		var rs []FilterMemResult
+		for ranking := range c.rankings(m) {
+			r, err := measure(m, ranking)
+			if err != nil {
+				return fmt.Errorf("bench: %s at %v bits/key, %s, ranking %d: %w", s, bits, m, ranking, err)
+			}
+			rs = append(rs, r)
+		}
+		r := meanResult(rs)
 		r.Strategy, r.Bits = s, bits
 		*out = append(*out, r)
 		if progress != nil {
@@ -166,6 +203,36 @@ func measureMixes(s FilterStrategy, bits float64, mixes []LookupMix, out *[]Filt
 		}
 	}
 	return nil
+}
+
+// rankings returns the number of rankings mix m is measured over.
+func (c FilterMemConfig) rankings(m LookupMix) int {
+	if m != MixZipf {
+		return 1
+	}
+	return max(c.ZipfRankings, 1)
+}
+
+// meanResult returns the mean of measurements rs of one mix: their mean
+// wasted reads and its standard error, and their mean filter memory; the
+// shape is the first's.
+func meanResult(rs []FilterMemResult) FilterMemResult {
+	r := rs[0]
+	n := float64(len(rs))
+	var wasted, spent, bytes float64
+	for _, x := range rs {
+		wasted, spent, bytes = wasted+x.Wasted, spent+x.Spent, bytes+float64(x.FilterBytes)
+	}
+	r.Wasted, r.Spent, r.FilterBytes, r.Rankings = wasted/n, spent/n, int64(math.Round(bytes/n)), len(rs)
+	r.WastedSE = 0
+	if len(rs) > 1 {
+		var ss float64
+		for _, x := range rs {
+			ss += (x.Wasted - r.Wasted) * (x.Wasted - r.Wasted)
+		}
+		r.WastedSE = math.Sqrt(ss / (n - 1) / n)
+	}
+	return r
 }
 
 // filterMemSizes are the sizes of the study's stores, in both engines.
@@ -197,8 +264,9 @@ func (c FilterMemConfig) filterMemOptions(s FilterStrategy, bits float64, capByt
 	return o, nil
 }
 
-// load builds a store for strategy s at bits per key.
-func (c FilterMemConfig) load(ctx context.Context, s FilterStrategy, bits float64, capBytes int64, warm LookupMix) (*kv.DB, error) {
+// load builds a store for strategy s at bits per key, warming it up with
+// lookups of mix warm (if set) on its ranking.
+func (c FilterMemConfig) load(ctx context.Context, s FilterStrategy, bits float64, capBytes int64, warm LookupMix, ranking int) (*kv.DB, error) {
 	o, err := c.filterMemOptions(s, bits, capBytes)
 	if err != nil {
 		return nil, err
@@ -226,7 +294,7 @@ func (c FilterMemConfig) load(ctx context.Context, s FilterStrategy, bits float6
 			return nil, err
 		}
 		if warm != "" {
-			if _, err := c.lookups(db, warm, c.Keys, c.Lookups, 1); err != nil {
+			if _, err := c.lookups(db, warm, ranking, c.Keys, c.Lookups, 1); err != nil {
 				db.Close()
 				return nil, err
 			}
@@ -254,10 +322,11 @@ func (c FilterMemConfig) fill(db *kv.DB, g KeyGen, lo, hi int) error {
 	return nil
 }
 
-// measure runs c.Lookups lookups of mix m and reports what they wasted.
-func (c FilterMemConfig) measure(db *kv.DB, m LookupMix) (FilterMemResult, error) {
+// measure runs c.Lookups lookups of mix m on its ranking and reports what
+// they wasted.
+func (c FilterMemConfig) measure(db *kv.DB, m LookupMix, ranking int) (FilterMemResult, error) {
 	before := db.Metrics()
-	found, err := c.lookups(db, m, c.Keys, c.Lookups, 2)
+	found, err := c.lookups(db, m, ranking, c.Keys, c.Lookups, 2)
 	if err != nil {
 		return FilterMemResult{}, err
 	}
@@ -283,22 +352,22 @@ func (c FilterMemConfig) measure(db *kv.DB, m LookupMix) (FilterMemResult, error
 	return r, nil
 }
 
-// lookups runs n lookups of mix m in db over the first keys present keys
-// (and as many absent ones), drawing with stream, and returns how many
-// found their key. A present key not found, or an absent one found, is an
-// error.
-func (c FilterMemConfig) lookups(db *kv.DB, m LookupMix, keys, n int, stream uint64) (int, error) {
+// lookups runs n lookups of mix m (on Zipf ranking ranking) in db over the
+// first keys present keys (and as many absent ones), drawing with stream,
+// and returns how many found their key. A present key not found, or an
+// absent one found, is an error.
+func (c FilterMemConfig) lookups(db *kv.DB, m LookupMix, ranking, keys, n int, stream uint64) (int, error) {
 	return c.lookupsWith(func(key []byte) (bool, error) {
 		_, err := db.Get(key)
 		if errors.Is(err, kv.ErrNotFound) {
 			return false, nil
 		}
 		return err == nil, err
-	}, m, keys, n, stream)
+	}, m, ranking, keys, n, stream)
 }
 
 // lookupsWith is lookups through get, which reports whether it found key.
-func (c FilterMemConfig) lookupsWith(get func(key []byte) (bool, error), m LookupMix, keys, n int, stream uint64) (int, error) {
+func (c FilterMemConfig) lookupsWith(get func(key []byte) (bool, error), m LookupMix, ranking, keys, n int, stream uint64) (int, error) {
 	g := NewKeyGen(c.Seed)
 	rng := rand.New(rand.NewPCG(c.Seed, stream))
 	zipf := rand.NewZipf(rng, 1.1, 1, uint64(2*keys-1))
@@ -313,7 +382,7 @@ func (c FilterMemConfig) lookupsWith(get func(key []byte) (bool, error), m Looku
 		case MixPresent90:
 			present, i = rng.IntN(10) > 0, rng.IntN(keys)
 		case MixZipf:
-			id := int(Mix64(zipf.Uint64()^c.Seed) % uint64(2*keys))
+			id := c.zipfID(zipf.Uint64(), ranking, keys)
 			present, i = id%2 == 0, id/2
 		}
 		if present {
@@ -332,6 +401,17 @@ func (c FilterMemConfig) lookupsWith(get func(key []byte) (bool, error), m Looku
 		}
 	}
 	return found, nil
+}
+
+// zipfID returns the key of Zipf rank rank in ranking ranking, among
+// keys present and keys absent ones: id/2 is the key's index, odd ids
+// are absent. Ranking r maps rank k to Mix64(k ^ Seed ^ Mix64(r)):
+// Mix64(0) is 0, so ranking 0 is Seed's own, and mixing r (rather than
+// taking Seed ^ r, which would map rank k of ranking r to rank k^r of
+// ranking 0, the same hot keys reordered) gives each ranking hot keys of
+// its own.
+func (c FilterMemConfig) zipfID(rank uint64, ranking, keys int) int {
+	return int(Mix64(rank^c.Seed^Mix64(uint64(ranking))) % uint64(2*keys))
 }
 
 // noFilter is a filter policy whose filters say "maybe" to every key: the
