@@ -20,15 +20,16 @@ import (
 // Every table keeps its own filter on disk, whatever happens here. Under
 // a cap a table is opened without it (sstable.ReaderOptions.DeferFilter)
 // and read as a table without a filter until it holds one. After every
-// change of Version a background pass (rebalance) updates the traffic
-// model, plans the filter of each table of the Version under the cap
-// (planFilters, filter_plan.go: its own, one built in memory at the bits
-// per key the allocation now gives it, or none) and makes the open tables
-// follow: it drops the filters the plan leaves out first, then loads own
-// filters, then builds the others, those that shrink first. A filter is
-// held only after its bytes are reserved against the cap, so the bytes
-// held never exceed it, whatever the order in which passes and lookups
-// open, drop, load and build.
+// change of Version, and every filterPassLookups lookups served (so that
+// a settled store follows its workload too), a background pass
+// (rebalance) updates the traffic model, plans the filter of each table
+// of the Version under the cap (planFilters, filter_plan.go: its own, one
+// built in memory at the bits per key the allocation now gives it, or
+// none) and makes the open tables follow: it drops the filters the plan
+// leaves out first, then shrinks, loads and builds the others (follow),
+// and fills the room left. A filter is held only after its bytes are
+// reserved against the cap, so the bytes held never exceed it, whatever
+// the order in which passes and lookups open, drop, load and build.
 
 // filterHolder counts the filter bytes the open tables hold and, under a
 // cap, decides which filter each table holds.
@@ -219,6 +220,25 @@ func (h *filterHolder) filterState(f *manifest.FileMetadata, e *tableEntry) tabl
 	return tableFilterState{blocks: e.blocks, perBlock: h.blockOverhead(), heldBits: e.heldBits, heldBytes: e.heldBytes,
 		heldBuilt: e.heldBuilt, ownUsable: e.reader.HasFilter()}
 }
+
+// lookupsServed asks for a pass, when there is a cap: the store has
+// served filterPassLookups more lookups since the last one asked for so,
+// so that a store whose tree does not change still follows its workload.
+func (h *filterHolder) lookupsServed() {
+	if h.cap == 0 {
+		return
+	}
+	h.d.mu.Lock()
+	h.scheduleLocked()
+	h.d.mu.Unlock()
+}
+
+// filterPassLookups is how many lookups a store under a cap serves
+// between the passes it asks for whatever happens to its tree (a power
+// of two, tested with a mask on the lookup path): under filterHalfLife,
+// so that the allocation follows a workload that changes on a settled
+// store within about a half-life.
+const filterPassLookups = 1 << 14
 
 // scheduleLocked asks for a pass over the current Version, when there is
 // a cap. d.mu is held.
