@@ -37,7 +37,8 @@ const (
 	// StrategyTraffic is kv.Options.FilterBudget{Bytes}: a cap of the
 	// filter bytes StrategyMonkey's store spent at the same bits per key
 	// (its budget counts every entry, shadowed versions included), spent
-	// by the lookups the store serves.
+	// by the lookups the store serves, on a copy of that store's tree
+	// (see FilterMemStudy).
 	StrategyTraffic FilterStrategy = "traffic"
 )
 
@@ -105,39 +106,31 @@ type FilterMemResult struct {
 	L0Tables, Levels int
 }
 
-// FilterMemStudy runs the study: for each memory and strategy, a store
-// loaded with every key twice (the second pass rewrites the tables of the
-// first for the store at its full size, as a store that has served its
-// workload a while holds them), each pass followed by a warm-up of
-// lookups of the mix (the traffic the traffic-aware budget learns from;
-// the other strategies ignore it, so they load once for all mixes), then
-// flushed, settled and measured. With c.Pebble, each memory also gets a
-// Pebble store per PebbleStrategies entry, loaded once and measured on
-// every mix (see measurePebble). progress, if not nil, is told of each
-// result.
+// FilterMemStudy runs the study: for each memory, a store per strategy
+// but the traffic-aware one, loaded with every key twice (the second pass
+// rewrites the tables of the first for the store at its full size, as a
+// store that has served its workload a while holds them), flushed,
+// settled and measured on every mix. The traffic-aware strategy is
+// measured on the same tree as Monkey's, so that the two differ in
+// nothing but the allocation (two stores loaded alike settle at shapes
+// that differ by their background work's timing, and their figures by
+// up to a tenth): for each mix and ranking, a copy of Monkey's store
+// (kv.DB.Checkpoint) is opened under a cap of the filter bytes Monkey's
+// store spent, warmed up with twice c.Lookups lookups of the mix, which
+// the cap learns from, settled and measured. With c.Pebble, each memory
+// also gets a Pebble store per PebbleStrategies entry, loaded once and
+// measured on every mix (see measurePebble). progress, if not nil, is
+// told of each result.
 func FilterMemStudy(ctx context.Context, c FilterMemConfig, progress func(FilterMemResult)) ([]FilterMemResult, error) {
 	var out []FilterMemResult
 	for _, bits := range c.Bits {
-		var capBytes int64 // what Monkey's store spent
-		for _, s := range FilterStrategies {
-			mixes := LookupMixes
-			if s == StrategyTraffic {
-				mixes = nil // one store per mix below
-			}
-			if err := c.measureStore(ctx, s, bits, 0, "", mixes, &out, progress); err != nil {
+		for _, s := range []FilterStrategy{StrategyUniform, StrategyNoBottom} {
+			if err := c.measureStore(ctx, s, bits, &out, progress); err != nil {
 				return out, err
 			}
-			if s == StrategyMonkey {
-				capBytes = out[len(out)-1].FilterBytes
-			}
-			if s != StrategyTraffic {
-				continue
-			}
-			for _, m := range LookupMixes {
-				if err := c.measureLearning(ctx, bits, capBytes, m, &out, progress); err != nil {
-					return out, err
-				}
-			}
+		}
+		if err := c.measureMonkeyAndCap(ctx, bits, &out, progress); err != nil {
+			return out, err
 		}
 		if !c.Pebble {
 			continue
@@ -151,34 +144,69 @@ func FilterMemStudy(ctx context.Context, c FilterMemConfig, progress func(Filter
 	return out, nil
 }
 
-// measureStore loads one store and measures mixes on it.
-func (c FilterMemConfig) measureStore(ctx context.Context, s FilterStrategy, bits float64, capBytes int64,
-	warm LookupMix, mixes []LookupMix, out *[]FilterMemResult, progress func(FilterMemResult)) error {
-	if len(mixes) == 0 {
-		return nil
-	}
-	db, err := c.load(ctx, s, bits, capBytes, warm, 0)
+// measureStore loads one store of strategy s and measures every mix on
+// it.
+func (c FilterMemConfig) measureStore(ctx context.Context, s FilterStrategy, bits float64,
+	out *[]FilterMemResult, progress func(FilterMemResult)) error {
+	db, _, err := c.load(ctx, s, bits)
 	if err != nil {
 		return fmt.Errorf("bench: %s at %v bits/key: %w", s, bits, err)
 	}
 	defer db.Close()
-	return c.measureMixes(s, bits, mixes, out, progress, func(m LookupMix, ranking int) (FilterMemResult, error) {
+	return c.measureMixes(s, bits, LookupMixes, out, progress, func(m LookupMix, ranking int) (FilterMemResult, error) {
 		return c.measure(db, m, ranking)
 	})
 }
 
-// measureLearning measures mix m on stores of StrategyTraffic under a cap
-// of capBytes, one store per ranking of m, warmed up on it.
-func (c FilterMemConfig) measureLearning(ctx context.Context, bits float64, capBytes int64, m LookupMix,
+// measureMonkeyAndCap loads a store of StrategyMonkey, measures every mix
+// on it, then StrategyTraffic on copies of it (see FilterMemStudy).
+func (c FilterMemConfig) measureMonkeyAndCap(ctx context.Context, bits float64,
 	out *[]FilterMemResult, progress func(FilterMemResult)) error {
-	return c.measureMixes(StrategyTraffic, bits, []LookupMix{m}, out, progress, func(m LookupMix, ranking int) (FilterMemResult, error) {
-		db, err := c.load(ctx, StrategyTraffic, bits, capBytes, m, ranking)
+	db, fs, err := c.load(ctx, StrategyMonkey, bits)
+	if err != nil {
+		return fmt.Errorf("bench: %s at %v bits/key: %w", StrategyMonkey, bits, err)
+	}
+	defer db.Close()
+	err = c.measureMixes(StrategyMonkey, bits, LookupMixes, out, progress, func(m LookupMix, ranking int) (FilterMemResult, error) {
+		return c.measure(db, m, ranking)
+	})
+	if err != nil {
+		return err
+	}
+	capBytes := (*out)[len(*out)-1].FilterBytes // what Monkey's store spent
+	copies := 0
+	return c.measureMixes(StrategyTraffic, bits, LookupMixes, out, progress, func(m LookupMix, ranking int) (FilterMemResult, error) {
+		copies++
+		dir := fmt.Sprintf("capped-%d", copies)
+		capped, err := c.openCapped(ctx, db, fs, dir, capBytes, m, ranking)
 		if err != nil {
 			return FilterMemResult{}, err
 		}
-		defer db.Close()
-		return c.measure(db, m, ranking)
+		r, err := c.measure(capped, m, ranking)
+		return r, errors.Join(err, capped.Close(), fs.RemoveAll(dir))
 	})
+}
+
+// openCapped opens a copy of db, in dir of fs, under a cap of capBytes
+// of filter memory, and warms it up with lookups of mix m on its ranking.
+func (c FilterMemConfig) openCapped(ctx context.Context, db *kv.DB, fs vfs.FS, dir string, capBytes int64,
+	m LookupMix, ranking int) (*kv.DB, error) {
+	if err := db.Checkpoint(dir); err != nil {
+		return nil, err
+	}
+	z := filterMemSizes
+	capped, err := kv.Open(dir, &kv.Options{FS: fs, MemTableSize: z.MemTable, TargetFileSize: z.Table,
+		LBaseMaxBytes: z.LBase, BlockCacheSize: z.Cache, FilterBudget: &bloompolicy.Budget{Bytes: capBytes}})
+	if err != nil {
+		return nil, err
+	}
+	if _, err = c.lookups(capped, m, ranking, c.Keys, 2*c.Lookups, 1); err == nil {
+		err = capped.WaitIdle(ctx)
+	}
+	if err != nil {
+		return nil, errors.Join(err, capped.Close())
+	}
+	return capped, nil
 }
 
 // measureMixes measures each mix, on each of its rankings, of strategy s
@@ -240,7 +268,7 @@ var filterMemSizes = Sizes{MemTable: 64 << 10, Table: 64 << 10, LBase: 128 << 10
 
 // filterMemOptions returns the options of a study store: sizes that settle
 // Keys keys of about 40 bytes into L0 and three levels.
-func (c FilterMemConfig) filterMemOptions(s FilterStrategy, bits float64, capBytes int64) (*kv.Options, error) {
+func (c FilterMemConfig) filterMemOptions(s FilterStrategy, bits float64) (*kv.Options, error) {
 	z := filterMemSizes
 	o := &kv.Options{FS: vfs.NewMem(), MemTableSize: z.MemTable, TargetFileSize: z.Table,
 		LBaseMaxBytes: z.LBase, BlockCacheSize: z.Cache}
@@ -255,28 +283,23 @@ func (c FilterMemConfig) filterMemOptions(s FilterStrategy, bits float64, capByt
 		return o, nil
 	case StrategyMonkey:
 		o.FilterBudget = &bloompolicy.Budget{BitsPerKey: bits}
-	case StrategyTraffic:
-		if capBytes <= 0 {
-			capBytes = int64(bits * float64(c.Keys) / 8)
-		}
-		o.FilterBudget = &bloompolicy.Budget{Bytes: capBytes}
 	}
 	return o, nil
 }
 
-// load builds a store for strategy s at bits per key, warming it up with
-// lookups of mix warm (if set) on its ranking.
-func (c FilterMemConfig) load(ctx context.Context, s FilterStrategy, bits float64, capBytes int64, warm LookupMix, ranking int) (*kv.DB, error) {
-	o, err := c.filterMemOptions(s, bits, capBytes)
+// load builds a store for strategy s at bits per key, in a file system of
+// its own, which it also returns.
+func (c FilterMemConfig) load(ctx context.Context, s FilterStrategy, bits float64) (*kv.DB, vfs.FS, error) {
+	o, err := c.filterMemOptions(s, bits)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if s == StrategyNoBottom {
 		// The levels above L6 hold about a ninth of the keys at
 		// multiplier 10; they get the bits of all keys, L6 none.
 		p, err := bloompolicy.NewBitsPerKey(min(bits*10, bloompolicy.MaxBitsPerKey))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		o.FilterPolicy = p
 		o.Levels = make([]kv.LevelOptions, 7)
@@ -285,29 +308,24 @@ func (c FilterMemConfig) load(ctx context.Context, s FilterStrategy, bits float6
 	}
 	db, err := kv.Open("db", o)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	g := NewKeyGen(c.Seed)
 	for range 2 {
-		if err := c.fill(db, g, 0, c.Keys); err != nil {
-			db.Close()
-			return nil, err
-		}
-		if warm != "" {
-			if _, err := c.lookups(db, warm, ranking, c.Keys, c.Lookups, 1); err != nil {
-				db.Close()
-				return nil, err
-			}
+		if err = c.fill(db, g, 0, c.Keys); err != nil {
+			break
 		}
 	}
-	if err := db.Flush(); err == nil {
+	if err == nil {
+		err = db.Flush()
+	}
+	if err == nil {
 		err = db.WaitIdle(ctx)
 	}
 	if err != nil {
-		db.Close()
-		return nil, err
+		return nil, nil, errors.Join(err, db.Close())
 	}
-	return db, nil
+	return db, o.FS, nil
 }
 
 // fill sets present keys [lo, hi).
