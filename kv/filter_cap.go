@@ -57,8 +57,10 @@ type filterHolder struct {
 	perBlock atomic.Uint64
 
 	// running and again, under d.mu, schedule passes: one goroutine runs
-	// them, again asks it for one more.
-	running, again bool
+	// them, again asks it for one more. must says the next pass was
+	// asked for by a change (of the tree, of an open table) rather than
+	// by lookups alone, and follows its plan whatever it saves.
+	running, again, must bool
 }
 
 // newFilterHolder returns the holder of o's filter memory.
@@ -229,7 +231,7 @@ func (h *filterHolder) lookupsServed() {
 		return
 	}
 	h.d.mu.Lock()
-	h.scheduleLocked()
+	h.askLocked()
 	h.d.mu.Unlock()
 }
 
@@ -243,6 +245,12 @@ const filterPassLookups = 1 << 14
 // scheduleLocked asks for a pass over the current Version, when there is
 // a cap. d.mu is held.
 func (h *filterHolder) scheduleLocked() {
+	h.must = true
+	h.askLocked()
+}
+
+// askLocked asks for a pass, when there is a cap. d.mu is held.
+func (h *filterHolder) askLocked() {
 	d := h.d
 	switch {
 	case h.cap == 0 || d.closed.Load():
@@ -260,7 +268,11 @@ func (h *filterHolder) passes() {
 	d := h.d
 	defer d.bgWG.Done()
 	for {
-		h.rebalance()
+		d.mu.Lock()
+		must := h.must
+		h.must = false
+		d.mu.Unlock()
+		h.rebalance(must)
 		d.mu.Lock()
 		again := h.again && !d.closed.Load()
 		h.again, h.running = false, again
@@ -276,8 +288,10 @@ func (h *filterHolder) passes() {
 
 // rebalance updates the traffic model, plans the filters of the current
 // Version's tables under the cap, and makes the open tables follow,
-// opening first those not open while the table cache has room.
-func (h *filterHolder) rebalance() {
+// opening first those not open while the table cache has room. A pass
+// that lookups alone asked for (not must) follows its plan only when that
+// is worth the filters it builds (worthFollowing).
+func (h *filterHolder) rebalance(must bool) {
 	d := h.d
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -308,6 +322,9 @@ func (h *filterHolder) rebalance() {
 		plans, notHeld := planFilters(v, misses, perTable, h.cap, d.opts.BlockSize, h.blockOverhead(), func(f *manifest.FileMetadata) tableFilterState {
 			return h.filterState(f, open[f.FileNum])
 		})
+		if round == 0 && !must && !h.worthFollowing(v, plans, perTable, open) {
+			return
+		}
 		h.plans.Store(&plans)
 		h.notHeld.Store(notHeld)
 		h.follow(entries, plans, newestTable(v))
@@ -319,6 +336,32 @@ func (h *filterHolder) rebalance() {
 
 // followRounds bounds the plans a pass makes and follows.
 const followRounds = 3
+
+// worthFollowing reports whether holding what plans says rather than what
+// the open tables hold would cut the expected wasted reads per lookup,
+// by the traffic model's weights of each table (perTable) and the rate
+// model, by at least filterReplanGain. Building filters reads whole
+// tables: for a workload that drifts a little it is not worth it, for
+// one that has changed it is.
+func (h *filterHolder) worthFollowing(v *manifest.Version, plans map[base.FileNum]tablePlan,
+	perTable map[base.FileNum]float64, open map[base.FileNum]*tableEntry) bool {
+	if perTable == nil {
+		return false // no lookups counted yet: the plan is the last one's
+	}
+	var held, planned float64
+	for _, files := range v.Levels {
+		for _, f := range files {
+			w := perTable[f.FileNum]
+			held += w * bloompolicy.ModelFPR(h.filterState(f, open[f.FileNum]).heldBits)
+			planned += w * bloompolicy.ModelFPR(plans[f.FileNum].bits)
+		}
+	}
+	return planned < (1-filterReplanGain)*held
+}
+
+// filterReplanGain is the share of the expected wasted reads a pass over
+// an unchanged tree must save to build filters (see worthFollowing).
+const filterReplanGain = 0.1
 
 // follow makes the open tables hold what plans says: drops first, so that
 // the loads and builds find room, then the built filters that shrink,
