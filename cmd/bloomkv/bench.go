@@ -130,7 +130,7 @@ func (o *benchOptions) check() error {
 		return usagef("--l1-size %d: want a positive size", o.l1Size)
 	case o.rounds < 0:
 		return usagef("--rounds %d: want 0 or more", o.rounds)
-	case o.zipfRankings <= 0:
+	case o.filterMemory && o.zipfRankings <= 0:
 		return usagef("--zipf-rankings %d: want at least 1", o.zipfRankings)
 	}
 	switch {
