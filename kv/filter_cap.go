@@ -20,15 +20,16 @@ import (
 // Every table keeps its own filter on disk, whatever happens here. Under
 // a cap a table is opened without it (sstable.ReaderOptions.DeferFilter)
 // and read as a table without a filter until it holds one. After every
-// change of Version a background pass (rebalance) updates the traffic
-// model, plans the filter of each table of the Version under the cap
-// (planFilters, filter_plan.go: its own, one built in memory at the bits
-// per key the allocation now gives it, or none) and makes the open tables
-// follow: it drops the filters the plan leaves out first, then loads own
-// filters, then builds the others, those that shrink first. A filter is
-// held only after its bytes are reserved against the cap, so the bytes
-// held never exceed it, whatever the order in which passes and lookups
-// open, drop, load and build.
+// change of Version, and every filterPassLookups lookups served (so that
+// a settled store follows its workload too), a background pass
+// (rebalance) updates the traffic model, plans the filter of each table
+// of the Version under the cap (planFilters, filter_plan.go: its own, one
+// built in memory at the bits per key the allocation now gives it, or
+// none) and makes the open tables follow: it drops the filters the plan
+// leaves out first, then shrinks, loads and builds the others (follow),
+// and fills the room left. A filter is held only after its bytes are
+// reserved against the cap, so the bytes held never exceed it, whatever
+// the order in which passes and lookups open, drop, load and build.
 
 // filterHolder counts the filter bytes the open tables hold and, under a
 // cap, decides which filter each table holds.
@@ -56,8 +57,10 @@ type filterHolder struct {
 	perBlock atomic.Uint64
 
 	// running and again, under d.mu, schedule passes: one goroutine runs
-	// them, again asks it for one more.
-	running, again bool
+	// them, again asks it for one more. must says the next pass was
+	// asked for by a change (of the tree, of an open table) rather than
+	// by lookups alone, and follows its plan whatever it saves.
+	running, again, must bool
 }
 
 // newFilterHolder returns the holder of o's filter memory.
@@ -147,26 +150,27 @@ func (h *filterHolder) holdOwn(e *tableEntry) bool {
 
 // holdBuilt builds open table e a filter of bits per entry from its keys
 // and holds it in place of the one held, if the bytes fit, and reports
-// whether it did. A table that cannot be read keeps what it holds.
-func (h *filterHolder) holdBuilt(e *tableEntry, bits float64) bool {
+// whether it did, and the built filter's bytes (0 if none was built). A
+// table that cannot be read keeps what it holds.
+func (h *filterHolder) holdBuilt(e *tableEntry, bits float64) (bool, int64) {
 	p, err := bloompolicy.RunFilter{BitsPerKey: bits}.Policy()
 	if p == nil || err != nil {
-		return false
+		return false, 0
 	}
 	f, err := e.reader.BuildFilter(p)
 	if err != nil {
-		return false
+		return false, 0
 	}
 	h.builds.Add(1)
 	h.learnOverhead(e, bits, f.Size())
 	e.filterMu.Lock()
 	defer e.filterMu.Unlock()
 	if !h.swap(e.heldBytes, f.Size()) {
-		return false
+		return false, f.Size()
 	}
 	e.reader.HoldFilter(f)
 	h.setHeldLocked(e, f.Size(), bits, true)
-	return true
+	return true, f.Size()
 }
 
 // opened counts the filter of a table just opened: held already without a
@@ -219,9 +223,34 @@ func (h *filterHolder) filterState(f *manifest.FileMetadata, e *tableEntry) tabl
 		heldBuilt: e.heldBuilt, ownUsable: e.reader.HasFilter()}
 }
 
+// lookupsServed asks for a pass, when there is a cap: the store has
+// served filterPassLookups more lookups since the last one asked for so,
+// so that a store whose tree does not change still follows its workload.
+func (h *filterHolder) lookupsServed() {
+	if h.cap == 0 {
+		return
+	}
+	h.d.mu.Lock()
+	h.askLocked()
+	h.d.mu.Unlock()
+}
+
+// filterPassLookups is how many lookups a store under a cap serves
+// between the passes it asks for whatever happens to its tree (a power
+// of two, tested with a mask on the lookup path): under filterHalfLife,
+// so that the allocation follows a workload that changes on a settled
+// store within about a half-life.
+const filterPassLookups = 1 << 14
+
 // scheduleLocked asks for a pass over the current Version, when there is
 // a cap. d.mu is held.
 func (h *filterHolder) scheduleLocked() {
+	h.must = true
+	h.askLocked()
+}
+
+// askLocked asks for a pass, when there is a cap. d.mu is held.
+func (h *filterHolder) askLocked() {
 	d := h.d
 	switch {
 	case h.cap == 0 || d.closed.Load():
@@ -239,7 +268,11 @@ func (h *filterHolder) passes() {
 	d := h.d
 	defer d.bgWG.Done()
 	for {
-		h.rebalance()
+		d.mu.Lock()
+		must := h.must
+		h.must = false
+		d.mu.Unlock()
+		h.rebalance(must)
 		d.mu.Lock()
 		again := h.again && !d.closed.Load()
 		h.again, h.running = false, again
@@ -255,8 +288,10 @@ func (h *filterHolder) passes() {
 
 // rebalance updates the traffic model, plans the filters of the current
 // Version's tables under the cap, and makes the open tables follow,
-// opening first those not open while the table cache has room.
-func (h *filterHolder) rebalance() {
+// opening first those not open while the table cache has room. A pass
+// that lookups alone asked for (not must) follows its plan only when that
+// is worth the filters it builds (worthFollowing).
+func (h *filterHolder) rebalance(must bool) {
 	d := h.d
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -279,21 +314,64 @@ func (h *filterHolder) rebalance() {
 	if misses != nil {
 		perTable = h.traffic.updateTables(v, open, misses, newGets, decay)
 	}
-	plans, notHeld := planFilters(v, misses, perTable, h.cap, d.opts.BlockSize, h.blockOverhead(), func(f *manifest.FileMetadata) tableFilterState {
-		return h.filterState(f, open[f.FileNum])
-	})
-	h.plans.Store(&plans)
-	h.notHeld.Store(notHeld)
-	h.follow(entries, plans, newestTable(v))
+	// A plan's built filters are estimates until built; when building
+	// them leaves part of the cap unspent, the plan is made again from
+	// the filters as built, a few times.
+	for round := 0; round < followRounds; round++ {
+		builds := h.builds.Load()
+		plans, notHeld := planFilters(v, misses, perTable, h.cap, d.opts.BlockSize, h.blockOverhead(), func(f *manifest.FileMetadata) tableFilterState {
+			return h.filterState(f, open[f.FileNum])
+		})
+		if round == 0 && !must && !h.worthFollowing(v, plans, perTable, open) {
+			return
+		}
+		h.plans.Store(&plans)
+		h.notHeld.Store(notHeld)
+		h.follow(entries, plans, newestTable(v))
+		if h.builds.Load() == builds || h.cap-h.held.Load() <= h.cap/planSlackDivisor || d.closed.Load() {
+			return
+		}
+	}
 }
 
+// followRounds bounds the plans a pass makes and follows.
+const followRounds = 3
+
+// worthFollowing reports whether holding what plans says rather than what
+// the open tables hold would cut the expected wasted reads per lookup,
+// by the traffic model's weights of each table (perTable) and the rate
+// model, by at least filterReplanGain. Building filters reads whole
+// tables: for a workload that drifts a little it is not worth it, for
+// one that has changed it is.
+func (h *filterHolder) worthFollowing(v *manifest.Version, plans map[base.FileNum]tablePlan,
+	perTable map[base.FileNum]float64, open map[base.FileNum]*tableEntry) bool {
+	if perTable == nil {
+		return false // no lookups counted yet: the plan is the last one's
+	}
+	var held, planned float64
+	for _, files := range v.Levels {
+		for _, f := range files {
+			w := perTable[f.FileNum]
+			held += w * bloompolicy.ModelFPR(h.filterState(f, open[f.FileNum]).heldBits)
+			planned += w * bloompolicy.ModelFPR(plans[f.FileNum].bits)
+		}
+	}
+	return planned < (1-filterReplanGain)*held
+}
+
+// filterReplanGain is the share of the expected wasted reads a pass over
+// an unchanged tree must save to build filters (see worthFollowing).
+const filterReplanGain = 0.1
+
 // follow makes the open tables hold what plans says: drops first, so that
-// the loads and builds find room, then own filters, then built ones:
-// for tables holding none first, then those that shrink. A table the plan does not name is obsolete if
-// numbered at or below newest, and drops its filter; one written since
-// waits for the next pass.
+// the loads and builds find room, then the built filters that shrink,
+// then own filters, then built ones for tables holding none, then those
+// that grow; what did not fit then (the room was still taken when its
+// turn came) is tried once more. A table the plan does not name is
+// obsolete if numbered at or below newest, and drops its filter; one
+// written since waits for the next pass.
 func (h *filterHolder) follow(entries []*tableEntry, plans map[base.FileNum]tablePlan, newest base.FileNum) {
-	var owns, builds []*tableEntry
+	var steps []followStep
 	for _, e := range entries {
 		p, ok := plans[e.num]
 		s := h.filterState(nil, e)
@@ -305,52 +383,71 @@ func (h *filterHolder) follow(entries []*tableEntry, plans map[base.FileNum]tabl
 		case p.hold == holdNone:
 			h.drop(e)
 		case p.hold == holdOwn:
-			owns = append(owns, e)
+			steps = append(steps, followStep{e, p, followOwn})
 		case !s.heldBuilt || s.heldBits != p.bits:
-			builds = append(builds, e)
+			steps = append(steps, followStep{e, p, h.buildOrder(e, p)})
 		}
 	}
-	// Tables holding nothing first (each lookup that reaches one reads a
-	// block), then by growth, shrinks first.
-	type order struct {
-		holds  bool
-		growth int64
-	}
-	key := func(e *tableEntry) order {
-		e.filterMu.Lock()
-		defer e.filterMu.Unlock()
-		return order{e.heldBytes > 0, plans[e.num].bytes - e.heldBytes}
-	}
-	slices.SortStableFunc(builds, func(a, b *tableEntry) int {
-		ka, kb := key(a), key(b)
-		if ka.holds != kb.holds {
-			if ka.holds {
-				return 1
+	slices.SortStableFunc(steps, func(a, b followStep) int { return cmp.Compare(a.order, b.order) })
+	for round := 0; round < 2 && len(steps) > 0; round++ {
+		var failed []followStep
+		for _, st := range steps {
+			if h.d.closed.Load() {
+				return
 			}
-			return -1
+			if !h.followOne(st) {
+				failed = append(failed, st)
+			}
 		}
-		return cmp.Compare(ka.growth, kb.growth)
-	})
-	for _, e := range owns {
-		if h.d.closed.Load() {
-			return
-		}
-		h.holdOwn(e)
-	}
-	for _, e := range builds {
-		if h.d.closed.Load() {
-			return
-		}
-		h.holdBuilt(e, plans[e.num].bits)
+		steps = failed
 	}
 	h.fillRoom(entries, plans)
 }
 
-// fillRoom gives each open table that the plan gives bits but that holds
-// nothing (its filter larger than the plan estimated, or the room taken by
-// others' that were) a filter built in the room left, at up to the plan's
-// bits: a table with a smaller filter saves most of the reads it would,
-// one with none saves nothing.
+// followStep is one table's move toward its plan, and when follow takes
+// it: followShrink before followOwn before followFill before followGrow.
+type followStep struct {
+	e     *tableEntry
+	p     tablePlan
+	order int
+}
+
+const (
+	followShrink = iota // a built filter that takes fewer bytes than the one held
+	followOwn           // the table's own filter
+	followFill          // a built filter for a table holding none: each lookup reaching it reads a block
+	followGrow          // a built filter that takes more bytes than the one held
+)
+
+// buildOrder returns when follow builds e the filter of plan p.
+func (h *filterHolder) buildOrder(e *tableEntry, p tablePlan) int {
+	e.filterMu.Lock()
+	defer e.filterMu.Unlock()
+	switch {
+	case e.heldBytes == 0:
+		return followFill
+	case p.bytes < e.heldBytes:
+		return followShrink
+	}
+	return followGrow
+}
+
+// followOne takes step st and reports whether the table then holds what
+// its plan says.
+func (h *filterHolder) followOne(st followStep) bool {
+	if st.order == followOwn {
+		return h.holdOwn(st.e)
+	}
+	held, _ := h.holdBuilt(st.e, st.p.bits)
+	return held
+}
+
+// fillRoom gives each open table that holds fewer bits than the plan
+// gives it (its filter, or others', larger than the plan estimated, so
+// that the room was taken when its turn came) a filter built in the room
+// left, at up to the plan's bits: a table with a smaller filter saves
+// most of the reads it would, one with none saves nothing, and the cap is
+// spent rather than left idle.
 func (h *filterHolder) fillRoom(entries []*tableEntry, plans map[base.FileNum]tablePlan) {
 	for _, e := range entries {
 		p, ok := plans[e.num]
@@ -358,15 +455,21 @@ func (h *filterHolder) fillRoom(entries []*tableEntry, plans map[base.FileNum]ta
 			continue
 		}
 		s := h.filterState(nil, e)
-		if s.heldBits > 0 {
+		if s.heldBits >= p.bits-1.0/16 {
 			continue
 		}
-		room := h.cap - h.held.Load() - filterOverhead(s.blocks, s.perBlock)
+		room := h.cap - h.held.Load() + s.heldBytes - filterOverhead(s.blocks, s.perBlock)
 		bits := min(p.bits, math.Floor(8*float64(room)/float64(e.entries)*16)/16)
-		// The room is an estimate: a filter that does not fit tries a
-		// tenth fewer bits, a few times.
-		for try := 0; try < 3 && bits >= planMinBits && !h.holdBuilt(e, bits); try++ {
-			bits = math.Floor(0.9*bits*16) / 16
+		// The room is an estimate: a filter that does not fit tries
+		// again with the bits it took too many taken off, a few times,
+		// while it still holds more than the one held.
+		for try := 0; try < 3 && bits >= planMinBits && bits > s.heldBits; try++ {
+			held, size := h.holdBuilt(e, bits)
+			if held || size == 0 {
+				break
+			}
+			excess := size - (h.cap - h.held.Load() + s.heldBytes)
+			bits -= max(math.Ceil(8*float64(excess)/float64(e.entries)*16)/16, 1.0/16)
 		}
 	}
 }

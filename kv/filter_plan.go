@@ -74,32 +74,97 @@ type planCandidate struct {
 // planFilters returns, for each table of v, the filter it holds under cap
 // bytes, and the number of tables that then hold none though the
 // allocation gave them bits or they carry a filter. misses is the
-// traffic model's (nil: Monkey's rule); state tells of each table. The
-// bytes of the filters a plan keeps or builds are estimates: a plan whose
-// filters would take more than the cap is made again for a budget less
-// the excess, a few times, before the filters that save the fewest reads
-// per byte are left out.
+// traffic model's (nil: Monkey's rule); state tells of each table.
+//
+// The allocation's budget is the cap less the filter blocks' estimated
+// bookkeeping, but what the plan then spends differs from it: each
+// table's bits are rounded down to the 1/16 bit a filter is built at, a
+// table keeps its own filter when within filterBitsSlack of its bits, and
+// the bookkeeping is an estimate. So the plan is made again for the
+// budget moved by what it left unspent or spent beyond the cap, a few
+// times (planTries), and of the plan spending the most without passing
+// the cap and the one passing it the least, fitted to the cap, the one
+// spending more is kept: a settled store spends its cap, not a share of
+// it. Should none fit, the filters that save the fewest reads per byte
+// are left out or shrunk.
 func planFilters(v *manifest.Version, misses *[manifest.NumLevels]float64, perTable map[base.FileNum]float64,
 	cap int64, blockSize int, perBlock float64, state func(*manifest.FileMetadata) tableFilterState) (map[base.FileNum]tablePlan, int64) {
 	runs, runOf, _, budget := capRuns(v, misses, perTable, cap, blockSize, perBlock, nil)
 	states := map[base.FileNum]tableFilterState{}
+	var entries int64
 	for _, files := range v.Levels {
 		for _, f := range files {
 			states[f.FileNum] = state(f)
+			entries += int64(f.NumEntries)
 		}
 	}
-	for try := 0; ; try++ {
-		cands := planCandidates(v, runs, runOf, budget, states)
-		var want int64
-		for _, c := range cands {
-			want += c.plan.bytes
+	ceiling := int64(capMaxBitsPerKey * float64(entries) / 8) // capRuns' bound on the bits per entry
+	var best, over, cands []planCandidate
+	bestWant, overWant, lastWant, scale := int64(-1), int64(math.MaxInt64), int64(-1), int64(1)
+	for try := 0; try < planTries && budget > 0; try++ {
+		cands = planCandidates(v, runs, runOf, budget, states)
+		want := planBytes(cands)
+		if want <= cap && want > bestWant {
+			best, bestWant = cands, want
 		}
-		if want <= cap || try == 3 || budget <= 0 {
-			return fitPlans(v, cands, cap, states)
+		if want > cap && want < overWant {
+			over, overWant = cands, want
 		}
-		budget -= want - cap
+		if want <= cap && (cap-want <= cap/planSlackDivisor || budget >= ceiling) {
+			break
+		}
+		// Bits move in steps of 1/16 per table: a move too small to
+		// change the plan doubles until it does.
+		if want == lastWant {
+			scale *= 2
+		} else {
+			scale = 1
+		}
+		lastWant = want
+		budget += scale * (cap - want)
+		if want <= cap {
+			budget = min(budget, ceiling)
+		}
 	}
+	if bestWant < 0 {
+		return fitPlans(v, cands, cap, states)
+	}
+	plans, notHeld := fitPlans(v, best, cap, states)
+	if over != nil {
+		// The plan just over the cap, its last filters fitted to the room
+		// left, may spend more of it.
+		if p, n := fitPlans(v, over, cap, states); plannedBytes(p) > plannedBytes(plans) {
+			return p, n
+		}
+	}
+	return plans, notHeld
 }
+
+// plannedBytes returns the bytes plans charge against the cap.
+func plannedBytes(plans map[base.FileNum]tablePlan) int64 {
+	var sum int64
+	for _, p := range plans {
+		sum += p.bytes
+	}
+	return sum
+}
+
+// planBytes returns the bytes the candidates' filters charge.
+func planBytes(cands []planCandidate) int64 {
+	var want int64
+	for _, c := range cands {
+		want += c.plan.bytes
+	}
+	return want
+}
+
+// planTries bounds the plans a pass makes to spend its cap; planSlackDivisor
+// is how close it must come, a fraction 1/planSlackDivisor of the cap
+// unspent, to stop early.
+const (
+	planTries        = 8
+	planSlackDivisor = 2000
+)
 
 // planCandidates returns the tables of v to which the allocation of
 // budget bytes over runs gives bits, with the filter each would hold.
@@ -233,6 +298,12 @@ func capRuns(v *manifest.Version, misses *[manifest.NumLevels]float64, perTable 
 			leaving[f] = true
 		}
 	}
+	if w != nil {
+		// The run w writes: the tables moving down join it, and a merge
+		// within L0 writes one run of its inputs' entries, w.flushed.
+		target = add(w.level)
+		runs[target].Keys += w.flushed
+	}
 	var overhead, entries, size int64
 	for l, files := range v.Levels {
 		for _, f := range files {
@@ -244,21 +315,16 @@ func capRuns(v *manifest.Version, misses *[manifest.NumLevels]float64, perTable 
 			if f.NumEntries == 0 {
 				continue
 			}
-			dst := l
-			if leaving[f] {
-				dst = w.level
+			i := target
+			if !leaving[f] {
+				i = add(l)
 			}
-			i := add(dst)
 			runs[i].Keys += int64(f.NumEntries)
 			runOf[f.FileNum] = i
 			if perTable != nil {
 				runs[i].Misses = perTable[f.FileNum]
 			}
 		}
-	}
-	if w != nil {
-		target = add(w.level)
-		runs[target].Keys += w.flushed
 	}
 	if w != nil && w.flushed > 0 {
 		// A compaction's outputs take about the blocks of its inputs; a

@@ -253,6 +253,7 @@ func TestBudgetRuns(t *testing.T) {
 	// L1's target, 5000 bytes, is 50 entries at 100 bytes each.
 	co := &compaction.Options{LBaseMaxBytes: 5000, LevelMultiplier: 10, StaticLevels: true}
 	shape := compaction.NewPicker(co, nil).Shape(v, nil)
+	cases := 0
 	for _, tc := range []struct {
 		name    string
 		level   int
@@ -265,6 +266,10 @@ func TestBudgetRuns(t *testing.T) {
 		{"L0 into L1", 1, []*manifest.FileMetadata{l0a, l0b}, 0, []int64{60, 2000}, 0},
 		{"L1 into L2", 2, v.Levels[1], 0, []int64{10, 20, 50, 2030}, 3},
 		{"L2 into L3", 3, v.Levels[2][:1], 0, []int64{10, 20, 50, 1000, 1000}, 4},
+		// A merge within L0 writes one run of its inputs' entries (the
+		// caller counts them as flushed), not an empty run that would get
+		// the most bits there are.
+		{"L0 into L0", 0, []*manifest.FileMetadata{l0a, l0b}, 30, []int64{30, 50, 2000}, 0},
 	} {
 		runs, target := budgetRuns(v, shape, tc.level, tc.moving, tc.flushed)
 		var want []bloompolicy.Runs
@@ -274,6 +279,14 @@ func TestBudgetRuns(t *testing.T) {
 		if fmt.Sprint(runs) != fmt.Sprint(want) || target != tc.target {
 			t.Errorf("%s: runs %v, target %d; want %v, %d", tc.name, runs, target, tc.want, tc.target)
 		}
+		capRuns, _, capTarget, _ := capRuns(v, nil, nil, 1<<20, 4096, filterBlockOverhead, &capWrite{tc.level, tc.moving, tc.flushed})
+		if capRuns[capTarget].Keys == 0 {
+			t.Errorf("%s: a cap sees the written run empty: runs %v, target %d", tc.name, capRuns, capTarget)
+		}
+		cases++
+	}
+	if cases != 5 {
+		t.Fatalf("%d cases ran", cases)
 	}
 }
 

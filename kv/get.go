@@ -55,7 +55,9 @@ func (d *DB) lookup(key []byte, snap *Snapshot) ([]byte, error) {
 	rs := d.loadReadState()
 	defer rs.unref()
 	seq := d.readSeqNum(snap)
-	d.metrics.gets.Add(1)
+	if n := d.metrics.gets.Add(1); n&(filterPassLookups-1) == 0 {
+		d.filterMem.lookupsServed()
+	}
 
 	value, kind, found := rs.mem.Get(key, seq)
 	for i := len(rs.imm) - 1; !found && i >= 0; i-- {

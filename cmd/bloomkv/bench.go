@@ -33,6 +33,7 @@ type benchOptions struct {
 	keep, pebble, growth     bool
 	prefix                   bool
 	filterMemory             bool
+	zipfRankings             int     // of the filter-memory study's Zipf mix
 	filterCapBits            float64 // with growth: the cap growth (bench_capgrowth.go)
 	growthFrom               int
 	rounds                   int // of the write-modes section; 0 skips it
@@ -99,6 +100,7 @@ func (a *app) benchCommand() *cobra.Command {
 	f.BoolVar(&o.pebble, "pebble", false, "also run Pebble v1.1.5 with both filters")
 	f.BoolVar(&o.growth, "growth", false, "load in doubling steps up to --keys and measure the settled shape after each")
 	f.BoolVar(&o.filterMemory, "filter-memory", false, "run the filter-memory study instead: wasted data-block reads per lookup against filter bits per key (2-16) for uniform filters, no bottom-level filters, Monkey's budget and the traffic-aware cap, on all-absent, 90% present and Zipfian lookups")
+	f.IntVar(&o.zipfRankings, "zipf-rankings", 8, "with --filter-memory: the Zipf mix's figure is the mean over this many independent rankings of the keys (which keys are hot decides much of one store's figure); each strategy is measured on the same rankings, the traffic-aware store opened and warmed up anew on each")
 	f.Float64Var(&o.filterCapBits, "filter-cap-bits", 0, "with --growth: grow one store instead, under a filter cap (FilterBudget{Bytes}) of this many bits per key of --keys, sampling the filter bytes held all along (they must never exceed the cap) and measuring wasted reads per absent lookup after each doubling from --growth-from")
 	f.IntVar(&o.growthFrom, "growth-from", 1_000_000, "with --growth --filter-cap-bits: the first size measured (capped at --keys)")
 	f.BoolVar(&o.prefix, "prefix", false, "run the prefix-scan workload instead: --keys as user/<id>/<field> keys, --lookups prefix seeks of absent and of present users")
@@ -128,6 +130,8 @@ func (o *benchOptions) check() error {
 		return usagef("--l1-size %d: want a positive size", o.l1Size)
 	case o.rounds < 0:
 		return usagef("--rounds %d: want 0 or more", o.rounds)
+	case o.filterMemory && o.zipfRankings <= 0:
+		return usagef("--zipf-rankings %d: want at least 1", o.zipfRankings)
 	}
 	switch {
 	case o.filterCapBits < 0:

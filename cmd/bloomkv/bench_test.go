@@ -145,6 +145,7 @@ func TestBenchOptions_Check(t *testing.T) {
 		{"--table-size 0", func(o *benchOptions) { o.tableSize = 0 }},
 		{"--l1-size -1", func(o *benchOptions) { o.l1Size = -1 }},
 		{"--rounds -1", func(o *benchOptions) { o.rounds = -1 }},
+		{"--filter-memory --zipf-rankings 0", func(o *benchOptions) { o.filterMemory, o.zipfRankings = true, 0 }},
 		{"--markdown no/such/dir/r.md", func(o *benchOptions) { o.markdown = "no/such/dir/r.md" }},
 		{"--prefix --markdown r.md", func(o *benchOptions) { o.prefix, o.markdown = true, "r.md" }},
 	} {

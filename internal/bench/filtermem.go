@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
@@ -36,7 +37,8 @@ const (
 	// StrategyTraffic is kv.Options.FilterBudget{Bytes}: a cap of the
 	// filter bytes StrategyMonkey's store spent at the same bits per key
 	// (its budget counts every entry, shadowed versions included), spent
-	// by the lookups the store serves.
+	// by the lookups the store serves, on a copy of that store's tree
+	// (see FilterMemStudy).
 	StrategyTraffic FilterStrategy = "traffic"
 )
 
@@ -55,7 +57,11 @@ const (
 	// absent ones 10%.
 	MixPresent90 LookupMix = "90/10"
 	// MixZipf draws keys from present and absent ones alike, by a Zipf
-	// law (s = 1.1) over a fixed random ranking of them.
+	// law (s = 1.1) over a random ranking of them. Which keys are hot
+	// decides much of a single store's figure (whether the hottest absent
+	// keys are false positives of some filter is fixed once it is built),
+	// so the study measures it over FilterMemConfig.ZipfRankings rankings
+	// and reports the mean.
 	MixZipf LookupMix = "zipf"
 )
 
@@ -69,6 +75,13 @@ type FilterMemConfig struct {
 	Lookups   int       // lookups measured per mix (and as many to warm up)
 	Bits      []float64 // filter memory, in bits per key of the final store
 	Seed      uint64
+	// ZipfRankings is the number of independent Zipf rankings MixZipf is
+	// measured over (0: 1). Ranking r maps Zipf rank k to key
+	// Mix64(k ^ Seed ^ Mix64(r)) (ranking 0 is Seed's own); every strategy
+	// is measured on the same rankings, and a store that learns from its
+	// lookups (StrategyTraffic) is loaded and warmed up for each ranking
+	// on that ranking.
+	ZipfRankings int
 	// Pebble adds the Pebble strategies (PebbleStrategies) at each memory.
 	Pebble bool
 }
@@ -83,45 +96,41 @@ type FilterMemResult struct {
 	// FilterBytes the bytes.
 	Spent       float64
 	FilterBytes int64
-	// Wasted is the wasted data-block reads per lookup.
-	Wasted float64
+	// Wasted is the wasted data-block reads per lookup: the mean over
+	// Rankings measurements (each of FilterMemConfig.Lookups lookups) for
+	// MixZipf, one measurement otherwise; WastedSE is the mean's standard
+	// error (0 from a single measurement).
+	Wasted, WastedSE float64
+	Rankings         int
 	// Levels is the number of L0 tables and deeper levels holding data.
 	L0Tables, Levels int
 }
 
-// FilterMemStudy runs the study: for each memory and strategy, a store
-// loaded with every key twice (the second pass rewrites the tables of the
-// first for the store at its full size, as a store that has served its
-// workload a while holds them), each pass followed by a warm-up of
-// lookups of the mix (the traffic the traffic-aware budget learns from;
-// the other strategies ignore it, so they load once for all mixes), then
-// flushed, settled and measured. With c.Pebble, each memory also gets a
-// Pebble store per PebbleStrategies entry, loaded once and measured on
-// every mix (see measurePebble). progress, if not nil, is told of each
-// result.
+// FilterMemStudy runs the study: for each memory, a store per strategy
+// but the traffic-aware one, loaded with every key twice (the second pass
+// rewrites the tables of the first for the store at its full size, as a
+// store that has served its workload a while holds them), flushed,
+// settled and measured on every mix. The traffic-aware strategy is
+// measured on the same tree as Monkey's, so that the two differ in
+// nothing but the allocation (two stores loaded alike settle at shapes
+// that differ by their background work's timing, and their figures by
+// up to a tenth): for each mix and ranking, a copy of Monkey's store
+// (kv.DB.Checkpoint) is opened under a cap of the filter bytes Monkey's
+// store spent, warmed up with twice c.Lookups lookups of the mix, which
+// the cap learns from, settled and measured. With c.Pebble, each memory
+// also gets a Pebble store per PebbleStrategies entry, loaded once and
+// measured on every mix (see measurePebble). progress, if not nil, is
+// told of each result.
 func FilterMemStudy(ctx context.Context, c FilterMemConfig, progress func(FilterMemResult)) ([]FilterMemResult, error) {
 	var out []FilterMemResult
 	for _, bits := range c.Bits {
-		var capBytes int64 // what Monkey's store spent
-		for _, s := range FilterStrategies {
-			mixes := LookupMixes
-			if s == StrategyTraffic {
-				mixes = nil // one store per mix below
-			}
-			if err := c.measureStore(ctx, s, bits, 0, "", mixes, &out, progress); err != nil {
+		for _, s := range []FilterStrategy{StrategyUniform, StrategyNoBottom} {
+			if err := c.measureStore(ctx, s, bits, &out, progress); err != nil {
 				return out, err
 			}
-			if s == StrategyMonkey {
-				capBytes = out[len(out)-1].FilterBytes
-			}
-			if s != StrategyTraffic {
-				continue
-			}
-			for _, m := range LookupMixes {
-				if err := c.measureStore(ctx, s, bits, capBytes, m, []LookupMix{m}, &out, progress); err != nil {
-					return out, err
-				}
-			}
+		}
+		if err := c.measureMonkeyAndCap(ctx, bits, &out, progress); err != nil {
+			return out, err
 		}
 		if !c.Pebble {
 			continue
@@ -135,30 +144,86 @@ func FilterMemStudy(ctx context.Context, c FilterMemConfig, progress func(Filter
 	return out, nil
 }
 
-// measureStore loads one store (warming up with mix warm, if set) and
-// measures mixes on it.
-func (c FilterMemConfig) measureStore(ctx context.Context, s FilterStrategy, bits float64, capBytes int64,
-	warm LookupMix, mixes []LookupMix, out *[]FilterMemResult, progress func(FilterMemResult)) error {
-	if len(mixes) == 0 {
-		return nil
-	}
-	db, err := c.load(ctx, s, bits, capBytes, warm)
+// measureStore loads one store of strategy s and measures every mix on
+// it.
+func (c FilterMemConfig) measureStore(ctx context.Context, s FilterStrategy, bits float64,
+	out *[]FilterMemResult, progress func(FilterMemResult)) error {
+	db, _, err := c.load(ctx, s, bits)
 	if err != nil {
 		return fmt.Errorf("bench: %s at %v bits/key: %w", s, bits, err)
 	}
 	defer db.Close()
-	return measureMixes(s, bits, mixes, out, progress, func(m LookupMix) (FilterMemResult, error) { return c.measure(db, m) })
+	return c.measureMixes(s, bits, LookupMixes, out, progress, func(m LookupMix, ranking int) (FilterMemResult, error) {
+		return c.measure(db, m, ranking)
+	})
 }
 
-// measureMixes measures each mix of a store of strategy s at bits per key,
-// in either engine, and appends the results to out.
-func measureMixes(s FilterStrategy, bits float64, mixes []LookupMix, out *[]FilterMemResult,
-	progress func(FilterMemResult), measure func(LookupMix) (FilterMemResult, error)) error {
-	for _, m := range mixes {
-		r, err := measure(m)
+// measureMonkeyAndCap loads a store of StrategyMonkey, measures every mix
+// on it, then StrategyTraffic on copies of it (see FilterMemStudy).
+func (c FilterMemConfig) measureMonkeyAndCap(ctx context.Context, bits float64,
+	out *[]FilterMemResult, progress func(FilterMemResult)) error {
+	db, fs, err := c.load(ctx, StrategyMonkey, bits)
+	if err != nil {
+		return fmt.Errorf("bench: %s at %v bits/key: %w", StrategyMonkey, bits, err)
+	}
+	defer db.Close()
+	err = c.measureMixes(StrategyMonkey, bits, LookupMixes, out, progress, func(m LookupMix, ranking int) (FilterMemResult, error) {
+		return c.measure(db, m, ranking)
+	})
+	if err != nil {
+		return err
+	}
+	capBytes := (*out)[len(*out)-1].FilterBytes // what Monkey's store spent
+	copies := 0
+	return c.measureMixes(StrategyTraffic, bits, LookupMixes, out, progress, func(m LookupMix, ranking int) (FilterMemResult, error) {
+		copies++
+		dir := fmt.Sprintf("capped-%d", copies)
+		capped, err := c.openCapped(ctx, db, fs, dir, capBytes, m, ranking)
 		if err != nil {
-			return fmt.Errorf("bench: %s at %v bits/key, %s: %w", s, bits, m, err)
+			return FilterMemResult{}, err
 		}
+		r, err := c.measure(capped, m, ranking)
+		return r, errors.Join(err, capped.Close(), fs.RemoveAll(dir))
+	})
+}
+
+// openCapped opens a copy of db, in dir of fs, under a cap of capBytes
+// of filter memory, and warms it up with lookups of mix m on its ranking.
+func (c FilterMemConfig) openCapped(ctx context.Context, db *kv.DB, fs vfs.FS, dir string, capBytes int64,
+	m LookupMix, ranking int) (*kv.DB, error) {
+	if err := db.Checkpoint(dir); err != nil {
+		return nil, err
+	}
+	z := filterMemSizes
+	capped, err := kv.Open(dir, &kv.Options{FS: fs, MemTableSize: z.MemTable, TargetFileSize: z.Table,
+		LBaseMaxBytes: z.LBase, BlockCacheSize: z.Cache, FilterBudget: &bloompolicy.Budget{Bytes: capBytes}})
+	if err != nil {
+		return nil, err
+	}
+	if _, err = c.lookups(capped, m, ranking, c.Keys, 2*c.Lookups, 1); err == nil {
+		err = capped.WaitIdle(ctx)
+	}
+	if err != nil {
+		return nil, errors.Join(err, capped.Close())
+	}
+	return capped, nil
+}
+
+// measureMixes measures each mix, on each of its rankings, of strategy s
+// at bits per key, in either engine, and appends the results to out, one
+// per mix (the mean over its rankings).
+func (c FilterMemConfig) measureMixes(s FilterStrategy, bits float64, mixes []LookupMix, out *[]FilterMemResult,
+	progress func(FilterMemResult), measure func(m LookupMix, ranking int) (FilterMemResult, error)) error {
+	for _, m := range mixes {
+		var rs []FilterMemResult
+		for ranking := range c.rankings(m) {
+			r, err := measure(m, ranking)
+			if err != nil {
+				return fmt.Errorf("bench: %s at %v bits/key, %s, ranking %d: %w", s, bits, m, ranking, err)
+			}
+			rs = append(rs, r)
+		}
+		r := meanResult(rs)
 		r.Strategy, r.Bits = s, bits
 		*out = append(*out, r)
 		if progress != nil {
@@ -168,12 +233,42 @@ func measureMixes(s FilterStrategy, bits float64, mixes []LookupMix, out *[]Filt
 	return nil
 }
 
+// rankings returns the number of rankings mix m is measured over.
+func (c FilterMemConfig) rankings(m LookupMix) int {
+	if m != MixZipf {
+		return 1
+	}
+	return max(c.ZipfRankings, 1)
+}
+
+// meanResult returns the mean of measurements rs of one mix: their mean
+// wasted reads and its standard error, and their mean filter memory; the
+// shape is the first's.
+func meanResult(rs []FilterMemResult) FilterMemResult {
+	r := rs[0]
+	n := float64(len(rs))
+	var wasted, spent, bytes float64
+	for _, x := range rs {
+		wasted, spent, bytes = wasted+x.Wasted, spent+x.Spent, bytes+float64(x.FilterBytes)
+	}
+	r.Wasted, r.Spent, r.FilterBytes, r.Rankings = wasted/n, spent/n, int64(math.Round(bytes/n)), len(rs)
+	r.WastedSE = 0
+	if len(rs) > 1 {
+		var ss float64
+		for _, x := range rs {
+			ss += (x.Wasted - r.Wasted) * (x.Wasted - r.Wasted)
+		}
+		r.WastedSE = math.Sqrt(ss / (n - 1) / n)
+	}
+	return r
+}
+
 // filterMemSizes are the sizes of the study's stores, in both engines.
 var filterMemSizes = Sizes{MemTable: 64 << 10, Table: 64 << 10, LBase: 128 << 10, Cache: 64 << 20}
 
 // filterMemOptions returns the options of a study store: sizes that settle
 // Keys keys of about 40 bytes into L0 and three levels.
-func (c FilterMemConfig) filterMemOptions(s FilterStrategy, bits float64, capBytes int64) (*kv.Options, error) {
+func (c FilterMemConfig) filterMemOptions(s FilterStrategy, bits float64) (*kv.Options, error) {
 	z := filterMemSizes
 	o := &kv.Options{FS: vfs.NewMem(), MemTableSize: z.MemTable, TargetFileSize: z.Table,
 		LBaseMaxBytes: z.LBase, BlockCacheSize: z.Cache}
@@ -188,27 +283,23 @@ func (c FilterMemConfig) filterMemOptions(s FilterStrategy, bits float64, capByt
 		return o, nil
 	case StrategyMonkey:
 		o.FilterBudget = &bloompolicy.Budget{BitsPerKey: bits}
-	case StrategyTraffic:
-		if capBytes <= 0 {
-			capBytes = int64(bits * float64(c.Keys) / 8)
-		}
-		o.FilterBudget = &bloompolicy.Budget{Bytes: capBytes}
 	}
 	return o, nil
 }
 
-// load builds a store for strategy s at bits per key.
-func (c FilterMemConfig) load(ctx context.Context, s FilterStrategy, bits float64, capBytes int64, warm LookupMix) (*kv.DB, error) {
-	o, err := c.filterMemOptions(s, bits, capBytes)
+// load builds a store for strategy s at bits per key, in a file system of
+// its own, which it also returns.
+func (c FilterMemConfig) load(ctx context.Context, s FilterStrategy, bits float64) (*kv.DB, vfs.FS, error) {
+	o, err := c.filterMemOptions(s, bits)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if s == StrategyNoBottom {
 		// The levels above L6 hold about a ninth of the keys at
 		// multiplier 10; they get the bits of all keys, L6 none.
 		p, err := bloompolicy.NewBitsPerKey(min(bits*10, bloompolicy.MaxBitsPerKey))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		o.FilterPolicy = p
 		o.Levels = make([]kv.LevelOptions, 7)
@@ -217,29 +308,24 @@ func (c FilterMemConfig) load(ctx context.Context, s FilterStrategy, bits float6
 	}
 	db, err := kv.Open("db", o)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	g := NewKeyGen(c.Seed)
 	for range 2 {
-		if err := c.fill(db, g, 0, c.Keys); err != nil {
-			db.Close()
-			return nil, err
-		}
-		if warm != "" {
-			if _, err := c.lookups(db, warm, c.Keys, c.Lookups, 1); err != nil {
-				db.Close()
-				return nil, err
-			}
+		if err = c.fill(db, g, 0, c.Keys); err != nil {
+			break
 		}
 	}
-	if err := db.Flush(); err == nil {
+	if err == nil {
+		err = db.Flush()
+	}
+	if err == nil {
 		err = db.WaitIdle(ctx)
 	}
 	if err != nil {
-		db.Close()
-		return nil, err
+		return nil, nil, errors.Join(err, db.Close())
 	}
-	return db, nil
+	return db, o.FS, nil
 }
 
 // fill sets present keys [lo, hi).
@@ -254,10 +340,11 @@ func (c FilterMemConfig) fill(db *kv.DB, g KeyGen, lo, hi int) error {
 	return nil
 }
 
-// measure runs c.Lookups lookups of mix m and reports what they wasted.
-func (c FilterMemConfig) measure(db *kv.DB, m LookupMix) (FilterMemResult, error) {
+// measure runs c.Lookups lookups of mix m on its ranking and reports what
+// they wasted.
+func (c FilterMemConfig) measure(db *kv.DB, m LookupMix, ranking int) (FilterMemResult, error) {
 	before := db.Metrics()
-	found, err := c.lookups(db, m, c.Keys, c.Lookups, 2)
+	found, err := c.lookups(db, m, ranking, c.Keys, c.Lookups, 2)
 	if err != nil {
 		return FilterMemResult{}, err
 	}
@@ -283,22 +370,22 @@ func (c FilterMemConfig) measure(db *kv.DB, m LookupMix) (FilterMemResult, error
 	return r, nil
 }
 
-// lookups runs n lookups of mix m in db over the first keys present keys
-// (and as many absent ones), drawing with stream, and returns how many
-// found their key. A present key not found, or an absent one found, is an
-// error.
-func (c FilterMemConfig) lookups(db *kv.DB, m LookupMix, keys, n int, stream uint64) (int, error) {
+// lookups runs n lookups of mix m (on Zipf ranking ranking) in db over the
+// first keys present keys (and as many absent ones), drawing with stream,
+// and returns how many found their key. A present key not found, or an
+// absent one found, is an error.
+func (c FilterMemConfig) lookups(db *kv.DB, m LookupMix, ranking, keys, n int, stream uint64) (int, error) {
 	return c.lookupsWith(func(key []byte) (bool, error) {
 		_, err := db.Get(key)
 		if errors.Is(err, kv.ErrNotFound) {
 			return false, nil
 		}
 		return err == nil, err
-	}, m, keys, n, stream)
+	}, m, ranking, keys, n, stream)
 }
 
 // lookupsWith is lookups through get, which reports whether it found key.
-func (c FilterMemConfig) lookupsWith(get func(key []byte) (bool, error), m LookupMix, keys, n int, stream uint64) (int, error) {
+func (c FilterMemConfig) lookupsWith(get func(key []byte) (bool, error), m LookupMix, ranking, keys, n int, stream uint64) (int, error) {
 	g := NewKeyGen(c.Seed)
 	rng := rand.New(rand.NewPCG(c.Seed, stream))
 	zipf := rand.NewZipf(rng, 1.1, 1, uint64(2*keys-1))
@@ -313,7 +400,7 @@ func (c FilterMemConfig) lookupsWith(get func(key []byte) (bool, error), m Looku
 		case MixPresent90:
 			present, i = rng.IntN(10) > 0, rng.IntN(keys)
 		case MixZipf:
-			id := int(Mix64(zipf.Uint64()^c.Seed) % uint64(2*keys))
+			id := c.zipfID(zipf.Uint64(), ranking, keys)
 			present, i = id%2 == 0, id/2
 		}
 		if present {
@@ -332,6 +419,17 @@ func (c FilterMemConfig) lookupsWith(get func(key []byte) (bool, error), m Looku
 		}
 	}
 	return found, nil
+}
+
+// zipfID returns the key of Zipf rank rank in ranking ranking, among
+// keys present and keys absent ones: id/2 is the key's index, odd ids
+// are absent. Ranking r maps rank k to Mix64(k ^ Seed ^ Mix64(r)):
+// Mix64(0) is 0, so ranking 0 is Seed's own, and mixing r (rather than
+// taking Seed ^ r, which would map rank k of ranking r to rank k^r of
+// ranking 0, the same hot keys reordered) gives each ranking hot keys of
+// its own.
+func (c FilterMemConfig) zipfID(rank uint64, ranking, keys int) int {
+	return int(Mix64(rank^c.Seed^Mix64(uint64(ranking))) % uint64(2*keys))
 }
 
 // noFilter is a filter policy whose filters say "maybe" to every key: the

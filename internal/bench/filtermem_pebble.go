@@ -58,7 +58,9 @@ func (c FilterMemConfig) measurePebble(ctx context.Context, s FilterStrategy, bi
 		return fmt.Errorf("bench: %s at %v bits/key: %w", s, bits, err)
 	}
 	defer e.Close()
-	return measureMixes(s, bits, LookupMixes, out, progress, func(m LookupMix) (FilterMemResult, error) { return c.measurePebbleMix(e, m) })
+	return c.measureMixes(s, bits, LookupMixes, out, progress, func(m LookupMix, ranking int) (FilterMemResult, error) {
+		return c.measurePebbleMix(e, m, ranking)
+	})
 }
 
 // pebbleOptions returns the options of a Pebble study store: the sizes of
@@ -109,14 +111,14 @@ func (c FilterMemConfig) loadPebble(ctx context.Context, s FilterStrategy, bits 
 	return e, nil
 }
 
-// measurePebbleMix runs c.Lookups lookups of mix m in e and reports what
-// they wasted.
-func (c FilterMemConfig) measurePebbleMix(e *Pebble, m LookupMix) (FilterMemResult, error) {
+// measurePebbleMix runs c.Lookups lookups of mix m on its ranking in e and
+// reports what they wasted.
+func (c FilterMemConfig) measurePebbleMix(e *Pebble, m LookupMix, ranking int) (FilterMemResult, error) {
 	before := e.DB.Metrics().Filter
 	found, err := c.lookupsWith(func(key []byte) (bool, error) {
 		_, ok, err := e.Get(key)
 		return ok, err
-	}, m, c.Keys, c.Lookups, 2)
+	}, m, ranking, c.Keys, c.Lookups, 2)
 	if err != nil {
 		return FilterMemResult{}, err
 	}
