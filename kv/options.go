@@ -174,10 +174,10 @@ type Options struct {
 	// L0StopWritesThreshold is the L0 read amplification at which writers
 	// stall until compaction brings it down, as Pebble's option of that
 	// name. Default [DefaultL0StopWritesThreshold], or
-	// L0CompactionThreshold when that is higher. Memtables already waiting
-	// for a flush are still
-	// flushed, so it may briefly rise by up to MemTableStopWritesThreshold
-	// more.
+	// L0CompactionThreshold when that is higher. The memtables waiting for
+	// a flush count toward it, as the L0 tables they become: a full
+	// memtable is not switched out while L0's read amplification and they
+	// reach it, so L0 does not rise above it.
 	L0StopWritesThreshold int
 	// LBaseMaxBytes is the target size of the base level, the level L0
 	// compacts into (L1 under StaticLevels). Default

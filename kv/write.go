@@ -466,7 +466,9 @@ func (d *DB) makeRoomForWrite(n int) (*memTable, error) {
 			d.metrics.writeStalls.Add(1)
 			d.stallLocked("memtables waiting for a flush")
 			d.mu.cond.Wait()
-		case d.l0StallLocked(d.opts.L0StopWritesThreshold):
+		case d.l0StallLocked(d.opts.L0StopWritesThreshold - len(d.mu.imm)):
+			// Each memtable waiting for a flush lands in L0 as one more
+			// table under a key: counted, L0 does not pass the threshold.
 			d.metrics.writeStalls.Add(1)
 			d.stallLocked("L0 read amplification at L0StopWritesThreshold")
 			d.mu.cond.Wait()
