@@ -245,3 +245,39 @@ func TestCompaction_WriteStall(t *testing.T) {
 		}
 	})
 }
+
+// TestCompaction_WriteStallCountsWaitingMemTables writes faster than
+// compaction keeps up and samples L0's read amplification after every
+// write: the memtables waiting for a flush count toward
+// L0StopWritesThreshold, so L0 never rises above it, however many of
+// them queue while it is near.
+func TestCompaction_WriteStallCountsWaitingMemTables(t *testing.T) {
+	const threshold = 4
+	o := &Options{FS: vfs.NewMem(), MemTableSize: 16 << 10, L0CompactionThreshold: 2,
+		L0SlowdownWritesThreshold: threshold, L0StopWritesThreshold: threshold, MemTableStopWritesThreshold: 3}
+	d, err := Open("db", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	most, atThreshold := 0, 0
+	value := make([]byte, 100)
+	for i := range 30000 {
+		key := fmt.Appendf(nil, "%016x", base.SeqNum(i)*0x9E3779B97F4A7C15)
+		if err := d.Set(key, value, NoSync); err != nil {
+			t.Fatal(err)
+		}
+		amp := d.Metrics().Compact.L0ReadAmp
+		most = max(most, amp)
+		if amp == threshold {
+			atThreshold++
+		}
+	}
+	t.Logf("L0 read amplification at most %d; at the threshold after %d writes; %d stalls", most, atThreshold, d.Metrics().WriteStalls)
+	if most > threshold {
+		t.Fatalf("L0 read amplification reached %d, above L0StopWritesThreshold %d", most, threshold)
+	}
+	if atThreshold == 0 {
+		t.Fatalf("L0 never reached the threshold: the test did not press it")
+	}
+}
