@@ -20,32 +20,7 @@ func TestCompaction_SettleWithinL0(t *testing.T) {
 		t.Run(fmt.Sprintf("disabled=%t", disabled), func(t *testing.T) {
 			d, _ := openMem(t, &Options{MemTableSize: 64 << 10, TargetFileSize: 16 << 10, DisableL0Settling: disabled})
 			defer mustClose(t, d)
-			set := func(k, v string) {
-				if err := d.Set([]byte(k), []byte(v), NoSync); err != nil {
-					t.Fatal(err)
-				}
-			}
-			const keys = 3000
-			for i := range keys {
-				set(fmt.Sprintf("key%05d", i), "v0")
-			}
-			if err := d.Compact(nil, nil); err != nil {
-				t.Fatal(err)
-			}
-			before := d.Metrics()
-			if before.Levels[6].NumFiles == 0 || before.Levels[0].NumFiles != 0 {
-				t.Fatalf("the fill is not all in L6:\n%s", before)
-			}
-			for round := 1; round <= 3; round++ {
-				for i := round; i < keys; i += 50 {
-					set(fmt.Sprintf("key%05d", i), fmt.Sprintf("v%d", round))
-				}
-				if err := d.Flush(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			waitIdle(t, d)
-			after := d.Metrics()
+			before, after := settleFixture(t, d, 3)
 			l0, l6 := after.Levels[0], after.Levels[6]
 			t.Logf("settled:\n%s", after)
 			switch {
@@ -61,13 +36,7 @@ func TestCompaction_SettleWithinL0(t *testing.T) {
 			case after.Compact.BytesWritten != before.Compact.BytesWritten+l0.BytesCompacted:
 				t.Fatalf("compactions wrote %d B, want %d B before and %d B within L0", after.Compact.BytesWritten, before.Compact.BytesWritten, l0.BytesCompacted)
 			}
-			for i := range keys {
-				want := "v0"
-				if r := i % 50; i >= r && r >= 1 && r <= 3 {
-					want = fmt.Sprintf("v%d", r)
-				}
-				mustGet(t, d, fmt.Sprintf("key%05d", i), want)
-			}
+			checkSettleFixture(t, d, 3)
 		})
 	}
 }
@@ -84,32 +53,8 @@ func TestCompaction_SettleWithinL0(t *testing.T) {
 func TestCompaction_MergeWithinL0WhileWriting(t *testing.T) {
 	d, _ := openMem(t, &Options{MemTableSize: 64 << 10, TargetFileSize: 16 << 10, DisableL0Settling: true})
 	defer mustClose(t, d)
-	set := func(k, v string) {
-		if err := d.Set([]byte(k), []byte(v), NoSync); err != nil {
-			t.Fatal(err)
-		}
-	}
-	const keys, rounds = 3000, 8
-	for i := range keys {
-		set(fmt.Sprintf("key%05d", i), "v0")
-	}
-	if err := d.Compact(nil, nil); err != nil {
-		t.Fatal(err)
-	}
-	before := d.Metrics()
-	if before.Levels[6].NumFiles == 0 || before.Levels[0].NumFiles != 0 {
-		t.Fatalf("the fill is not all in L6:\n%s", before)
-	}
-	for round := 1; round <= rounds; round++ {
-		for i := round; i < keys; i += 50 {
-			set(fmt.Sprintf("key%05d", i), fmt.Sprintf("v%d", round))
-		}
-		if err := d.Flush(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	waitIdle(t, d)
-	after := d.Metrics()
+	const rounds = 8
+	before, after := settleFixture(t, d, rounds)
 	l0, l6 := after.Levels[0], after.Levels[6]
 	t.Logf("after %d flushes:\n%s", rounds, after)
 	switch {
@@ -120,7 +65,50 @@ func TestCompaction_MergeWithinL0WhileWriting(t *testing.T) {
 	case l6.BytesCompacted != before.Levels[6].BytesCompacted || l6.NumFiles != before.Levels[6].NumFiles:
 		t.Fatalf("L6 rewritten: %d tables, %d B compacted, before %d tables, %d B", l6.NumFiles, l6.BytesCompacted, before.Levels[6].NumFiles, before.Levels[6].BytesCompacted)
 	}
-	for i := range keys {
+	checkSettleFixture(t, d, rounds)
+}
+
+// settleKeys is the number of keys settleFixture writes.
+const settleKeys = 3000
+
+// settleFixture fills d with settleKeys keys, compacts them into L6,
+// then writes rounds flushes, round r updating every 50th key from key r
+// on, and waits until no compaction runs. It returns the metrics before
+// the flushes and after the wait.
+func settleFixture(t *testing.T, d *DB, rounds int) (before, after Metrics) {
+	t.Helper()
+	set := func(k, v string) {
+		if err := d.Set([]byte(k), []byte(v), NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range settleKeys {
+		set(fmt.Sprintf("key%05d", i), "v0")
+	}
+	if err := d.Compact(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	before = d.Metrics()
+	if before.Levels[6].NumFiles == 0 || before.Levels[0].NumFiles != 0 {
+		t.Fatalf("the fill is not all in L6:\n%s", before)
+	}
+	for round := 1; round <= rounds; round++ {
+		for i := round; i < settleKeys; i += 50 {
+			set(fmt.Sprintf("key%05d", i), fmt.Sprintf("v%d", round))
+		}
+		if err := d.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitIdle(t, d)
+	return before, d.Metrics()
+}
+
+// checkSettleFixture checks every key of settleFixture's rounds reads its
+// newest value.
+func checkSettleFixture(t *testing.T, d *DB, rounds int) {
+	t.Helper()
+	for i := range settleKeys {
 		want := "v0"
 		if r := i % 50; i >= r && r >= 1 && r <= rounds {
 			want = fmt.Sprintf("v%d", r)

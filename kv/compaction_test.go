@@ -432,16 +432,23 @@ func checkRead(t *testing.T, seed uint64, what string, get func([]byte) ([]byte,
 	}
 }
 
+// refCurrentVersion returns d's current Version, referenced: the caller
+// unreferences it (d.unrefVersion).
+func refCurrentVersion(d *DB) *manifest.Version {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	v := d.mu.versions.current
+	v.Ref()
+	return v
+}
+
 // checkTree checks the invariants of d's current Version: its levels'
 // ordering, and that reading the sorted runs from the top (L0 tables
 // newest first, then L1, L2, ...) meets the versions of each user key
 // newest first. A Get stops at the first run holding a key, so an older
 // version above a newer one would resurrect it.
 func checkTree(d *DB) error {
-	d.mu.Lock()
-	v := d.mu.versions.current
-	v.Ref()
-	d.mu.Unlock()
+	v := refCurrentVersion(d)
 	defer d.unrefVersion(v)
 	if err := v.CheckOrdering(d.cmp.Compare); err != nil {
 		return err

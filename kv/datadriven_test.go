@@ -449,10 +449,7 @@ func formatFilters(d *DB) string {
 	m := d.Metrics()
 	var b strings.Builder
 	fmt.Fprintf(&b, "cap=%d held=%d not-held=%d built=%d\n", m.Filters.CapBytes, m.Filters.HeldBytes, m.Filters.TablesNotHeld, m.Filters.TablesBuilt)
-	d.mu.Lock()
-	v := d.mu.versions.current
-	v.Ref()
-	d.mu.Unlock()
+	v := refCurrentVersion(d)
 	defer d.unrefVersion(v)
 	for l, files := range v.Levels {
 		for _, f := range files {

@@ -133,10 +133,7 @@ func TestFilterCap_AllAbsentIsMonkey(t *testing.T) {
 // above.
 func checkMonkeyBits(t *testing.T, d *DB, capBytes int64) {
 	t.Helper()
-	d.mu.Lock()
-	v := d.mu.versions.current
-	v.Ref()
-	d.mu.Unlock()
+	v := refCurrentVersion(d)
 	defer d.unrefVersion(v)
 	h := d.filterMem
 	runs, runOf, _, budget := capRuns(v, nil, nil, capBytes, d.opts.BlockSize, h.blockOverhead(), nil)
@@ -270,10 +267,7 @@ func TestFilterCap_HotTablesGetMoreBits(t *testing.T) {
 // and for those starting at or after it.
 func bottomBits(t *testing.T, d *DB, hotEnd []byte) [2]float64 {
 	t.Helper()
-	d.mu.Lock()
-	v := d.mu.versions.current
-	v.Ref()
-	d.mu.Unlock()
+	v := refCurrentVersion(d)
 	defer d.unrefVersion(v)
 	entries := d.tableCache.refAll()
 	defer d.tableCache.releaseAll(entries)
