@@ -226,34 +226,36 @@ func loadBenchBinding(b *testing.B, db DB, flushAt int) [][]byte {
 // keys, Close) over the binding, on a flushed store with writes in the
 // memtable; allocs/op is what the binding and the scan's copies cost.
 func BenchmarkBloomkvBinding_Scan(b *testing.B) {
-	db := openBinding(b)
-	defer db.Close()
-	keys := loadBenchBinding(b, db, 8000)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		it := db.NewIter(nil)
-		if err := db.Scan(it, keys[i%len(keys)], 10, false); err != nil {
-			b.Fatal(err)
-		}
-		if err := it.Close(); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchBindingIter(b, 8000, func(db DB, it iterator, key []byte) error {
+		return db.Scan(it, key, 10, false)
+	})
 }
 
 // BenchmarkBloomkvBinding_Read runs the driver's read (NewIter, SeekGE,
 // Close) over the binding.
 func BenchmarkBloomkvBinding_Read(b *testing.B) {
-	db := openBinding(b)
-	defer db.Close()
-	keys := loadBenchBinding(b, db, 9999)
+	benchBindingIter(b, 9999, func(_ DB, it iterator, key []byte) error {
+		if !it.SeekGE(key) {
+			return fmt.Errorf("key %q not found", key)
+		}
+		return nil
+	})
+}
+
+// benchBindingIter times op on a store loaded by loadBenchBinding (flushed
+// after key flushAt), with an iterator the driver opens and closes around
+// each op, over the store's keys in turn.
+func benchBindingIter(b *testing.B, flushAt int, op func(db DB, it iterator, key []byte) error) {
+	bdb := openBinding(b)
+	defer bdb.Close()
+	var db DB = bdb // boxed once, not per op
+	keys := loadBenchBinding(b, db, flushAt)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		it := db.NewIter(nil)
-		if !it.SeekGE(keys[i%len(keys)]) {
-			b.Fatal("key not found")
+		if err := op(db, it, keys[i%len(keys)]); err != nil {
+			b.Fatal(err)
 		}
 		if err := it.Close(); err != nil {
 			b.Fatal(err)
