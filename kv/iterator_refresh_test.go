@@ -35,10 +35,7 @@ func wantKeys(t *testing.T, what string, got []string, want string) {
 // (those of SetBounds too), is left unpositioned, and that its clone
 // keeps the old view.
 func TestIterator_Refresh(t *testing.T) {
-	db, err := kv.Open("db", &kv.Options{FS: vfs.NewMem()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openMemDB(t)
 	defer mustClose(t, db)
 	for _, k := range []string{"a", "b", "c", "d", "e"} {
 		must(t, db.Set([]byte(k), []byte("1"), kv.NoSync))
@@ -132,8 +129,7 @@ func tableFiles(t *testing.T, fs vfs.FS) []string {
 // is closed Refresh fails with ErrClosed and leaves the iterator where
 // it was.
 func TestIterator_Refresh_Snapshot(t *testing.T) {
-	db, err := kv.Open("db", &kv.Options{FS: vfs.NewMem()})
-	must(t, err)
+	db := openMemDB(t)
 	defer mustClose(t, db)
 	must(t, db.Set([]byte("a"), []byte("1"), kv.NoSync))
 	snap := db.NewSnapshot()
@@ -162,8 +158,7 @@ func TestIterator_Refresh_Snapshot(t *testing.T) {
 // writes made since; and that once the batch is closed (it loses its
 // index) Refresh fails with ErrNotIndexed.
 func TestIterator_Refresh_IndexedBatch(t *testing.T) {
-	db, err := kv.Open("db", &kv.Options{FS: vfs.NewMem()})
-	must(t, err)
+	db := openMemDB(t)
 	defer mustClose(t, db)
 	must(t, db.Set([]byte("a"), []byte("db"), kv.NoSync))
 	b := db.NewIndexedBatch()
@@ -192,8 +187,7 @@ func TestIterator_Refresh_IndexedBatch(t *testing.T) {
 // TestIterator_Refresh_Closed checks that Refresh of a closed iterator,
 // or of one whose DB is closed, fails with ErrClosed.
 func TestIterator_Refresh_Closed(t *testing.T) {
-	db, err := kv.Open("db", &kv.Options{FS: vfs.NewMem()})
-	must(t, err)
+	db := openMemDB(t)
 	it, err := db.NewIter(nil)
 	must(t, err)
 	must(t, it.Close())
@@ -211,4 +205,12 @@ func TestIterator_Refresh_Closed(t *testing.T) {
 	if err := it.Close(); !errors.Is(err, kv.ErrClosed) {
 		t.Fatalf("Close after DB.Close: %v, want ErrClosed", err)
 	}
+}
+
+// openMemDB opens a store with default options on a fresh in-memory FS.
+func openMemDB(t testing.TB) *kv.DB {
+	t.Helper()
+	db, err := kv.Open("db", &kv.Options{FS: vfs.NewMem()})
+	must(t, err)
+	return db
 }
