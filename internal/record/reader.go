@@ -319,8 +319,8 @@ func (r *Reader) damaged(off int64, cause error) error {
 	return r.corrupt(off, fmt.Sprintf("%v, and valid data follows at offset %d", cause, at))
 }
 
-// mendable reports whether chunk (a block's bytes from a damaged chunk's
-// start on), up to the next valid chunk, span bytes after it, is a chunk
+// mendable reports whether chunk (a copy of a block's bytes from a
+// damaged chunk's start on, whose type byte it overwrites), up to the next valid chunk, span bytes after it, is a chunk
 // of this log's format whose length or type byte alone is damaged: with
 // the length its extent gives (up to span, less a block tail's padding)
 // and some type, its checksum verifies. The length is outside the
@@ -337,11 +337,10 @@ func (r *Reader) mendable(chunk []byte, span int64) bool {
 	if hdr == recyclableHeaderSize {
 		first, last = first+recyclableOffset, last+recyclableOffset
 	}
-	mended := bytes.Clone(chunk[:end])
 	for n := end; n >= max(hdr, end-hdr); n-- { // a block's padding is shorter than a header
 		for typ := first; typ <= last; typ++ {
-			mended[6] = typ
-			if checksum(mended[6:n]) == want {
+			chunk[6] = typ
+			if checksum(chunk[6:n]) == want {
 				return true
 			}
 		}
