@@ -320,8 +320,9 @@ func (r *Reader) damaged(off int64, cause error) error {
 }
 
 // mendable reports whether chunk (a copy of a block's bytes from a
-// damaged chunk's start on, whose type byte it overwrites), up to the next valid chunk, span bytes after it, is a chunk
-// of this log's format whose length or type byte alone is damaged: with
+// damaged chunk's start on, whose type byte it overwrites), up to the
+// next valid chunk, span bytes after it, is a chunk of this log's format
+// whose length or type byte alone is damaged: with
 // the length its extent gives (up to span, less a block tail's padding)
 // and some type, its checksum verifies. The length is outside the
 // checksum, so such a chunk claims another payload than its own, and its
