@@ -297,8 +297,6 @@ func capRuns(v *manifest.Version, misses *[manifest.NumLevels]float64, perTable 
 		for _, f := range w.moving {
 			leaving[f] = true
 		}
-	}
-	if w != nil {
 		// The run w writes: the tables moving down join it, and a merge
 		// within L0 writes one run of its inputs' entries, w.flushed.
 		target = add(w.level)

@@ -162,6 +162,8 @@ func budgetRuns(v *manifest.Version, shape compaction.Shape, level int,
 			totalKeys += float64(f.NumEntries)
 			totalBytes += float64(f.Size)
 			switch {
+			case leaving[f] && level == 0:
+				// Merged within L0: flushed counts them.
 			case leaving[f]:
 				keys[level] += int64(f.NumEntries)
 			case l == 0:
