@@ -455,11 +455,11 @@ func (h *filterHolder) fillRoom(entries []*tableEntry, plans map[base.FileNum]ta
 			continue
 		}
 		s := h.filterState(nil, e)
-		if s.heldBits >= p.bits-1.0/16 {
+		if s.heldBits >= p.bits-1.0/bitSteps {
 			continue
 		}
 		room := h.cap - h.held.Load() + s.heldBytes - filterOverhead(s.blocks, s.perBlock)
-		bits := min(p.bits, math.Floor(8*float64(room)/float64(e.entries)*16)/16)
+		bits := min(p.bits, floorBits(8*float64(room)/float64(e.entries)))
 		// The room is an estimate: a filter that does not fit tries
 		// again with the bits it took too many taken off, a few times,
 		// while it still holds more than the one held.
@@ -469,7 +469,7 @@ func (h *filterHolder) fillRoom(entries []*tableEntry, plans map[base.FileNum]ta
 				break
 			}
 			excess := size - (h.cap - h.held.Load() + s.heldBytes)
-			bits -= max(math.Ceil(8*float64(excess)/float64(e.entries)*16)/16, 1.0/16)
+			bits -= max(math.Ceil(8*float64(excess)/float64(e.entries)*bitSteps)/bitSteps, 1.0/bitSteps)
 		}
 	}
 }

@@ -182,7 +182,7 @@ func planCandidates(v *manifest.Version, runs []bloompolicy.Runs,
 				continue
 			}
 			// Down to the 1/16 bit RunFilter.Policy builds, within the budget.
-			bits := math.Floor(filters[i].BitsPerKey*16) / 16
+			bits := floorBits(filters[i].BitsPerKey)
 			if bits < planMinBits {
 				continue
 			}
@@ -237,7 +237,7 @@ func fitPlans(v *manifest.Version, cands []planCandidate, cap int64,
 		if used+p.bytes > cap {
 			// Fewer bits, in the room left, rather than no filter.
 			room := cap - used - filterOverhead(s.blocks, s.perBlock)
-			p = builtPlan(c.f, s, math.Floor(8*float64(room)/float64(c.f.NumEntries)*16)/16)
+			p = builtPlan(c.f, s, floorBits(8*float64(room)/float64(c.f.NumEntries)))
 		}
 		if p.bits < planMinBits || used+p.bytes > cap {
 			if c.f.FilterBytes == 0 {
@@ -428,6 +428,13 @@ const planMinBits = 1
 // false positives in the blocked layout, beyond which a larger filter
 // saves little.
 const capMaxBitsPerKey = 16
+
+// bitSteps is the resolution, per bit, at which the store builds filters:
+// bloompolicy's RunFilter.Policy rounds bits per key to it.
+const bitSteps = 16
+
+// floorBits rounds bits per key down to a step.
+func floorBits(bits float64) float64 { return math.Floor(bits*bitSteps) / bitSteps }
 
 // filterBlockOverhead and filterTableOverhead are the bytes a table's
 // filter block takes beyond its filters' nominal bits per key, per data
