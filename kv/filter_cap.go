@@ -385,7 +385,7 @@ func (h *filterHolder) follow(entries []*tableEntry, plans map[base.FileNum]tabl
 		case p.hold == holdOwn:
 			steps = append(steps, followStep{e, p, followOwn})
 		case !s.heldBuilt || s.heldBits != p.bits:
-			steps = append(steps, followStep{e, p, h.buildOrder(e, p)})
+			steps = append(steps, followStep{e, p, buildOrder(s, p)})
 		}
 	}
 	slices.SortStableFunc(steps, func(a, b followStep) int { return cmp.Compare(a.order, b.order) })
@@ -419,14 +419,13 @@ const (
 	followGrow          // a built filter that takes more bytes than the one held
 )
 
-// buildOrder returns when follow builds e the filter of plan p.
-func (h *filterHolder) buildOrder(e *tableEntry, p tablePlan) int {
-	e.filterMu.Lock()
-	defer e.filterMu.Unlock()
+// buildOrder returns when follow builds a table the filter of plan p,
+// from what the table holds, s.
+func buildOrder(s tableFilterState, p tablePlan) int {
 	switch {
-	case e.heldBytes == 0:
+	case s.heldBytes == 0:
 		return followFill
-	case p.bytes < e.heldBytes:
+	case p.bytes < s.heldBytes:
 		return followShrink
 	}
 	return followGrow
