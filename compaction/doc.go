@@ -129,7 +129,7 @@
 // merge writes its L0 bytes once more, and bounding them by the base
 // level's bytes makes that cost less than the base-level rewrite it
 // replaces. (A lower bound, L0 merged within itself only up to half the
-// base level, wrote 3-8% more on kv's BenchmarkWriteAmpFill.) The merged
+// base level, writes more on kv's BenchmarkWriteAmpFill.) The merged
 // tables lie side by side, so L0's read amplification, which stalls
 // writers, is one more than after a compaction into the base level, not
 // more; lookups consult them as any L0 table.

@@ -178,3 +178,30 @@ func TestReadme_EmbeddingExample(t *testing.T) {
 		t.Errorf("README's embedding example is not kv's ExampleOpen:\n%s", example)
 	}
 }
+
+// TestReadme_BenchExcerpt checks that every figure of the README's
+// excerpt of the bench's table (the code block that starts with its
+// "config" header) appears in docs/results.md, the page of the run it
+// quotes. It fails when the excerpt holds no figure.
+func TestReadme_BenchExcerpt(t *testing.T) {
+	readme := readRepoFile(t, "README.md")
+	_, block, ok := strings.Cut(readme, "```\nconfig ")
+	if !ok {
+		t.Fatal("README has no code block starting with the bench table's config header")
+	}
+	block, _, _ = strings.Cut(block, "```")
+	page := readRepoFile(t, "docs/results.md")
+	number := regexp.MustCompile(`\d+(?:\.\d+)?`)
+	checked := 0
+	for _, line := range strings.Split(block, "\n")[2:] { // not the header, not the rule
+		for _, fig := range number.FindAllString(line, -1) {
+			checked++
+			if !containsNumber(page, fig) {
+				t.Errorf("README's bench excerpt quotes %s (%q), which docs/results.md does not hold", fig, strings.TrimSpace(line))
+			}
+		}
+	}
+	if checked < 20 {
+		t.Fatalf("checked %d figures in the bench excerpt: it quotes too few", checked)
+	}
+}
