@@ -153,7 +153,7 @@ func (c FilterMemConfig) measureStore(ctx context.Context, s FilterStrategy, bit
 		return fmt.Errorf("bench: %s at %v bits/key: %w", s, bits, err)
 	}
 	defer db.Close()
-	return c.measureMixes(s, bits, LookupMixes, out, progress, func(m LookupMix, ranking int) (FilterMemResult, error) {
+	return c.measureMixes(s, bits, out, progress, func(m LookupMix, ranking int) (FilterMemResult, error) {
 		return c.measure(db, m, ranking)
 	})
 }
@@ -167,7 +167,7 @@ func (c FilterMemConfig) measureMonkeyAndCap(ctx context.Context, bits float64,
 		return fmt.Errorf("bench: %s at %v bits/key: %w", StrategyMonkey, bits, err)
 	}
 	defer db.Close()
-	err = c.measureMixes(StrategyMonkey, bits, LookupMixes, out, progress, func(m LookupMix, ranking int) (FilterMemResult, error) {
+	err = c.measureMixes(StrategyMonkey, bits, out, progress, func(m LookupMix, ranking int) (FilterMemResult, error) {
 		return c.measure(db, m, ranking)
 	})
 	if err != nil {
@@ -175,7 +175,7 @@ func (c FilterMemConfig) measureMonkeyAndCap(ctx context.Context, bits float64,
 	}
 	capBytes := (*out)[len(*out)-1].FilterBytes // what Monkey's store spent
 	copies := 0
-	return c.measureMixes(StrategyTraffic, bits, LookupMixes, out, progress, func(m LookupMix, ranking int) (FilterMemResult, error) {
+	return c.measureMixes(StrategyTraffic, bits, out, progress, func(m LookupMix, ranking int) (FilterMemResult, error) {
 		copies++
 		dir := fmt.Sprintf("capped-%d", copies)
 		capped, err := c.openCapped(ctx, db, fs, dir, capBytes, m, ranking)
@@ -194,9 +194,12 @@ func (c FilterMemConfig) openCapped(ctx context.Context, db *kv.DB, fs vfs.FS, d
 	if err := db.Checkpoint(dir); err != nil {
 		return nil, err
 	}
-	z := filterMemSizes
-	capped, err := kv.Open(dir, &kv.Options{FS: fs, MemTableSize: z.MemTable, TargetFileSize: z.Table,
-		LBaseMaxBytes: z.LBase, BlockCacheSize: z.Cache, FilterBudget: &bloompolicy.Budget{Bytes: capBytes}})
+	o, err := c.filterMemOptions(StrategyTraffic, 0)
+	if err != nil {
+		return nil, err
+	}
+	o.FS, o.FilterBudget = fs, &bloompolicy.Budget{Bytes: capBytes}
+	capped, err := kv.Open(dir, o)
 	if err != nil {
 		return nil, err
 	}
@@ -209,12 +212,12 @@ func (c FilterMemConfig) openCapped(ctx context.Context, db *kv.DB, fs vfs.FS, d
 	return capped, nil
 }
 
-// measureMixes measures each mix, on each of its rankings, of strategy s
-// at bits per key, in either engine, and appends the results to out, one
-// per mix (the mean over its rankings).
-func (c FilterMemConfig) measureMixes(s FilterStrategy, bits float64, mixes []LookupMix, out *[]FilterMemResult,
+// measureMixes measures each of LookupMixes, on each of its rankings, of
+// strategy s at bits per key, in either engine, and appends the results
+// to out, one per mix (the mean over its rankings).
+func (c FilterMemConfig) measureMixes(s FilterStrategy, bits float64, out *[]FilterMemResult,
 	progress func(FilterMemResult), measure func(m LookupMix, ranking int) (FilterMemResult, error)) error {
-	for _, m := range mixes {
+	for _, m := range LookupMixes {
 		var rs []FilterMemResult
 		for ranking := range c.rankings(m) {
 			r, err := measure(m, ranking)
@@ -252,7 +255,6 @@ func meanResult(rs []FilterMemResult) FilterMemResult {
 		wasted, spent, bytes = wasted+x.Wasted, spent+x.Spent, bytes+float64(x.FilterBytes)
 	}
 	r.Wasted, r.Spent, r.FilterBytes, r.Rankings = wasted/n, spent/n, int64(math.Round(bytes/n)), len(rs)
-	r.WastedSE = 0
 	if len(rs) > 1 {
 		var ss float64
 		for _, x := range rs {

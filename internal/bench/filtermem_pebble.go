@@ -58,7 +58,7 @@ func (c FilterMemConfig) measurePebble(ctx context.Context, s FilterStrategy, bi
 		return fmt.Errorf("bench: %s at %v bits/key: %w", s, bits, err)
 	}
 	defer e.Close()
-	return c.measureMixes(s, bits, LookupMixes, out, progress, func(m LookupMix, ranking int) (FilterMemResult, error) {
+	return c.measureMixes(s, bits, out, progress, func(m LookupMix, ranking int) (FilterMemResult, error) {
 		return c.measurePebbleMix(e, m, ranking)
 	})
 }
