@@ -173,14 +173,15 @@ func (i TableCreateInfo) String() string {
 	return fmt.Sprintf("[JOB %d] %s: table created: %s", i.JobID, i.Reason, i.Path)
 }
 
-// TableIngestInfo describes an ingestion (DB.Ingest) that reached the
-// step of recording its tables: each table as the store holds it (its
-// file number in the store, its keys' sequence number) with the level it
-// was placed at, and GlobalSeqNum, the sequence number all their keys
-// carry. Err is set when recording failed; Tables and GlobalSeqNum are
-// then empty if the failure came before the levels were chosen. An
-// ingestion refused earlier (a bad table, a failed link) reports no
-// event: Ingest returns its error and the store is unchanged.
+// TableIngestInfo describes an ingestion (DB.Ingest) whose tables were
+// linked into the store: each table as the store holds it (its file
+// number in the store, its keys' sequence number) with the level it was
+// placed at, and GlobalSeqNum, the sequence number all their keys carry.
+// Err is set when the flush of the memtable before it, or recording the
+// tables, failed; Tables and GlobalSeqNum are then empty if the failure
+// came before the levels were chosen. An ingestion refused earlier (a bad
+// table, a failed link) reports no event: Ingest returns its error and
+// the store is unchanged.
 type TableIngestInfo struct {
 	JobID        int
 	Tables       []IngestedTable
