@@ -109,11 +109,11 @@ func writeModeRows(results []bench.WriteModeResult) []writeModeRow {
 			pebbleRow = &rows[i]
 		}
 	}
+	var p writeModeRow // zero without Pebble: the ratios are then NaN
+	if pebbleRow != nil {
+		p = *pebbleRow
+	}
 	for i := range rows {
-		var p writeModeRow
-		if pebbleRow != nil {
-			p = *pebbleRow
-		}
 		rows[i].NoSyncVsPebble = jsonFloat(ratio(float64(rows[i].BestNoSyncNs), float64(p.BestNoSyncNs)))
 		rows[i].SyncVsPebble = jsonFloat(ratio(float64(rows[i].BestSyncNs), float64(p.BestSyncNs)))
 	}
