@@ -154,7 +154,7 @@ func (s *iterState) build() {
 		}
 	}
 	s.merging.Init(s.cmp, s.inputs...)
-	s.addRangeDels(rs.tableRangeDels())
+	s.addDBRangeDels(rs)
 }
 
 // keepBound copies bound into buf, returning the copy and the buffer; a
@@ -170,8 +170,7 @@ func keepBound(buf, bound []byte) ([]byte, []byte) {
 	return buf, buf
 }
 
-// addMemTables adds the iterators of rs's memtables, newest first, and
-// their range tombstones.
+// addMemTables adds the iterators of rs's memtables, newest first.
 func (s *iterState) addMemTables(rs *readState) {
 	n := 1 + len(rs.imm)
 	if cap(s.mems) < n {
@@ -185,8 +184,16 @@ func (s *iterState) addMemTables(rs *readState) {
 		}
 		m.InitIter(&s.mems[j], s.lower, s.upper)
 		s.inputs = append(s.inputs, &s.mems[j])
+	}
+}
+
+// addDBRangeDels adds the range tombstones of rs's memtables and tables.
+func (s *iterState) addDBRangeDels(rs *readState) {
+	s.addRangeDels(rs.mem.RangeDels(), nil)
+	for _, m := range rs.imm {
 		s.addRangeDels(m.RangeDels(), nil)
 	}
+	s.addRangeDels(rs.tableRangeDels())
 }
 
 // addLevel adds an iterator over files, sorted and not overlapping, of

@@ -31,7 +31,11 @@ package kv
 // state can fail). It keeps the iterator's memory, so a loop of Refresh,
 // SetBounds and a seek allocates nothing while the DB's state stays the
 // same; a new state costs its first reader the gathering of its tables'
-// range deletions, as it costs a NewIter. Stats keep counting across it.
+// range deletions, as it costs a NewIter. While no flush, compaction or
+// memtable switch has changed the DB's memtables and tables, Refresh of an
+// iterator over the DB or a snapshot keeps the tables it has open and
+// only takes the newest sequence number: a read loop of Refresh and a
+// seek costs no more than the seek. Stats keep counting across it.
 // On a closed iterator, or when what it reads is closed, it fails with
 // ErrClosed and changes nothing.
 func (i *Iterator) Refresh() error {
@@ -56,10 +60,15 @@ func (s *iterState) refresh() error {
 	} else if err := s.db.checkOpen(); err != nil {
 		return err
 	}
-	s.err = nil
+	rs := s.db.loadReadState()
+	if rs == s.rs && s.src == nil && s.err == nil && s.merging.Error() == nil {
+		s.keepInputs()
+		return s.err
+	}
 	s.teardown()
+	s.err = nil // an error closing the old inputs goes with them
 	old := s.rs
-	s.rs, s.snap = s.db.loadReadState(), snap
+	s.rs, s.snap = rs, snap
 	s.seq = s.db.readSeqNum(snap)
 	old.unref()
 	if b := s.src; b != nil {
@@ -67,4 +76,21 @@ func (s *iterState) refresh() error {
 	}
 	s.build()
 	return s.err
+}
+
+// keepInputs is refresh when the DB's read state is the one s holds (its
+// reference taken again): the same memtables and tables, so the inputs
+// stand, tables open and all, and a read loop of Refresh and a seek
+// neither closes nor reopens anything. Writes since may have raised the
+// sequence number and added range tombstones to the memtable, which are
+// gathered again (each memtable keeps its own fragmented); the position
+// goes. An iterator over an indexed batch, or one an error stopped, is
+// built afresh instead.
+func (s *iterState) keepInputs() {
+	s.rs.unref() // the reference refresh took; s holds its own
+	s.seq = s.db.readSeqNum(s.snap)
+	s.unposition()
+	clear(s.rangeDels)
+	s.rangeDels = s.rangeDels[:0]
+	s.addDBRangeDels(s.rs)
 }

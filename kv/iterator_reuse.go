@@ -82,6 +82,12 @@ func (s *iterState) teardown() {
 	clear(s.inputs)
 	clear(s.rangeDels)
 	s.inputs, s.rangeDels, s.nLevels, s.batchDels = s.inputs[:0], s.rangeDels[:0], 0, false
+	s.unposition()
+}
+
+// unposition forgets the position and leaves prefix mode: Valid is false
+// until the next positioning call.
+func (s *iterState) unposition() {
 	s.valid, s.key, s.value, s.prefix = false, nil, nil, nil
 }
 

@@ -106,11 +106,11 @@ type readState struct {
 	current *manifest.Version
 
 	// tableDels holds, once gathered, the range tombstones of current's
-	// tables, fragmented (see tableRangeDels).
+	// tables, fragmented (see tableRangeDels): readers load frags without a
+	// lock; mu lets one gatherer at a time fill it.
 	tableDels struct {
-		sync.Mutex
-		done  bool
-		frags []sstable.RangeTombstone
+		mu    sync.Mutex
+		frags atomic.Pointer[[]sstable.RangeTombstone]
 	}
 }
 
@@ -161,17 +161,10 @@ func (d *DB) updateReadStateLocked() {
 // it did: old has the same Version (a memtable rotation changed only the
 // memtables).
 func (rs *readState) inheritTableDels(old *readState) {
-	old.tableDels.Lock()
-	done, frags := old.tableDels.done, old.tableDels.frags
-	old.tableDels.Unlock()
-	if !done {
-		return
+	if frags := old.tableDels.frags.Load(); frags != nil {
+		// rs is published: an iterator may have gathered them already.
+		rs.tableDels.frags.CompareAndSwap(nil, frags)
 	}
-	rs.tableDels.Lock() // rs is published: an iterator may be gathering
-	if !rs.tableDels.done {
-		rs.tableDels.done, rs.tableDels.frags = true, frags
-	}
-	rs.tableDels.Unlock()
 }
 
 // tableRangeDels returns the range tombstones of every table of rs's
@@ -182,10 +175,13 @@ func (rs *readState) inheritTableDels(old *readState) {
 // caller tries again.
 func (rs *readState) tableRangeDels() ([]sstable.RangeTombstone, error) {
 	td := &rs.tableDels
-	td.Lock()
-	defer td.Unlock()
-	if td.done {
-		return td.frags, nil
+	if frags := td.frags.Load(); frags != nil {
+		return *frags, nil
+	}
+	td.mu.Lock()
+	defer td.mu.Unlock()
+	if frags := td.frags.Load(); frags != nil {
+		return *frags, nil
 	}
 	var ts []sstable.RangeTombstone
 	for _, files := range rs.current.Levels {
@@ -197,8 +193,9 @@ func (rs *readState) tableRangeDels() ([]sstable.RangeTombstone, error) {
 			ts = append(ts, fts...)
 		}
 	}
-	td.frags, td.done = rangedel.Fragment(rs.db.cmp.Compare, ts), true
-	return td.frags, nil
+	frags := rangedel.Fragment(rs.db.cmp.Compare, ts)
+	td.frags.Store(&frags)
+	return frags, nil
 }
 
 // unref drops one reference. The last one releases the Version, and the
