@@ -316,3 +316,49 @@ func TestWALMmap_RecoverAfterCrash(t *testing.T) {
 	defer c.Close()
 	checkMapped(t, c, mmapTestKeys)
 }
+
+// syncSpyFile is a file whose SyncData calls onSync first.
+type syncSpyFile struct {
+	vfs.File
+	onSync func()
+}
+
+func (f *syncSpyFile) SyncData() error {
+	f.onSync()
+	return f.File.SyncData()
+}
+
+// TestWALMmap_UnmappedBeforeLastSync checks that closing a mapped WAL
+// holding NoSync writes only removes the mapping before the one sync
+// that makes its records durable (see walWriter.close), and that the
+// records are in the file.
+func TestWALMmap_UnmappedBeforeLastSync(t *testing.T) {
+	dir := t.TempDir()
+	d := openMapped(t, dir, false)
+	l := d.commit.log
+	syncs, mappedAtSync := 0, false
+	l.file = &syncSpyFile{File: l.file, onSync: func() {
+		l.direct.mu.Lock()
+		defer l.direct.mu.Unlock()
+		syncs++
+		mappedAtSync = mappedAtSync || l.direct.mapped != nil
+	}}
+	for i := 0; i < 10; i++ {
+		k, v := mmapTestKV(i)
+		if err := d.Set(k, v, NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d.commit.log != l {
+		t.Fatal("the WAL rotated: the test wants its writes in one")
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if syncs != 1 || mappedAtSync {
+		t.Fatalf("%d syncs of the WAL, one of them while mapped: %v; want 1, unmapped", syncs, mappedAtSync)
+	}
+	d = openMapped(t, dir, false)
+	defer d.Close()
+	checkMapped(t, d, 10)
+}
