@@ -1,6 +1,7 @@
 package compaction
 
 import (
+	"bytes"
 	"sort"
 
 	"github.com/bloomkv/bloomkv/internal/base"
@@ -24,8 +25,14 @@ import (
 // Range tombstones cut the same way: a kept version is dropped when a
 // range tombstone of its own stripe, newer than it, covers it, since every
 // reader that sees the version sees the tombstone too.
+//
+// An input whose keys and values stay valid until the compaction ends (a
+// memtable's; see RunConfig.StableInput) is read in place; any other has
+// each key's versions copied into buf before the input moves past them.
 type compactionIter struct {
 	cmp       base.Compare
+	equal     func(a, b []byte) bool // cmp(a, b) == 0, cheaper where it can be
+	stable    bool                   // the input's memory outlives the iterator
 	input     base.InternalIterator
 	snapshots []base.SeqNum
 	elide     func(userKey []byte) bool
@@ -34,8 +41,8 @@ type compactionIter struct {
 
 	started bool
 	err     error
-	buf     []byte        // the user key, then the kept values
-	keyLen  int           // length of the user key at the start of buf
+	key     []byte        // the current user key: the input's when stable, else in buf
+	buf     []byte        // unless stable: the user key, then the kept values
 	kept    []keptVersion // newest first
 	out     []version
 }
@@ -47,20 +54,26 @@ type version struct {
 	value []byte
 }
 
-// keptVersion locates a kept version's value in compactionIter.buf, which
-// may move while the key's versions are being read.
+// keptVersion is a kept version's value: the input's own when stable,
+// else located in compactionIter.buf, which may move while the key's
+// versions are being read.
 type keptVersion struct {
 	trailer    uint64
-	start, end int
+	value      []byte // when stable
+	start, end int    // in buf, unless stable
 }
 
-func newCompactionIter(cmp base.Compare, input base.InternalIterator, snapshots []base.SeqNum,
+func newCompactionIter(cmp *base.Comparer, stable bool, input base.InternalIterator, snapshots []base.SeqNum,
 	elide func([]byte) bool, rangeDels []sstable.RangeTombstone, stats *RunStats) *compactionIter {
 	if elide == nil {
 		elide = func([]byte) bool { return false }
 	}
-	return &compactionIter{cmp: cmp, input: input, snapshots: snapshots, elide: elide,
-		rangeDels: rangeDels, stats: stats}
+	equal := func(a, b []byte) bool { return cmp.Compare(a, b) == 0 }
+	if cmp.Bytewise() {
+		equal = bytes.Equal
+	}
+	return &compactionIter{cmp: cmp.Compare, equal: equal, stable: stable, input: input,
+		snapshots: snapshots, elide: elide, rangeDels: rangeDels, stats: stats}
 }
 
 // nextKey returns the kept versions of the next user key that has any,
@@ -93,14 +106,21 @@ func (i *compactionIter) Error() error { return i.err }
 // newest of each snapshot stripe, then elides the tombstones that no reader
 // needs. It leaves the input at the next user key.
 func (i *compactionIter) readKey() {
-	first := i.input.Key()
-	i.buf = append(i.buf[:0], first.UserKey...)
-	i.keyLen = len(i.buf)
+	i.key = i.input.Key().UserKey
+	if !i.stable {
+		i.buf = append(i.buf[:0], i.key...)
+		i.key = i.buf[:len(i.key):len(i.key)] // buf's growth leaves it be
+	}
+	if i.key == nil {
+		// The empty key, as a memtable yields it (or a copy into an empty
+		// buf): the runner takes a nil key for none, so yield it non-nil.
+		i.key = []byte{}
+	}
 	i.kept = i.kept[:0]
 	lastStripe := -1
 	for ok := true; ok; ok = i.input.Next() {
 		k := i.input.Key()
-		if i.cmp(k.UserKey, i.buf[:i.keyLen]) != 0 {
+		if !i.equal(k.UserKey, i.key) {
 			break
 		}
 		v := i.input.Value()
@@ -108,9 +128,13 @@ func (i *compactionIter) readKey() {
 		i.stats.BytesRead += int64(k.Size() + len(v))
 		if s := i.stripe(k.SeqNum()); s != lastStripe {
 			lastStripe = s
-			start := len(i.buf)
-			i.buf = append(i.buf, v...)
-			i.kept = append(i.kept, keptVersion{trailer: k.Trailer, start: start, end: len(i.buf)})
+			kv := keptVersion{trailer: k.Trailer, value: v}
+			if !i.stable {
+				kv.start = len(i.buf)
+				i.buf = append(i.buf, v...)
+				kv.value, kv.end = nil, len(i.buf)
+			}
+			i.kept = append(i.kept, kv)
 		} else {
 			i.stats.Shadowed++
 		}
@@ -118,8 +142,8 @@ func (i *compactionIter) readKey() {
 	if i.err = i.input.Error(); i.err != nil {
 		return
 	}
-	i.dropRangeDeleted(i.buf[:i.keyLen])
-	i.elideTombstones(i.buf[:i.keyLen])
+	i.dropRangeDeleted(i.key)
+	i.elideTombstones(i.key)
 }
 
 // dropRangeDeleted drops the kept versions that a range tombstone of their
@@ -188,13 +212,13 @@ func (i *compactionIter) stripe(seq base.SeqNum) int {
 
 // versions materializes the kept versions over the settled buffer.
 func (i *compactionIter) versions() []version {
-	userKey := i.buf[:i.keyLen:i.keyLen]
 	i.out = i.out[:0]
 	for _, k := range i.kept {
-		i.out = append(i.out, version{
-			key:   base.InternalKey{UserKey: userKey, Trailer: k.trailer},
-			value: i.buf[k.start:k.end:k.end],
-		})
+		v := k.value
+		if !i.stable {
+			v = i.buf[k.start:k.end:k.end]
+		}
+		i.out = append(i.out, version{key: base.InternalKey{UserKey: i.key, Trailer: k.trailer}, value: v})
 	}
 	return i.out
 }

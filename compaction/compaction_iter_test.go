@@ -23,29 +23,42 @@ func TestCompactionIter(t *testing.T) {
 			return fmt.Sprintf("unknown command %q", d.Cmd)
 		}
 		snapshots, elide := parseIterArgs(t, d)
-		input := itertest.ParseEntries(t, strings.Join(strings.Fields(d.Input), " "))
-		var stats RunStats
-		ci := newCompactionIter(base.DefaultComparer.Compare, input, snapshots, elide, nil, &stats)
-		var b strings.Builder
-		for {
-			versions, ok := ci.nextKey()
-			if !ok {
-				break
-			}
-			for j, v := range versions {
-				if j > 0 {
-					b.WriteString(" ")
-				}
-				fmt.Fprintf(&b, "%s:%s", v.key, v.value)
-			}
-			b.WriteString("\n")
+		// The entries parsed stay put: both ways of reading them, in
+		// place and copied, must yield the same.
+		var outs [2]string
+		for j, stable := range []bool{false, true} {
+			input := itertest.ParseEntries(t, strings.Join(strings.Fields(d.Input), " "))
+			outs[j] = drainCompactionIter(newCompactionIter(base.DefaultComparer, stable, input, snapshots, elide, nil, new(RunStats)))
 		}
-		if err := ci.Error(); err != nil {
-			fmt.Fprintf(&b, "error: %v\n", err)
+		if outs[0] != outs[1] {
+			t.Fatalf("copied input:\n%s\ninput read in place:\n%s", outs[0], outs[1])
 		}
-		fmt.Fprintf(&b, "in=%d shadowed=%d elided=%d\n", stats.EntriesIn, stats.Shadowed, stats.TombstonesElided)
-		return b.String()
+		return outs[0]
 	})
+}
+
+// drainCompactionIter prints the kept versions of each user key, one key
+// per line, then the error if any and the stats.
+func drainCompactionIter(ci *compactionIter) string {
+	var b strings.Builder
+	for {
+		versions, ok := ci.nextKey()
+		if !ok {
+			break
+		}
+		for j, v := range versions {
+			if j > 0 {
+				b.WriteString(" ")
+			}
+			fmt.Fprintf(&b, "%s:%s", v.key, v.value)
+		}
+		b.WriteString("\n")
+	}
+	if err := ci.Error(); err != nil {
+		fmt.Fprintf(&b, "error: %v\n", err)
+	}
+	fmt.Fprintf(&b, "in=%d shadowed=%d elided=%d\n", ci.stats.EntriesIn, ci.stats.Shadowed, ci.stats.TombstonesElided)
+	return b.String()
 }
 
 func parseIterArgs(t *testing.T, d *datadriven.TestData) ([]base.SeqNum, func([]byte) bool) {

@@ -71,6 +71,12 @@ type RunConfig struct {
 	// SplitBytes is the size from which Run cuts at a SplitBoundaries
 	// boundary; 0 means no such cuts.
 	SplitBytes int64
+	// StableInput says that the input's keys and values stay valid, and
+	// unchanged, until Run returns, as a memtable's do: Run then writes
+	// them from where they are. Otherwise it copies each user key's
+	// versions before it reads past them, since moving the input (to
+	// another block of a table) may reuse their memory.
+	StableInput bool
 }
 
 // RunStats accounts for one Run.
@@ -212,7 +218,7 @@ type runner struct {
 func (r *runner) start(input InternalIterator) {
 	cfg := &r.cfg
 	frags := rangedel.Fragment(cfg.Comparer.Compare, cfg.RangeDels)
-	r.iter = newCompactionIter(cfg.Comparer.Compare, input, cfg.Snapshots, cfg.ElideTombstone, frags, r.stats)
+	r.iter = newCompactionIter(cfg.Comparer, cfg.StableInput, input, cfg.Snapshots, cfg.ElideTombstone, frags, r.stats)
 	r.pending = r.iter.keptRangeDels(frags, cfg.ElideRangeTombstone)
 	r.gp = grandparentLimiter{cmp: cfg.Comparer.Compare, files: cfg.Grandparents, limit: cfg.grandparentLimit()}
 	r.split = boundarySplitter{cmp: cfg.Comparer.Compare, files: cfg.SplitBoundaries, bytes: cfg.SplitBytes}

@@ -149,7 +149,9 @@ func (d *DB) writeL0(mem *memTable, snaps []base.SeqNum, job int, cancel func() 
 	if cancel != nil {
 		input = &cancelIter{InternalIterator: input, canceled: cancel}
 	}
-	cfg := compaction.RunConfig{Snapshots: snaps, RangeDels: mem.RangeDels()}
+	// The memtable outlives the flush: its keys and values are written
+	// from its arena, not copied.
+	cfg := compaction.RunConfig{Snapshots: snaps, RangeDels: mem.RangeDels(), StableInput: true}
 	var filter bloompolicy.FilterPolicy
 	func() {
 		d.mu.Lock()
