@@ -31,7 +31,11 @@
 // each WAL file takes a chunk of disk at once (zeros past its last
 // record, which recovery reads as its end), a chunk of address space
 // while it is written, and a page fault per page of WAL. Sync writes
-// sync the file with fdatasync, which covers the mapped pages. Elsewhere
+// sync the file with fdatasync, which covers the mapped pages. A WAL a
+// memtable switch (or Close) retires is unmapped before its last sync,
+// which then writes back plain page-cache pages, as a written WAL's is:
+// syncing pages still mapped costs the kernel a write-protection of each,
+// on the writers' path. Elsewhere
 // (another vfs.FS, file system or platform) the WAL is written with one
 // write system call per commit group.
 //
