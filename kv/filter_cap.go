@@ -127,8 +127,9 @@ func (h *filterHolder) setHeldLocked(e *tableEntry, bytes int64, bits float64, b
 
 // holdOwn loads open table e's own filter, if it has one, in place of a
 // filter built for it, if the bytes fit, and reports whether e then holds
-// its own filter. A filter that fails to load (a corrupt block) is left
-// out: the table stays readable without it.
+// its own filter. Lookups ask the built filter until the own one replaces
+// it (sstable.Reader.LoadFilter). A filter that fails to load (a corrupt
+// block) is left out: the table keeps what it held, and stays readable.
 func (h *filterHolder) holdOwn(e *tableEntry) bool {
 	e.filterMu.Lock()
 	defer e.filterMu.Unlock()
@@ -138,10 +139,8 @@ func (h *filterHolder) holdOwn(e *tableEntry) bool {
 	if !h.swap(e.heldBytes, e.filterBytes) {
 		return false
 	}
-	e.reader.DropFilter() // the built one, if any: lookups meanwhile read blocks
 	if loaded, err := e.reader.LoadFilter(); !loaded || err != nil {
-		h.held.Add(-e.filterBytes)
-		h.setHeldLocked(e, 0, 0, false)
+		h.held.Add(e.heldBytes - e.filterBytes) // the charge of what e still holds
 		return false
 	}
 	h.setHeldLocked(e, e.filterBytes, e.ownBits, false)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
 	"github.com/cockroachdb/pebble/vfs"
+	"github.com/cockroachdb/pebble/vfs/errorfs"
 )
 
 // waitFilterPasses waits until no pass over the filters under a cap is
@@ -169,5 +171,58 @@ func TestFilterCap_ReopenOtherSettings(t *testing.T) {
 	}
 	if checked != 5000*15 {
 		t.Fatalf("checked %d keys", checked)
+	}
+}
+
+// TestFilterCap_HoldOwnNoGap: a table holding a filter built for it that
+// loads its own (holdOwn) asks one filter or the other throughout: while
+// its own filter block is read, the built one is still held, so no
+// lookup meanwhile reads the table without a filter.
+func TestFilterCap_HoldOwnNoGap(t *testing.T) {
+	var watched atomic.Pointer[tableEntry]
+	var reads, gaps atomic.Int64
+	fs := errorfs.Wrap(vfs.NewMem(), errorfs.InjectorFunc(func(op errorfs.Op, path string) error {
+		if e := watched.Load(); e != nil && op == errorfs.OpFileReadAt && strings.HasSuffix(path, ".sst") {
+			reads.Add(1)
+			if !e.reader.FilterHeld() {
+				gaps.Add(1)
+			}
+		}
+		return nil
+	}))
+	d, err := Open("db", &Options{FS: fs, FilterBudget: &bloompolicy.Budget{Bytes: 1 << 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for k := range 2000 {
+		if err := d.Set(capKey(k), []byte("v"), NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	d.waitFilterPasses()
+	entries := d.tableCache.refAll()
+	defer d.tableCache.releaseAll(entries)
+	if len(entries) != 1 {
+		t.Fatalf("%d open tables, want 1", len(entries))
+	}
+	e, h := entries[0], d.filterMem
+	if held, _ := h.holdBuilt(e, 5); !held || !e.heldBuilt {
+		t.Fatalf("built filter not held: %v", held)
+	}
+	watched.Store(e)
+	owns := h.holdOwn(e)
+	watched.Store(nil)
+	if !owns || e.heldBuilt || e.heldBytes != e.filterBytes || h.held.Load() != e.filterBytes {
+		t.Fatalf("holdOwn %v: built %v, %d bytes held of %d, holder %d", owns, e.heldBuilt, e.heldBytes, e.filterBytes, h.held.Load())
+	}
+	if reads.Load() == 0 {
+		t.Fatal("the own filter block was not read while watched")
+	}
+	if gaps.Load() != 0 {
+		t.Fatalf("%d of %d reads of the table found it holding no filter", gaps.Load(), reads.Load())
 	}
 }
