@@ -173,9 +173,10 @@ func (h *filterHolder) holdBuilt(e *tableEntry, bits float64) (bool, int64) {
 }
 
 // opened counts the filter of a table just opened: held already without a
-// cap; under one, its own loaded now if the plan (or, for a table written
-// since the last pass, the room left) gives it a filter and the bytes
-// fit. A table whose plan is a built filter, or whose own finds no room
+// cap; under one, its own loaded now if the plan gives it its own (or,
+// for a table written since the last pass, if the room left takes it).
+// A table whose plan is a built filter loads nothing (its own would be
+// charged only to be replaced) and, like one whose own finds no room
 // (filters the next pass drops still held), asks for a pass, which
 // decides for it.
 func (h *filterHolder) opened(e *tableEntry) {
@@ -189,10 +190,11 @@ func (h *filterHolder) opened(e *tableEntry) {
 		return
 	}
 	p, ok := h.plan(e.num)
-	if ok && p.hold == holdNone {
+	switch {
+	case ok && p.hold == holdNone:
 		return
-	}
-	if h.holdOwn(e) && (!ok || p.hold == holdOwn) {
+	case ok && p.hold == holdBuilt: // the pass builds it
+	case h.holdOwn(e):
 		return
 	}
 	h.d.mu.Lock()

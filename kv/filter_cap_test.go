@@ -226,3 +226,91 @@ func TestFilterCap_HoldOwnNoGap(t *testing.T) {
 		t.Fatalf("%d of %d reads of the table found it holding no filter", gaps.Load(), reads.Load())
 	}
 }
+
+// TestFilterCap_OpenedPlannedBuilt: a table the plan gives a built filter,
+// opened again (as after the table cache let it go), loads and charges
+// nothing of its own filter, though it would fit: it waits, holding none,
+// for the pass it asks for, which builds it one.
+func TestFilterCap_OpenedPlannedBuilt(t *testing.T) {
+	const capBytes = 1100 // about 14 bits per key: more than the tables' own filters
+	fs := vfs.NewMem()
+	for _, budget := range []*bloompolicy.Budget{nil, {Bytes: capBytes}} {
+		d, err := Open("db", &Options{FS: fs, DisableAutomaticCompactions: true, FilterBudget: budget})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if budget != nil {
+			checkOpenedPlannedBuilt(t, d, capBytes)
+		} else {
+			for table := range 2 {
+				for k := range 300 {
+					if err := d.Set(capKey(300*table+k), []byte("v"), NoSync); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := d.Flush(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// checkOpenedPlannedBuilt drops, then opens again, each open table of d
+// that holds the built filter its plan gives it, with no pass running
+// meanwhile, and checks that opening loads nothing.
+func checkOpenedPlannedBuilt(t *testing.T, d *DB, capBytes int64) {
+	d.waitFilterPasses()
+	entries := d.tableCache.refAll()
+	defer d.tableCache.releaseAll(entries)
+	h := d.filterMem
+	checked := 0
+	for _, e := range entries {
+		d.waitFilterPasses()
+		if p, ok := h.plan(e.num); !ok || p.hold != holdBuilt || !e.heldBuilt {
+			t.Fatalf("table %s: plan %+v (%v), built %v", e.num, p, ok, e.heldBuilt)
+		}
+		holdPasses(d)
+		h.drop(e)
+		before := h.held.Load()
+		h.opened(e)
+		held, charged := e.reader.FilterHeld(), h.held.Load()-before
+		d.mu.Lock()
+		asked := h.again
+		h.running, h.again = false, false
+		h.scheduleLocked()
+		d.mu.Unlock()
+		if before+e.filterBytes > capBytes {
+			t.Fatalf("table %s: its own filter (%d B) would not fit beside %d B held", e.num, e.filterBytes, before)
+		}
+		if held || charged != 0 || e.heldBytes != 0 || !asked {
+			t.Fatalf("table %s opened: filter held %v, %d bytes charged (entry %d), pass asked %v", e.num, held, charged, e.heldBytes, asked)
+		}
+		d.waitFilterPasses()
+		if !e.heldBuilt || !e.reader.FilterHeld() || h.held.Load() > capBytes {
+			t.Fatalf("table %s after the pass: built %v, held %v, %d bytes", e.num, e.heldBuilt, e.reader.FilterHeld(), h.held.Load())
+		}
+		checked++
+	}
+	if checked != 2 {
+		t.Fatalf("%d tables checked, want 2", checked)
+	}
+}
+
+// holdPasses waits for the filter passes of d and keeps new ones from
+// starting, as if one ran, until d.filterMem.running is cleared.
+func holdPasses(d *DB) {
+	for {
+		d.waitFilterPasses()
+		d.mu.Lock()
+		running := d.filterMem.running
+		d.filterMem.running = true
+		d.mu.Unlock()
+		if !running {
+			return
+		}
+	}
+}
