@@ -210,14 +210,14 @@ func TestFilterCap_HoldOwnNoGap(t *testing.T) {
 		t.Fatalf("%d open tables, want 1", len(entries))
 	}
 	e, h := entries[0], d.filterMem
-	if held, _ := h.holdBuilt(e, 5); !held || !e.heldBuilt {
+	if held, _ := h.holdBuilt(e, 5); !held || !h.filterState(nil, e).heldBuilt {
 		t.Fatalf("built filter not held: %v", held)
 	}
 	watched.Store(e)
 	owns := h.holdOwn(e)
 	watched.Store(nil)
-	if !owns || e.heldBuilt || e.heldBytes != e.filterBytes || h.held.Load() != e.filterBytes {
-		t.Fatalf("holdOwn %v: built %v, %d bytes held of %d, holder %d", owns, e.heldBuilt, e.heldBytes, e.filterBytes, h.held.Load())
+	if s := h.filterState(nil, e); !owns || s.heldBuilt || s.heldBytes != e.filterBytes || h.held.Load() != e.filterBytes {
+		t.Fatalf("holdOwn %v: built %v, %d bytes held of %d, holder %d", owns, s.heldBuilt, s.heldBytes, e.filterBytes, h.held.Load())
 	}
 	if reads.Load() == 0 {
 		t.Fatal("the own filter block was not read while watched")
@@ -270,14 +270,17 @@ func checkOpenedPlannedBuilt(t *testing.T, d *DB, capBytes int64) {
 	checked := 0
 	for _, e := range entries {
 		d.waitFilterPasses()
-		if p, ok := h.plan(e.num); !ok || p.hold != holdBuilt || !e.heldBuilt {
-			t.Fatalf("table %s: plan %+v (%v), built %v", e.num, p, ok, e.heldBuilt)
+		if p, ok := h.plan(e.num); !ok || p.hold != holdBuilt || !h.filterState(nil, e).heldBuilt {
+			t.Fatalf("table %s: plan %+v (%v), built %v", e.num, p, ok, h.filterState(nil, e).heldBuilt)
 		}
 		holdPasses(d)
 		h.drop(e)
 		before := h.held.Load()
 		h.opened(e)
 		held, charged := e.reader.FilterHeld(), h.held.Load()-before
+		e.filterMu.Lock()
+		entryBytes := e.heldBytes
+		e.filterMu.Unlock()
 		d.mu.Lock()
 		asked := h.again
 		h.running, h.again = false, false
@@ -286,12 +289,12 @@ func checkOpenedPlannedBuilt(t *testing.T, d *DB, capBytes int64) {
 		if before+e.filterBytes > capBytes {
 			t.Fatalf("table %s: its own filter (%d B) would not fit beside %d B held", e.num, e.filterBytes, before)
 		}
-		if held || charged != 0 || e.heldBytes != 0 || !asked {
-			t.Fatalf("table %s opened: filter held %v, %d bytes charged (entry %d), pass asked %v", e.num, held, charged, e.heldBytes, asked)
+		if held || charged != 0 || entryBytes != 0 || !asked {
+			t.Fatalf("table %s opened: filter held %v, %d bytes charged (entry %d), pass asked %v", e.num, held, charged, entryBytes, asked)
 		}
 		d.waitFilterPasses()
-		if !e.heldBuilt || !e.reader.FilterHeld() || h.held.Load() > capBytes {
-			t.Fatalf("table %s after the pass: built %v, held %v, %d bytes", e.num, e.heldBuilt, e.reader.FilterHeld(), h.held.Load())
+		if s := h.filterState(nil, e); !s.heldBuilt || !e.reader.FilterHeld() || h.held.Load() > capBytes {
+			t.Fatalf("table %s after the pass: built %v, held %v, %d bytes", e.num, s.heldBuilt, e.reader.FilterHeld(), h.held.Load())
 		}
 		checked++
 	}
