@@ -80,3 +80,33 @@ func ExamplePicker_Pick() {
 	// L0 score 1.0
 	// L0->L1 [000005 000006 000007] + [000002] range [a, f]
 }
+
+// A store whose writes have stopped asks PickOrSettle. Two overlapping
+// L0 tables under a threshold of 4 make no level due, so Pick has
+// nothing; but L0's read amplification, 2, has reached half the
+// threshold, so L0 settles: both tables go down together, into the base
+// level, L6 while nothing lies below L0.
+func ExamplePicker_PickOrSettle() {
+	table := func(n compaction.FileNum, smallest, largest string, seq compaction.SeqNum) *compaction.FileMetadata {
+		return &compaction.FileMetadata{
+			FileNum:        n,
+			Size:           1 << 20,
+			Smallest:       sstable.MakeInternalKey([]byte(smallest), seq, sstable.KindSet),
+			Largest:        sstable.MakeInternalKey([]byte(largest), seq, sstable.KindSet),
+			SmallestSeqNum: seq,
+			LargestSeqNum:  seq,
+		}
+	}
+	var levels [compaction.NumLevels][]*compaction.FileMetadata
+	levels[0] = []*compaction.FileMetadata{table(5, "a", "d", 10), table(6, "b", "e", 20)}
+	v, err := compaction.NewVersion(nil, levels)
+	if err != nil {
+		log.Fatal(err)
+	}
+	p := compaction.NewPicker(&compaction.Options{L0CompactionThreshold: 4}, nil)
+	fmt.Println("Pick:", p.Pick(v, nil))
+	fmt.Println("PickOrSettle:", p.PickOrSettle(v, nil))
+	// Output:
+	// Pick: <nil>
+	// PickOrSettle: L0->L6 [000005 000006] + [] range [a, e]
+}

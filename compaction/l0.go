@@ -46,30 +46,43 @@ func l0Depths(v *manifest.Version, cmp base.Compare, busy map[*manifest.FileMeta
 	return points
 }
 
+// l0Stats is what a pick counts of L0 once, leaving out the tables
+// being compacted: its free tables, the depth at each one's smallest key
+// (l0Depths) and the deepest, its read amplification.
+type l0Stats struct {
+	free    int
+	readAmp int
+	points  []l0Point
+}
+
+// newL0Stats counts v's L0, leaving out busy.
+func newL0Stats(v *manifest.Version, cmp base.Compare, busy map[*manifest.FileMetadata]bool) l0Stats {
+	s := l0Stats{points: l0Depths(v, cmp, busy)}
+	for _, f := range v.Levels[0] {
+		if !busy[f] {
+			s.free++
+		}
+	}
+	for _, p := range s.points {
+		s.readAmp = max(s.readAmp, p.depth)
+	}
+	return s
+}
+
 // l0ReadAmp returns L0's read amplification in v, leaving out busy: the
 // most L0 tables holding one user key, the deepest of l0Depths.
 func l0ReadAmp(v *manifest.Version, cmp base.Compare, busy map[*manifest.FileMetadata]bool) int {
-	most := 0
-	for _, p := range l0Depths(v, cmp, busy) {
-		most = max(most, p.depth)
-	}
-	return most
+	return newL0Stats(v, cmp, busy).readAmp
 }
 
-// l0Score is L0's compaction score: its read amplification (leaving out
-// busy) over L0CompactionThreshold, or its table count over
+// l0Score is L0's compaction score: its read amplification over
+// L0CompactionThreshold, or its table count over
 // L0CompactionFileThreshold when that is higher, as in Pebble: a store
 // whose flushes are split narrow piles up many tables of low read
 // amplification, and compacting them late would make one huge backlog.
-func (p *Picker) l0Score(v *manifest.Version, busy map[*manifest.FileMetadata]bool) float64 {
-	count := 0
-	for _, f := range v.Levels[0] {
-		if !busy[f] {
-			count++
-		}
-	}
-	amp := float64(l0ReadAmp(v, p.cmp.Compare, busy)) / float64(p.opts.L0CompactionThreshold)
-	return max(amp, float64(count)/float64(p.opts.L0CompactionFileThreshold))
+func (p *Picker) l0Score(l0 l0Stats) float64 {
+	amp := float64(l0.readAmp) / float64(p.opts.L0CompactionThreshold)
+	return max(amp, float64(l0.free)/float64(p.opts.L0CompactionFileThreshold))
 }
 
 // PickSettle returns the compaction of L0 a store whose writes have
@@ -82,7 +95,8 @@ func (p *Picker) l0Score(v *manifest.Version, busy map[*manifest.FileMetadata]bo
 // would try first. nil when a deeper level goes first, when L0 is settled
 // or when it is blocked by inProgress. (Under a threshold of 1 or 2
 // Pebble also compacts an L0 of read amplification 1; settled is one
-// table under each key, so PickSettle leaves it.)
+// table under each key, so PickSettle leaves it.) [Picker.PickOrSettle]
+// asks both in one pass.
 //
 // The compaction takes the L0 tables Pick would, and goes into the base
 // level or, as Pick's, within L0 when that writes fewer bytes (see
@@ -90,37 +104,44 @@ func (p *Picker) l0Score(v *manifest.Version, busy map[*manifest.FileMetadata]bo
 // at most one L0 table under each key. See "Settling L0" and "Merging
 // within L0" in the package documentation.
 func (p *Picker) PickSettle(v *Version, inProgress []*Compaction) *Compaction {
-	busy := busyTables(inProgress)
-	shape := p.Shape(v, inProgress)
-	scores := p.scores(v, shape, busy)
-	if !p.settleDue(v, scores, shape.BaseLevel, busy) {
+	s := p.newPass(v, inProgress)
+	if top := s.topDue(); top > 0 || (top < 0 && !p.settleDue(s)) {
 		return nil
 	}
-	c := p.cheaperInL0(v, p.pickL0(v, shape.BaseLevel, busy, inProgress), busy)
-	if c == nil {
-		return nil
+	return p.pickL0(s)
+}
+
+// settleDue reports whether a store whose writes have stopped should
+// compact L0 now though no level is due (see PickSettle): when L0's read
+// amplification, leaving out the tables being compacted, reaches half
+// L0CompactionThreshold and 2.
+func (p *Picker) settleDue(s *pickPass) bool {
+	amp := s.l0.readAmp
+	return amp >= 2 && 2*amp >= p.opts.L0CompactionThreshold
+}
+
+// pickL0 returns the L0 compaction of pass s (pickColumn), scored, as a
+// merge within L0 when that is cheaper (cheaperInL0); nil when none.
+func (p *Picker) pickL0(s *pickPass) *Compaction {
+	c := p.cheaperInL0(s.v, p.pickColumn(s), s.l0)
+	if c != nil {
+		c.Score = s.scores[0]
 	}
-	c.Score = scores[0]
 	return c
 }
 
 // cheaperInL0 returns c, an L0 compaction into the base level (nil: none),
 // as a merge within L0 when that writes fewer bytes (settleInL0) and
-// reduces what makes L0 due: its read amplification, 2 or more, scoring
-// at least as high as its table count. A merge within L0 leaves as many
-// tables side by side as it found, so an L0 due by its table count goes
-// into the base level. See "Merging within L0" in the package
-// documentation.
-func (p *Picker) cheaperInL0(v *manifest.Version, c *Compaction, busy map[*manifest.FileMetadata]bool) *Compaction {
+// reduces what makes L0 due (by l0, its statistics): its read
+// amplification, 2 or more, scoring at least as high as its table count.
+// A merge within L0 leaves as many tables side by side as it found, so an
+// L0 due by its table count goes into the base level. See "Merging
+// within L0" in the package documentation.
+func (p *Picker) cheaperInL0(v *manifest.Version, c *Compaction, l0 l0Stats) *Compaction {
 	if c == nil {
 		return nil
 	}
-	amp, count := l0ReadAmp(v, p.cmp.Compare, busy), 0
-	for _, f := range v.Levels[0] {
-		if !busy[f] {
-			count++
-		}
-	}
+	amp, count := l0.readAmp, l0.free
 	if amp < 2 || float64(amp)/float64(p.opts.L0CompactionThreshold) < float64(count)/float64(p.opts.L0CompactionFileThreshold) {
 		return c
 	}
@@ -128,27 +149,6 @@ func (p *Picker) cheaperInL0(v *manifest.Version, c *Compaction, busy map[*manif
 		return in
 	}
 	return c
-}
-
-// settleDue reports whether a store whose writes have stopped should
-// compact L0 now (see PickSettle): when L0 is the due level of the highest
-// priority (the shallower first on a tie, as Pick tries them), or when no
-// level is due and L0's read amplification, leaving out busy, reaches half
-// L0CompactionThreshold and 2.
-func (p *Picker) settleDue(v *manifest.Version, scores [manifest.NumLevels]float64, baseLevel int,
-	busy map[*manifest.FileMetadata]bool) bool {
-	prio := priorities(scores, baseLevel)
-	top := -1
-	for level := 0; level < manifest.NumLevels-1; level++ {
-		if prio[level] >= 1 && (top < 0 || prio[level] > prio[top]) {
-			top = level
-		}
-	}
-	if top >= 0 {
-		return top == 0
-	}
-	amp := l0ReadAmp(v, p.cmp.Compare, busy)
-	return amp >= 2 && 2*amp >= p.opts.L0CompactionThreshold
 }
 
 // settleInL0 returns c, an L0 compaction into the base level, as one
@@ -197,18 +197,19 @@ func l0SeqDisjoint(v *manifest.Version, cmp base.Compare, inputs []*manifest.Fil
 	return true
 }
 
-// pickL0 compacts a column of L0 into baseLevel: every free L0 table
-// holding the user key where L0 is deepest, with the older L0 tables they
-// overlap (l0Closure). Of points equally deep, the one whose oldest table
-// is oldest goes first. A point whose column is blocked gives way to the
-// next point outside it. The column's key range then grows to the
+// pickColumn compacts a column of L0 into the base level of pass s:
+// every free L0 table holding the user key where L0 is deepest, with the
+// older L0 tables they overlap (l0Closure). Of points equally deep, the
+// one whose oldest table is oldest goes first. A point whose column is
+// blocked gives way to the next point outside it. The column's key range then grows to the
 // boundaries of the base-level tables under it, and the L0 tables inside
 // that range join when they pull in no more of the base level (see
 // expandInputs), so one L0 compaction takes the part of L0 above a few
 // base-level tables, not all of L0 with all of the base level.
-func (p *Picker) pickL0(v *manifest.Version, baseLevel int, busy map[*manifest.FileMetadata]bool, inProgress []*Compaction) *Compaction {
+func (p *Picker) pickColumn(s *pickPass) *Compaction {
+	v, baseLevel, busy, inProgress := s.v, s.shape.BaseLevel, s.busy, s.inProgress
 	cmp := p.cmp.Compare
-	points := l0Depths(v, cmp, busy)
+	points := s.l0.points
 	oldest := make([]int, len(points)) // index in L0 of the oldest free table at the point
 	for i, pt := range points {
 		for j, f := range v.Levels[0] {

@@ -85,7 +85,7 @@ func NewPicker(opts *Options, cmp *Comparer) *Picker {
 // nowhere to compact to. Pick weighs the scores against one another (see
 // the package documentation).
 func (p *Picker) Scores(v *Version) [NumLevels]float64 {
-	return p.scores(v, p.Shape(v, nil), nil)
+	return p.newPass(v, nil).scores
 }
 
 // Priorities returns the priority of each level of v, the weighed score
@@ -93,16 +93,37 @@ func (p *Picker) Scores(v *Version) [NumLevels]float64 {
 // priority 1 or more is due. As Pebble's LevelMetrics.Score, which is its
 // score ratio.
 func (p *Picker) Priorities(v *Version) [NumLevels]float64 {
-	shape := p.Shape(v, nil)
-	return priorities(p.scores(v, shape, nil), shape.BaseLevel)
+	return p.newPass(v, nil).prio
+}
+
+// pickPass is what one pick computes of a Version once, for Pick,
+// PickSettle and PickOrSettle alike: the tables that the compactions in
+// progress are already moving out of their level (busy), the shape, L0's
+// statistics, and each level's score and priority.
+type pickPass struct {
+	v          *manifest.Version
+	inProgress []*Compaction
+	busy       map[*manifest.FileMetadata]bool
+	shape      Shape
+	l0         l0Stats
+	scores     [manifest.NumLevels]float64
+	prio       [manifest.NumLevels]float64
+}
+
+// newPass computes the pass over v with inProgress running.
+func (p *Picker) newPass(v *manifest.Version, inProgress []*Compaction) *pickPass {
+	s := &pickPass{v: v, inProgress: inProgress, busy: busyTables(inProgress), shape: p.Shape(v, inProgress)}
+	s.l0 = newL0Stats(v, p.cmp.Compare, s.busy)
+	s.scores = p.scores(v, s.shape, s.busy, s.l0)
+	s.prio = priorities(s.scores, s.shape.BaseLevel)
+	return s
 }
 
 // scores computes the scores of v under shape leaving out the tables in
-// busy, which in-progress compactions are already moving out of their
-// level.
-func (p *Picker) scores(v *manifest.Version, shape Shape, busy map[*manifest.FileMetadata]bool) [manifest.NumLevels]float64 {
+// busy, L0's from l0 (which leaves them out too).
+func (p *Picker) scores(v *manifest.Version, shape Shape, busy map[*manifest.FileMetadata]bool, l0 l0Stats) [manifest.NumLevels]float64 {
 	var s [manifest.NumLevels]float64
-	s[0] = p.l0Score(v, busy)
+	s[0] = p.l0Score(l0)
 	for level := 1; level < manifest.NumLevels; level++ {
 		var size uint64
 		for _, f := range v.Levels[level] {
@@ -144,30 +165,61 @@ func priorities(scores [manifest.NumLevels]float64, baseLevel int) [manifest.Num
 // (see "Merging within L0" in the package documentation), the others into
 // the level below.
 func (p *Picker) Pick(v *Version, inProgress []*Compaction) *Compaction {
-	busy := busyTables(inProgress)
-	shape := p.Shape(v, inProgress)
-	scores := p.scores(v, shape, busy)
-	prio := priorities(scores, shape.BaseLevel)
+	return p.pickDue(p.newPass(v, inProgress))
+}
+
+// PickOrSettle returns what a store whose writes have stopped runs next:
+// [Picker.PickSettle]'s compaction of v if any, else [Picker.Pick]'s,
+// computing the shape, the scores and L0's statistics once for both.
+func (p *Picker) PickOrSettle(v *Version, inProgress []*Compaction) *Compaction {
+	s := p.newPass(v, inProgress)
+	if s.topDue() < 0 {
+		// Nothing due: Pick has nothing, PickSettle settles L0 or nothing.
+		if !p.settleDue(s) {
+			return nil
+		}
+		return p.pickL0(s)
+	}
+	// PickSettle's L0 compaction, when L0 is the top due level, is the
+	// one Pick tries first.
+	return p.pickDue(s)
+}
+
+// pickDue is Pick over pass s.
+func (p *Picker) pickDue(s *pickPass) *Compaction {
 	levels := make([]int, 0, manifest.NumLevels-1)
 	for level := 0; level < manifest.NumLevels-1; level++ {
-		if prio[level] >= 1 {
+		if s.prio[level] >= 1 {
 			levels = append(levels, level)
 		}
 	}
-	sort.SliceStable(levels, func(i, j int) bool { return prio[levels[i]] > prio[levels[j]] })
+	sort.SliceStable(levels, func(i, j int) bool { return s.prio[levels[i]] > s.prio[levels[j]] })
 	for _, level := range levels {
 		var c *Compaction
 		if level == 0 {
-			c = p.cheaperInL0(v, p.pickL0(v, shape.BaseLevel, busy, inProgress), busy)
+			c = p.pickL0(s)
 		} else {
-			c = p.pickLevel(v, level, busy, inProgress)
+			c = p.pickLevel(s.v, level, s.busy, s.inProgress)
 		}
 		if c != nil {
-			c.Score = scores[level]
+			c.Score = s.scores[level]
 			return c
 		}
 	}
 	return nil
+}
+
+// topDue returns the due level (priority 1 or more) of s of the highest
+// priority, the shallower on a tie, as Pick tries them; -1 when none is
+// due.
+func (s *pickPass) topDue() int {
+	top := -1
+	for level := 0; level < manifest.NumLevels-1; level++ {
+		if s.prio[level] >= 1 && (top < 0 || s.prio[level] > s.prio[top]) {
+			top = level
+		}
+	}
+	return top
 }
 
 // pickLevel compacts one table of level (1 ≤ level < L6) into level+1: the

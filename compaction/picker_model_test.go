@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -40,6 +41,7 @@ func TestPicker_Model(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, seed))
 	const rounds = 20
 	mostRunning, bases, multiLevel, capped, inL0 := 0, map[int]bool{}, 0, 0, 0
+	ran, orSettleChecked := 0, 0
 	covered := func() bool { return mostRunning >= 2 && len(bases) >= 2 && multiLevel > 0 && capped > 0 }
 	// -short runs 5 rounds, and more (up to all 20) only while a case
 	// below is yet to happen: a few rounds miss one now and then.
@@ -60,9 +62,14 @@ func TestPicker_Model(t *testing.T) {
 		for level := range m.bases {
 			bases[level] = true
 		}
+		ran++
+		orSettleChecked += m.orSettleChecked
 	}
-	t.Logf("at most %d compactions running at once; base levels %v; %d multi-level compactions; %d picks under a lowered L5 target; %d settles within L0",
-		mostRunning, slices.Sorted(maps.Keys(bases)), multiLevel, capped, inL0)
+	if orSettleChecked < ran { // every drain picks at least once
+		t.Errorf("PickOrSettle checked at %d picks in %d rounds", orSettleChecked, ran)
+	}
+	t.Logf("at most %d compactions running at once; base levels %v; %d multi-level compactions; %d picks under a lowered L5 target; %d settles within L0; PickOrSettle checked at %d picks",
+		mostRunning, slices.Sorted(maps.Keys(bases)), multiLevel, capped, inL0, orSettleChecked)
 	if !covered() {
 		t.Errorf("seed %d: the histories never ran compactions side by side, never moved the base level, never carried a compaction on a level or never lowered L5's target for space", seed)
 	}
@@ -94,6 +101,9 @@ type pickerModel struct {
 	// with; capped counts the picks made under a lower one.
 	unbounded *Picker
 	capped    int
+	// orSettleChecked counts the picks at which PickOrSettle was checked
+	// against PickSettle, then Pick.
+	orSettleChecked int
 }
 
 const modelKeys = 300
@@ -145,7 +155,7 @@ func (m *pickerModel) describe() string {
 
 // step flushes, picks or finishes a compaction at random, or now and
 // then drains them all as if the writes had paused.
-func (m *pickerModel) step(t *testing.T, ctx string) {
+func (m *pickerModel) step(t testing.TB, ctx string) {
 	if m.rng.IntN(100) == 0 {
 		m.drain(t, ctx)
 		return
@@ -162,7 +172,7 @@ func (m *pickerModel) step(t *testing.T, ctx string) {
 
 // drain picks and finishes compactions, settling L0 too (PickSettle), as
 // a store whose writes have stopped does, until nothing more is picked.
-func (m *pickerModel) drain(t *testing.T, ctx string) {
+func (m *pickerModel) drain(t testing.TB, ctx string) {
 	for len(m.running) > 0 || m.pickOne(t, ctx, true) {
 		if len(m.running) > 0 {
 			m.finish(t, ctx, m.rng.IntN(len(m.running)))
@@ -172,7 +182,7 @@ func (m *pickerModel) drain(t *testing.T, ctx string) {
 
 // flush adds the keys of a random range to L0, in tables cut along the
 // base level as Picker.FlushSplit says.
-func (m *pickerModel) flush(t *testing.T, ctx string) {
+func (m *pickerModel) flush(t testing.TB, ctx string) {
 	lo := m.rng.IntN(modelKeys)
 	hi := min(modelKeys-1, lo+m.rng.IntN(modelKeys/2))
 	m.seq++
@@ -209,7 +219,7 @@ func boundaryBetween(boundaries []*manifest.FileMetadata, a, b int) bool {
 
 // pickOne picks a compaction if the picker wants another, checks it and
 // keeps it running; it reports whether one was picked.
-func (m *pickerModel) pickOne(t *testing.T, ctx string, settle bool) bool {
+func (m *pickerModel) pickOne(t testing.TB, ctx string, settle bool) bool {
 	if len(m.running) >= 4 || !m.p.WantsAnother(m.v, m.running) {
 		return false
 	}
@@ -223,6 +233,12 @@ func (m *pickerModel) pickOne(t *testing.T, ctx string, settle bool) bool {
 	}
 	if c == nil {
 		c = m.p.Pick(m.v, m.running)
+	}
+	if settle { // kv asks both at once
+		if one := m.p.PickOrSettle(m.v, m.running); !reflect.DeepEqual(one, c) {
+			t.Fatalf("%s: PickOrSettle picked %s, PickSettle or else Pick %s", ctx, one, c)
+		}
+		m.orSettleChecked++
 	}
 	if c == nil {
 		return false
@@ -287,7 +303,7 @@ func (m *pickerModel) cheaperInL0(inputs []*manifest.FileMetadata, baseLevel int
 
 // finish completes running[i]: its inputs make way for one table holding
 // the newest version of each of their keys.
-func (m *pickerModel) finish(t *testing.T, ctx string, i int) {
+func (m *pickerModel) finish(t testing.TB, ctx string, i int) {
 	c := m.running[i]
 	m.running = slices.Delete(m.running, i, i+1)
 	edit := &manifest.VersionEdit{DeletedFiles: map[manifest.DeletedFileEntry]bool{}}
@@ -333,7 +349,7 @@ func (m *pickerModel) table(keys map[int]base.SeqNum) *manifest.FileMetadata {
 func modelKey(k int) []byte { return fmt.Appendf(nil, "k%03d", k) }
 
 // install applies edit and checks the version it makes.
-func (m *pickerModel) install(t *testing.T, ctx string, edit *manifest.VersionEdit) {
+func (m *pickerModel) install(t testing.TB, ctx string, edit *manifest.VersionEdit) {
 	v, err := m.v.Apply(base.DefaultComparer.Compare, edit)
 	if err != nil {
 		t.Fatalf("%s: %v", ctx, err)
@@ -375,12 +391,11 @@ func (m *pickerModel) read(k int) base.SeqNum {
 // checkSettled checks that with nothing running, nothing is due, and L0
 // has settled: at most one table under each key, or less read
 // amplification than half L0CompactionThreshold (see PickSettle).
-func (m *pickerModel) checkSettled(t *testing.T, ctx string) {
+func (m *pickerModel) checkSettled(t testing.TB, ctx string) {
 	if amp := l0ReadAmp(m.v, base.DefaultComparer.Compare, nil); amp >= 2 && 2*amp >= m.p.opts.L0CompactionThreshold {
 		t.Fatalf("%s: nothing more is picked but L0 has read amplification %d\n%s", ctx, amp, describeSizes(m.v))
 	}
-	shape := m.p.Shape(m.v, nil)
-	prio := priorities(m.p.scores(m.v, shape, nil), shape.BaseLevel)
+	prio := m.p.Priorities(m.v)
 	for level := 0; level < NumLevels-1; level++ {
 		if prio[level] >= 1 {
 			t.Fatalf("%s: nothing more is picked but L%d has priority %.2f\n%s", ctx, level, prio[level], describeSizes(m.v))
@@ -447,3 +462,28 @@ func TestPicker_SettleInL0(t *testing.T) {
 }
 
 var base0Compare = base.DefaultComparer.Compare
+
+// BenchmarkPicker_Settle measures a store's pick once its writes have
+// stopped, on a Version the model grew (fixed seed): PickSettle, then
+// Pick when it has nothing, as kv asked before; and PickOrSettle, which
+// computes the shape, the scores and L0's statistics once for both.
+func BenchmarkPicker_Settle(b *testing.B) {
+	m := newPickerModel(rand.New(rand.NewPCG(1, 1)), false, false, false, 1.2)
+	for range 300 {
+		m.step(b, "bench")
+	}
+	v, running := m.v, m.running
+	b.Logf("%d L0 tables, %d running", len(v.Levels[0]), len(running))
+	b.Run("two-step", func(b *testing.B) {
+		for range b.N {
+			if c := m.p.PickSettle(v, running); c == nil {
+				m.p.Pick(v, running)
+			}
+		}
+	})
+	b.Run("one-pass", func(b *testing.B) {
+		for range b.N {
+			m.p.PickOrSettle(v, running)
+		}
+	})
+}

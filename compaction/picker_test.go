@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -35,12 +36,18 @@ import (
 //	                     and the version they leave
 //	elide                one user key per line: may the last compaction drop its tombstones?
 func TestPicker(t *testing.T) {
+	checked := 0
 	for _, file := range []string{"testdata/picker", "testdata/shape"} {
-		t.Run(file, func(t *testing.T) { runPickerScript(t, file) })
+		t.Run(file, func(t *testing.T) { checked += runPickerScript(t, file) })
+	}
+	if checked < 50 {
+		t.Fatalf("PickOrSettle checked at %d picks", checked)
 	}
 }
 
-func runPickerScript(t *testing.T, file string) {
+// runPickerScript runs the picker script file and returns how many picks
+// it checked PickOrSettle at.
+func runPickerScript(t *testing.T, file string) (checked int) {
 	var (
 		v          *manifest.Version
 		p          *Picker
@@ -64,12 +71,16 @@ func runPickerScript(t *testing.T, file string) {
 		case "shape":
 			return formatShape(p, v, inProgress)
 		case "pick":
+			checkPickOrSettle(t, p, v, inProgress)
+			checked++
 			last = p.Pick(v, inProgress)
 			if last != nil && d.HasArg("keep") {
 				inProgress = append(inProgress, last)
 			}
 			return formatCompaction(last)
 		case "pick-settle":
+			checkPickOrSettle(t, p, v, inProgress)
+			checked++
 			last = p.PickSettle(v, inProgress)
 			if last != nil && d.HasArg("keep") {
 				inProgress = append(inProgress, last)
@@ -113,6 +124,20 @@ func runPickerScript(t *testing.T, file string) {
 			return fmt.Sprintf("unknown command %q", d.Cmd)
 		}
 	})
+	return checked
+}
+
+// checkPickOrSettle checks that PickOrSettle picks on v what PickSettle
+// does, or else what Pick does.
+func checkPickOrSettle(t *testing.T, p *Picker, v *manifest.Version, inProgress []*Compaction) {
+	t.Helper()
+	want := p.PickSettle(v, inProgress)
+	if want == nil {
+		want = p.Pick(v, inProgress)
+	}
+	if got := p.PickOrSettle(v, inProgress); !reflect.DeepEqual(got, want) {
+		t.Fatalf("PickOrSettle: %s(%+v)\nwant %s(%+v)", formatCompaction(got), got, formatCompaction(want), want)
+	}
 }
 
 func bytesOrNil(s string) []byte {
@@ -233,10 +258,8 @@ func parseFile(t *testing.T, line string) *manifest.FileMetadata {
 // formatShape prints what Pick weighs on v with inProgress running.
 func formatShape(p *Picker, v *manifest.Version, inProgress []*Compaction) string {
 	var b strings.Builder
-	shape := p.Shape(v, inProgress)
-	busy := busyTables(inProgress)
-	scores := p.scores(v, shape, busy)
-	prio := priorities(scores, shape.BaseLevel)
+	pass := p.newPass(v, inProgress)
+	shape, scores, prio := pass.shape, pass.scores, pass.prio
 	fmt.Fprintf(&b, "base level: L%d\n", shape.BaseLevel)
 	fmt.Fprintf(&b, "L0: %d tables, score %.2f, priority %.2f\n", len(v.Levels[0]), scores[0], prio[0])
 	for level := 1; level < NumLevels; level++ {

@@ -19,7 +19,7 @@ import (
 // wants another beside those running (compaction.Picker.WantsAnother).
 // Compact pauses them. Once every acknowledged write is in a table (the
 // memtable empty, none waiting to flush), L0 settles
-// (compaction.Picker.PickSettle): from half Options.L0CompactionThreshold
+// (compaction.Picker.PickOrSettle): from half Options.L0CompactionThreshold
 // on, as in Pebble, when nothing else is due, so a store whose writes
 // stopped keeps at most one L0 table under each key; unless
 // Options.DisableL0Settling. Either picker compacts L0 by the cheaper of
@@ -32,9 +32,8 @@ func (d *DB) maybeScheduleCompactionLocked() {
 	for len(d.mu.compacting) < d.opts.MaxConcurrentCompactions && d.picker.WantsAnother(v, d.mu.compacting) {
 		var c *compaction.Compaction
 		if !d.opts.DisableL0Settling && d.mu.mem.empty() && len(d.mu.imm) == 0 {
-			c = d.picker.PickSettle(v, d.mu.compacting)
-		}
-		if c == nil {
+			c = d.picker.PickOrSettle(v, d.mu.compacting)
+		} else {
 			c = d.picker.Pick(v, d.mu.compacting)
 		}
 		if c == nil {

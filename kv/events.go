@@ -384,14 +384,19 @@ func (d *DB) stallEndedLocked() {
 func tableInfos(files []*manifest.FileMetadata) []TableInfo {
 	infos := make([]TableInfo, len(files))
 	for i, f := range files {
-		infos[i] = TableInfo{
-			FileNum: uint64(f.FileNum), Size: f.Size,
-			Smallest: f.Smallest.UserKey, Largest: f.Largest.UserKey,
-			SmallestSeqNum: uint64(f.SmallestSeqNum), LargestSeqNum: uint64(f.LargestSeqNum),
-			NumEntries: f.NumEntries,
-		}
+		infos[i] = tableInfo(f)
 	}
 	return infos
+}
+
+// tableInfo describes f.
+func tableInfo(f *manifest.FileMetadata) TableInfo {
+	return TableInfo{
+		FileNum: uint64(f.FileNum), Size: f.Size,
+		Smallest: f.Smallest.UserKey, Largest: f.Largest.UserKey,
+		SmallestSeqNum: uint64(f.SmallestSeqNum), LargestSeqNum: uint64(f.LargestSeqNum),
+		NumEntries: f.NumEntries,
+	}
 }
 
 func tablesSize(ts []TableInfo) int64 {
@@ -442,7 +447,7 @@ func (d *DB) compactionInfo(c *compaction.Compaction) CompactionInfo {
 		info.Reason = "move"
 	}
 	for _, f := range c.Tables() {
-		info.Input = append(info.Input, tableInfos([]*manifest.FileMetadata{f})...)
+		info.Input = append(info.Input, tableInfo(f))
 	}
 	return info
 }
@@ -531,7 +536,7 @@ func (d *DB) tableIngested(tables []ingestTable, placed bool, err error) {
 		info.GlobalSeqNum = uint64(tables[0].meta.GlobalSeqNum)
 		for _, t := range tables {
 			info.Tables = append(info.Tables, IngestedTable{
-				TableInfo: tableInfos([]*manifest.FileMetadata{t.meta})[0], Level: t.level})
+				TableInfo: tableInfo(t.meta), Level: t.level})
 		}
 	}
 	d.emit(func(l *EventListener) {

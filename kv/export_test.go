@@ -9,3 +9,6 @@ func WALMapped(d *DB) bool {
 	_, ok := d.commit.log.space.(*walMmapWriter)
 	return ok
 }
+
+// TableFiles is tableFiles (compaction_test.go), for the external tests.
+var TableFiles = tableFiles

@@ -127,8 +127,9 @@ func (h *filterHolder) setHeldLocked(e *tableEntry, bytes int64, bits float64, b
 
 // holdOwn loads open table e's own filter, if it has one, in place of a
 // filter built for it, if the bytes fit, and reports whether e then holds
-// its own filter. A filter that fails to load (a corrupt block) is left
-// out: the table stays readable without it.
+// its own filter. Lookups ask the built filter until the own one replaces
+// it (sstable.Reader.LoadFilter). A filter that fails to load (a corrupt
+// block) is left out: the table keeps what it held, and stays readable.
 func (h *filterHolder) holdOwn(e *tableEntry) bool {
 	e.filterMu.Lock()
 	defer e.filterMu.Unlock()
@@ -138,10 +139,8 @@ func (h *filterHolder) holdOwn(e *tableEntry) bool {
 	if !h.swap(e.heldBytes, e.filterBytes) {
 		return false
 	}
-	e.reader.DropFilter() // the built one, if any: lookups meanwhile read blocks
 	if loaded, err := e.reader.LoadFilter(); !loaded || err != nil {
-		h.held.Add(-e.filterBytes)
-		h.setHeldLocked(e, 0, 0, false)
+		h.held.Add(e.heldBytes - e.filterBytes) // the charge of what e still holds
 		return false
 	}
 	h.setHeldLocked(e, e.filterBytes, e.ownBits, false)
@@ -174,9 +173,10 @@ func (h *filterHolder) holdBuilt(e *tableEntry, bits float64) (bool, int64) {
 }
 
 // opened counts the filter of a table just opened: held already without a
-// cap; under one, its own loaded now if the plan (or, for a table written
-// since the last pass, the room left) gives it a filter and the bytes
-// fit. A table whose plan is a built filter, or whose own finds no room
+// cap; under one, its own loaded now if the plan gives it its own (or,
+// for a table written since the last pass, if the room left takes it).
+// A table whose plan is a built filter loads nothing (its own would be
+// charged only to be replaced) and, like one whose own finds no room
 // (filters the next pass drops still held), asks for a pass, which
 // decides for it.
 func (h *filterHolder) opened(e *tableEntry) {
@@ -190,10 +190,11 @@ func (h *filterHolder) opened(e *tableEntry) {
 		return
 	}
 	p, ok := h.plan(e.num)
-	if ok && p.hold == holdNone {
+	switch {
+	case ok && p.hold == holdNone:
 		return
-	}
-	if h.holdOwn(e) && (!ok || p.hold == holdOwn) {
+	case ok && p.hold == holdBuilt: // the pass builds it
+	case h.holdOwn(e):
 		return
 	}
 	h.d.mu.Lock()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
 	"github.com/cockroachdb/pebble/vfs"
+	"github.com/cockroachdb/pebble/vfs/errorfs"
 )
 
 // waitFilterPasses waits until no pass over the filters under a cap is
@@ -169,5 +171,149 @@ func TestFilterCap_ReopenOtherSettings(t *testing.T) {
 	}
 	if checked != 5000*15 {
 		t.Fatalf("checked %d keys", checked)
+	}
+}
+
+// TestFilterCap_HoldOwnNoGap: a table holding a filter built for it that
+// loads its own (holdOwn) asks one filter or the other throughout: while
+// its own filter block is read, the built one is still held, so no
+// lookup meanwhile reads the table without a filter.
+func TestFilterCap_HoldOwnNoGap(t *testing.T) {
+	var watched atomic.Pointer[tableEntry]
+	var reads, gaps atomic.Int64
+	fs := errorfs.Wrap(vfs.NewMem(), errorfs.InjectorFunc(func(op errorfs.Op, path string) error {
+		if e := watched.Load(); e != nil && op == errorfs.OpFileReadAt && strings.HasSuffix(path, ".sst") {
+			reads.Add(1)
+			if !e.reader.FilterHeld() {
+				gaps.Add(1)
+			}
+		}
+		return nil
+	}))
+	d, err := Open("db", &Options{FS: fs, FilterBudget: &bloompolicy.Budget{Bytes: 1 << 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for k := range 2000 {
+		if err := d.Set(capKey(k), []byte("v"), NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	d.waitFilterPasses()
+	entries := d.tableCache.refAll()
+	defer d.tableCache.releaseAll(entries)
+	if len(entries) != 1 {
+		t.Fatalf("%d open tables, want 1", len(entries))
+	}
+	e, h := entries[0], d.filterMem
+	if held, _ := h.holdBuilt(e, 5); !held || !h.filterState(nil, e).heldBuilt {
+		t.Fatalf("built filter not held: %v", held)
+	}
+	watched.Store(e)
+	owns := h.holdOwn(e)
+	watched.Store(nil)
+	if s := h.filterState(nil, e); !owns || s.heldBuilt || s.heldBytes != e.filterBytes || h.held.Load() != e.filterBytes {
+		t.Fatalf("holdOwn %v: built %v, %d bytes held of %d, holder %d", owns, s.heldBuilt, s.heldBytes, e.filterBytes, h.held.Load())
+	}
+	if reads.Load() == 0 {
+		t.Fatal("the own filter block was not read while watched")
+	}
+	if gaps.Load() != 0 {
+		t.Fatalf("%d of %d reads of the table found it holding no filter", gaps.Load(), reads.Load())
+	}
+}
+
+// TestFilterCap_OpenedPlannedBuilt: a table the plan gives a built filter,
+// opened again (as after the table cache let it go), loads and charges
+// nothing of its own filter, though it would fit: it waits, holding none,
+// for the pass it asks for, which builds it one.
+func TestFilterCap_OpenedPlannedBuilt(t *testing.T) {
+	const capBytes = 1100 // about 14 bits per key: more than the tables' own filters
+	fs := vfs.NewMem()
+	for _, budget := range []*bloompolicy.Budget{nil, {Bytes: capBytes}} {
+		d, err := Open("db", &Options{FS: fs, DisableAutomaticCompactions: true, FilterBudget: budget})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if budget != nil {
+			checkOpenedPlannedBuilt(t, d, capBytes)
+		} else {
+			for table := range 2 {
+				for k := range 300 {
+					if err := d.Set(capKey(300*table+k), []byte("v"), NoSync); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := d.Flush(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// checkOpenedPlannedBuilt drops, then opens again, each open table of d
+// that holds the built filter its plan gives it, with no pass running
+// meanwhile, and checks that opening loads nothing.
+func checkOpenedPlannedBuilt(t *testing.T, d *DB, capBytes int64) {
+	d.waitFilterPasses()
+	entries := d.tableCache.refAll()
+	defer d.tableCache.releaseAll(entries)
+	h := d.filterMem
+	checked := 0
+	for _, e := range entries {
+		d.waitFilterPasses()
+		if p, ok := h.plan(e.num); !ok || p.hold != holdBuilt || !h.filterState(nil, e).heldBuilt {
+			t.Fatalf("table %s: plan %+v (%v), built %v", e.num, p, ok, h.filterState(nil, e).heldBuilt)
+		}
+		holdPasses(d)
+		h.drop(e)
+		before := h.held.Load()
+		h.opened(e)
+		held, charged := e.reader.FilterHeld(), h.held.Load()-before
+		e.filterMu.Lock()
+		entryBytes := e.heldBytes
+		e.filterMu.Unlock()
+		d.mu.Lock()
+		asked := h.again
+		h.running, h.again = false, false
+		h.scheduleLocked()
+		d.mu.Unlock()
+		if before+e.filterBytes > capBytes {
+			t.Fatalf("table %s: its own filter (%d B) would not fit beside %d B held", e.num, e.filterBytes, before)
+		}
+		if held || charged != 0 || entryBytes != 0 || !asked {
+			t.Fatalf("table %s opened: filter held %v, %d bytes charged (entry %d), pass asked %v", e.num, held, charged, entryBytes, asked)
+		}
+		d.waitFilterPasses()
+		if s := h.filterState(nil, e); !s.heldBuilt || !e.reader.FilterHeld() || h.held.Load() > capBytes {
+			t.Fatalf("table %s after the pass: built %v, held %v, %d bytes", e.num, s.heldBuilt, e.reader.FilterHeld(), h.held.Load())
+		}
+		checked++
+	}
+	if checked != 2 {
+		t.Fatalf("%d tables checked, want 2", checked)
+	}
+}
+
+// holdPasses waits for the filter passes of d and keeps new ones from
+// starting, as if one ran, until d.filterMem.running is cleared.
+func holdPasses(d *DB) {
+	for {
+		d.waitFilterPasses()
+		d.mu.Lock()
+		running := d.filterMem.running
+		d.filterMem.running = true
+		d.mu.Unlock()
+		if !running {
+			return
+		}
 	}
 }

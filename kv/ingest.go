@@ -304,7 +304,7 @@ func (d *DB) ingestAsLeader(tables []ingestTable, edited *bool) error {
 // the ingest's, hiding the ingested keys, and recovery would skip it, as
 // numbered below the MANIFEST's last sequence number.
 func (d *DB) flushAllLocked() error {
-	if !d.mu.mem.empty() || d.mu.mem.batchBytes > 0 {
+	if d.mu.mem.holdsWrites() {
 		if err := d.rotateMemTableLocked(); err != nil {
 			return err
 		}

@@ -89,11 +89,11 @@ func TestIterator_Refresh_ReleasesTables(t *testing.T) {
 	it, err := db.NewIter(nil)
 	must(t, err)
 	defer mustClose(t, it)
-	before := tableFiles(t, fs)
+	before := kv.TableFiles(t, fs, "db")
 	must(t, db.Compact(nil, []byte("z")))
-	held := tableFiles(t, fs)
+	held := kv.TableFiles(t, fs, "db")
 	must(t, it.Refresh())
-	after := tableFiles(t, fs)
+	after := kv.TableFiles(t, fs, "db")
 	t.Logf("tables: %v before the compaction, %v while held, %v after Refresh", before, held, after)
 	for _, f := range before {
 		if !slices.Contains(held, f) {
@@ -107,21 +107,6 @@ func TestIterator_Refresh_ReleasesTables(t *testing.T) {
 		t.Fatalf("%d tables before the compaction, %d after Refresh; want 2 and 1", len(before), len(after))
 	}
 	wantKeys(t, "refreshed", scanPairs(t, it), "a=1 b=1")
-}
-
-// tableFiles lists the store's tables.
-func tableFiles(t *testing.T, fs vfs.FS) []string {
-	t.Helper()
-	names, err := fs.List("db")
-	must(t, err)
-	var tables []string
-	for _, n := range names {
-		if strings.HasSuffix(n, ".sst") {
-			tables = append(tables, n)
-		}
-	}
-	slices.Sort(tables)
-	return tables
 }
 
 // TestIterator_Refresh_Snapshot checks that an iterator over a snapshot

@@ -50,7 +50,13 @@ func (m *memTable) logNum() base.FileNum {
 	return m.logs[0]
 }
 
+// empty reports whether no entry is inserted in m yet.
 func (m *memTable) empty() bool { return m.Len() == 0 }
+
+// holdsWrites reports whether m holds a write: inserted, or reserved
+// (batchBytes counts it from then on) and still to be inserted. Read
+// batchBytes' way: under the commit pipeline's mu while m is mutable.
+func (m *memTable) holdsWrites() bool { return !m.empty() || m.batchBytes > 0 }
 
 // reserve counts a batch of n bytes, whose last sequence number is
 // lastSeq, as the memtable's, and its writer as one to wait for (see

@@ -89,13 +89,5 @@ func (r *Reader) HoldFilter(f *Filter) (replaced bool) {
 	r.filterMu.Lock()
 	defer r.filterMu.Unlock()
 	fb := f.fb
-	old := r.filter.Swap(&fb)
-	if r.unreserveFilter != nil {
-		r.unreserveFilter()
-		r.unreserveFilter = nil
-	}
-	if c := r.opts.Cache; c != nil {
-		r.unreserveFilter = c.Reserve(filterMemSize(&fb))
-	}
-	return old != nil
+	return r.setFilterLocked(&fb, true) != nil
 }

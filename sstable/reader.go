@@ -40,16 +40,19 @@ type Reader struct {
 	blocks        []blockRef
 	indexPrefixes []uint64
 
-	// filter is the table's filter block while held (see LoadFilter and
-	// DropFilter); nil when not held or not usable. filterPolicy is set
-	// when the table's filter is usable, held or not.
+	// filter is the filter block lookups ask while one is held (see
+	// LoadFilter, DropFilter and HoldFilter); nil when none is held.
+	// filterPolicy is set when the table's filter is usable, held or not.
 	filter       atomic.Pointer[filterBlock]
 	filterPolicy bloompolicy.FilterPolicy
 	filterHandle BlockHandle // zero when the table has no filter block
 	// filterSkipped says the table has a filter the reader cannot use
 	// (see LookupStats.FilterSkipped).
 	filterSkipped bool
-	filterMu      sync.Mutex // serialises LoadFilter and DropFilter
+	filterMu      sync.Mutex // serialises the swaps of filter (setFilterLocked)
+	// filterBuilt says the filter held was built by BuildFilter, not
+	// read from the table. Under filterMu.
+	filterBuilt bool
 	// unreserveFilter gives back the cache reservation of the filter
 	// held; nil when none is held or there is no cache.
 	unreserveFilter func()

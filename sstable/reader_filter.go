@@ -72,28 +72,27 @@ func (r *Reader) HasFilter() bool { return r.filterPolicy != nil }
 // lookups.
 func (r *Reader) FilterHeld() bool { return r.filter.Load() != nil }
 
-// LoadFilter reads the table's filter block into memory, so that lookups
-// ask it again, and reports whether it did: false when the filter is
-// already held or the table has no usable filter. A corrupt filter block
-// gives an error wrapping ErrCorruption; the table is then still read
-// without it.
+// LoadFilter reads the table's own filter block into memory, in place of
+// a filter held by HoldFilter if any, so that lookups ask it again, and
+// reports whether it did: false when the table's own filter is already
+// held or the table has no usable filter. Lookups ask the filter held
+// until the table's own replaces it, never none. A corrupt filter block
+// gives an error wrapping ErrCorruption; the table then keeps the filter
+// it held, if any, and is read without one otherwise.
 func (r *Reader) LoadFilter() (loaded bool, err error) {
 	if r.filterPolicy == nil {
 		return false, nil
 	}
 	r.filterMu.Lock()
 	defer r.filterMu.Unlock()
-	if r.filter.Load() != nil {
+	if r.filter.Load() != nil && !r.filterBuilt {
 		return false, nil
 	}
 	fb, err := r.decodeFilter()
 	if err != nil {
 		return false, err
 	}
-	if c := r.opts.Cache; c != nil {
-		r.unreserveFilter = c.Reserve(filterMemSize(fb))
-	}
-	r.filter.Store(fb)
+	r.setFilterLocked(fb, false)
 	return true, nil
 }
 
@@ -103,12 +102,22 @@ func (r *Reader) LoadFilter() (loaded bool, err error) {
 func (r *Reader) DropFilter() (dropped bool) {
 	r.filterMu.Lock()
 	defer r.filterMu.Unlock()
-	if r.filter.Swap(nil) == nil {
-		return false
-	}
+	return r.setFilterLocked(nil, false) != nil
+}
+
+// setFilterLocked makes fb the filter lookups ask (nil: none) in one
+// swap, built saying whether BuildFilter built it, moves the cache
+// reservation from the filter held to fb, and returns the filter fb
+// replaced. r.filterMu is held.
+func (r *Reader) setFilterLocked(fb *filterBlock, built bool) (old *filterBlock) {
+	old = r.filter.Swap(fb)
+	r.filterBuilt = built
 	if r.unreserveFilter != nil {
 		r.unreserveFilter()
 		r.unreserveFilter = nil
 	}
-	return true
+	if c := r.opts.Cache; c != nil && fb != nil {
+		r.unreserveFilter = c.Reserve(filterMemSize(fb))
+	}
+	return old
 }

@@ -3,6 +3,8 @@ package sstable
 import (
 	"fmt"
 	"testing"
+
+	"github.com/bloomkv/bloomkv/bloompolicy"
 )
 
 // TestReader_DropFilter_LoadFilter drops a table's filter and loads it
@@ -59,5 +61,49 @@ func TestReader_DropFilter_LoadFilter(t *testing.T) {
 	}
 	if checked < 500 {
 		t.Fatalf("checked %d present keys", checked)
+	}
+}
+
+// TestReader_LoadFilter_InPlaceOfBuilt: LoadFilter replaces a filter held
+// by HoldFilter with the table's own in one step (the reservation follows
+// it), loads nothing while the own one is held, and HoldFilter replaces
+// the own one in turn.
+func TestReader_LoadFilter_InPlaceOfBuilt(t *testing.T) {
+	entries := randomEntries(seedRNG(t), 500)
+	data := buildBytes(t, entries, WriterOptions{BlockSize: 256, FilterPolicy: hashSetPolicy{}})
+	c := NewCache(1 << 20)
+	r := openTable(t, data, ReaderOptions{Cache: c, FileNum: 1, Filters: filters(hashSetPolicy{}), DeferFilter: true})
+	base := c.Metrics().Reserved
+	p, err := bloompolicy.NewBitsPerKey(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := r.BuildFilter(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := 0
+	for round := range 2 {
+		if replaced := r.HoldFilter(f); replaced != (round == 1) {
+			t.Fatalf("round %d: HoldFilter replaced %v", round, replaced)
+		}
+		built := r.filter.Load()
+		if loaded, err := r.LoadFilter(); !loaded || err != nil {
+			t.Fatalf("round %d: LoadFilter in place of a built filter: %v, %v", round, loaded, err)
+		}
+		own := r.filter.Load()
+		if own == nil || own == built || own.policy != (hashSetPolicy{}) {
+			t.Fatalf("round %d: held %p (built %p), policy %v", round, own, built, own.policy)
+		}
+		if got, want := c.Metrics().Reserved, base+reservedShares(filterMemSize(own)); got != want {
+			t.Fatalf("round %d: own filter held: reserved %d, want %d", round, got, want)
+		}
+		if loaded, _ := r.LoadFilter(); loaded || r.filter.Load() != own {
+			t.Fatalf("round %d: LoadFilter loaded again over the own filter", round)
+		}
+		steps++
+	}
+	if steps != 2 {
+		t.Fatalf("%d rounds ran", steps)
 	}
 }

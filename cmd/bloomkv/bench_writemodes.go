@@ -124,7 +124,7 @@ func writeModeRows(results []bench.WriteModeResult) []writeModeRow {
 func perSet(rounds []time.Duration, n int) []jsonFloat {
 	out := make([]jsonFloat, len(rounds))
 	for i, d := range rounds {
-		out[i] = jsonFloat(ratio(float64(d.Nanoseconds()), float64(n)))
+		out[i] = jsonFloat(bench.NsPerWrite(d, n))
 	}
 	return out
 }

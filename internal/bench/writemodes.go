@@ -95,10 +95,19 @@ func (r WriteModeResult) NsPerSyncSet() float64 { return bestPer(r.Sync, r.SyncK
 
 // bestPer returns the shortest of rounds in ns per one of n writes.
 func bestPer(rounds []time.Duration, n int) float64 {
-	if len(rounds) == 0 || n <= 0 {
+	if len(rounds) == 0 {
 		return math.NaN()
 	}
-	return float64(slices.Min(rounds).Nanoseconds()) / float64(n)
+	return NsPerWrite(slices.Min(rounds), n)
+}
+
+// NsPerWrite returns d in nanoseconds per one of n writes (NaN when n is
+// not positive).
+func NsPerWrite(d time.Duration, n int) float64 {
+	if n <= 0 {
+		return math.NaN()
+	}
+	return float64(d.Nanoseconds()) / float64(n)
 }
 
 // RunWriteModes fills a fresh store of each mode in dir (on fs, which

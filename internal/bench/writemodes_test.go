@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bloomkv/bloomkv/kv"
 	"github.com/cockroachdb/pebble"
@@ -134,5 +135,20 @@ func TestWriteModeResult_NoRounds(t *testing.T) {
 	r := WriteModeResult{Keys: 10, SyncKeys: 10}
 	if !math.IsNaN(r.NsPerSet()) || !math.IsNaN(r.NsPerSyncSet()) {
 		t.Errorf("no rounds: %v, %v ns per Set, want NaN", r.NsPerSet(), r.NsPerSyncSet())
+	}
+}
+
+// TestNsPerWrite: a duration per write, NaN with no writes; the best
+// round's per-Set figure is the shortest round's.
+func TestNsPerWrite(t *testing.T) {
+	if got := NsPerWrite(3*time.Millisecond, 1000); got != 3000 {
+		t.Errorf("3ms over 1000 writes: %v ns each, want 3000", got)
+	}
+	if got := NsPerWrite(time.Second, 0); !math.IsNaN(got) {
+		t.Errorf("no writes: %v ns each, want NaN", got)
+	}
+	r := WriteModeResult{NoSync: []time.Duration{5 * time.Millisecond, 2 * time.Millisecond}, Keys: 1000}
+	if got := r.NsPerSet(); got != 2000 {
+		t.Errorf("best of 5ms and 2ms over 1000 Sets: %v ns each, want 2000", got)
 	}
 }
