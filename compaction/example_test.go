@@ -56,19 +56,9 @@ func ExampleRun() {
 // threshold: all three overlapping L0 tables go down, with the L1 table
 // under them.
 func ExamplePicker_Pick() {
-	table := func(n compaction.FileNum, smallest, largest string, seq compaction.SeqNum) *compaction.FileMetadata {
-		return &compaction.FileMetadata{
-			FileNum:        n,
-			Size:           1 << 20,
-			Smallest:       sstable.MakeInternalKey([]byte(smallest), seq, sstable.KindSet),
-			Largest:        sstable.MakeInternalKey([]byte(largest), seq, sstable.KindSet),
-			SmallestSeqNum: seq,
-			LargestSeqNum:  seq,
-		}
-	}
 	var levels [compaction.NumLevels][]*compaction.FileMetadata
-	levels[0] = []*compaction.FileMetadata{table(7, "c", "f", 30), table(5, "a", "d", 10), table(6, "b", "e", 20)}
-	levels[1] = []*compaction.FileMetadata{table(2, "a", "c", 1), table(3, "x", "z", 2)}
+	levels[0] = []*compaction.FileMetadata{exampleTable(7, "c", "f", 30), exampleTable(5, "a", "d", 10), exampleTable(6, "b", "e", 20)}
+	levels[1] = []*compaction.FileMetadata{exampleTable(2, "a", "c", 1), exampleTable(3, "x", "z", 2)}
 	v, err := compaction.NewVersion(nil, levels)
 	if err != nil {
 		log.Fatal(err)
@@ -87,18 +77,8 @@ func ExamplePicker_Pick() {
 // threshold, so L0 settles: both tables go down together, into the base
 // level, L6 while nothing lies below L0.
 func ExamplePicker_PickOrSettle() {
-	table := func(n compaction.FileNum, smallest, largest string, seq compaction.SeqNum) *compaction.FileMetadata {
-		return &compaction.FileMetadata{
-			FileNum:        n,
-			Size:           1 << 20,
-			Smallest:       sstable.MakeInternalKey([]byte(smallest), seq, sstable.KindSet),
-			Largest:        sstable.MakeInternalKey([]byte(largest), seq, sstable.KindSet),
-			SmallestSeqNum: seq,
-			LargestSeqNum:  seq,
-		}
-	}
 	var levels [compaction.NumLevels][]*compaction.FileMetadata
-	levels[0] = []*compaction.FileMetadata{table(5, "a", "d", 10), table(6, "b", "e", 20)}
+	levels[0] = []*compaction.FileMetadata{exampleTable(5, "a", "d", 10), exampleTable(6, "b", "e", 20)}
 	v, err := compaction.NewVersion(nil, levels)
 	if err != nil {
 		log.Fatal(err)
@@ -109,4 +89,17 @@ func ExamplePicker_PickOrSettle() {
 	// Output:
 	// Pick: <nil>
 	// PickOrSettle: L0->L6 [000005 000006] + [] range [a, e]
+}
+
+// exampleTable is the metadata of a 1 MiB table n holding keys smallest
+// to largest, all at sequence number seq: the Picker examples' tables.
+func exampleTable(n compaction.FileNum, smallest, largest string, seq compaction.SeqNum) *compaction.FileMetadata {
+	return &compaction.FileMetadata{
+		FileNum:        n,
+		Size:           1 << 20,
+		Smallest:       sstable.MakeInternalKey([]byte(smallest), seq, sstable.KindSet),
+		Largest:        sstable.MakeInternalKey([]byte(largest), seq, sstable.KindSet),
+		SmallestSeqNum: seq,
+		LargestSeqNum:  seq,
+	}
 }

@@ -81,8 +81,15 @@ func l0ReadAmp(v *manifest.Version, cmp base.Compare, busy map[*manifest.FileMet
 // whose flushes are split narrow piles up many tables of low read
 // amplification, and compacting them late would make one huge backlog.
 func (p *Picker) l0Score(l0 l0Stats) float64 {
-	amp := float64(l0.readAmp) / float64(p.opts.L0CompactionThreshold)
-	return max(amp, float64(l0.free)/float64(p.opts.L0CompactionFileThreshold))
+	amp, count := p.l0ScoreTerms(l0)
+	return max(amp, count)
+}
+
+// l0ScoreTerms returns the two terms of l0Score: by read amplification,
+// by table count.
+func (p *Picker) l0ScoreTerms(l0 l0Stats) (amp, count float64) {
+	return float64(l0.readAmp) / float64(p.opts.L0CompactionThreshold),
+		float64(l0.free) / float64(p.opts.L0CompactionFileThreshold)
 }
 
 // PickSettle returns the compaction of L0 a store whose writes have
@@ -141,8 +148,7 @@ func (p *Picker) cheaperInL0(v *manifest.Version, c *Compaction, l0 l0Stats) *Co
 	if c == nil {
 		return nil
 	}
-	amp, count := l0.readAmp, l0.free
-	if amp < 2 || float64(amp)/float64(p.opts.L0CompactionThreshold) < float64(count)/float64(p.opts.L0CompactionFileThreshold) {
+	if amp, count := p.l0ScoreTerms(l0); l0.readAmp < 2 || amp < count {
 		return c
 	}
 	if in := p.settleInL0(v, c); in != nil {
@@ -201,11 +207,12 @@ func l0SeqDisjoint(v *manifest.Version, cmp base.Compare, inputs []*manifest.Fil
 // every free L0 table holding the user key where L0 is deepest, with the
 // older L0 tables they overlap (l0Closure). Of points equally deep, the
 // one whose oldest table is oldest goes first. A point whose column is
-// blocked gives way to the next point outside it. The column's key range then grows to the
-// boundaries of the base-level tables under it, and the L0 tables inside
-// that range join when they pull in no more of the base level (see
-// expandInputs), so one L0 compaction takes the part of L0 above a few
-// base-level tables, not all of L0 with all of the base level.
+// blocked gives way to the next point outside it. The column's key range
+// then grows to the boundaries of the base-level tables under it, and
+// the L0 tables inside that range join when they pull in no more of the
+// base level (see expandInputs), so one L0 compaction takes the part of
+// L0 above a few base-level tables, not all of L0 with all of the base
+// level.
 func (p *Picker) pickColumn(s *pickPass) *Compaction {
 	v, baseLevel, busy, inProgress := s.v, s.shape.BaseLevel, s.busy, s.inProgress
 	cmp := p.cmp.Compare
