@@ -224,6 +224,18 @@ func (h *filterHolder) filterState(f *manifest.FileMetadata, e *tableEntry) tabl
 		heldBuilt: e.heldBuilt, ownUsable: e.reader.HasFilter()}
 }
 
+// filterStates returns what each table of v holds (filterState), open
+// ones from their entries in open.
+func (h *filterHolder) filterStates(v *manifest.Version, open map[base.FileNum]*tableEntry) map[base.FileNum]tableFilterState {
+	states := map[base.FileNum]tableFilterState{}
+	for _, files := range v.Levels {
+		for _, f := range files {
+			states[f.FileNum] = h.filterState(f, open[f.FileNum])
+		}
+	}
+	return states
+}
+
 // lookupsServed asks for a pass, when there is a cap: the store has
 // served filterPassLookups more lookups since the last one asked for so,
 // so that a store whose tree does not change still follows its workload.
@@ -320,10 +332,9 @@ func (h *filterHolder) rebalance(must bool) {
 	// the filters as built, a few times.
 	for round := 0; round < followRounds; round++ {
 		builds := h.builds.Load()
-		plans, notHeld := planFilters(v, misses, perTable, h.cap, d.opts.BlockSize, h.blockOverhead(), func(f *manifest.FileMetadata) tableFilterState {
-			return h.filterState(f, open[f.FileNum])
-		})
-		if round == 0 && !must && !h.worthFollowing(v, plans, perTable, open) {
+		states := h.filterStates(v, open)
+		plans, notHeld := planFilters(v, misses, perTable, h.cap, d.opts.BlockSize, h.blockOverhead(), states)
+		if round == 0 && !must && !worthFollowing(v, plans, perTable, states) {
 			return
 		}
 		h.plans.Store(&plans)
@@ -339,13 +350,13 @@ func (h *filterHolder) rebalance(must bool) {
 const followRounds = 3
 
 // worthFollowing reports whether holding what plans says rather than what
-// the open tables hold would cut the expected wasted reads per lookup,
+// the tables hold (states) would cut the expected wasted reads per lookup,
 // by the traffic model's weights of each table (perTable) and the rate
 // model, by at least filterReplanGain. Building filters reads whole
 // tables: for a workload that drifts a little it is not worth it, for
 // one that has changed it is.
-func (h *filterHolder) worthFollowing(v *manifest.Version, plans map[base.FileNum]tablePlan,
-	perTable map[base.FileNum]float64, open map[base.FileNum]*tableEntry) bool {
+func worthFollowing(v *manifest.Version, plans map[base.FileNum]tablePlan,
+	perTable map[base.FileNum]float64, states map[base.FileNum]tableFilterState) bool {
 	if perTable == nil {
 		return false // no lookups counted yet: the plan is the last one's
 	}
@@ -353,7 +364,7 @@ func (h *filterHolder) worthFollowing(v *manifest.Version, plans map[base.FileNu
 	for _, files := range v.Levels {
 		for _, f := range files {
 			w := perTable[f.FileNum]
-			held += w * bloompolicy.ModelFPR(h.filterState(f, open[f.FileNum]).heldBits)
+			held += w * bloompolicy.ModelFPR(states[f.FileNum].heldBits)
 			planned += w * bloompolicy.ModelFPR(plans[f.FileNum].bits)
 		}
 	}

@@ -74,7 +74,8 @@ type planCandidate struct {
 // planFilters returns, for each table of v, the filter it holds under cap
 // bytes, and the number of tables that then hold none though the
 // allocation gave them bits or they carry a filter. misses is the
-// traffic model's (nil: Monkey's rule); state tells of each table.
+// traffic model's (nil: Monkey's rule); states holds what each table
+// holds (filterHolder.filterStates).
 //
 // The allocation's budget is the cap less the filter blocks' estimated
 // bookkeeping, but what the plan then spends differs from it: each
@@ -88,13 +89,11 @@ type planCandidate struct {
 // it. Should none fit, the filters that save the fewest reads per byte
 // are left out or shrunk.
 func planFilters(v *manifest.Version, misses *[manifest.NumLevels]float64, perTable map[base.FileNum]float64,
-	cap int64, blockSize int, perBlock float64, state func(*manifest.FileMetadata) tableFilterState) (map[base.FileNum]tablePlan, int64) {
+	cap int64, blockSize int, perBlock float64, states map[base.FileNum]tableFilterState) (map[base.FileNum]tablePlan, int64) {
 	runs, runOf, _, budget := capRuns(v, misses, perTable, cap, blockSize, perBlock, nil)
-	states := map[base.FileNum]tableFilterState{}
 	var entries int64
 	for _, files := range v.Levels {
 		for _, f := range files {
-			states[f.FileNum] = state(f)
 			entries += int64(f.NumEntries)
 		}
 	}
