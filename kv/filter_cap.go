@@ -480,7 +480,7 @@ func (h *filterHolder) fillRoom(entries []*tableEntry, plans map[base.FileNum]ta
 				break
 			}
 			excess := size - (h.cap - h.held.Load() + s.heldBytes)
-			bits -= max(math.Ceil(8*float64(excess)/float64(e.entries)*bitSteps)/bitSteps, 1.0/bitSteps)
+			bits -= max(ceilBits(8*float64(excess)/float64(e.entries)), 1.0/bitSteps)
 		}
 	}
 }

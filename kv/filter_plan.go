@@ -435,6 +435,9 @@ const bitSteps = 16
 // floorBits rounds bits per key down to a step.
 func floorBits(bits float64) float64 { return math.Floor(bits*bitSteps) / bitSteps }
 
+// ceilBits rounds bits per key up to a step.
+func ceilBits(bits float64) float64 { return math.Ceil(bits*bitSteps) / bitSteps }
+
 // filterBlockOverhead and filterTableOverhead are the bytes a table's
 // filter block takes beyond its filters' nominal bits per key, per data
 // block (each filter's rounding to whole bytes, its trailer byte, its
