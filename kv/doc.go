@@ -30,8 +30,11 @@
 // which stops writes as a failed write would (never SIGBUS). The cost:
 // each WAL file takes a chunk of disk at once (zeros past its last
 // record, which recovery reads as its end), a chunk of address space
-// while it is written, and a page fault per page of WAL. Sync writes
-// sync the file with fdatasync, which covers the mapped pages. A WAL a
+// while it is written, and a page fault per page of WAL. A Sync write's
+// record is not copied: the writers waiting for a sync write theirs with
+// one write(2), a store into the pages the last sync cleaned would
+// fault, and the records behind one not yet written follow it, so the
+// file fills in order. fdatasync covers the mapped pages too. A WAL a
 // memtable switch (or Close) retires is unmapped before its last sync,
 // which then writes back plain page-cache pages, as a written WAL's is:
 // syncing pages still mapped costs the kernel a write-protection of each,

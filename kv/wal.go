@@ -43,10 +43,11 @@ type walWriter struct {
 	flusher *walFlusher
 	// sink makes records durable as each writer requires (wal_sink.go).
 	sink *walSink
-	// direct is the mapped space w writes into itself, nil if w does
-	// not: then a record is written once append returns, and only a sync
-	// remains to wait for.
+	// direct is the mapped space w copies records into itself, through
+	// route, nil if it does not: then a record is written by its writer
+	// in sink.wait (or by the flusher), and a Sync write waits for its sync.
 	direct *walMmapWriter
+	route  *walRoute
 	// ends holds the stream offset at which the record being appended
 	// ends, for the flusher's loss bound; reused.
 	ends []int64
@@ -94,10 +95,12 @@ func (d *DB) newWALWriter(num base.FileNum, name string, f vfs.File, dst io.Writ
 	case ok:
 		// A record copied into the mapping is in the page cache: written,
 		// as the default mode promises, without a system call. So the
-		// record writer copies into it directly, in append, and the sink
-		// only syncs.
+		// record writer copies into it directly, in append, through a
+		// route that sends a Sync write's record, and those behind a
+		// record not yet in the file, to the sink instead.
 		l.direct = mapped
-		out = l.space
+		l.route = &walRoute{direct: mapped, sink: l.sink, off: size}
+		out = l.route
 	}
 	if recyclable {
 		l.w = record.NewRecyclableWriterAt(out, size, uint32(num))
@@ -110,41 +113,72 @@ func (d *DB) newWALWriter(num base.FileNum, name string, f vfs.File, dst io.Writ
 // append adds batch as one record and hands it on: to the sink's buffer,
 // for the writer to wait for it there (sink.wait), into the mapped file
 // itself when direct, or with BackgroundWALWrites to the flusher, waiting
-// as its loss bound requires.
-// It returns the stream offset at which the record ends. The commit
-// pipeline calls it under its mu, in sequence order.
+// as its loss bound requires. It returns the stream offset at which the
+// record ends, and whether the record was copied into the mapping, so
+// that its writer has nothing to wait for. The commit pipeline calls it
+// under its mu, in sequence order.
 //
-// In direct mode a Sync write's record is written with pwrite(2), not
-// copied into the mapping: a sync leaves the file's pages clean and
-// write-protected, and the next store through the mapping to each of them
-// faults to make it writable again (and, on ext4, to start a journal
-// handle), a cost per Sync write that write(2) into the same page cache
-// does not pay. Both reach the same pages.
-func (l *walWriter) append(batch []byte, sync bool, m *dbMetrics) (int64, error) {
-	if mw := l.direct; mw != nil {
-		mw.pwrite = sync
-		defer func() { mw.pwrite = false }()
+// In direct mode a Sync write's record goes to the sink, whose writer
+// writes it with pwrite(2), together with the records of every other
+// writer waiting, before the sync they share: a sync leaves the file's
+// pages clean and write-protected, and a store through the mapping to
+// each of them then faults to make it writable again (and, on ext4, to
+// start a journal handle), a cost per Sync write that one write(2) into
+// the same page cache pays once per group. The records appended while
+// the sink holds bytes not yet in the file go to the sink too, so the
+// file is written in stream order (see walRoute).
+func (l *walWriter) append(batch []byte, sync bool, m *dbMetrics) (end int64, copied bool, err error) {
+	if r := l.route; r != nil {
+		r.toSink, r.routed = sync, false
 	}
 	if _, err := l.w.WriteRecord(batch); err != nil {
-		return 0, fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
+		return 0, false, fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
 	}
 	if err := l.w.Flush(); err != nil {
-		return 0, fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
+		return 0, false, fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
 	}
-	end := l.w.Size()
+	end = l.w.Size()
 	m.walBytesIn.Add(int64(len(batch)))
-	if l.direct != nil {
+	if l.route != nil && !l.route.routed {
 		m.walWrites.Add(1) // copied into the file's pages
+		copied = true
 	}
 	if l.flusher != nil {
 		l.ends = append(l.ends[:0], end)
 		if err := l.flusher.commit(l.ends); err != nil {
-			return 0, err
+			return 0, false, err
 		}
 		l.sink.handedOn(end)
 		m.walWrites.Add(1)
 	}
-	return end, nil
+	return end, copied, nil
+}
+
+// walRoute is the output of a mapped WAL's record writer. It copies the
+// bytes into the mapping while the sink holds nothing that is not in the
+// file yet, and hands them to the sink otherwise, or when toSink is set:
+// once a record waits in the sink for its writer, every record after it
+// follows it there, so that the file is written in stream order and no
+// record is in the file before one that precedes it. The commit pipeline
+// uses it under its mu.
+type walRoute struct {
+	direct *walMmapWriter
+	sink   *walSink
+	// off is the stream offset of the next byte.
+	off int64
+	// toSink sends the bytes to the sink whatever it holds; routed is
+	// set once a Write has sent bytes there.
+	toSink, routed bool
+}
+
+func (r *walRoute) Write(p []byte) (int, error) {
+	off := r.off
+	r.off += int64(len(p))
+	if r.toSink || !r.sink.idle.Load() {
+		r.routed = true
+		return r.sink.writeAt(p, off)
+	}
+	return r.direct.Write(p)
 }
 
 // writeOut writes data, the sink's buffered bytes, to the file, and then,
@@ -152,7 +186,11 @@ func (l *walWriter) append(batch []byte, sync bool, m *dbMetrics) (int64, error)
 // byte handed to it. Only the sink's writer of the moment calls it.
 func (l *walWriter) writeOut(data []byte, sync bool) error {
 	if len(data) > 0 {
-		if _, err := l.space.Write(data); err != nil {
+		write := l.space.Write
+		if l.direct != nil {
+			write = l.direct.writeThrough
+		}
+		if _, err := write(data); err != nil {
 			return fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
 		}
 	}
@@ -204,6 +242,9 @@ func (l *walWriter) close() error {
 		return nil
 	}
 	l.closed = true
+	if l.route != nil {
+		l.route.toSink = true // written with the sync below, not mapped
+	}
 	err := l.w.Flush()
 	if err == nil && l.direct != nil {
 		err = l.space.close() // see above; the close below does nothing more

@@ -107,10 +107,7 @@ type walMmapWriter struct {
 	// pf faults the pages ahead of the writes in, writable, from its
 	// own goroutine (see prefaulter).
 	pf *prefaulter
-	// pwrite makes Write write with pwrite(2), not through the
-	// mapping: for a Sync write's record (see walWriter.append).
-	// pwrites counts those writes.
-	pwrite  bool
+	// pwrites counts the writes of writeThrough.
 	pwrites int64
 }
 
@@ -251,14 +248,7 @@ func (w *walMmapWriter) Write(p []byte) (int, error) {
 				return written, err
 			}
 		}
-		var n int
-		var err error
-		if w.pwrite {
-			n, err = w.file.WriteAt(p[:min(len(p), int(w.mapOff+int64(len(w.mapped))-w.off))], w.off)
-			w.pwrites++
-		} else {
-			n, err = w.copyIn(p)
-		}
+		n, err := w.copyIn(p)
 		written += n
 		w.off += int64(n)
 		if err != nil {
@@ -269,6 +259,20 @@ func (w *walMmapWriter) Write(p []byte) (int, error) {
 	w.fill.off, w.fill.filled = w.off, max(w.fill.filled, w.off)
 	w.pf.ask(w.off)
 	return written, nil
+}
+
+// writeThrough writes p at the next offset with pwrite(2), not through
+// the mapping: the sink's writes (see walWriter.append), which close's
+// may follow once the mapping is gone. pwrite extends the file past its
+// allocated space, if it must, as any write does.
+func (w *walMmapWriter) writeThrough(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n, err := w.file.WriteAt(p, w.off)
+	w.pwrites++
+	w.off += int64(n)
+	w.fill.off, w.fill.filled = w.off, max(w.fill.filled, w.off)
+	return n, err
 }
 
 // copyInPiece bounds the bytes copyIn stores with one copy.

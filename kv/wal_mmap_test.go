@@ -362,3 +362,60 @@ func TestWALMmap_UnmappedBeforeLastSync(t *testing.T) {
 	defer d.Close()
 	checkMapped(t, d, 10)
 }
+
+// TestWALMmap_SyncRecordsThroughSink checks how a mapped WAL routes its
+// records: a NoSync record is copied into the mapping, a Sync record
+// goes to the sink, and so does every record appended while the sink
+// holds one unwritten, so that the file is written in stream order. The
+// sink's writer then writes them all with one pwrite(2) before its sync.
+func TestWALMmap_SyncRecordsThroughSink(t *testing.T) {
+	d := openMapped(t, t.TempDir(), false)
+	defer d.Close()
+	name := filepath.Join(t.TempDir(), "000001.log")
+	f, err := vfs.Default.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := d.newWALWriter(1, name, f, f, 0, 0, true)
+	if l.direct == nil {
+		l.abandon()
+		t.Skipf("no mapped WAL here: writer %T", l.space)
+	}
+	var m dbMetrics
+	appendRec := func(i int, sync, wantCopied bool) int64 {
+		t.Helper()
+		end, copied, err := l.append(testRecord(i), sync, &m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if copied != wantCopied {
+			t.Fatalf("record %d (sync %v): copied into the mapping %v, want %v", i, sync, copied, wantCopied)
+		}
+		return end
+	}
+	appendRec(0, false, true)
+	appendRec(1, true, false)
+	end := appendRec(2, false, false) // behind record 1, unwritten
+	if l.direct.pwrites != 0 {
+		t.Fatalf("%d pwrites before the sink wrote, want 0", l.direct.pwrites)
+	}
+	if err := l.sink.wait(end, true); err != nil {
+		t.Fatal(err)
+	}
+	if l.direct.pwrites != 1 {
+		t.Fatalf("%d pwrites for records 1 and 2, want 1", l.direct.pwrites)
+	}
+	appendRec(3, false, true) // nothing unwritten: mapped again
+	if err := l.close(); err != nil {
+		t.Fatal(err)
+	}
+	recs := readLog(t, name)
+	if len(recs) != 4 {
+		t.Fatalf("%d records read back, want 4", len(recs))
+	}
+	for i, rec := range recs {
+		if !bytes.Equal(rec, testRecord(i)) {
+			t.Fatalf("record %d reads back as %.40q", i, rec)
+		}
+	}
+}

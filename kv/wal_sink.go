@@ -3,6 +3,7 @@ package kv
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // walSink makes a WAL's records durable as their writers require, for
@@ -21,9 +22,12 @@ import (
 // runs are covered by the next, all together.
 //
 // Where the WAL is memory-mapped (wal_mmap.go), the record writer copies
-// each record into the file's pages itself, under the pipeline's mu: the
-// record is written once appended, and the sink only serves Sync writers
-// (walWriter.direct).
+// each NoSync record into the file's pages itself, under the pipeline's
+// mu, while the sink holds nothing unwritten: the record is written once
+// appended. A Sync record goes to the sink, and so does every record
+// appended while one is there, unwritten (walRoute): the sink then
+// writes them to the file with pwrite(2), as above, where a store into
+// the pages a sync just cleaned would fault.
 //
 // With Options.BackgroundWALWrites the records go to the WAL's flusher
 // instead, and count as written once handed to it (the flusher writes
@@ -45,6 +49,10 @@ type walSink struct {
 	appended, written, synced, wantSync int64
 	busy                                bool  // a writer is writing or syncing
 	err                                 error // the first failed write or sync; sticky
+	// idle is set while every byte appended is written (written ==
+	// appended, and no error): a mapped WAL's route may then copy
+	// records into the file itself. Read without mu.
+	idle atomic.Bool
 	// syncWaiters counts the writers waiting for a sync; lastSyncGroup
 	// is how many the last sync had waiting.
 	syncWaiters, lastSyncGroup int
@@ -58,6 +66,7 @@ const maxSinkBuffer = 1 << 20
 func newWALSink(l *walWriter, size int64, m *dbMetrics) *walSink {
 	s := &walSink{l: l, m: m, appended: size, written: size, synced: -1, wantSync: -1}
 	s.cond.L = &s.mu
+	s.idle.Store(true)
 	return s
 }
 
@@ -67,11 +76,29 @@ func newWALSink(l *walWriter, size int64, m *dbMetrics) *walSink {
 func (s *walSink) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.writeLocked(p)
+}
+
+// writeAt buffers p, the bytes of a mapped WAL's stream from offset off
+// on: those before off, if the sink has not seen them, were copied into
+// the mapping while it held nothing unwritten, and are in the file. The
+// WAL's route calls it, under the pipeline's mu.
+func (s *walSink) writeAt(p []byte, off int64) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if off > s.appended {
+		s.appended, s.written = off, off
+	}
+	return s.writeLocked(p)
+}
+
+func (s *walSink) writeLocked(p []byte) (int, error) {
 	if s.err != nil {
 		return 0, s.err
 	}
 	s.buf = append(s.buf, p...)
 	s.appended += int64(len(p))
+	s.idle.Store(false)
 	return len(p), nil
 }
 
@@ -89,10 +116,11 @@ func (s *walSink) handedOn(end int64) {
 func (s *walSink) wait(end int64, sync bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.l.direct != nil {
-		// Records are written in order before their writers wait: all
-		// up to end are.
-		s.appended, s.written = max(s.appended, end), max(s.written, end)
+	if s.l.direct != nil && s.written == s.appended && end > s.appended {
+		// The records past those the sink took were copied into the
+		// mapping, with nothing unwritten before them: all up to end
+		// are in the file.
+		s.appended, s.written = end, end
 	}
 	if sync {
 		s.wantSync = max(s.wantSync, end)
@@ -146,6 +174,7 @@ func (s *walSink) writeOutLocked() {
 		s.err = err
 	} else {
 		s.written = max(s.written, target)
+		s.idle.Store(s.written == s.appended)
 		if sync {
 			s.synced = target
 			s.m.walSyncs.Add(1)

@@ -25,9 +25,9 @@ import (
 //     memtable takes concurrent inserts, and whichever writer finds its
 //     record not yet in the WAL file writes the buffer out for every
 //     writer queued so far (and syncs it, for all of them, when one asked
-//     to), while the others wait for it (see walSink). A mapped WAL's
-//     record is in the file already: only a Sync write waits, for the
-//     sync.
+//     to), while the others wait for it (see walSink). A NoSync record
+//     copied into a mapped WAL's file is written already, and its writer
+//     does not wait.
 //  3. Publish: the visible sequence number moves past a batch only once
 //     it and every batch before it are inserted, so readers never see a
 //     later write before an earlier one, and see a batch whole or not at
@@ -91,6 +91,10 @@ type writer struct {
 	log *walWriter
 	end int64
 	err error
+	// copied is set when the batch's record was copied into a mapped
+	// WAL's file: written, so only a sync could remain to wait for, and
+	// a Sync write's record never is (see walWriter.append).
+	copied bool
 	// ins is the writer's memtable inserter, whose hint serves the
 	// batch's ascending runs.
 	ins memtable.Inserter
@@ -223,7 +227,7 @@ func (p *commitPipeline) run(d *DB, w *writer) (err error) {
 		}
 	}()
 	defer mem.writers.Done()
-	if log.direct == nil || w.sync {
+	if !w.copied {
 		if err := log.sink.wait(end, w.sync); err != nil {
 			return fmt.Errorf("kv: WAL write failed, the DB accepts no more writes: %w", err)
 		}
@@ -334,13 +338,13 @@ func (p *commitPipeline) reserveLocked(d *DB, w *writer) (*memTable, *walWriter,
 		return nil, nil, 0, fmt.Errorf("%w: %d is the last sequence number", errSeqNumsExhausted, seq)
 	}
 	b.setSeqNum(seq + 1)
-	end, err := p.log.append(b.data, w.sync, &d.metrics)
+	end, copied, err := p.log.append(b.data, w.sync, &d.metrics)
 	if err != nil {
 		p.err = fmt.Errorf("kv: WAL write failed, the DB accepts no more writes: %w", err)
 		return nil, nil, 0, p.err
 	}
 	p.logSeq = seq + base.SeqNum(b.Count())
-	w.lastSeq = p.logSeq
+	w.lastSeq, w.copied = p.logSeq, copied
 	mem.reserve(len(b.data), p.logSeq)
 	return mem, p.log, end, nil
 }
