@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync/atomic"
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/record"
@@ -54,6 +55,9 @@ type walWriter struct {
 	// closed makes close idempotent: a failed rotation has closed the
 	// file already when Close comes to it.
 	closed bool
+	// retiring is set by close before its last sync: no record follows,
+	// so that sync zero-fills nothing ahead (see walPreallocWriter).
+	retiring atomic.Bool
 }
 
 // createWAL creates WAL num, in recyclable format, by recycling a flushed
@@ -202,8 +206,10 @@ func (l *walWriter) writeOut(data []byte, sync bool) error {
 			return err
 		}
 	}
-	if err := l.space.fillAhead(); err != nil {
-		return fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
+	if !l.retiring.Load() {
+		if err := l.space.fillAhead(); err != nil {
+			return fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
+		}
 	}
 	if err := l.file.SyncData(); err != nil {
 		return fmt.Errorf("kv: syncing WAL %s: %w", l.name, err)
@@ -242,6 +248,7 @@ func (l *walWriter) close() error {
 		return nil
 	}
 	l.closed = true
+	l.retiring.Store(true)
 	if l.route != nil {
 		l.route.toSink = true // written with the sync below, not mapped
 	}

@@ -419,3 +419,32 @@ func TestWALMmap_SyncRecordsThroughSink(t *testing.T) {
 		}
 	}
 }
+
+// TestWAL_RetiredWithoutFillAhead checks that the last sync of a WAL that
+// Close retires writes no zeros past its last record, as a sync of a WAL
+// still written does (see walPreallocWriter): no record follows them,
+// and the sync would write them back with the records.
+func TestWAL_RetiredWithoutFillAhead(t *testing.T) {
+	fs := vfs.NewMem()
+	d, err := Open("db", &Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := d.commit.log
+	for i := range 10 {
+		k, v := mmapTestKV(i)
+		if err := d.Set(k, v, NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := fs.Stat(fs.PathJoin("db", l.name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() != l.w.Size() {
+		t.Fatalf("retired WAL %s is %d bytes long, its records %d", l.name, st.Size(), l.w.Size())
+	}
+}

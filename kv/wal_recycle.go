@@ -127,8 +127,11 @@ func walPreallocSize(memTableSize int64) int64 {
 // PostgreSQL zero-fills its WAL segments): the syncs that follow then
 // have only data to write, the file's size and the allocation of its
 // blocks being recorded once, by the first. A recycled file needs none
-// until the WAL outgrows it. Recovery reads the zeros past the last
-// record as the end of the WAL.
+// until the WAL outgrows it, and the last sync of a WAL, when a memtable
+// switch or Close retires it, none at all: no record follows, and the
+// zeros would only add to what that sync writes back, on the writers'
+// path. Recovery reads the zeros past the last record as the end of the
+// WAL.
 type walPreallocWriter struct {
 	// mu orders Write and fillAhead: with BackgroundWALWrites the
 	// flusher writes while a Sync writer fills ahead.
