@@ -110,7 +110,12 @@
 // start), so appending to it neither grows the file nor allocates blocks,
 // and a Sync write's fdatasync writes little more than the data; the WAL
 // records carry their WAL's number, so recovery stops where a recycled
-// file's new records end. A new WAL's space is preallocated. Another compacts: it asks
+// file's new records end. A new WAL's space is preallocated. A flushed
+// memtable is kept too, once no read holds it (a read holds its read
+// state, and so the memtables it reads, until it is done): the next
+// switch empties it and writes into its memory, so a steady load
+// allocates no memtable memory for the garbage collector to track and
+// collect. Another compacts: it asks
 // the compaction picker what to do, merges the inputs into new tables of the
 // output level, and retires the inputs in the same MANIFEST edit. Input files
 // are deleted once no Version (held by reads, iterators and snapshots'

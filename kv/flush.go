@@ -135,6 +135,7 @@ func (d *DB) flushOneLocked() (err error) {
 	d.metrics.levels[0].bytesWritten.Add(written)
 	d.metrics.levels[0].bytesFlushed.Add(written)
 	d.retireWALs(mem.logs)
+	d.releaseMem(mem) // the DB's hold; flushEnd reads only its counts, under d.mu
 	d.mu.cond.Broadcast()
 	return nil
 }

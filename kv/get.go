@@ -25,20 +25,19 @@ func (d *DB) GetAppend(dst, key []byte) ([]byte, error) {
 	if err := d.checkOpen(); err != nil {
 		return dst, err
 	}
-	v, err := d.lookup(key, nil)
-	if err != nil {
-		return dst, err
-	}
-	return append(dst, v...), nil
+	return d.lookup(dst, key, nil)
 }
 
-// get is lookup, with the value copied for the caller to keep.
+// get is lookup into a new slice, for the caller to keep.
 func (d *DB) get(key []byte, snap *Snapshot) ([]byte, error) {
-	value, err := d.lookup(key, snap)
+	value, err := d.lookup(nil, key, snap)
 	if err != nil {
 		return nil, err
 	}
-	return append(make([]byte, 0, len(value)), value...), nil
+	if value == nil {
+		value = []byte{} // found, empty: not nil
+	}
+	return value, nil
 }
 
 // lookup looks key up as of the snapshot, or the current state when snap is
@@ -46,9 +45,11 @@ func (d *DB) get(key []byte, snap *Snapshot) ([]byte, error) {
 // source answers for its range tombstones too (a covered key comes back
 // found, as KindRangeDelete), so the first source that knows the key
 // decides: the sources below it hold only older versions and tombstones.
-// It counts what the lookup touched. The value it returns is immutable and
-// stays valid (see getFromTable), but belongs to the DB.
-func (d *DB) lookup(key []byte, snap *Snapshot) ([]byte, error) {
+// It counts what the lookup touched. It appends the value to dst, and
+// returns dst and ErrNotFound for a key not found. The copy is made
+// while the lookup holds its read state: a memtable's memory is reused
+// once no read state holds it.
+func (d *DB) lookup(dst, key []byte, snap *Snapshot) ([]byte, error) {
 	if key == nil {
 		key = []byte{} // nil is "unbounded" to key-range helpers
 	}
@@ -67,15 +68,15 @@ func (d *DB) lookup(key []byte, snap *Snapshot) ([]byte, error) {
 		var err error
 		value, kind, found, err = d.getFromTables(rs.current, key, seq)
 		if err != nil {
-			return nil, err
+			return dst, err
 		}
 	}
 	if !found || kind != base.KindSet {
 		// A tombstone, or a range tombstone covering the key
 		// (KindRangeDelete): the sources below it are older.
-		return nil, ErrNotFound
+		return dst, ErrNotFound
 	}
-	return value, nil
+	return append(dst, value...), nil
 }
 
 // readSeqNum returns the sequence number a read taken now sees: the

@@ -249,22 +249,68 @@ func TestManifest_Rollover(t *testing.T) {
 	}
 }
 
-// TestFlush_ReleasesMemTable checks that nothing keeps a memtable alive
-// once it has been flushed and no read uses it: its memory goes back to
-// the garbage collector before the next memtable fills.
-func TestFlush_ReleasesMemTable(t *testing.T) {
+// TestFlush_ReusesMemTable checks what becomes of a flushed memtable: once
+// no read holds it, the next memtable switch reuses it, emptied; while an
+// iterator holds it, it is neither reused nor reachable from the DB, and
+// when that iterator closes with a spare kept already, nothing keeps it
+// alive: its memory goes back to the garbage collector.
+func TestFlush_ReusesMemTable(t *testing.T) {
 	d, _ := openMem(t, &Options{DisableAutomaticCompactions: true})
 	defer mustClose(t, d)
-	if err := d.Set([]byte("k"), []byte("v"), NoSync); err != nil {
+	set := func(k string) {
+		t.Helper()
+		if err := d.Set([]byte(k), []byte("v"), NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flush := func() {
+		t.Helper()
+		if err := d.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mutable := func() *memTable {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return d.mu.mem
+	}
+	a := mutable()
+	set("a")
+	flush()
+	b := mutable()
+	if d.spareMem.Load() != a || b == a {
+		t.Fatal("the flushed memtable, which no read holds, is not kept for reuse")
+	}
+	set("b")
+	flush()
+	if mutable() != a || d.spareMem.Load() != b || a.Len() != 0 {
+		t.Fatalf("the switch did not reuse the kept memtable, emptied (%d entries)", a.Len())
+	}
+	// a is mutable again; an iterator holds it across its flush.
+	set("c")
+	it, err := d.NewIter(nil)
+	if err != nil {
 		t.Fatal(err)
 	}
 	freed := make(chan struct{})
-	d.mu.Lock()
-	runtime.AddCleanup(d.mu.mem, func(ch chan struct{}) { close(ch) }, freed)
-	d.mu.Unlock()
-	if err := d.Flush(); err != nil {
+	runtime.AddCleanup(a, func(ch chan struct{}) { close(ch) }, freed)
+	flush() // reuses b; a is held by it
+	set("d")
+	flush() // a new memtable; b is kept
+	if d.spareMem.Load() != b || mutable() == a {
+		t.Fatal("the memtable an iterator holds was reused")
+	}
+	var keys []string
+	for ok := it.First(); ok; ok = it.Next() {
+		keys = append(keys, string(it.Key())+"="+string(it.Value()))
+	}
+	if got := strings.Join(keys, " "); got != "a=v b=v c=v" {
+		t.Fatalf("the iterator over the held memtable reads %q, want a, b and c", got)
+	}
+	if err := it.Close(); err != nil {
 		t.Fatal(err)
 	}
+	a = nil
 	for range 100 {
 		runtime.GC()
 		select {
@@ -273,7 +319,7 @@ func TestFlush_ReleasesMemTable(t *testing.T) {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	t.Fatal("the flushed memtable is still reachable")
+	t.Fatal("the flushed memtable is still reachable, with a spare kept already")
 }
 
 // TestDB_Close_ReportsLeaks closes a DB with iterators and a snapshot

@@ -304,7 +304,12 @@ func (d *DB) Metrics() Metrics {
 	m := d.counterMetrics()
 	v := d.mu.versions.current
 	v.Ref()
-	mems := append([]*memTable{d.mu.mem}, d.mu.imm...)
+	// The memtables, read under d.mu: once flushed, a memtable is reused.
+	for _, mem := range append([]*memTable{d.mu.mem}, d.mu.imm...) {
+		m.MemTable.Count++
+		m.MemTable.Size += mem.Size()
+		m.WAL.Files += len(mem.logs)
+	}
 	m.Compact.InProgress = len(d.mu.compacting)
 	m.Snapshots = d.mu.snaps.count()
 	d.mu.Unlock()
@@ -318,7 +323,7 @@ func (d *DB) Metrics() Metrics {
 		TablesBuilt:   d.filterMem.built.Load(),
 		FiltersBuilt:  d.filterMem.builds.Load(),
 	}
-	d.shapeMetrics(&m, v, mems)
+	d.shapeMetrics(&m, v)
 	return m
 }
 
@@ -355,8 +360,8 @@ func (d *DB) counterMetrics() Metrics {
 	return m
 }
 
-// shapeMetrics fills in what Version v and memtables mems look like.
-func (d *DB) shapeMetrics(m *Metrics, v *manifest.Version, mems []*memTable) {
+// shapeMetrics fills in what Version v looks like.
+func (d *DB) shapeMetrics(m *Metrics, v *manifest.Version) {
 	scores := d.picker.Priorities(v)
 	m.Compact.BaseLevel = d.picker.Shape(v, nil).BaseLevel
 	m.Compact.EstimatedDebt = d.picker.Debt(v, nil)
@@ -370,11 +375,6 @@ func (d *DB) shapeMetrics(m *Metrics, v *manifest.Version, mems []*memTable) {
 			l.Keys += int64(f.NumEntries)
 			l.FilterBytes += int64(f.FilterBytes)
 		}
-	}
-	m.MemTable.Count = len(mems)
-	for _, mem := range mems {
-		m.MemTable.Size += mem.Size()
-		m.WAL.Files += len(mem.logs)
 	}
 }
 

@@ -44,6 +44,9 @@ type DB struct {
 	// openIters counts the iterators not yet closed, for Close to report
 	// the ones left open.
 	openIters atomic.Int64
+	// spareMem is a flushed memtable that nothing holds any more, kept
+	// for the next memtable switch to reuse (see releaseMem).
+	spareMem atomic.Pointer[memTable]
 
 	commit    commitPipeline
 	readState readStateHolder

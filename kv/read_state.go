@@ -33,12 +33,52 @@ type memTable struct {
 	// writers counts the writers that reserved room in the memtable and
 	// have not finished inserting: a flush waits for them.
 	writers sync.WaitGroup
+	// refs counts the holds on the memtable's memory: the DB's, from its
+	// creation until its flush is installed, and one for each read state
+	// that lists it (a read holds its read state). The last release
+	// offers the memtable for reuse (see DB.releaseMem).
+	refs atomic.Int32
 }
 
 // newMemTable returns an empty memtable whose writes go to the WALs logs
-// (none yet while the WAL replay fills it at Open).
+// (none yet while the WAL replay fills it at Open), held by the DB.
 func newMemTable(cmp *base.Comparer, logs ...base.FileNum) *memTable {
-	return &memTable{MemTable: memtable.New(cmp), logs: logs}
+	m := &memTable{MemTable: memtable.New(cmp), logs: logs}
+	m.refs.Store(1)
+	return m
+}
+
+// newMemTableLocked returns an empty memtable whose writes go to WAL num,
+// held by the DB: the flushed memtable DB.releaseMem kept, reset, if
+// there is one, so that the writes go into memory allocated before
+// rather than new memory the garbage collector must then collect, about
+// a memtable's worth per memtable.
+func (d *DB) newMemTableLocked(num base.FileNum) *memTable {
+	m := d.spareMem.Swap(nil)
+	if m == nil {
+		return newMemTable(d.cmp, num)
+	}
+	m.MemTable.Reset()
+	// A new slice: the flush handed the old one on with the WALs to
+	// retire.
+	m.logs = []base.FileNum{num}
+	m.lastSeq, m.batchBytes = 0, 0
+	m.refs.Store(1)
+	return m
+}
+
+// releaseMem drops one hold on m. The last one keeps m for the next
+// memtable switch to reuse, unless one is kept already: no read can
+// reach m's memory any more, since no read state lists m, and the DB no
+// longer does.
+func (d *DB) releaseMem(m *memTable) {
+	n := m.refs.Add(-1)
+	if n < 0 {
+		panic(fmt.Sprintf("kv: memtable released too often (%d)", n))
+	}
+	if n == 0 {
+		d.spareMem.CompareAndSwap(nil, m)
+	}
 }
 
 // logNum returns the oldest WAL holding the memtable's writes, 0 while it
@@ -148,6 +188,10 @@ func (d *DB) updateReadStateLocked() {
 	}
 	rs.refs.Store(1)
 	rs.current.Ref()
+	rs.mem.refs.Add(1)
+	for _, m := range rs.imm {
+		m.refs.Add(1)
+	}
 	d.readState.mu.Lock()
 	old := d.readState.val
 	d.readState.val = rs
@@ -205,7 +249,7 @@ func (rs *readState) tableRangeDels() ([]sstable.RangeTombstone, error) {
 }
 
 // unref drops one reference. The last one releases the Version, and the
-// files no other Version holds are deleted.
+// files no other Version holds are deleted, and the memtables.
 func (rs *readState) unref() {
 	n := rs.refs.Add(-1)
 	if n < 0 {
@@ -213,6 +257,10 @@ func (rs *readState) unref() {
 	}
 	if n == 0 {
 		rs.db.unrefVersion(rs.current)
+		rs.db.releaseMem(rs.mem)
+		for _, m := range rs.imm {
+			rs.db.releaseMem(m)
+		}
 	}
 }
 

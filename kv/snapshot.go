@@ -49,11 +49,7 @@ func (s *Snapshot) GetAppend(dst, key []byte) ([]byte, error) {
 	if err := s.check(); err != nil {
 		return dst, err
 	}
-	v, err := s.db.lookup(key, s)
-	if err != nil {
-		return dst, err
-	}
-	return append(dst, v...), nil
+	return s.db.lookup(dst, key, s)
 }
 
 // NewIter returns an iterator over the snapshot's state.

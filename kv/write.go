@@ -532,7 +532,7 @@ func (d *DB) rotateMemTableLocked() error {
 	}
 	p.log, p.sealedAt = newLog, 0
 	d.mu.imm = append(d.mu.imm, d.mu.mem)
-	d.mu.mem = newMemTable(d.cmp, num)
+	d.mu.mem = d.newMemTableLocked(num)
 	d.updateReadStateLocked()
 	d.maybeScheduleFlushLocked()
 	return nil

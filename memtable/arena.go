@@ -19,6 +19,10 @@ const (
 // inserters may call it at once: each allocation is one atomic add on the
 // current chunk or slab (a bump of its offset), and only the inserter that
 // finds it full takes mu, to start the next one.
+//
+// The memory handed out is kept for reuse: reset makes the arena hand out
+// its chunks and slabs again, in the order it first did, before it
+// allocates more (see MemTable.Reset).
 type arena struct {
 	mu    sync.Mutex // held only to install a new chunk or slab
 	chunk atomic.Pointer[chunk]
@@ -26,6 +30,35 @@ type arena struct {
 	nodes1  atomic.Pointer[slab[node]]
 	nodes4  atomic.Pointer[slab[node4]]
 	nodes16 atomic.Pointer[slab[node16]]
+	// Under mu: every chunk and slab installed, oldest first, and how
+	// many of each list are in use since the last reset.
+	chunks  reuseList[chunk]
+	slabs1  reuseList[slab[node]]
+	slabs4  reuseList[slab[node4]]
+	slabs16 reuseList[slab[node16]]
+}
+
+// reuseList is the pieces of one kind an arena installed, oldest first:
+// the first n are in use, the others are free for the next installs.
+type reuseList[T any] struct {
+	all []*T
+	n   int
+}
+
+// next returns the next free piece, or nil when every one is in use.
+func (l *reuseList[T]) next() *T {
+	if l.n == len(l.all) {
+		return nil
+	}
+	l.n++
+	return l.all[l.n-1]
+}
+
+// add records x, a new piece, as in use.
+func (l *reuseList[T]) add(x *T) *T {
+	l.all = append(l.all, x)
+	l.n = len(l.all)
+	return x
 }
 
 // chunk is a piece of memory for keys and values; used counts the bytes
@@ -68,27 +101,34 @@ func (a *arena) nextChunk(full *chunk, n int) {
 	if a.chunk.Load() != full {
 		return
 	}
+	// A reused chunk holds n: every chunk holds maxChunkSize/4 bytes.
+	if c := a.chunks.next(); c != nil {
+		c.used.Store(0)
+		poison(c.buf)
+		a.chunk.Store(c)
+		return
+	}
 	size := firstChunkSize
 	if full != nil {
 		size = 2 * len(full.buf)
 	}
-	a.chunk.Store(&chunk{buf: make([]byte, min(max(size, n), maxChunkSize))})
+	a.chunk.Store(a.chunks.add(&chunk{buf: make([]byte, min(max(size, n), maxChunkSize))}))
 }
 
 // node returns a zeroed node with links for height levels.
 func (a *arena) node(height int) *node {
 	switch {
 	case height == 1:
-		return carve(a, &a.nodes1)
+		return carve(a, &a.nodes1, &a.slabs1)
 	case height <= 4:
-		return &carve(a, &a.nodes4).n
+		return &carve(a, &a.nodes4, &a.slabs4).n
 	}
-	return &carve(a, &a.nodes16).n
+	return &carve(a, &a.nodes16, &a.slabs16).n
 }
 
-// carve takes the next element of the slab *s, installing a new slab of
-// about slabBytes when it is used up.
-func carve[T any](a *arena, s *atomic.Pointer[slab[T]]) *T {
+// carve takes the next element of the slab *s, installing the next slab
+// of l, zeroed, or a new one of about slabBytes, when it is used up.
+func carve[T any](a *arena, s *atomic.Pointer[slab[T]], l *reuseList[slab[T]]) *T {
 	for {
 		cur := s.Load()
 		if cur != nil {
@@ -98,11 +138,27 @@ func carve[T any](a *arena, s *atomic.Pointer[slab[T]]) *T {
 		}
 		a.mu.Lock()
 		if s.Load() == cur {
-			var t T
-			s.Store(&slab[T]{items: make([]T, max(1, slabBytes/int(unsafe.Sizeof(t))))})
+			if next := l.next(); next != nil {
+				clear(next.items)
+				next.used.Store(0)
+				s.Store(next)
+			} else {
+				var t T
+				s.Store(l.add(&slab[T]{items: make([]T, max(1, slabBytes/int(unsafe.Sizeof(t))))}))
+			}
 		}
 		a.mu.Unlock()
 	}
+}
+
+// reset makes every chunk and slab free for reuse. Nothing may use the
+// arena's memory any more, nor allocate from it meanwhile.
+func (a *arena) reset() {
+	a.chunk.Store(nil)
+	a.nodes1.Store(nil)
+	a.nodes4.Store(nil)
+	a.nodes16.Store(nil)
+	a.chunks.n, a.slabs1.n, a.slabs4.n, a.slabs16.n = 0, 0, 0, 0
 }
 
 // nodeSize returns the bytes a node of height takes: those of its class.

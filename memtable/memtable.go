@@ -134,6 +134,9 @@ type MemTable struct {
 	// them; readers rebuild it when more have been added.
 	frags atomic.Pointer[fragments]
 	arena arena
+	// resets counts the Resets, so an Inserter's splice into the table
+	// before one is not taken for a splice into it now.
+	resets uint64
 }
 
 // fragments is the fragmented form of the first n range tombstones added
@@ -183,9 +186,10 @@ func (m *MemTable) Add(key InternalKey, value []byte) error {
 // the top. The zero Inserter is ready to use, on any MemTable; each
 // goroutine needs its own, and several may add to one MemTable at once.
 type Inserter struct {
-	m    *MemTable
-	list *skiplist
-	spl  splice
+	m      *MemTable
+	resets uint64
+	list   *skiplist
+	spl    splice
 }
 
 // Add inserts a copy of key and value into m, as [MemTable.Add] does.
@@ -194,8 +198,8 @@ func (ins *Inserter) Add(m *MemTable, key InternalKey, value []byte) error {
 	if key.Kind() == base.KindRangeDelete {
 		list = &m.rangeDels
 	}
-	if ins.m != m || ins.list != list {
-		ins.m, ins.list, ins.spl.height = m, list, 0
+	if ins.m != m || ins.resets != m.resets || ins.list != list {
+		ins.m, ins.resets, ins.list, ins.spl.height = m, m.resets, list, 0
 	}
 	h, err := list.insert(key, value, &m.arena, &ins.spl)
 	if err != nil {
@@ -466,6 +470,30 @@ func (m *MemTable) RangeDels() []RangeTombstone {
 	c := &fragments{n: n, frags: rangedel.Fragment(m.cmp.Compare, ts)}
 	m.frags.Store(c)
 	return c.frags
+}
+
+// Reset empties m for reuse, keeping its memory: the next entries go
+// where the last ones were, so a store that retires MemTables at a steady
+// rate allocates none once it has one to reuse. The caller must make sure
+// nothing uses m any more, nor anything m returned (keys, values, range
+// tombstones, iterators): all of it is overwritten.
+func (m *MemTable) Reset() {
+	m.points.reset()
+	m.rangeDels.reset()
+	m.size.Store(0)
+	m.count.Store(0)
+	m.numDels.Store(0)
+	m.frags.Store(nil)
+	m.arena.reset()
+	m.resets++
+}
+
+// reset empties the list: its head links to nothing.
+func (l *skiplist) reset() {
+	for i := range maxHeight {
+		l.head.link(i).Store(nil)
+	}
+	l.height.Store(1)
 }
 
 // Size returns the approximate number of bytes the table holds: keys,

@@ -255,3 +255,74 @@ func TestMemTable_KeyPrefix_Order(t *testing.T) {
 		t.Fatalf("reverse comparer: prefix %x, want none", p)
 	}
 }
+
+// TestMemTable_Reset fills a table, resets it and fills it again with
+// other keys, through one Inserter, many times: the table holds only the
+// last fill's entries, range tombstones included, and the fills after
+// the first reuse its memory rather than allocate more.
+func TestMemTable_Reset(t *testing.T) {
+	m := New(nil)
+	var ins Inserter
+	const n = 3000
+	fill := func(round int) {
+		t.Helper()
+		for i := range n {
+			k := fmt.Appendf(nil, "r%d-key%05d", round, (i*7919)%n)
+			if err := ins.Add(m, base.MakeInternalKey(k, base.SeqNum(i+1), base.KindSet), bytes.Repeat(k, 1+i%5)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		start, end := fmt.Appendf(nil, "r%d-key00010", round), fmt.Appendf(nil, "r%d-key00020", round)
+		if err := ins.Add(m, base.MakeInternalKey(start, n+1, base.KindRangeDelete), end); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var chunks, slabs int
+	for round := range 4 {
+		if round > 0 {
+			m.Reset()
+			if m.Len() != 0 || m.Size() != 0 || m.RangeDels() != nil {
+				t.Fatalf("round %d: reset table holds %d entries, %d bytes, %d range tombstones", round, m.Len(), m.Size(), len(m.RangeDels()))
+			}
+		}
+		fill(round)
+		if m.Len() != n+1 {
+			t.Fatalf("round %d: %d entries, want %d", round, m.Len(), n+1)
+		}
+		it := m.NewIter(nil, nil)
+		i := 0
+		for ok := it.First(); ok; ok = it.Next() {
+			want := fmt.Sprintf("r%d-key%05d", round, i)
+			if k := it.Key(); string(k.UserKey) != want || !bytes.Equal(it.Value(), bytes.Repeat(k.UserKey, 1+invPerm(i, n)%5)) {
+				t.Fatalf("round %d: entry %d is %s=%.20q, want key %s", round, i, k, it.Value(), want)
+			}
+			i++
+		}
+		if i != n {
+			t.Fatalf("round %d: iterated %d entries, want %d", round, i, n)
+		}
+		if rd := m.RangeDels(); len(rd) != 1 || !bytes.HasPrefix(rd[0].Start, fmt.Appendf(nil, "r%d-", round)) {
+			t.Fatalf("round %d: range tombstones %v", round, rd)
+		}
+		if _, _, found := m.Get(fmt.Appendf(nil, "r%d-key00001", round-1), base.SeqNumMax); round > 0 && found {
+			t.Fatalf("round %d: a key of the fill before the reset is found", round)
+		}
+		a := &m.arena
+		if round == 0 {
+			chunks, slabs = len(a.chunks.all), len(a.slabs1.all)+len(a.slabs4.all)+len(a.slabs16.all)
+		} else if c, s := len(a.chunks.all), len(a.slabs1.all)+len(a.slabs4.all)+len(a.slabs16.all); c > chunks+1 || s > slabs+3 {
+			t.Fatalf("round %d: %d chunks and %d slabs after a reset, %d and %d before: memory not reused", round, c, s, chunks, slabs)
+		}
+	}
+}
+
+// invPerm returns j such that (j*7919)%n == i: the fill index that wrote
+// key i.
+func invPerm(i, n int) int {
+	for j := range n {
+		if j*7919%n == i {
+			return j
+		}
+	}
+	panic("no inverse")
+}
