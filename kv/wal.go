@@ -175,6 +175,8 @@ type walRoute struct {
 	toSink, routed bool
 }
 
+// Write sends p, the next bytes of the stream, into the mapping or to
+// the sink, as above.
 func (r *walRoute) Write(p []byte) (int, error) {
 	off := r.off
 	r.off += int64(len(p))
