@@ -92,21 +92,25 @@ func (a *arena) bytes(n int) []byte {
 	}
 }
 
-// nextChunk installs a new chunk, twice the size of full, unless another
-// inserter replaced full already. n <= maxChunkSize/4, so the new chunk
-// always holds it.
+// nextChunk installs the next chunk, unless another inserter replaced
+// full already: after a reset, the next chunk used before that holds n,
+// else a new one twice the size of full. n <= maxChunkSize/4, so a new
+// chunk always holds it.
 func (a *arena) nextChunk(full *chunk, n int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.chunk.Load() != full {
 		return
 	}
-	// A reused chunk holds n: every chunk holds maxChunkSize/4 bytes.
-	if c := a.chunks.next(); c != nil {
-		c.used.Store(0)
-		poison(c.buf)
-		a.chunk.Store(c)
-		return
+	// The next reused chunk that holds n; those too small for it wait
+	// for the next reset.
+	for c := a.chunks.next(); c != nil; c = a.chunks.next() {
+		if len(c.buf) >= n {
+			c.used.Store(0)
+			poison(c.buf)
+			a.chunk.Store(c)
+			return
+		}
 	}
 	size := firstChunkSize
 	if full != nil {

@@ -326,3 +326,28 @@ func invPerm(i, n int) int {
 	}
 	panic("no inverse")
 }
+
+// TestMemTable_Reset_BigFirstEntry checks that after a Reset an entry
+// bigger than the first chunks takes a reused chunk that holds it,
+// skipping the smaller ones, and reads back whole.
+func TestMemTable_Reset_BigFirstEntry(t *testing.T) {
+	m := New(nil)
+	for i := range 2000 {
+		k := fmt.Appendf(nil, "key%05d", i)
+		if err := m.Add(base.MakeInternalKey(k, base.SeqNum(i+1), base.KindSet), bytes.Repeat(k, 20)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	chunks := len(m.arena.chunks.all)
+	m.Reset()
+	big := bytes.Repeat([]byte("v"), 50<<10) // more than the first chunks hold
+	if err := m.Add(base.MakeInternalKey([]byte("big"), 1, base.KindSet), big); err != nil {
+		t.Fatal(err)
+	}
+	if v, _, found := m.Get([]byte("big"), base.SeqNumMax); !found || !bytes.Equal(v, big) {
+		t.Fatalf("the big entry reads back as %d bytes, found %v", len(v), found)
+	}
+	if got := len(m.arena.chunks.all); got != chunks {
+		t.Fatalf("%d chunks after the reset, %d before: a new chunk was allocated for the big entry", got, chunks)
+	}
+}
