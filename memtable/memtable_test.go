@@ -351,3 +351,27 @@ func TestMemTable_Reset_BigFirstEntry(t *testing.T) {
 		t.Fatalf("%d chunks after the reset, %d before: a new chunk was allocated for the big entry", got, chunks)
 	}
 }
+
+// TestMemTable_Reset_InserterForgetsSplice adds one entry through an
+// Inserter, resets the table and adds another that sorts after it: the
+// Inserter must search the emptied table, not link the new entry after
+// the old one, whose memory the table reuses. The old entry's tower is
+// one level high most times, when the stale splice would look valid, so
+// the test tries many times.
+func TestMemTable_Reset_InserterForgetsSplice(t *testing.T) {
+	for trial := range 64 {
+		m := New(nil)
+		var ins Inserter
+		if err := ins.Add(m, base.MakeInternalKey([]byte("a"), 1, base.KindSet), []byte("1")); err != nil {
+			t.Fatal(err)
+		}
+		m.Reset()
+		if err := ins.Add(m, base.MakeInternalKey([]byte("b"), 2, base.KindSet), []byte("2")); err != nil {
+			t.Fatal(err)
+		}
+		it := m.NewIter(nil, nil)
+		if !it.First() || string(it.Key().UserKey) != "b" || it.Next() {
+			t.Fatalf("trial %d: the entry added after the reset is not the table's one entry", trial)
+		}
+	}
+}
