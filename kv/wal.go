@@ -52,12 +52,12 @@ type walWriter struct {
 	// ends holds the stream offset at which the record being appended
 	// ends, for the flusher's loss bound; reused.
 	ends []int64
-	// closed makes close idempotent: a failed rotation has closed the
-	// file already when Close comes to it.
-	closed bool
-	// retiring is set by close before its last sync: no record follows,
-	// so that sync zero-fills nothing ahead (see walPreallocWriter).
-	retiring atomic.Bool
+	// closed makes close idempotent (a failed rotation has closed the
+	// file already when Close comes to it), and tells the last sync,
+	// which close runs once it is set, that no record follows: it
+	// zero-fills nothing ahead (see walPreallocWriter). Atomic: the
+	// sink's writer of the moment may be another goroutine.
+	closed atomic.Bool
 }
 
 // createWAL creates WAL num, in recyclable format, by recycling a flushed
@@ -103,7 +103,7 @@ func (d *DB) newWALWriter(num base.FileNum, name string, f vfs.File, dst io.Writ
 		// route that sends a Sync write's record, and those behind a
 		// record not yet in the file, to the sink instead.
 		l.direct = mapped
-		l.route = &walRoute{direct: mapped, sink: l.sink, off: size}
+		l.route = &walRoute{l: l, off: size}
 		out = l.route
 	}
 	if recyclable {
@@ -166,8 +166,7 @@ func (l *walWriter) append(batch []byte, sync bool, m *dbMetrics) (end int64, co
 // record is in the file before one that precedes it. The commit pipeline
 // uses it under its mu.
 type walRoute struct {
-	direct *walMmapWriter
-	sink   *walSink
+	l *walWriter
 	// off is the stream offset of the next byte.
 	off int64
 	// toSink sends the bytes to the sink whatever it holds; routed is
@@ -180,11 +179,11 @@ type walRoute struct {
 func (r *walRoute) Write(p []byte) (int, error) {
 	off := r.off
 	r.off += int64(len(p))
-	if r.toSink || !r.sink.idle.Load() {
+	if r.toSink || !r.l.sink.idle.Load() {
 		r.routed = true
-		return r.sink.writeAt(p, off)
+		return r.l.sink.writeAt(p, off)
 	}
-	return r.direct.Write(p)
+	return r.l.direct.Write(p)
 }
 
 // writeOut writes data, the sink's buffered bytes, to the file, and then,
@@ -208,7 +207,7 @@ func (l *walWriter) writeOut(data []byte, sync bool) error {
 			return err
 		}
 	}
-	if !l.retiring.Load() {
+	if !l.closed.Load() {
 		if err := l.space.fillAhead(); err != nil {
 			return fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
 		}
@@ -246,11 +245,9 @@ func (l *walWriter) writeAll() error {
 // sync at a memtable switch, on the writers' path, several times dearer
 // than that of a WAL written with write(2).
 func (l *walWriter) close() error {
-	if l.closed {
+	if !l.closed.CompareAndSwap(false, true) {
 		return nil
 	}
-	l.closed = true
-	l.retiring.Store(true)
 	if l.route != nil {
 		l.route.toSink = true // written with the sync below, not mapped
 	}
@@ -285,10 +282,9 @@ func (l *walWriter) close() error {
 // gives up on: the flusher, if any, stops, and the writer releases what
 // it holds (a mapping). Later calls, and close, do nothing.
 func (l *walWriter) abandon() {
-	if l.closed {
+	if !l.closed.CompareAndSwap(false, true) {
 		return
 	}
-	l.closed = true
 	if l.flusher != nil {
 		_ = l.flusher.close()
 	}

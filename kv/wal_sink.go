@@ -86,10 +86,17 @@ func (s *walSink) Write(p []byte) (int, error) {
 func (s *walSink) writeAt(p []byte, off int64) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if off > s.appended {
+	s.copiedLocked(off)
+	return s.writeLocked(p)
+}
+
+// copiedLocked notes that a mapped WAL's stream up to off is in the file
+// when the sink holds nothing unwritten: the records past those it took
+// were copied into the mapping (walRoute copies only then).
+func (s *walSink) copiedLocked(off int64) {
+	if s.l.direct != nil && s.written == s.appended && off > s.appended {
 		s.appended, s.written = off, off
 	}
-	return s.writeLocked(p)
 }
 
 func (s *walSink) writeLocked(p []byte) (int, error) {
@@ -116,12 +123,7 @@ func (s *walSink) handedOn(end int64) {
 func (s *walSink) wait(end int64, sync bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.l.direct != nil && s.written == s.appended && end > s.appended {
-		// The records past those the sink took were copied into the
-		// mapping, with nothing unwritten before them: all up to end
-		// are in the file.
-		s.appended, s.written = end, end
-	}
+	s.copiedLocked(end)
 	if sync {
 		s.wantSync = max(s.wantSync, end)
 		s.syncWaiters++
