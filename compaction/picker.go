@@ -197,12 +197,11 @@ func (p *Picker) pickDue(s *pickPass) *Compaction {
 	for _, level := range levels {
 		var c *Compaction
 		if level == 0 {
-			c = p.pickL0(s)
-		} else {
-			c = p.pickLevel(s.v, level, s.busy, s.inProgress)
+			c = p.pickL0(s) // scored
+		} else if c = p.pickLevel(s.v, level, s.busy, s.inProgress); c != nil {
+			c.Score = s.scores[level]
 		}
 		if c != nil {
-			c.Score = s.scores[level]
 			return c
 		}
 	}
