@@ -41,6 +41,10 @@ var bloomkvOrder = "mvcc"
 // iterator, as cmd/pebble does) or "get" (see pointReadDB).
 var pointReads = "seek"
 
+// memTableSize is both engines' memtable size: newPebbleDB's 64 MiB by
+// default. run.sh makes newPebbleDB read it.
+var memTableSize int64 = 64 << 20
+
 func init() {
 	ycsbCmd.Flags().StringVar(&engine, "engine", engine, "store to run on: pebble or bloomkv")
 	ycsbCmd.Flags().StringVar(&bloomkvOrder, "bloomkv-comparer", bloomkvOrder,
@@ -50,6 +54,8 @@ func init() {
 	ycsbCmd.Flags().StringVar(&pointReads, "point-reads", pointReads,
 		"how both engines answer a read: seek (an iterator's SeekGE, as cmd/pebble does) or get "+
 			"(an allocation-free point lookup when the key is present, the iterator otherwise)")
+	ycsbCmd.Flags().Int64Var(&memTableSize, "memtable-size", memTableSize,
+		"both engines' memtable size in bytes")
 }
 
 // newEngineDB opens the store the --engine flag names. run.sh makes
@@ -172,7 +178,7 @@ func bloomkvOptions() (*kv.Options, error) {
 		FS:                          vfs.Default,
 		Comparer:                    cmp,
 		FilterPolicy:                filter,
-		MemTableSize:                64 << 20,
+		MemTableSize:                memTableSize,
 		MemTableStopWritesThreshold: 4,
 		BlockSize:                   32 << 10,
 		BlockCacheSize:              cacheSize,

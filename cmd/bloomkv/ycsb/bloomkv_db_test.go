@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble"
 )
@@ -271,4 +272,41 @@ func benchKeys(n int) [][]byte {
 		keys[i] = ycsbKey(i * 7919 % n)
 	}
 	return keys
+}
+
+// TestBloomkvBinding_MemTableSize opens each engine as the driver does, with
+// --memtable-size at 256 KiB, and writes 4 MiB: both engines must flush
+// several memtables, where newPebbleDB's 64 MiB would flush none.
+func TestBloomkvBinding_MemTableSize(t *testing.T) {
+	defer func(old int64) { memTableSize = old }(memTableSize)
+	memTableSize = 256 << 10
+	cacheSize = 8 << 20
+	value := string(make([]byte, 1<<10))
+	for _, eng := range []string{"bloomkv", "pebble"} {
+		t.Run(eng, func(t *testing.T) {
+			var db DB
+			var closeDB func() error
+			if eng == "pebble" {
+				p := newPebbleDB(t.TempDir()).(pebbleDB)
+				db, closeDB = p, p.d.Close
+			} else {
+				b := newBloomkvDB(t.TempDir()).(bloomkvDB)
+				db, closeDB = b, b.d.Close
+			}
+			for n := range 4 << 10 {
+				commit(t, db, n, value)
+			}
+			deadline := time.Now().Add(30 * time.Second)
+			for db.Metrics().Flush.Count < 4 {
+				if time.Now().After(deadline) {
+					t.Fatalf("%d flushes after 4 MiB into 256 KiB memtables: the memtable size was not %d",
+						db.Metrics().Flush.Count, memTableSize)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if err := closeDB(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
 }

@@ -11,7 +11,7 @@
 # Usage: cmd/bloomkv/ycsb/run.sh [--keys N] [--values BYTES] [--duration D]
 #        [--threads "1 2"] [--workloads "A B C D E F"] [--rounds R]
 #        [--bloomkv-comparer mvcc|bytewise] [--point-reads seek|get]
-#        [--dir DIR] [--tsv FILE] [--keep] [--markdown FILE]
+#        [--memtable-size BYTES] [--dir DIR] [--tsv FILE] [--keep] [--markdown FILE]
 #        cmd/bloomkv/ycsb/run.sh --report-only --dir DIR [same options]
 #        cmd/bloomkv/ycsb/run.sh --test-binding [--dir DIR]
 #
@@ -36,6 +36,7 @@ workloads="A B C D E F"
 rounds=3
 comparer=mvcc
 point_reads=seek
+memtable_size=$((64 << 20))
 dir=""
 tsv=""
 keep=0
@@ -59,6 +60,7 @@ while [ $# -gt 0 ]; do
 	--rounds) rounds=$2; shift 2 ;;
 	--bloomkv-comparer) comparer=$2; shift 2 ;;
 	--point-reads) point_reads=$2; shift 2 ;;
+	--memtable-size) memtable_size=$2; shift 2 ;;
 	--dir) dir=$2; shift 2 ;;
 	--tsv) tsv=$2; shift 2 ;;
 	--markdown) markdown=$2; shift 2 ;;
@@ -69,7 +71,7 @@ while [ $# -gt 0 ]; do
 	*) echo "run.sh: unknown argument $1" >&2; usage ;;
 	esac
 done
-for n in "$keys" "$values" "$rounds"; do
+for n in "$keys" "$values" "$rounds" "$memtable_size"; do
 	[[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: $n is not a positive number" >&2; exit 2; }
 done
 [[ "$comparer" =~ ^(mvcc|bytewise)$ ]] || { echo "run.sh: --bloomkv-comparer is mvcc or bytewise" >&2; exit 2; }
@@ -126,6 +128,8 @@ build() {
 	chmod u+w "$mod"/*.go
 	cp "$here/bloomkv_db.go" "$here/bloomkv_db_test.go" "$mod/"
 	patch_once "$mod/test.go" 'db := newPebbleDB(dir)' 's/db := newPebbleDB(dir)/db := newEngineDB(dir)/'
+	patch_once "$mod/db.go" 'MemTableSize:                64 << 20,' \
+		's/MemTableSize:                64 << 20,/MemTableSize: uint64(memTableSize),/'
 	# The final summary prints latencies in ms with one decimal; three
 	# keep the microseconds.
 	patch_once "$mod/ycsb.go" '%8.1f %8.1f %8.1f %8.1f %8.1f\n' \
@@ -170,7 +174,8 @@ ycsb() {
 		set -- --bloomkv-comparer "$comparer" "$@"
 	fi
 	mkdir -p "$dir/cwd"
-	(cd "$dir/cwd" && "$dir/pebble-ycsb" bench ycsb "$db" --engine "$e" --point-reads "$point_reads" "$@")
+	(cd "$dir/cwd" && "$dir/pebble-ycsb" bench ycsb "$db" --engine "$e" --point-reads "$point_reads" \
+		--memtable-size "$memtable_size" "$@")
 }
 
 # load writes $keys records into $dir/<engine>.loaded, then opens it again
@@ -229,7 +234,8 @@ report() {
 	}' "$dir/results.tsv" | median)
 	rounds=$(cut -f1 "$dir/results.tsv" | sort -u | wc -l)
 	echo "YCSB through Pebble $pebble_version's cmd/pebble: $keys records of $values B, $duration per run," \
-		"medians of $rounds alternated round(s), bloomkv's comparer $comparer, point reads by $point_reads;" \
+		"medians of $rounds alternated round(s), bloomkv's comparer $comparer, point reads by $point_reads," \
+		"memtables of $memtable_size B;" \
 		"ratio = bloomkv / Pebble (above 1: bloomkv ahead)"
 	echo
 	echo "Throughput (ops/s):"
