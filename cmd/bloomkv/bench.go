@@ -37,6 +37,8 @@ type benchOptions struct {
 	filterCapBits            float64 // with growth: the cap growth (bench_capgrowth.go)
 	growthFrom               int
 	rounds                   int // of the write-modes section; 0 skips it
+	writersList              string
+	writers                  []int // --writers, parsed by check
 	plot                     string
 	markdown                 string
 	seed                     uint64
@@ -107,6 +109,7 @@ func (a *app) benchCommand() *cobra.Command {
 	f.StringVar(&o.plot, "plot", "", "write a plot to `FILE` (.svg or .png)")
 	f.StringVar(&o.markdown, "markdown", "", "also write the report as a Markdown page to `FILE`, with the command line, machine, Go version and date (docs/results.md is one)")
 	f.Uint64Var(&o.seed, "seed", 1, "seed of keys, values and lookup order")
+	f.StringVar(&o.writersList, "writers", "", "run the writers study instead: the write modes' fills (see --rounds) from each of these comma-separated counts of writers at once (e.g. 1,4,16), their scaling and their ratios to Pebble's (with --pebble); memtables of --memtable, which should hold a whole fill for the commit path alone to be measured")
 	f.IntVar(&o.rounds, "rounds", 2, "rounds of the write-modes section (--keys one-Set NoSync writes and a 500th as many Sync ones, at least 1000, into empty stores of bloomkv's two WAL modes, and Pebble's with --pebble, the modes taking turns; the best round counts); 0 skips it")
 	return cmd
 }
@@ -133,6 +136,9 @@ func (o *benchOptions) check() error {
 	case o.filterMemory && o.zipfRankings <= 0:
 		return usagef("--zipf-rankings %d: want at least 1", o.zipfRankings)
 	}
+	if err := o.checkWriters(); err != nil {
+		return err
+	}
 	switch {
 	case o.filterCapBits < 0:
 		return usagef("--filter-cap-bits %v: want a positive cap", o.filterCapBits)
@@ -150,6 +156,24 @@ func (o *benchOptions) check() error {
 		}
 	}
 	return o.checkMarkdown()
+}
+
+// checkWriters parses --writers, which runs alone, with at least one
+// round.
+func (o *benchOptions) checkWriters() (err error) {
+	if o.writersList == "" {
+		return nil
+	}
+	switch {
+	case o.prefix || o.filterMemory || o.growth:
+		return usagef("--writers runs alone: not with --prefix, --filter-memory or --growth")
+	case o.plot != "":
+		return usagef("--writers draws no plot")
+	case o.rounds < 1:
+		return usagef("--writers: --rounds %d, want at least 1", o.rounds)
+	}
+	o.writers, err = parseWriters(o.writersList)
+	return err
 }
 
 // checkMarkdown checks --markdown before the run rather than after it: a
@@ -270,6 +294,9 @@ func (a *app) runBench(ctx context.Context, o benchOptions) error {
 	}
 	if o.filterMemory {
 		return a.runFilterMemory(ctx, o)
+	}
+	if o.writers != nil {
+		return a.runWriters(ctx, o, ours)
 	}
 	if o.filterCapBits > 0 {
 		return a.runCapGrowth(ctx, o)

@@ -9,6 +9,7 @@
 //	              [--seed S] [--rounds N] [--json]
 //	bloomkv bench --prefix [--keys N] [--lookups N] [--pebble] [...]
 //	bloomkv bench --filter-memory [--keys N] [--lookups N] [--plot FILE] [--markdown FILE]
+//	bloomkv bench --writers N,N,... [--keys N] [--memtable SIZE] [--pebble] [--rounds N] [--markdown FILE]
 //	bloomkv bench --growth --filter-cap-bits B [--keys N] [--growth-from N] [--markdown FILE]
 //	bloomkv db get KEY... --dir D [--metrics] [--split NAME]
 //	bloomkv db set KEY VALUE --dir D
@@ -121,6 +122,13 @@
 // own bloom and with pebbleadapter.SetLevelFilters, on all-absent, 90%
 // present and Zipfian lookups: a table per mix, with --plot a panel per
 // mix, with --markdown the page docs/filter-memory.md is.
+//
+// bench --writers 1,4,16 runs the write modes' fills alone, from each of
+// these counts of writers at once (writer w writes the keys i ≡ w mod the
+// count): per count and mode the time per Set, its ratio to Pebble's at
+// the same count (with --pebble), and the mode's throughput over its own
+// with one writer. Memtables of --memtable that hold a whole fill leave
+// the commit path alone measured.
 //
 // bench --growth --filter-cap-bits B grows one store instead, from
 // --growth-from keys to --keys by doublings, under a filter cap

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	gosync "sync"
 	"time"
 
 	"github.com/bloomkv/bloomkv/kv"
@@ -69,6 +70,9 @@ type WriteModeRun struct {
 	ValueSize int
 	Rounds    int    // fills of each kind per mode, the modes alternating
 	Gen       KeyGen // the keys and values written
+	// Writers is how many goroutines write each fill at once, writer w
+	// the keys i ≡ w (mod Writers) in ascending i; 0 means one.
+	Writers int
 }
 
 // SyncFillKeys returns the keys of a Sync fill beside a NoSync fill of
@@ -112,8 +116,8 @@ func NsPerWrite(d time.Duration, n int) float64 {
 
 // RunWriteModes fills a fresh store of each mode in dir (on fs, which
 // must be where the modes' options put their stores), one Set per write
-// from one writer: run.Keys NoSync, then, in another store, run.SyncKeys
-// Sync. The modes take turns, round after round (in reverse order every
+// from run.Writers writers at once: run.Keys NoSync, then, in another
+// store, run.SyncKeys Sync. The modes take turns, round after round (in reverse order every
 // other round, so that none always runs first), and each fill is timed
 // from the first Set to the last one's return, with flushes and
 // compactions going on in the background. Every fill is checked by
@@ -121,9 +125,9 @@ func NsPerWrite(d time.Duration, n int) float64 {
 // closed. start (may be nil) shows each fill's progress.
 func RunWriteModes(ctx context.Context, fs vfs.FS, dir string, modes []WriteMode, run WriteModeRun,
 	start func(desc string, total int64) Progress) ([]WriteModeResult, error) {
-	if run.Keys <= 0 || run.SyncKeys <= 0 || run.Rounds <= 0 {
-		return nil, fmt.Errorf("bench: write modes: %d keys, %d Sync keys, %d rounds: want each at least 1",
-			run.Keys, run.SyncKeys, run.Rounds)
+	if run.Keys <= 0 || run.SyncKeys <= 0 || run.Rounds <= 0 || run.Writers < 0 {
+		return nil, fmt.Errorf("bench: write modes: %d keys, %d Sync keys, %d rounds, %d writers: want each at least 1",
+			run.Keys, run.SyncKeys, run.Rounds, run.Writers)
 	}
 	if start == nil {
 		start = func(string, int64) Progress { return nopProgress{} }
@@ -189,28 +193,53 @@ func fillMode(ctx context.Context, fs vfs.FS, dir string, m WriteMode, run Write
 	return d, checkFill(e, run, n)
 }
 
-// fillSets writes keys [0, n) into e, one Set each, and returns the time
-// the writes took.
+// fillSets writes keys [0, n) into e, one Set each, from run.Writers
+// goroutines at once (at least one), and returns the time from the first
+// Set to the last one's return.
 func fillSets(ctx context.Context, e Engine, run WriteModeRun, n int, sync bool, p Progress) (time.Duration, error) {
+	writers := max(run.Writers, 1)
+	var mu gosync.Mutex // serialises p.Add
+	add := func(k int) {
+		mu.Lock()
+		p.Add(k)
+		mu.Unlock()
+	}
+	errs := make([]error, writers)
+	var wg gosync.WaitGroup
+	t := time.Now()
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[w] = fillShare(ctx, e, run, n, sync, w, writers, add)
+		}()
+	}
+	wg.Wait()
+	return time.Since(t), errors.Join(errs...)
+}
+
+// fillShare writes writer w's keys of [0, n), those i ≡ w (mod writers),
+// reporting each LoadBatch of them to add.
+func fillShare(ctx context.Context, e Engine, run WriteModeRun, n int, sync bool, w, writers int, add func(int)) error {
 	var key [KeySize]byte
 	value := make([]byte, 0, run.ValueSize)
-	var elapsed time.Duration
-	for lo := 0; lo < n; lo += LoadBatch {
-		if err := ctx.Err(); err != nil {
-			return 0, err
-		}
-		hi := min(lo+LoadBatch, n)
-		t := time.Now()
-		for i := lo; i < hi; i++ {
-			value = run.Gen.Value(value[:0], i, run.ValueSize)
-			if err := e.Set(run.Gen.Present(key[:0], i), value, sync); err != nil {
-				return 0, err
+	done := 0
+	for i := w; i < n; i += writers {
+		if done == LoadBatch {
+			if err := ctx.Err(); err != nil {
+				return err
 			}
+			add(done)
+			done = 0
 		}
-		elapsed += time.Since(t)
-		p.Add(hi - lo)
+		value = run.Gen.Value(value[:0], i, run.ValueSize)
+		if err := e.Set(run.Gen.Present(key[:0], i), value, sync); err != nil {
+			return err
+		}
+		done++
 	}
-	return elapsed, nil
+	add(done)
+	return nil
 }
 
 // fillChecks is how many keys checkFill reads back.

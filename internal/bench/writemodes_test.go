@@ -2,8 +2,11 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"strings"
+	gosync "sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -150,5 +153,60 @@ func TestNsPerWrite(t *testing.T) {
 	r := WriteModeResult{NoSync: []time.Duration{5 * time.Millisecond, 2 * time.Millisecond}, Keys: 1000}
 	if got := r.NsPerSet(); got != 2000 {
 		t.Errorf("best of 5ms and 2ms over 1000 Sets: %v ns each, want 2000", got)
+	}
+}
+
+// meetingEngine holds each of the first `writers` Sets until that many
+// are in Set at once, and fails them if they never are: a fill that does
+// not write from that many goroutines at once fails.
+type meetingEngine struct {
+	Engine
+	writers int32
+	arrived atomic.Int32
+	met     chan struct{}
+	keys    gosync.Map // every key written, for the test to count
+}
+
+func (m *meetingEngine) Set(key, value []byte, sync bool) error {
+	m.keys.Store(string(key), true)
+	if n := m.arrived.Add(1); n <= m.writers {
+		if n == m.writers {
+			close(m.met)
+		}
+		select {
+		case <-m.met:
+		case <-time.After(10 * time.Second):
+			return fmt.Errorf("%d of %d writers in Set at once after 10s", m.arrived.Load(), m.writers)
+		}
+	}
+	return m.Engine.Set(key, value, sync)
+}
+
+// TestRunWriteModes_Writers fills with 4 writers: they must write at
+// once, and every key must land.
+func TestRunWriteModes_Writers(t *testing.T) {
+	fs := vfs.NewMem()
+	var engines []*meetingEngine
+	mode := WriteMode{Name: "meeting", Engine: EngineKV, Open: func(dir string) (Engine, error) {
+		e, err := OpenKV(dir, &kv.Options{FS: fs})
+		m := &meetingEngine{Engine: e, writers: 4, met: make(chan struct{})}
+		engines = append(engines, m)
+		return m, err
+	}}
+	run := WriteModeRun{Keys: 2500, SyncKeys: 10, ValueSize: 10, Rounds: 1, Gen: NewKeyGen(5), Writers: 4}
+	results, err := RunWriteModes(context.Background(), fs, "stores", []WriteMode{mode}, run, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(engines) != 2 || len(results[0].NoSync) != 1 || len(results[0].Sync) != 1 {
+		t.Fatalf("%d stores opened, %d NoSync and %d Sync fills, want 2, 1 and 1", len(engines),
+			len(results[0].NoSync), len(results[0].Sync))
+	}
+	for i, want := range []int{run.Keys, run.SyncKeys} {
+		n := 0
+		engines[i].keys.Range(func(any, any) bool { n++; return true })
+		if n != want {
+			t.Errorf("fill %d wrote %d distinct keys, want %d", i, n, want)
+		}
 	}
 }
