@@ -45,6 +45,7 @@ func parseWriters(s string) ([]int, error) {
 
 // writersStudy is the result of bench --writers.
 type writersStudy struct {
+	Machine       string       `json:"machine"`
 	Keys          int          `json:"nosync_keys"`
 	SyncKeys      int          `json:"sync_keys"`
 	ValueSize     int          `json:"value_size"`
@@ -77,7 +78,7 @@ func (a *app) runWriters(ctx context.Context, o benchOptions, ours *bloompolicy.
 	t := time.Now()
 	modes := o.writeModes(ours)
 	run := o.writeModeRun()
-	s := &writersStudy{Keys: run.Keys, SyncKeys: run.SyncKeys, ValueSize: run.ValueSize,
+	s := &writersStudy{Machine: machine(), Keys: run.Keys, SyncKeys: run.SyncKeys, ValueSize: run.ValueSize,
 		MemTableBytes: int64(o.memtable), Rounds: run.Rounds}
 	for _, n := range o.writers {
 		run.Writers = n
@@ -107,7 +108,7 @@ func (a *app) runWriters(ctx context.Context, o benchOptions, ours *bloompolicy.
 	if a.json {
 		return writeJSON(a.stdout, s)
 	}
-	fmt.Fprintf(a.stdout, "writers (%.1f s): %s\n", float64(s.Seconds), s.intro())
+	fmt.Fprintf(a.stdout, "writers (%.1f s; %s): %s\n", float64(s.Seconds), s.Machine, s.intro())
 	return writeTables(a.stdout, s.table())
 }
 

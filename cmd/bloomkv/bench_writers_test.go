@@ -57,6 +57,9 @@ func TestBenchWriters(t *testing.T) {
 		t.Fatalf("%v in %s", err, out)
 	}
 	modes := []string{bench.WriteModeKV, bench.WriteModeKVBackground, bench.WriteModePebble}
+	if !strings.Contains(s.Machine, "CPUs") {
+		t.Errorf("machine %q does not say its CPUs", s.Machine)
+	}
 	if len(s.Rows) != 2*len(modes) || s.Keys != 1200 || s.SyncKeys != 1000 || s.MemTableBytes != 8<<20 {
 		t.Fatalf("%d rows, %d and %d keys, %d B memtables: want %d rows, 1200 and 1000 keys, 8 MiB",
 			len(s.Rows), s.Keys, s.SyncKeys, s.MemTableBytes, 2*len(modes))
