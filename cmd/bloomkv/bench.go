@@ -81,7 +81,8 @@ func (a *app) benchCommand() *cobra.Command {
 			"both filters; --growth measures the settled shape after each doubling of the " +
 			"store too. Last, the write modes: one-Set NoSync and Sync fills of empty stores " +
 			"in bloomkv's two WAL modes (and Pebble's with --pebble), each mode's promise " +
-			"after a crash of the process beside its ns per Set.",
+			"after a crash of the process beside its ns per Set; --writers runs them alone, " +
+			"from several writers at once.",
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.command = commandLine(cmd)

@@ -117,17 +117,17 @@ func NsPerWrite(d time.Duration, n int) float64 {
 // RunWriteModes fills a fresh store of each mode in dir (on fs, which
 // must be where the modes' options put their stores), one Set per write
 // from run.Writers writers at once: run.Keys NoSync, then, in another
-// store, run.SyncKeys Sync. The modes take turns, round after round (in reverse order every
-// other round, so that none always runs first), and each fill is timed
-// from the first Set to the last one's return, with flushes and
-// compactions going on in the background. Every fill is checked by
-// reading back a sample of its keys, and each store is removed once
-// closed. start (may be nil) shows each fill's progress.
+// store, run.SyncKeys Sync. The modes take turns, round after round (in
+// reverse order every other round, so that none always runs first), and
+// each fill is timed from the first Set to the last one's return, with
+// flushes and compactions going on in the background. Every fill is
+// checked by reading back a sample of its keys, and each store is removed
+// once closed. start (may be nil) shows each fill's progress.
 func RunWriteModes(ctx context.Context, fs vfs.FS, dir string, modes []WriteMode, run WriteModeRun,
 	start func(desc string, total int64) Progress) ([]WriteModeResult, error) {
 	if run.Keys <= 0 || run.SyncKeys <= 0 || run.Rounds <= 0 || run.Writers < 0 {
-		return nil, fmt.Errorf("bench: write modes: %d keys, %d Sync keys, %d rounds, %d writers: want each at least 1",
-			run.Keys, run.SyncKeys, run.Rounds, run.Writers)
+		return nil, fmt.Errorf("bench: write modes: %d keys, %d Sync keys, %d rounds, %d writers: "+
+			"want keys and rounds at least 1, writers at least 0", run.Keys, run.SyncKeys, run.Rounds, run.Writers)
 	}
 	if start == nil {
 		start = func(string, int64) Progress { return nopProgress{} }
