@@ -309,10 +309,11 @@ type crashCopy struct {
 	acked []int
 }
 
-// boundOpts are the options of the loss-bound tests: a memtable big
-// enough that the workload stays in one memtable and one WAL.
+// boundOpts are the options of the loss-bound tests: memtables big
+// enough, from the first, that the workload stays in one memtable and
+// one WAL.
 func boundOpts(fs vfs.FS, background bool) *kv.Options {
-	return &kv.Options{FS: fs, MemTableSize: 256 << 20, BackgroundWALWrites: background}
+	return kv.FullSizeMemTables(&kv.Options{FS: fs, MemTableSize: 256 << 20, BackgroundWALWrites: background})
 }
 
 // runBoundWorkload opens a store over fs and commits the workload of

@@ -102,8 +102,10 @@
 // WAL writes to the file, many writes in one call; a Sync write waits for
 // it to catch up before the fsync.
 //
-// When the memtable reaches Options.MemTableSize it becomes immutable and a
-// new memtable with a new WAL takes its place. A background goroutine
+// When the memtable is full it becomes immutable and a new memtable with a
+// new WAL takes its place. Memtables fill at Options.MemTableSize, except
+// the first ones after Open: from 256 KiB up, each twice the last, as
+// Pebble sizes them. A background goroutine
 // flushes immutable memtables to L0 tables, records each flush in the
 // MANIFEST and retires the WAL it no longer needs: a few such files are
 // kept, and the next WAL takes one over (renamed, overwritten from the

@@ -10,5 +10,13 @@ func WALMapped(d *DB) bool {
 	return ok
 }
 
+// FullSizeMemTables makes the stores o opens start their memtables at
+// o.MemTableSize, for the external tests that need a run's writes in one
+// memtable and one WAL.
+func FullSizeMemTables(o *Options) *Options {
+	o.private.fullSizeMemTables = true
+	return o
+}
+
 // TableFiles is tableFiles (compaction_test.go), for the external tests.
 var TableFiles = tableFiles

@@ -15,17 +15,30 @@ import (
 // twoLevelStore writes 2n keys key%08d (even numbers only, value "v"),
 // every other one into L1 and the rest into L0 tables on top, under o, and
 // closes the store. It returns the filesystem.
+// setInOneBatch writes keys key(0..n-1), with value "v", in one batch:
+// a batch goes into one memtable (a new one if it does not fit in the
+// mutable one), whatever the memtables' size limits, so a flush makes one
+// L0 table of it.
+func setInOneBatch(t *testing.T, d *DB, n int, key func(i int) []byte) {
+	t.Helper()
+	b := d.NewBatch()
+	for i := 0; i < n; i++ {
+		if err := b.Set(key(i), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Apply(b, NoSync); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func twoLevelStore(t *testing.T, o *Options, n int) vfs.FS {
 	t.Helper()
 	o.DisableAutomaticCompactions = true
 	o.StaticLevels = true // the compacted half in L1
 	d, fs := openMem(t, o)
 	for half := range 2 {
-		for i := 0; i < n; i++ {
-			if err := d.Set(evenKey(2*i+half), []byte("v"), NoSync); err != nil {
-				t.Fatal(err)
-			}
-		}
+		setInOneBatch(t, d, n, func(i int) []byte { return evenKey(2*i + half) })
 		if half == 0 {
 			if err := d.Compact(nil, nil); err != nil {
 				t.Fatal(err)
@@ -153,11 +166,8 @@ func TestFilters_LevelPolicies(t *testing.T) {
 	if err := d.Compact(nil, nil); err != nil { // L0 into L1
 		t.Fatal(err)
 	}
-	for i := 0; i < n; i++ { // a new L0 table over half the keys
-		if err := d.Set(evenKey(2*i), []byte("v"), NoSync); err != nil {
-			t.Fatal(err)
-		}
-	}
+	// A new L0 table over half the keys.
+	setInOneBatch(t, d, n, func(i int) []byte { return evenKey(2 * i) })
 	if err := d.Flush(); err != nil {
 		t.Fatal(err)
 	}

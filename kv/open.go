@@ -64,11 +64,14 @@ type DB struct {
 		// stall may end, or the DB closes.
 		cond sync.Cond
 		// mem takes writes; imm wait for a flush, oldest first.
-		mem      *memTable
-		imm      []*memTable
-		versions versionSet
-		snaps    snapshotList
-		flushing bool
+		mem *memTable
+		imm []*memTable
+		// nextMemSize is the size limit of the next memtable (see
+		// takeMemSizeLocked).
+		nextMemSize int64
+		versions    versionSet
+		snaps       snapshotList
+		flushing    bool
 		// compacting lists the compactions running now; manual counts the
 		// Compact calls that want the background compactor paused.
 		compacting []*compaction.Compaction

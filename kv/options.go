@@ -136,7 +136,11 @@ type Options struct {
 
 	// MemTableSize is the size in bytes at which the memtable becomes
 	// immutable and is flushed to an L0 table. Default
-	// [DefaultMemTableSize].
+	// [DefaultMemTableSize]. As in Pebble, a store's first memtable
+	// after Open is full at 256 KiB (or MemTableSize, if smaller), and
+	// each next one at twice its predecessor's size, up to
+	// MemTableSize: a store that takes few writes holds little memory,
+	// and one filling up inserts into smaller, faster skiplists meanwhile.
 	MemTableSize int64
 	// MemTableStopWritesThreshold is the number of immutable memtables
 	// waiting for a flush at which writers stall. Default
@@ -275,6 +279,14 @@ type Options struct {
 	// whose filters the store cannot read (see DB.Ingest); nil discards
 	// them.
 	Logger Logger
+
+	// private holds what only kv's tests set (export_test.go).
+	private struct {
+		// fullSizeMemTables starts memtables at MemTableSize rather than
+		// initialMemTableSize, for tests that need every write of a run
+		// in one memtable and one WAL.
+		fullSizeMemTables bool
+	}
 }
 
 // Logger takes the store's log messages. Pebble's Logger satisfies it.

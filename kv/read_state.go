@@ -33,6 +33,10 @@ type memTable struct {
 	// writers counts the writers that reserved room in the memtable and
 	// have not finished inserting: a flush waits for them.
 	writers sync.WaitGroup
+	// limit is the size at which the memtable is full: a write that
+	// would take it past limit goes to the next one (see
+	// DB.takeMemSizeLocked).
+	limit int64
 	// refs counts the holds on the memtable's memory: the DB's, from its
 	// creation until its flush is installed, and one for each read state
 	// that lists it (a read holds its read state). The last release
@@ -53,18 +57,41 @@ func newMemTable(cmp *base.Comparer, logs ...base.FileNum) *memTable {
 // there is one, so that the writes go into memory allocated before
 // rather than new memory the garbage collector must then collect, about
 // a memtable's worth per memtable.
-func (d *DB) newMemTableLocked(num base.FileNum) *memTable {
+func (d *DB) newMemTableLocked(num base.FileNum, limit int64) *memTable {
 	m := d.spareMem.Swap(nil)
 	if m == nil {
-		return newMemTable(d.cmp, num)
+		m = newMemTable(d.cmp, num)
+		m.limit = limit
+		return m
 	}
 	m.MemTable.Reset()
+	m.limit = limit
 	// A new slice: the flush handed the old one on with the WALs to
 	// retire.
 	m.logs = []base.FileNum{num}
 	m.lastSeq, m.batchBytes = 0, 0
 	m.refs.Store(1)
 	return m
+}
+
+// initialMemTableSize is the size limit of a store's first memtable, when
+// Options.MemTableSize is larger: Pebble's.
+const initialMemTableSize = 256 << 10
+
+// takeMemSizeLocked returns the size limit of the next memtable, and
+// doubles the one after it, up to Options.MemTableSize. Memtables start at
+// initialMemTableSize, as Pebble's do: a store that takes few writes
+// holds little memory in its memtable and WAL, and a store filling up
+// inserts into skiplists that stay smaller, and so faster, while it does.
+// After retiring a memtable that was not half full (a Flush), the next
+// one gets the same limit again.
+func (d *DB) takeMemSizeLocked(retired *memTable) int64 {
+	size := d.mu.nextMemSize
+	if retired != nil && retired.Size() < retired.limit/2 {
+		return size
+	}
+	d.mu.nextMemSize = min(2*size, d.opts.MemTableSize)
+	return size
 }
 
 // releaseMem drops one hold on m. The last one keeps m for the next

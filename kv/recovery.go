@@ -179,6 +179,17 @@ func (d *DB) flushRecovered(rec *recovered) error {
 // the memtable still needs.
 func (d *DB) startFresh(rec *recovered) error {
 	mem := rec.mem
+	// Memtables start small again (see takeMemSizeLocked); one that holds
+	// replayed writes, up to Options.MemTableSize, keeps that limit.
+	d.mu.Lock()
+	d.mu.nextMemSize = min(initialMemTableSize, d.opts.MemTableSize)
+	if d.opts.private.fullSizeMemTables {
+		d.mu.nextMemSize = d.opts.MemTableSize
+	}
+	if mem.limit = d.opts.MemTableSize; mem.empty() {
+		mem.limit = d.takeMemSizeLocked(nil)
+	}
+	d.mu.Unlock()
 	log, err := d.openLogForRecovered(rec)
 	if err != nil {
 		return err
@@ -216,12 +227,12 @@ func (d *DB) openLogForRecovered(rec *recovered) (*walWriter, error) {
 		} else {
 			rec.edit.RecyclableLogNum = num + 1
 		}
-		return d.reopenWAL(num, rec.tail)
+		return d.reopenWAL(num, rec.tail, rec.mem.limit)
 	}
 	d.mu.Lock()
 	num := d.mu.versions.nextFileNum()
 	d.mu.Unlock()
 	d.commit.recycler.start(num, d.opts.MemTableStopWritesThreshold+1)
 	rec.edit.RecyclableLogNum = num
-	return d.createWAL(num)
+	return d.createWAL(num, rec.mem.limit)
 }

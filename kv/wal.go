@@ -63,8 +63,8 @@ type walWriter struct {
 // createWAL creates WAL num, in recyclable format, by recycling a flushed
 // WAL's file if one is kept (wal_recycle.go), and syncs the directory, so
 // the file survives a crash under its new name once its contents are
-// synced.
-func (d *DB) createWAL(num base.FileNum) (*walWriter, error) {
+// synced. It preallocates for a memtable of memSize bytes.
+func (d *DB) createWAL(num base.FileNum, memSize int64) (*walWriter, error) {
 	name := base.MakeFilename(base.FileTypeLog, num)
 	f, size, err := d.recycleWAL(name)
 	recycled := f != nil
@@ -79,7 +79,7 @@ func (d *DB) createWAL(num base.FileNum) (*walWriter, error) {
 		return nil, fmt.Errorf("kv: syncing directory for WAL %s: %w", name, err)
 	}
 	d.walCreated(num, recycled)
-	return d.newWALWriter(num, name, f, f, 0, size, true), nil
+	return d.newWALWriter(num, name, f, f, 0, size, memSize, true), nil
 }
 
 // newWALWriter returns the writer of WAL num, which continues a stream of
@@ -87,9 +87,9 @@ func (d *DB) createWAL(num base.FileNum) (*walWriter, error) {
 // after them, in f (fileSize bytes long now, a recycled file's old
 // contents included), which it preallocates ahead of them. With
 // Options.BackgroundWALWrites a flusher goroutine writes them to dst.
-func (d *DB) newWALWriter(num base.FileNum, name string, f vfs.File, dst io.Writer, size, fileSize int64, recyclable bool) *walWriter {
+func (d *DB) newWALWriter(num base.FileNum, name string, f vfs.File, dst io.Writer, size, fileSize, memSize int64, recyclable bool) *walWriter {
 	l := &walWriter{num: num, name: name, file: f}
-	l.space = newWALSpace(d.opts.FS, f, dst, size, fileSize, walPreallocSize(d.opts.MemTableSize))
+	l.space = newWALSpace(d.opts.FS, f, dst, size, fileSize, walPreallocSize(memSize))
 	l.sink = newWALSink(l, size, &d.metrics)
 	var out io.Writer = l.sink
 	switch mapped, ok := l.space.(*walMmapWriter); {
@@ -387,9 +387,9 @@ func (d *DB) checkWALRemains(r *record.Reader, file string) error {
 }
 
 // reopenWAL opens WAL num, whose records end cleanly at tail.end, to
-// append to it in its format. The file already survives a crash; what is
+// append to it in its format, for a memtable of memSize bytes. The file already survives a crash; what is
 // appended survives once synced.
-func (d *DB) reopenWAL(num base.FileNum, tail walTail) (*walWriter, error) {
+func (d *DB) reopenWAL(num base.FileNum, tail walTail, memSize int64) (*walWriter, error) {
 	name := base.MakeFilename(base.FileTypeLog, num)
 	f, err := d.fs.OpenReadWrite(d.path(name))
 	if err != nil {
@@ -402,7 +402,7 @@ func (d *DB) reopenWAL(num base.FileNum, tail walTail) (*walWriter, error) {
 	}
 	// An empty WAL has no format yet: it takes the recyclable one.
 	recyclable := tail.recyclable || tail.end == 0
-	return d.newWALWriter(num, name, f, io.NewOffsetWriter(f, tail.end), tail.end, st.Size(), recyclable), nil
+	return d.newWALWriter(num, name, f, io.NewOffsetWriter(f, tail.end), tail.end, st.Size(), memSize, recyclable), nil
 }
 
 // recordPos names a record of a log file (WAL or MANIFEST) by its byte

@@ -376,7 +376,7 @@ func TestWALMmap_SyncRecordsThroughSink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := d.newWALWriter(1, name, f, f, 0, 0, true)
+	l := d.newWALWriter(1, name, f, f, 0, 0, d.opts.MemTableSize, true)
 	if l.direct == nil {
 		l.abandon()
 		t.Skipf("no mapped WAL here: writer %T", l.space)

@@ -457,7 +457,7 @@ func (d *DB) makeRoomForWrite(n int) (*memTable, error) {
 			return nil, ErrClosed
 		case d.mu.bgErr != nil:
 			return nil, d.mu.bgErr
-		case d.mu.mem.empty() || d.mu.mem.Size()+int64(n) <= d.opts.MemTableSize:
+		case d.mu.mem.empty() || d.mu.mem.Size()+int64(n) <= d.mu.mem.limit:
 			if !slowed && d.l0StallLocked(d.opts.L0SlowdownWritesThreshold) {
 				slowed = true
 				d.mu.Unlock()
@@ -514,8 +514,9 @@ func (d *DB) l0ReadAmpLocked() int {
 func (d *DB) rotateMemTableLocked() error {
 	p := &d.commit
 	num := d.mu.versions.nextFileNum()
+	limit := d.takeMemSizeLocked(d.mu.mem)
 	d.mu.Unlock()
-	newLog, err := d.createWAL(num)
+	newLog, err := d.createWAL(num, limit)
 	if err == nil {
 		sealErr := p.sealLog()
 		if err = p.log.close(); err == nil {
@@ -532,7 +533,7 @@ func (d *DB) rotateMemTableLocked() error {
 	}
 	p.log, p.sealedAt = newLog, 0
 	d.mu.imm = append(d.mu.imm, d.mu.mem)
-	d.mu.mem = d.newMemTableLocked(num)
+	d.mu.mem = d.newMemTableLocked(num, limit)
 	d.updateReadStateLocked()
 	d.maybeScheduleFlushLocked()
 	return nil

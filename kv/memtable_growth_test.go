@@ -1,0 +1,94 @@
+package kv
+
+import (
+	"slices"
+	"testing"
+)
+
+// memLimit returns the size limit of d's mutable memtable.
+func memLimit(d *DB) int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.mu.mem.limit
+}
+
+// fillMemTable writes 1 KiB values until d switches to a new memtable, and
+// returns the limit of the one it filled.
+func fillMemTable(t *testing.T, d *DB, next *int) int64 {
+	t.Helper()
+	d.mu.Lock()
+	mem := d.mu.mem
+	d.mu.Unlock()
+	value := make([]byte, 1<<10)
+	for {
+		d.mu.Lock()
+		switched := d.mu.mem != mem
+		d.mu.Unlock()
+		if switched {
+			return mem.limit
+		}
+		if size := mem.Size(); size > mem.limit {
+			t.Fatalf("memtable of %d bytes past its limit %d", size, mem.limit)
+		}
+		*next++
+		if err := d.Set(evenKey(*next), value, NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestMemTable_Growth checks Pebble's memtable sizes: from 256 KiB (or
+// MemTableSize, if smaller) each memtable twice the last up to
+// MemTableSize; a Flush of a memtable less than half full keeps the next
+// one's size; reopening starts over, except for a memtable that holds
+// replayed writes, which keeps MemTableSize.
+func TestMemTable_Growth(t *testing.T) {
+	d, fs := openMem(t, &Options{MemTableSize: 2 << 20, DisableAutomaticCompactions: true,
+		MemTableStopWritesThreshold: 20})
+	var n int
+	var limits []int64
+	for range 6 {
+		limits = append(limits, fillMemTable(t, d, &n))
+	}
+	if want := []int64{256 << 10, 512 << 10, 1 << 20, 2 << 20, 2 << 20, 2 << 20}; !slices.Equal(limits, want) {
+		t.Fatalf("memtable limits %v, want %v", limits, want)
+	}
+
+	// Little written, then a Flush: the next memtable is no larger.
+	must(t, d.Close())
+	d, err := Open("db", &Options{FS: fs, MemTableSize: 2 << 20, DisableAutomaticCompactions: true})
+	must(t, err)
+	if got := memLimit(d); got != 256<<10 {
+		t.Errorf("after reopening an empty memtable: limit %d, want 256 KiB", got)
+	}
+	must(t, d.Set([]byte("a"), []byte("1"), NoSync))
+	must(t, d.Flush())
+	if got := memLimit(d); got != 512<<10 {
+		t.Errorf("after a Flush of a nearly empty memtable: limit %d, want 512 KiB (the next size, not doubled)", got)
+	}
+	must(t, d.Flush())
+	if got := memLimit(d); got != 512<<10 {
+		t.Errorf("after a second such Flush: limit %d, want 512 KiB still", got)
+	}
+	// Writes left in the memtable are replayed at Open into a memtable
+	// that keeps MemTableSize as its limit.
+	must(t, d.Set([]byte("b"), []byte("2"), NoSync))
+	must(t, d.Close())
+	d, err = Open("db", &Options{FS: fs, MemTableSize: 2 << 20})
+	must(t, err)
+	if got := memLimit(d); got != 2<<20 {
+		t.Errorf("a memtable of replayed writes: limit %d, want MemTableSize", got)
+	}
+	must(t, d.Close())
+
+	// Smaller than 256 KiB: every memtable at MemTableSize.
+	d, _ = openMem(t, &Options{MemTableSize: 64 << 10})
+	limits = limits[:0]
+	for range 3 {
+		limits = append(limits, fillMemTable(t, d, &n))
+	}
+	if want := []int64{64 << 10, 64 << 10, 64 << 10}; !slices.Equal(limits, want) {
+		t.Errorf("MemTableSize 64 KiB: limits %v, want %v", limits, want)
+	}
+	must(t, d.Close())
+}
