@@ -38,6 +38,7 @@ func (d *DB) Flush() error {
 			}
 		}
 		logNum = d.mu.mem.logNum()
+		d.forceFlushLocked(logNum)
 		return nil
 	})
 	if err != nil {
@@ -66,7 +67,7 @@ func (d *DB) waitFlushed(logNum base.FileNum) error {
 // maybeScheduleFlushLocked starts the flush goroutine if memtables wait
 // and none runs.
 func (d *DB) maybeScheduleFlushLocked() {
-	if d.mu.flushing || len(d.mu.imm) == 0 || d.mu.bgErr != nil || d.closed.Load() {
+	if d.mu.flushing || !d.flushDueLocked() || d.mu.bgErr != nil || d.closed.Load() {
 		return
 	}
 	d.mu.flushing = true
@@ -74,13 +75,48 @@ func (d *DB) maybeScheduleFlushLocked() {
 	go d.flushLoop()
 }
 
-// flushLoop flushes immutable memtables, oldest first, until none is left.
+// flushDueLocked reports whether the oldest immutable memtable is to be
+// flushed now: once the immutable memtables' size limits add up to half
+// of Options.MemTableSize, as Pebble flushes (passedFlushThreshold), or
+// once a Flush or an ingest asked for it (flushUpTo). A full-size
+// memtable is due as soon as it is immutable; the small memtables that
+// start a store's life (see takeMemSizeLocked) wait for each other, so a
+// store that takes a few megabytes after Open flushes none of them,
+// while its skiplists stay small.
+func (d *DB) flushDueLocked() bool {
+	if len(d.mu.imm) == 0 {
+		return false
+	}
+	if d.mu.imm[0].logNum() < d.mu.flushUpTo {
+		return true
+	}
+	return d.immLimitsLocked() >= d.opts.MemTableSize/2
+}
+
+// immLimitsLocked returns the sum of the immutable memtables' size
+// limits.
+func (d *DB) immLimitsLocked() int64 {
+	var n int64
+	for _, m := range d.mu.imm {
+		n += m.limit
+	}
+	return n
+}
+
+// forceFlushLocked makes the immutable memtables whose WALs are below
+// logNum due for a flush, and starts it.
+func (d *DB) forceFlushLocked(logNum base.FileNum) {
+	d.mu.flushUpTo = max(d.mu.flushUpTo, logNum)
+	d.maybeScheduleFlushLocked()
+}
+
+// flushLoop flushes immutable memtables, oldest first, while one is due.
 func (d *DB) flushLoop() {
 	defer d.bgWG.Done()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	defer d.recoverLocked("flush", func() { d.mu.flushing = false })
-	for len(d.mu.imm) > 0 && d.mu.bgErr == nil && !d.closed.Load() {
+	for d.flushDueLocked() && d.mu.bgErr == nil && !d.closed.Load() {
 		if err := d.flushOneLocked(); err != nil {
 			if !errors.Is(err, errCanceled) {
 				d.setBackgroundErrorLocked(err)

@@ -309,6 +309,7 @@ func (d *DB) flushAllLocked() error {
 			return err
 		}
 	}
+	d.forceFlushLocked(d.mu.mem.logNum())
 	for len(d.mu.imm) > 0 {
 		switch {
 		case d.mu.bgErr != nil:

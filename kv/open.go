@@ -69,9 +69,13 @@ type DB struct {
 		// nextMemSize is the size limit of the next memtable (see
 		// takeMemSizeLocked).
 		nextMemSize int64
-		versions    versionSet
-		snaps       snapshotList
-		flushing    bool
+		// flushUpTo makes every immutable memtable whose WAL is below it
+		// due for a flush, whatever their sizes (see flushDueLocked): a
+		// Flush or an ingest waits for them.
+		flushUpTo base.FileNum
+		versions  versionSet
+		snaps     snapshotList
+		flushing  bool
 		// compacting lists the compactions running now; manual counts the
 		// Compact calls that want the background compactor paused.
 		compacting []*compaction.Compaction

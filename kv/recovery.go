@@ -182,7 +182,7 @@ func (d *DB) startFresh(rec *recovered) error {
 	// Memtables start small again (see takeMemSizeLocked); one that holds
 	// replayed writes, up to Options.MemTableSize, keeps that limit.
 	d.mu.Lock()
-	d.mu.nextMemSize = min(initialMemTableSize, d.opts.MemTableSize)
+	d.mu.nextMemSize = min(max(initialMemTableSize, d.opts.MemTableSize/16), d.opts.MemTableSize)
 	if d.opts.private.fullSizeMemTables {
 		d.mu.nextMemSize = d.opts.MemTableSize
 	}

@@ -44,7 +44,7 @@ func (d *DB) WaitIdle(ctx context.Context) error {
 // asks the scheduler to start whatever compaction is due, so "due" is the
 // scheduler's own rule, then reports whether it started none.
 func (d *DB) idleLocked() bool {
-	if d.mu.flushing || len(d.mu.imm) > 0 || d.mu.manual > 0 || len(d.mu.compacting) > 0 || d.filterMem.running {
+	if d.mu.flushing || d.flushDueLocked() || d.mu.manual > 0 || len(d.mu.compacting) > 0 || d.filterMem.running {
 		return false
 	}
 	d.maybeScheduleCompactionLocked()

@@ -466,7 +466,7 @@ func (d *DB) makeRoomForWrite(n int) (*memTable, error) {
 				continue
 			}
 			return d.mu.mem, nil
-		case len(d.mu.imm) >= d.opts.MemTableStopWritesThreshold:
+		case d.immLimitsLocked() >= int64(d.opts.MemTableStopWritesThreshold)*d.opts.MemTableSize:
 			d.metrics.writeStalls.Add(1)
 			d.stallLocked("memtables waiting for a flush")
 			d.mu.cond.Wait()
