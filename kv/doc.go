@@ -104,8 +104,9 @@
 //
 // When the memtable is full it becomes immutable and a new memtable with a
 // new WAL takes its place. Memtables fill at Options.MemTableSize, except
-// the first ones after Open: from 256 KiB up, each twice the last, as
-// Pebble sizes them. A background goroutine
+// the first ones after Open: from MemTableSize/16 (at least 256 KiB) up,
+// each twice the last, flushed together once they add up to half of
+// MemTableSize, as Pebble sizes and flushes them. A background goroutine
 // flushes immutable memtables to L0 tables, records each flush in the
 // MANIFEST and retires the WAL it no longer needs: a few such files are
 // kept, and the next WAL takes one over (renamed, overwritten from the

@@ -409,11 +409,11 @@ func tablesSize(ts []TableInfo) int64 {
 
 // flushBegin reports a flush starting and returns its JobID (0 without a
 // listener).
-func (d *DB) flushBegin(mem *memTable) int {
+func (d *DB) flushBegin(inputBytes int64) int {
 	if !d.events.on() {
 		return 0
 	}
-	info := FlushInfo{JobID: d.events.nextJob(), InputBytes: mem.batchBytes}
+	info := FlushInfo{JobID: d.events.nextJob(), InputBytes: inputBytes}
 	d.emit(func(l *EventListener) {
 		if l.FlushBegin != nil {
 			l.FlushBegin(info)
@@ -423,11 +423,11 @@ func (d *DB) flushBegin(mem *memTable) int {
 }
 
 // flushEnd reports a flush finished (or failed, err).
-func (d *DB) flushEnd(job int, mem *memTable, files []*manifest.FileMetadata, start time.Time, err error) {
+func (d *DB) flushEnd(job int, inputBytes int64, files []*manifest.FileMetadata, start time.Time, err error) {
 	if !d.events.on() {
 		return
 	}
-	info := FlushInfo{JobID: job, InputBytes: mem.batchBytes, Output: tableInfos(files),
+	info := FlushInfo{JobID: job, InputBytes: inputBytes, Output: tableInfos(files),
 		Duration: time.Since(start), Done: true, Err: err}
 	d.emit(func(l *EventListener) {
 		if l.FlushEnd != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/bloomkv/bloomkv/bloompolicy"
 	"github.com/bloomkv/bloomkv/compaction"
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/iterator"
 	"github.com/bloomkv/bloomkv/internal/manifest"
 	"github.com/bloomkv/bloomkv/sstable"
 	"github.com/cockroachdb/pebble/vfs"
@@ -129,29 +130,51 @@ func (d *DB) flushLoop() {
 	d.mu.cond.Broadcast()
 }
 
-// flushOneLocked writes the oldest immutable memtable to L0, records it in
-// the MANIFEST with the log number of the next memtable and the memtable's
-// last sequence number, and deletes its WALs. d.mu is released while
-// writing.
+// flushBatchLocked returns how many of the oldest immutable memtables the
+// next flush writes together: as many as a memtable's worth of size
+// limits holds, at least one. A full-size memtable is flushed alone, as
+// it always was; the small memtables a store starts with (see
+// takeMemSizeLocked) go out together, into one set of L0 tables, as
+// Pebble flushes the memtables it holds back.
+func (d *DB) flushBatchLocked() int {
+	n, sum := 1, d.mu.imm[0].limit
+	for n < len(d.mu.imm) && sum+d.mu.imm[n].limit <= d.opts.MemTableSize {
+		sum += d.mu.imm[n].limit
+		n++
+	}
+	return n
+}
+
+// flushOneLocked writes the oldest immutable memtables (flushBatchLocked)
+// to L0, records them in the MANIFEST with the log number of the next
+// memtable and their last sequence number, and deletes their WALs. d.mu
+// is released while writing.
 func (d *DB) flushOneLocked() (err error) {
-	mem := d.mu.imm[0]
+	mems := append([]*memTable(nil), d.mu.imm[:d.flushBatchLocked()]...)
+	last := mems[len(mems)-1]
+	var inputBytes int64
+	for _, m := range mems {
+		inputBytes += m.batchBytes
+	}
 	snaps := d.mu.snaps.seqNums()
-	job, start := d.flushBegin(mem), time.Now()
+	job, start := d.flushBegin(inputBytes), time.Now()
 	var files []*manifest.FileMetadata
-	defer func() { d.flushEnd(job, mem, files, start, err) }()
+	defer func() { d.flushEnd(job, inputBytes, files, start, err) }()
 	d.unlockedDo(func() {
-		mem.writers.Wait() // the writes reserved before the rotation
-		d.commit.pub.waitDone(d, mem.lastSeq)
-		files, err = d.writeL0(mem, snaps, job, d.cancelCheck())
+		for _, m := range mems {
+			m.writers.Wait() // the writes reserved before the rotation
+		}
+		d.commit.pub.waitDone(d, last.lastSeq)
+		files, err = d.writeL0(mems, snaps, job, d.cancelCheck())
 	})
 	if err != nil {
 		return err
 	}
 	nextLog := d.mu.mem.logNum()
-	if len(d.mu.imm) > 1 {
-		nextLog = d.mu.imm[1].logNum()
+	if len(d.mu.imm) > len(mems) {
+		nextLog = d.mu.imm[len(mems)].logNum()
 	}
-	edit := &manifest.VersionEdit{LogNum: nextLog, LastSeqNum: mem.lastSeq}
+	edit := &manifest.VersionEdit{LogNum: nextLog, LastSeqNum: last.lastSeq}
 	var written int64
 	for _, f := range files {
 		edit.NewFiles = append(edit.NewFiles, manifest.NewFileEntry{Level: 0, Meta: f})
@@ -160,45 +183,60 @@ func (d *DB) flushOneLocked() (err error) {
 	if err := d.mu.versions.logAndApply(edit); err != nil {
 		return err
 	}
-	// Clear the slot first: the backing array stays reachable through the
-	// shorter slice, and would keep the flushed memtable alive with it.
-	d.mu.imm[0] = nil
-	d.mu.imm = d.mu.imm[1:]
+	// Clear the slots first: the backing array stays reachable through the
+	// shorter slice, and would keep the flushed memtables alive with it.
+	clear(d.mu.imm[:len(mems)])
+	d.mu.imm = d.mu.imm[len(mems):]
 	d.updateReadStateLocked()
 	d.metrics.flushes.Add(1)
 	d.metrics.flushBytes.Add(written)
-	d.metrics.levels[0].bytesIn.Add(mem.batchBytes)
+	d.metrics.levels[0].bytesIn.Add(inputBytes)
 	d.metrics.levels[0].bytesWritten.Add(written)
 	d.metrics.levels[0].bytesFlushed.Add(written)
-	d.retireWALs(mem.logs)
-	d.releaseMem(mem) // the DB's hold; flushEnd reads only its counts, under d.mu
+	for _, m := range mems {
+		d.retireWALs(m.logs)
+		d.releaseMem(m) // the DB's hold
+	}
 	d.mu.cond.Broadcast()
 	return nil
 }
 
-// writeL0 writes a memtable out as L0 tables, keeping every version an
-// open snapshot sees: none when the memtable holds nothing, one unless it
-// outgrows compaction.Options.FlushSplitBytes, which cuts it along the
+// writeL0 writes memtables out as L0 tables, keeping every version an
+// open snapshot sees: none when they hold nothing, one unless they
+// outgrow compaction.Options.FlushSplitBytes, which cuts them along the
 // tables of the base level (compaction.Picker.FlushSplit). job is the
 // flush's JobID for the listener's events.
-func (d *DB) writeL0(mem *memTable, snaps []base.SeqNum, job int, cancel func() bool) ([]*manifest.FileMetadata, error) {
-	var input base.InternalIterator = mem.NewIter(nil, nil)
+func (d *DB) writeL0(mems []*memTable, snaps []base.SeqNum, job int, cancel func() bool) ([]*manifest.FileMetadata, error) {
+	var input base.InternalIterator
+	var rangeDels []sstable.RangeTombstone
+	var entries int64
+	if len(mems) == 1 {
+		input, rangeDels, entries = mems[0].NewIter(nil, nil), mems[0].RangeDels(), int64(mems[0].Len())
+	} else {
+		iters := make([]base.InternalIterator, len(mems))
+		for i, m := range mems {
+			iters[i] = m.NewIter(nil, nil)
+			rangeDels = append(rangeDels, m.RangeDels()...)
+			entries += int64(m.Len())
+		}
+		input = iterator.NewMerging(d.cmp.Compare, iters...)
+	}
 	if cancel != nil {
 		input = &cancelIter{InternalIterator: input, canceled: cancel}
 	}
-	// The memtable outlives the flush: its keys and values are written
-	// from its arena, not copied.
-	cfg := compaction.RunConfig{Snapshots: snaps, RangeDels: mem.RangeDels(), StableInput: true}
+	// The memtables outlive the flush: their keys and values are written
+	// from their arenas, not copied.
+	cfg := compaction.RunConfig{Snapshots: snaps, RangeDels: rangeDels, StableInput: true}
 	var filter bloompolicy.FilterPolicy
 	func() {
 		d.mu.Lock()
 		defer d.mu.Unlock() // the picker's Compare may panic
-		filter = d.tableFilterLocked(0, nil, int64(mem.Len()))
+		filter = d.tableFilterLocked(0, nil, entries)
 		cfg.SplitBoundaries, cfg.SplitBytes = d.picker.FlushSplit(d.mu.versions.current)
 	}()
 	files, _, err := d.runOutputs(input, cfg, filter, job, "flush")
 	if err != nil {
-		return nil, fmt.Errorf("kv: flushing memtable of WAL %s: %w", mem.logNum(), err)
+		return nil, fmt.Errorf("kv: flushing memtable of WAL %s: %w", mems[0].logNum(), err)
 	}
 	return files, nil
 }

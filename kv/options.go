@@ -136,15 +136,18 @@ type Options struct {
 
 	// MemTableSize is the size in bytes at which the memtable becomes
 	// immutable and is flushed to an L0 table. Default
-	// [DefaultMemTableSize]. As in Pebble, a store's first memtable
-	// after Open is full at 256 KiB (or MemTableSize, if smaller), and
-	// each next one at twice its predecessor's size, up to
-	// MemTableSize: a store that takes few writes holds little memory,
-	// and one filling up inserts into smaller, faster skiplists meanwhile.
+	// [DefaultMemTableSize]. As in Pebble, memtables ramp up after Open:
+	// the first is full at MemTableSize/16 (at least 256 KiB, at most
+	// MemTableSize), each next one at twice its predecessor's size, up
+	// to MemTableSize; and the small ones are flushed together, once
+	// the immutable memtables' sizes add up to half of MemTableSize (or
+	// a Flush asks). A store that takes few writes holds little memory,
+	// and one filling up inserts into smaller, faster skiplists.
 	MemTableSize int64
 	// MemTableStopWritesThreshold is the number of immutable memtables
-	// waiting for a flush at which writers stall. Default
-	// [DefaultMemTableStopWritesThreshold].
+	// waiting for a flush at which writers stall, each counted at its
+	// share of MemTableSize (the small memtables of the ramp count for
+	// less than one). Default [DefaultMemTableStopWritesThreshold].
 	MemTableStopWritesThreshold int
 
 	// BlockSize is the target uncompressed size of data blocks. Default

@@ -160,7 +160,7 @@ func (d *DB) replayBatch(rec *recovered, batch []byte, where recordPos) error {
 // starts an empty memtable.
 func (d *DB) flushRecovered(rec *recovered) error {
 	if !rec.mem.empty() {
-		files, err := d.writeL0(rec.mem, nil, 0, nil)
+		files, err := d.writeL0([]*memTable{rec.mem}, nil, 0, nil)
 		if err != nil {
 			return err
 		}
