@@ -79,16 +79,16 @@ func (d *DB) newMemTableLocked(num base.FileNum, limit int64) *memTable {
 const initialMemTableSize = 256 << 10
 
 // takeMemSizeLocked returns the size limit of the next memtable, and
-// doubles the one after it, up to Options.MemTableSize. Memtables start at
-// MemTableSize/16, at least initialMemTableSize (see startFresh), as
-// Pebble's ramp up from 256 KiB: a store that takes few writes holds
-// little memory in its memtable and WAL, and a store filling up inserts
-// into skiplists that stay smaller, and so faster, while it does. Pebble
-// starts at 256 KiB whatever its MemTableSize; a read searches every
-// memtable not yet flushed, and from 256 KiB up to 64 MiB that made up
-// to eight, which cost YCSB A (half reads) 7% here.
-// After retiring a memtable that was not half full (a Flush), the next
-// one gets the same limit again.
+// doubles the one after it, up to Options.MemTableSize; after retiring a
+// memtable that was not half full (a Flush), the next one gets the same
+// limit again. Memtables start at MemTableSize/16, at least
+// initialMemTableSize (see startFresh), as Pebble's ramp up from 256 KiB:
+// a store that takes few writes holds little memory in its memtable and
+// WAL, and a store filling up inserts into skiplists that stay smaller,
+// and so faster, while it does. Pebble starts at 256 KiB whatever its
+// MemTableSize; but a read searches every memtable not yet flushed, and
+// from 256 KiB up to 64 MiB that made up to eight, which cost YCSB A
+// (half reads) 7% here.
 func (d *DB) takeMemSizeLocked(retired *memTable) int64 {
 	size := d.mu.nextMemSize
 	if retired != nil && retired.Size() < retired.limit/2 {
