@@ -207,18 +207,16 @@ func (d *DB) flushOneLocked() (err error) {
 // tables of the base level (compaction.Picker.FlushSplit). job is the
 // flush's JobID for the listener's events.
 func (d *DB) writeL0(mems []*memTable, snaps []base.SeqNum, job int, cancel func() bool) ([]*manifest.FileMetadata, error) {
-	var input base.InternalIterator
+	iters := make([]base.InternalIterator, len(mems))
 	var rangeDels []sstable.RangeTombstone
 	var entries int64
-	if len(mems) == 1 {
-		input, rangeDels, entries = mems[0].NewIter(nil, nil), mems[0].RangeDels(), int64(mems[0].Len())
-	} else {
-		iters := make([]base.InternalIterator, len(mems))
-		for i, m := range mems {
-			iters[i] = m.NewIter(nil, nil)
-			rangeDels = append(rangeDels, m.RangeDels()...)
-			entries += int64(m.Len())
-		}
+	for i, m := range mems {
+		iters[i] = m.NewIter(nil, nil)
+		rangeDels = append(rangeDels, m.RangeDels()...)
+		entries += int64(m.Len())
+	}
+	input := iters[0] // a full-size memtable is flushed alone, unmerged
+	if len(iters) > 1 {
 		input = iterator.NewMerging(d.cmp.Compare, iters...)
 	}
 	if cancel != nil {

@@ -387,8 +387,8 @@ func (d *DB) checkWALRemains(r *record.Reader, file string) error {
 }
 
 // reopenWAL opens WAL num, whose records end cleanly at tail.end, to
-// append to it in its format, for a memtable of memSize bytes. The file already survives a crash; what is
-// appended survives once synced.
+// append to it in its format, for a memtable of memSize bytes. The file
+// already survives a crash; what is appended survives once synced.
 func (d *DB) reopenWAL(num base.FileNum, tail walTail, memSize int64) (*walWriter, error) {
 	name := base.MakeFilename(base.FileTypeLog, num)
 	f, err := d.fs.OpenReadWrite(d.path(name))
