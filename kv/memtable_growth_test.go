@@ -2,8 +2,11 @@ package kv
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"testing"
+	"time"
 )
 
 // memLimit returns the size limit of d's mutable memtable.
@@ -101,13 +104,29 @@ func TestMemTable_Growth(t *testing.T) {
 // starts with wait for each other and go out in one flush: with 4 MiB
 // memtables, those of 256 KiB, 512 KiB and 1 MiB are not due (their
 // limits add up to less than 2 MiB); the 2 MiB one makes them due, and
-// all four fit in one memtable's worth.
+// all four fit in one memtable's worth. Meanwhile the store is idle
+// (nothing due), and writers do not stall although more memtables wait
+// than MemTableStopWritesThreshold counts: together they hold less than
+// one memtable's worth. A range deletion in the second memtable covers
+// keys of the first, flushed with it.
 func TestFlush_RampMemTablesTogether(t *testing.T) {
-	d, _ := openMem(t, &Options{MemTableSize: 4 << 20, DisableAutomaticCompactions: true})
+	d, _ := openMem(t, &Options{MemTableSize: 4 << 20, DisableAutomaticCompactions: true,
+		MemTableStopWritesThreshold: 1})
 	defer func() { must(t, d.Close()) }()
+	doomed := func(i int) []byte { return fmt.Appendf(nil, "doomed/%d", i) }
+	for i := range 10 {
+		must(t, d.Set(doomed(i), []byte("v"), NoSync))
+	}
 	var n int
-	for range 3 {
+	fillMemTable(t, d, &n)
+	must(t, d.DeleteRange([]byte("doomed/"), []byte("doomed0"), NoSync))
+	for range 2 {
 		fillMemTable(t, d, &n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := d.WaitIdle(ctx); err != nil {
+		t.Fatalf("WaitIdle with no flush due: %v", err)
 	}
 	d.mu.Lock()
 	imm, due := len(d.mu.imm), d.flushDueLocked()
@@ -131,5 +150,13 @@ func TestFlush_RampMemTablesTogether(t *testing.T) {
 		if _, err := d.Get(evenKey(i)); err != nil {
 			t.Fatalf("key %d of %d: %v", i, n, err)
 		}
+	}
+	for i := range 10 {
+		if _, err := d.Get(doomed(i)); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("%s, deleted by a range in the next memtable: %v, want ErrNotFound", doomed(i), err)
+		}
+	}
+	if got := d.Metrics().WriteStalls; got != 0 {
+		t.Fatalf("%d write stalls with less than one memtable's worth waiting", got)
 	}
 }
