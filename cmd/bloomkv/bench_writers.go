@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -122,7 +123,11 @@ func (s *writersStudy) scale() {
 	}
 	for i := range s.Rows {
 		r := &s.Rows[i]
-		base := one[r.Mode] // zero without a one-writer run: NaN
+		base, ok := one[r.Mode]
+		if !ok {
+			r.NoSyncScaling, r.SyncScaling = jsonFloat(math.NaN()), jsonFloat(math.NaN())
+			continue
+		}
 		r.NoSyncScaling = jsonFloat(ratio(float64(base.BestNoSyncNs), float64(r.BestNoSyncNs)))
 		r.SyncScaling = jsonFloat(ratio(float64(base.BestSyncNs), float64(r.BestSyncNs)))
 	}

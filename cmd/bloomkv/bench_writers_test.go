@@ -114,3 +114,21 @@ func TestBenchWriters_Usage(t *testing.T) {
 		}
 	}
 }
+
+// TestWritersStudy_ScaleWithoutOneWriter: without a one-writer run there
+// is nothing to scale against, and the scaling is absent ("-"), not 0.
+func TestWritersStudy_ScaleWithoutOneWriter(t *testing.T) {
+	s := &writersStudy{Rows: []writersRow{
+		{Writers: 2, writeModeRow: writeModeRow{Mode: bench.WriteModeKV, BestNoSyncNs: 500, BestSyncNs: 9000}},
+		{Writers: 4, writeModeRow: writeModeRow{Mode: bench.WriteModeKV, BestNoSyncNs: 300, BestSyncNs: 5000}},
+	}}
+	s.scale()
+	for _, r := range s.Rows {
+		if !math.IsNaN(float64(r.NoSyncScaling)) || !math.IsNaN(float64(r.SyncScaling)) {
+			t.Errorf("%d writers: scaling %v and %v with no one-writer row, want none", r.Writers, r.NoSyncScaling, r.SyncScaling)
+		}
+	}
+	if got := s.table().rows[0][4]; got != "-" {
+		t.Errorf("table shows scaling %q, want -", got)
+	}
+}
