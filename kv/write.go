@@ -3,6 +3,7 @@ package kv
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -72,11 +73,12 @@ type writer struct {
 	sync  bool
 	// lastSeq is the sequence number of the batch's last write.
 	lastSeq base.SeqNum
-	// Publication state, under the publisher's mu: applied once the
-	// batch is inserted (or failed), failed when it is not to be
-	// published, visible when readers see it once it left the
-	// publication queue.
-	applied, failed, visible bool
+	// failed is set while the batch is not inserted whole, by the writer.
+	// outcome tells whoever pops the writer whether it was (batchApplied)
+	// or not (batchFailed), and 0 until then. visible, set by whoever
+	// pops it before its signal, tells the writer whether readers see it.
+	failed, visible bool
+	outcome         atomic.Uint32
 	// reservedSig is set once a group's leader has reserved the
 	// writer, publishedSig once its batch has left the publication
 	// queue (see signal).
@@ -121,7 +123,8 @@ func getWriter() *writer {
 // putWriter returns w to the pool once no goroutine refers to it: its
 // batch is published, or was never reserved.
 func putWriter(w *writer) {
-	w.batch, w.applied, w.failed, w.visible = nil, false, false, false
+	w.batch, w.failed, w.visible = nil, false, false
+	w.outcome.Store(0)
 	w.mem, w.log, w.err = nil, nil, nil
 	w.ins = memtable.Inserter{} // no pooled writer pins a flushed memtable
 	if cap(w.own.data) > maxPooledBatch {
@@ -214,8 +217,10 @@ func (p *commitPipeline) runExclusive(_ *DB, fn func() error) error {
 // failure behind it kept from becoming visible fails with the error that
 // stopped writes.
 func (p *commitPipeline) run(d *DB, w *writer) (err error) {
+	p.pub.enter()
 	mem, log, end, err := p.reserve(d, w)
 	if err != nil {
+		p.pub.leave() // never queued for publication
 		return err
 	}
 	// Failed until inserted whole: a failed insert must not publish the
@@ -352,88 +357,180 @@ func (p *commitPipeline) reserveLocked(d *DB, w *writer) (*memTable, *walWriter,
 // publisher publishes batches in sequence order: d.visibleSeq moves past
 // a batch once it and every batch reserved before it are inserted.
 //
-// Whichever writer finds the batches at the head of the queue inserted
-// publishes them all, and signals each of their writers: a writer waits
-// for its own batch's signal, not for every publication (a broadcast
-// would wake every waiting writer for each group, and they would queue
-// again on mu).
+// It takes no lock. A group's leader pushes its writers, under the
+// pipeline's mu, onto a ring in sequence order; a writer whose batch is
+// inserted pops every inserted batch at the ring's tail and publishes it,
+// and waits for its own batch's signal only when an earlier batch is
+// still being inserted: the writer inserting that one publishes both.
+// A lock there was taken by every writer, and a writer holding it while it
+// woke the ones it published kept every other writer, and the next
+// group's leader, waiting behind a system call.
 type publisher struct {
-	mu   sync.Mutex
-	cond sync.Cond // signalled when batches are published, for waitDone
-	// queue holds the writers reserved and not yet published, in
-	// sequence order, from head on.
-	queue []*writer
-	head  int
-	// done is the last sequence number of the last batch that left the
-	// queue, published or failed.
-	done base.SeqNum
-	// halted is set once a batch failed: no batch from it on becomes
-	// visible (a failed insert may have left part of it in the memtable).
-	halted bool
-	// doneWaiters counts the goroutines waiting in waitDone: only then
-	// does publication broadcast on cond.
-	doneWaiters int
+	// state packs the ring's head, the count of writers pushed, in its
+	// high 32 bits; publication's halt in bit 31; and the ring's tail,
+	// the count popped modulo 2^31, in the low 31. A pop sees in one
+	// load whether the ring is empty and whether publication halted, and
+	// moves the tail, halting if its batch failed, with one
+	// compare-and-swap.
+	state atomic.Uint64
+	// slots holds the writers from tail to head, at their count modulo
+	// the ring's size.
+	slots [pubRingSize]atomic.Pointer[writer]
+	// inflight counts the writers between entering the pipeline and
+	// leaving it (see enter): at most pubRingSize, so the ring never
+	// overflows.
+	inflight atomic.Int64
+
+	// waitDone's waiters, woken by publications while doneWaiters > 0.
+	mu          sync.Mutex
+	cond        sync.Cond
+	doneWaiters atomic.Int32
 }
 
-// enqueue queues the writers of group (linked by next, in sequence
-// order) that were reserved, under the pipeline's mu.
-func (q *publisher) enqueue(group *writer) {
-	q.mu.Lock()
-	if q.head > 0 && q.head == len(q.queue) {
-		clear(q.queue)
-		q.queue, q.head = q.queue[:0], 0
+// The outcomes of a writer's batch (writer.outcome).
+const (
+	batchApplied = 1 + iota
+	batchFailed
+)
+
+// pubRingSize is the size of the publication ring, and so the most
+// writers in the pipeline at once: a power of two.
+const pubRingSize = 1 << 12
+
+// The fields of publisher.state below its head.
+const (
+	pubHalted   = 1 << 31       // a batch failed: no batch from it on is visible
+	pubTailMask = pubHalted - 1 // the tail, modulo 2^31
+)
+
+// halted reports whether a failed batch halted publication: no batch from
+// it on becomes visible (a failed insert may have left part of it in the
+// memtable).
+func (q *publisher) halted() bool { return q.state.Load()&pubHalted != 0 }
+
+// enter admits a writer to the pipeline once fewer than pubRingSize are
+// in it; leave lets the next one in.
+func (q *publisher) enter() {
+	for q.inflight.Add(1) > pubRingSize {
+		q.inflight.Add(-1)
+		runtime.Gosched()
 	}
+}
+
+func (q *publisher) leave() { q.inflight.Add(-1) }
+
+// enqueue pushes the writers of group (linked by next, in sequence order)
+// that were reserved onto the ring, under the pipeline's mu: one pusher
+// at a time.
+func (q *publisher) enqueue(group *writer) {
 	for w := group; w != nil; w = w.next {
-		if w.err == nil {
-			q.queue = append(q.queue, w)
+		if w.err != nil {
+			continue
+		}
+		head := uint32(q.state.Load() >> 32)
+		slot := &q.slots[head%pubRingSize]
+		// The ring has room (see enter), but the writer that popped the
+		// slot's last occupant may not have cleared it yet.
+		for slot.Load() != nil {
+			runtime.Gosched()
+		}
+		slot.Store(w)
+		q.state.Add(1 << 32)
+	}
+}
+
+// pop removes the writer at the ring's tail if its batch is inserted (or
+// failed), and returns it with whether its batch is to be visible; it
+// returns nil if the tail's batch is still being inserted, or the ring
+// is empty.
+//
+// The writer read from the slot may have been popped and published by
+// another writer since state was loaded, and be serving its goroutine's
+// next write already: what pop reads of it counts only if the
+// compare-and-swap of state succeeds, which proves that no pop came
+// between, so pop has no other effect before it.
+func (q *publisher) pop() (x *writer, visible bool) {
+	for {
+		st := q.state.Load()
+		head, tail := uint32(st>>32), uint32(st)&pubTailMask
+		if head&pubTailMask == tail {
+			return nil, false
+		}
+		slot := &q.slots[tail%pubRingSize]
+		x := slot.Load()
+		if x == nil {
+			continue // popped since the load of state
+		}
+		outcome := x.outcome.Load()
+		if outcome == 0 {
+			return nil, false
+		}
+		next := st&^pubTailMask | uint64((tail+1)&pubTailMask)
+		if outcome == batchFailed {
+			next |= pubHalted
+		}
+		if q.state.CompareAndSwap(st, next) {
+			slot.Store(nil)
+			return x, next&pubHalted == 0
 		}
 	}
-	q.mu.Unlock()
 }
 
-// publish marks w inserted (or failed), publishes every batch at the head
-// of the queue that is inserted, waits until w is published, and reports
-// whether readers see it. A failed batch leaves the queue unpublished,
-// and halts publication: no batch after it becomes visible either.
+// publish marks w inserted (or failed), publishes every batch at the
+// ring's tail that is inserted, waits until w is published, lets w leave
+// the pipeline, and reports whether readers see it. A failed batch leaves the ring unpublished, and
+// halts publication: no batch after it becomes visible either.
+//
+// Whoever pops a batch publishes it. Two writers may pop and publish
+// batches at once, the later batch's number reaching visibleSeq first:
+// both batches are inserted, so readers see them both, whole.
 func (q *publisher) publish(d *DB, w *writer) bool {
-	q.mu.Lock()
-	w.applied = true
-	popped := false
-	for q.head < len(q.queue) && q.queue[q.head].applied {
-		x := q.queue[q.head]
-		q.queue[q.head] = nil
-		q.head++
-		popped = true
-		q.done = x.lastSeq
-		q.halted = q.halted || x.failed
-		if x.visible = !q.halted; x.visible {
-			d.visibleSeq.Store(uint64(x.lastSeq))
+	if w.failed {
+		w.outcome.Store(batchFailed)
+	} else {
+		w.outcome.Store(batchApplied)
+	}
+	for {
+		x, visible := q.pop()
+		if x == nil {
+			break
+		}
+		if x.visible = visible; visible {
+			for seq := uint64(x.lastSeq); ; {
+				cur := d.visibleSeq.Load()
+				if cur >= seq || d.visibleSeq.CompareAndSwap(cur, seq) {
+					break
+				}
+			}
+		}
+		if q.doneWaiters.Load() > 0 {
+			q.mu.Lock()
+			q.cond.Broadcast()
+			q.mu.Unlock()
 		}
 		x.publishedSig.set() // w's own returns from wait at once
 	}
-	if popped && q.doneWaiters > 0 {
-		q.cond.Broadcast()
-	}
-	q.mu.Unlock()
 	w.publishedSig.wait()
+	q.leave()
 	return w.visible
 }
 
 // waitDone waits until every batch up to sequence number seq is
-// published (or failed), so a flush writes no write that readers cannot
-// see yet: a compaction could otherwise drop the older version such a
-// reader needs, shadowed by one it does not see.
+// published, or publication halted, so a flush writes no write that
+// readers cannot see yet: a compaction could otherwise drop the older
+// version such a reader needs, shadowed by one it does not see. Once
+// publication halted no later batch becomes visible, nor is any written.
 func (q *publisher) waitDone(d *DB, seq base.SeqNum) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.cond.L == nil {
 		q.cond.L = &q.mu
 	}
-	q.doneWaiters++
-	for q.done < seq && base.SeqNum(d.visibleSeq.Load()) < seq {
+	q.doneWaiters.Add(1)
+	for base.SeqNum(d.visibleSeq.Load()) < seq && !q.halted() {
 		q.cond.Wait()
 	}
-	q.doneWaiters--
+	q.doneWaiters.Add(-1)
 }
 
 // errSeqNumsExhausted refuses writes once every sequence number up to
