@@ -82,10 +82,7 @@
 //
 // A write goes through a commit pipeline, as in Pebble. Under a short
 // lock it is assigned sequence numbers and its record is appended to the
-// write-ahead log's (WAL's) buffer, in sequence order; the writers that
-// arrive while one holds the lock are reserved together by the next to
-// take it, in arrival order, so many writers take the lock once per group,
-// not once each. Where the WAL is memory-mapped (vfs.Default on Linux)
+// write-ahead log's (WAL's) buffer, in sequence order. Where the WAL is memory-mapped (vfs.Default on Linux)
 // the record is copied straight into the file's pages, which a goroutine
 // faults in ahead of the writes, and the write is in the WAL file then.
 // Otherwise, concurrently with other writers, it waits until its record

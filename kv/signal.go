@@ -6,11 +6,10 @@ import (
 )
 
 // signal tells one waiting goroutine that an event happened: a writer
-// that its group's leader has reserved it, or that its batch is
-// published. The event is usually a few microseconds away, closer than a
-// goroutine takes to fall asleep and be woken again, so wait yields the
-// processor a few times, watching the state, before it parks on the
-// channel; set wakes it only if it parked. Many writers then hand work
+// that its batch is published. The event is usually a few microseconds
+// away, closer than a goroutine takes to fall asleep and be woken again,
+// so wait yields the processor a few times, watching the state, before
+// it parks on the channel; set wakes it only if it parked. Many writers then hand work
 // on without a system call or a trip through the scheduler's sleep
 // queue, each costing more than the event it waits for.
 type signal struct {

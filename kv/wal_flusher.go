@@ -16,7 +16,7 @@ import (
 // stream, so a crash loses a suffix of the acknowledged writes, never one
 // in the middle.
 //
-//	leader ── Write ──▶ buf ──(flusher goroutine: one Write per batch of bytes)──▶ file
+//	writer ── Write ──▶ buf ──(flusher goroutine: one Write per batch of bytes)──▶ file
 //	   │                 ▲
 //	   │    Write waits here while buf holds walBufferLimit bytes
 //	   └─ commit: waits before the acknowledgement while the records not
@@ -42,11 +42,11 @@ import (
 // record only partly written is lost whole (recovery drops a torn last
 // record), so they are counted from the start of the first record not
 // wholly in the file, through the end of the last one acknowledged.
-// The leader, having handed its group's records to the flusher, waits
-// until that span is at most walBufferLimit before it acknowledges them
-// (commit): a record bigger than the limit is acknowledged only once it
+// The writer, having handed its record to the flusher, waits until that
+// span is at most walBufferLimit before it acknowledges it (commit): a
+// record bigger than the limit is acknowledged only once it
 // is in the file. Write also waits while walBufferLimit bytes are
-// buffered or being written, which bounds the memory a big group holds.
+// buffered or being written, which bounds the memory a big record holds.
 // The flusher writes every walFlushBytes, so writers wait only when it has
 // fallen eight writes behind; the two buffers a WAL keeps share about
 // this much (Pebble's WAL writer allocates at most 16 blocks of 32 KiB).

@@ -45,9 +45,6 @@ import (
 // memTable.writers).
 
 type commitPipeline struct {
-	// pending is the stack of writers waiting for a group's leader to
-	// reserve them (see reserve), newest first, linked by writer.next.
-	pending atomic.Pointer[writer]
 	// mu orders reservations; it guards everything below but pub.
 	mu  sync.Mutex
 	pub publisher
@@ -79,16 +76,11 @@ type writer struct {
 	// pops it before its signal, tells the writer whether readers see it.
 	failed, visible bool
 	outcome         atomic.Uint32
-	// reservedSig is set once a group's leader has reserved the
-	// writer, publishedSig once its batch has left the publication
+	// publishedSig is set once the batch has left the publication
 	// queue (see signal).
-	reservedSig, publishedSig signal
-	// next links the writers waiting for reservation (commitPipeline.
-	// pending), newest first, then a reserved group, in order.
-	next *writer
-	// The reservation's outcome, set by the group's leader: the
-	// memtable and WAL, the stream offset at which the record ends, or
-	// the error that refused the write.
+	publishedSig signal
+	// The reservation's outcome: the memtable and WAL, the stream offset
+	// at which the record ends, or the error that refused the write.
 	mem *memTable
 	log *walWriter
 	end int64
@@ -275,52 +267,21 @@ func (p *commitPipeline) stickyErr() error {
 	return p.err
 }
 
-// reserve reserves w's batch (see reserveLocked), in a group: the writer
-// that finds no other waiting takes p.mu and reserves, in arrival order,
-// every writer that queued behind it meanwhile, then wakes them. One
-// acquisition of p.mu thus serves every writer that arrived while the
-// last group held it, where each taking it in turn would hand the lock
-// from one sleeping writer to the next, each waking up in turn, a convoy
-// whose handoffs bound the throughput of many writers. The writers then
-// go on concurrently, each with its own batch.
+// reserve reserves w's batch under p.mu (see reserveLocked) and queues
+// it for publication. Each writer takes p.mu itself, for the little time
+// reserving takes, and then goes on concurrently with the others, its
+// own batch. Writers waiting for a group's leader to reserve them all
+// would each wait twice per write, for the reservation and for the
+// publication, and with 16 writers those waits, and the wake-ups that
+// end them, took more time than the work.
 func (p *commitPipeline) reserve(d *DB, w *writer) (*memTable, *walWriter, int64, error) {
-	w.reservedSig.reset()
 	w.publishedSig.reset()
-	var prev *writer
-	for {
-		prev = p.pending.Load()
-		w.next = prev // the leader's once the swap makes w visible
-		if p.pending.CompareAndSwap(prev, w) {
-			break
-		}
-	}
-	if prev != nil {
-		// A leader is yet to take the queue, w with it.
-		w.reservedSig.wait()
-		return w.mem, w.log, w.end, w.err
-	}
 	p.mu.Lock()
-	// Take every writer queued since w, newest first, and reverse them
-	// into arrival order.
-	var group *writer
-	for x := p.pending.Swap(nil); x != nil; {
-		next := x.next
-		x.next, group = group, x
-		x = next
+	w.mem, w.log, w.end, w.err = p.reserveLocked(d, w)
+	if w.err == nil {
+		p.pub.enqueue(w)
 	}
-	for x := group; x != nil; x = x.next {
-		x.mem, x.log, x.end, x.err = p.reserveLocked(d, x)
-	}
-	p.pub.enqueue(group)
 	p.mu.Unlock()
-	for x := group; x != nil; {
-		next := x.next // x may be done and pooled once woken
-		x.next = nil
-		if x != w {
-			x.reservedSig.set()
-		}
-		x = next
-	}
 	return w.mem, w.log, w.end, w.err
 }
 
@@ -357,14 +318,14 @@ func (p *commitPipeline) reserveLocked(d *DB, w *writer) (*memTable, *walWriter,
 // publisher publishes batches in sequence order: d.visibleSeq moves past
 // a batch once it and every batch reserved before it are inserted.
 //
-// It takes no lock. A group's leader pushes its writers, under the
-// pipeline's mu, onto a ring in sequence order; a writer whose batch is
+// It takes no lock. Each writer pushes itself, under the pipeline's mu,
+// onto a ring in sequence order; a writer whose batch is
 // inserted pops every inserted batch at the ring's tail and publishes it,
 // and waits for its own batch's signal only when an earlier batch is
 // still being inserted: the writer inserting that one publishes both.
 // A lock there was taken by every writer, and a writer holding it while it
-// woke the ones it published kept every other writer, and the next
-// group's leader, waiting behind a system call.
+// woke the ones it published kept every other writer waiting behind a
+// system call.
 type publisher struct {
 	// state packs the ring's head, the count of writers pushed, in its
 	// high 32 bits; publication's halt in bit 31; and the ring's tail,
@@ -419,24 +380,18 @@ func (q *publisher) enter() {
 
 func (q *publisher) leave() { q.inflight.Add(-1) }
 
-// enqueue pushes the writers of group (linked by next, in sequence order)
-// that were reserved onto the ring, under the pipeline's mu: one pusher
-// at a time.
-func (q *publisher) enqueue(group *writer) {
-	for w := group; w != nil; w = w.next {
-		if w.err != nil {
-			continue
-		}
-		head := uint32(q.state.Load() >> 32)
-		slot := &q.slots[head%pubRingSize]
-		// The ring has room (see enter), but the writer that popped the
-		// slot's last occupant may not have cleared it yet.
-		for slot.Load() != nil {
-			runtime.Gosched()
-		}
-		slot.Store(w)
-		q.state.Add(1 << 32)
+// enqueue pushes w, reserved, onto the ring, under the pipeline's mu: one
+// pusher at a time, in sequence order.
+func (q *publisher) enqueue(w *writer) {
+	head := uint32(q.state.Load() >> 32)
+	slot := &q.slots[head%pubRingSize]
+	// The ring has room (see enter), but the writer that popped the
+	// slot's last occupant may not have cleared it yet.
+	for slot.Load() != nil {
+		runtime.Gosched()
 	}
+	slot.Store(w)
+	q.state.Add(1 << 32)
 }
 
 // pop removes the writer at the ring's tail if its batch is inserted (or
