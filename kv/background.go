@@ -28,6 +28,7 @@ func (d *DB) recoverLocked(work string, cleanup func()) {
 	}
 	if d.mu.bgErr == nil {
 		d.mu.bgErr = callbackPanicError(work, p)
+		d.updateWritesUnslowedLocked()
 	}
 	cleanup()
 	d.mu.cond.Broadcast()

@@ -345,6 +345,7 @@ func (d *DB) setBackgroundErrorLocked(err error) {
 		return
 	}
 	d.mu.bgErr = err
+	d.updateWritesUnslowedLocked()
 	d.emit(func(l *EventListener) {
 		if l.BackgroundError != nil {
 			l.BackgroundError(err)

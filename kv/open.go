@@ -41,6 +41,11 @@ type DB struct {
 	// visibleSeq is the highest sequence number readers may see: every
 	// write numbered at or below it is in a memtable or a table.
 	visibleSeq atomic.Uint64
+	// writesUnslowed is set while nothing slows or stops a write that
+	// fits in the memtable: no background work failed, and L0 is below
+	// L0SlowdownWritesThreshold. makeRoomForWrite then takes no d.mu
+	// (see updateWritesUnslowedLocked).
+	writesUnslowed atomic.Bool
 	// openIters counts the iterators not yet closed, for Close to report
 	// the ones left open.
 	openIters atomic.Int64
@@ -63,7 +68,9 @@ type DB struct {
 		// cond is broadcast whenever background work finishes a step, a
 		// stall may end, or the DB closes.
 		cond sync.Cond
-		// mem takes writes; imm wait for a flush, oldest first.
+		// mem takes writes; imm wait for a flush, oldest first. mem
+		// changes only under the commit pipeline's mu too, so either
+		// lock may read it.
 		mem *memTable
 		imm []*memTable
 		// nextMemSize is the size limit of the next memtable (see

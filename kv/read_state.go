@@ -124,6 +124,10 @@ func (m *memTable) logNum() base.FileNum {
 // empty reports whether no entry is inserted in m yet.
 func (m *memTable) empty() bool { return m.Len() == 0 }
 
+// hasRoom reports whether a batch of n bytes goes into m: m is empty, or
+// stays within its limit with it.
+func (m *memTable) hasRoom(n int) bool { return m.empty() || m.Size()+int64(n) <= m.limit }
+
 // holdsWrites reports whether m holds a write: inserted, or reserved
 // (batchBytes counts it from then on) and still to be inserted. Read
 // batchBytes' way: under the commit pipeline's mu while m is mutable.
@@ -236,6 +240,7 @@ func (d *DB) updateReadStateLocked() {
 	if old == nil || old.current != rs.current {
 		d.filterMem.scheduleLocked()
 	}
+	d.updateWritesUnslowedLocked()
 }
 
 // inheritTableDels takes over the table range tombstones old gathered, if

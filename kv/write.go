@@ -498,7 +498,16 @@ var errSeqNumsExhausted = errors.New("kv: sequence numbers exhausted")
 // too many memtables wait for a flush, or while L0's read amplification is
 // too high for compaction to keep up, and slows writes a little before
 // that. It fails once the DB is closed or background work has failed.
+//
+// It runs under the pipeline's mu, which orders it with every change of
+// the memtable; it takes d.mu only when the memtable is full or something
+// slows writes (see writesUnslowed), so that a write's reservation, which
+// every other write waits for, does not wait for background work holding
+// d.mu, nor pull d.mu's cache line from the last core that held it.
 func (d *DB) makeRoomForWrite(n int) (*memTable, error) {
+	if mem := d.mu.mem; d.writesUnslowed.Load() && !d.closed.Load() && mem.hasRoom(n) {
+		return mem, nil
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	defer d.stallEndedLocked()
@@ -509,7 +518,7 @@ func (d *DB) makeRoomForWrite(n int) (*memTable, error) {
 			return nil, ErrClosed
 		case d.mu.bgErr != nil:
 			return nil, d.mu.bgErr
-		case d.mu.mem.empty() || d.mu.mem.Size()+int64(n) <= d.mu.mem.limit:
+		case d.mu.mem.hasRoom(n):
 			if !slowed && d.l0StallLocked(d.opts.L0SlowdownWritesThreshold) {
 				slowed = true
 				d.mu.Unlock()
@@ -534,6 +543,13 @@ func (d *DB) makeRoomForWrite(n int) (*memTable, error) {
 			}
 		}
 	}
+}
+
+// updateWritesUnslowedLocked sets d.writesUnslowed from the background
+// error and L0's read amplification, as they are now. It runs whenever
+// either may have changed: a new Version, a background failure.
+func (d *DB) updateWritesUnslowedLocked() {
+	d.writesUnslowed.Store(d.mu.bgErr == nil && !d.l0StallLocked(d.opts.L0SlowdownWritesThreshold))
 }
 
 // l0StallLocked reports whether L0's read amplification (the most L0
