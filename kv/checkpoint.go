@@ -21,7 +21,7 @@ import (
 // target either does not exist or holds the whole copy; CURRENT is
 // written last, so an interrupted temporary directory is no store either.
 //
-// The moment is taken as commit leader: every write acknowledged before
+// The moment is taken holding the commit pipeline's mu: every write acknowledged before
 // Checkpoint was called is in the WAL then, and none after it is in the
 // part copied. The Version is referenced, so its tables stay, and the
 // WALs to copy are not retired (recycled or deleted) until the copy is
@@ -104,7 +104,7 @@ func (d *DB) Checkpoint(destDir string) error {
 	return nil
 }
 
-// captureCheckpoint takes, as commit leader, the moment a checkpoint
+// captureCheckpoint takes, holding the commit pipeline's mu, the moment a checkpoint
 // copies, references its Version and holds its WALs.
 func (d *DB) captureCheckpoint() (*checkpointState, error) {
 	st := &checkpointState{}

@@ -23,9 +23,9 @@ import (
 // only writes above its last sequence number, so the ingest edit, which
 // raises that number to the ingested tables', must find no write in the
 // memtables: Ingest flushes them first when they hold any (Pebble flushes
-// only a memtable the tables overlap). Once it is commit leader no write
-// runs, so the sequence number it takes is above every acknowledged write
-// and below every later one.
+// only a memtable the tables overlap). While it holds the commit
+// pipeline's mu no write reserves, so the sequence number it takes is
+// above every acknowledged write and below every later one.
 
 // ErrIngestOverlap reports tables given to Ingest that are not sorted or
 // overlap one another.
@@ -211,7 +211,7 @@ func (d *DB) linkIngestTables(tables []ingestTable) error {
 }
 
 // applyIngest records the linked tables in the MANIFEST, at the next
-// sequence number, as commit leader, once the memtables are empty. It
+// sequence number, holding the commit pipeline's mu, once the memtables are empty. It
 // holds off Compact meanwhile, so that no manual compaction is picked
 // whose output could overlap a table placed below L0. On failure before
 // the edit is written the linked files are removed. Either way it reports
@@ -220,12 +220,12 @@ func (d *DB) applyIngest(tables []ingestTable) error {
 	d.manualMu.Lock()
 	defer d.manualMu.Unlock()
 	// Flush outside the commit pipeline first, so writes go on while it
-	// runs; what arrives meanwhile is flushed as leader, below.
+	// runs; what arrives meanwhile is flushed under the pipeline's mu, below.
 	err := d.Flush()
 	edited := false
 	if err == nil {
 		err = d.commit.runExclusive(d, func() error {
-			return d.ingestAsLeader(tables, &edited)
+			return d.ingestExclusive(tables, &edited)
 		})
 	}
 	if err != nil && !edited {
@@ -237,12 +237,12 @@ func (d *DB) applyIngest(tables []ingestTable) error {
 	return err
 }
 
-// ingestAsLeader empties the memtables, assigns the tables the next
+// ingestExclusive empties the memtables, assigns the tables the next
 // sequence number and their levels, and applies the edit; edited is set
 // once the edit may have reached the MANIFEST. From choosing the levels
 // to installing the edit no compaction starts (d.mu.manual), so none
 // picked on the older version writes over a table placed below L0.
-func (d *DB) ingestAsLeader(tables []ingestTable, edited *bool) error {
+func (d *DB) ingestExclusive(tables []ingestTable, edited *bool) error {
 	if d.commit.err != nil {
 		return d.commit.err
 	}
@@ -292,11 +292,11 @@ func (d *DB) ingestAsLeader(tables []ingestTable, edited *bool) error {
 }
 
 // flushAllLocked makes the memtable immutable if it holds writes and waits
-// until no memtable holds any. Only the commit leader calls it, so no
-// write arrives meanwhile. d.mu is held; it is released while waiting.
+// until no memtable holds any. It runs under the commit pipeline's mu, so
+// no write arrives meanwhile. d.mu is held; it is released while waiting.
 //
 // A memtable holds a write from the moment the write reserved room in it
-// (batchBytes, written under the pipeline's mu, which the leader holds),
+// (batchBytes, written under the pipeline's mu, which the caller holds),
 // before its batch is inserted: a Sync write inserts only once the WAL is
 // synced. Such a write must be flushed, and so published (the flush waits
 // for that), before the ingest takes a later sequence number: published
