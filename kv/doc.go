@@ -81,20 +81,25 @@
 // # How it works
 //
 // A write goes through a commit pipeline, as in Pebble. Under a short
-// lock it is assigned sequence numbers and its record is appended to the
-// write-ahead log's (WAL's) buffer, in sequence order. Where the WAL is memory-mapped (vfs.Default on Linux)
-// the record is copied straight into the file's pages, which a goroutine
-// faults in ahead of the writes, and the write is in the WAL file then.
+// lock, which each writer takes for itself, it is assigned sequence
+// numbers and its record is appended to the write-ahead log's (WAL's)
+// buffer, in sequence order. Where the WAL is memory-mapped (vfs.Default
+// on Linux) the record is copied straight into the file's pages, which a
+// goroutine faults in ahead of the writes, and the write is in the WAL
+// file then.
 // Otherwise, concurrently with other writers, it waits until its record
 // is in the WAL file: whichever waiting writer finds no other writing
 // takes the buffer, every writer's record queued so far, and writes it
 // with one write(2). Either way a Sync write then waits for one fsync
 // that serves every Sync writer waiting, and each writer inserts its own
 // batch into the memtable (which takes concurrent inserts), concurrently
-// with the others. Last, the write is published: the sequence
-// number readers see moves past a batch only once it and every batch
-// before it are inserted, so readers never see a later write before an
-// earlier one, and see each batch whole or not at all. With
+// with the others. Last, the write is published: the sequence number
+// readers see moves past a batch only once it and every batch before it
+// are inserted, so readers never see a later write before an earlier
+// one, and see each batch whole or not at all. Whichever writer finds
+// the oldest batches inserted publishes them, without a lock; a writer
+// whose batch waits behind one still being inserted waits to be
+// published. With
 // BackgroundWALWrites the records go to a buffer that a goroutine of the
 // WAL writes to the file, many writes in one call; a Sync write waits for
 // it to catch up before the fsync.
