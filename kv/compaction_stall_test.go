@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -286,5 +287,59 @@ func TestCompaction_WriteStallCountsWaitingMemTables(t *testing.T) {
 	}
 	if atThreshold == 0 {
 		t.Fatalf("L0 never reached the threshold: the test did not press it")
+	}
+}
+
+// TestWritesUnslowed checks the flag that lets a write which fits in the
+// memtable reserve without d.mu (makeRoomForWrite): it is set while
+// nothing slows writes, cleared once L0's read amplification reaches
+// L0SlowdownWritesThreshold, set again when a compaction brings it down,
+// and cleared for good by a background error, which the next write then
+// reports.
+func TestWritesUnslowed(t *testing.T) {
+	o := &Options{MemTableSize: 32 << 10, L0CompactionThreshold: 20, L0SlowdownWritesThreshold: 2,
+		L0StopWritesThreshold: 20, DisableL0Settling: true}
+	d, _ := openMem(t, o)
+	defer d.Close()
+	check := func(when string, want bool) {
+		t.Helper()
+		d.mu.Lock()
+		amp := d.l0ReadAmpLocked()
+		d.mu.Unlock()
+		if got := d.writesUnslowed.Load(); got != want {
+			t.Fatalf("%s: writesUnslowed %v, want %v (L0 read-amp %d)\n%s", when, got, want, amp, d.Metrics())
+		}
+	}
+	check("after Open", true)
+	for r := range 2 {
+		for i := range 50 {
+			if err := d.Set(fmt.Appendf(nil, "k%04d", i), fmt.Appendf(nil, "r%d", r), NoSync); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := d.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		check(fmt.Sprintf("after flush %d", r+1), r == 0)
+	}
+	if m := d.Metrics(); m.Compact.L0ReadAmp != 2 || m.Compact.Count != 0 {
+		t.Fatalf("want L0 read-amp 2 and no compaction:\n%s", m)
+	}
+	// A slowed write still lands; it reserves under d.mu.
+	if err := d.Set([]byte("slowed"), []byte("v"), NoSync); err != nil {
+		t.Fatal(err)
+	}
+	mustGet(t, d, "slowed", "v")
+	if err := d.Compact([]byte("a"), []byte("z")); err != nil {
+		t.Fatal(err)
+	}
+	check("after the compaction", true)
+
+	d.mu.Lock()
+	d.setBackgroundErrorLocked(errors.New("injected background failure"))
+	d.mu.Unlock()
+	check("after a background error", false)
+	if err := d.Set([]byte("after"), []byte("v"), NoSync); err == nil || !strings.Contains(err.Error(), "injected background failure") {
+		t.Fatalf("Set after a background error: %v", err)
 	}
 }
