@@ -305,18 +305,11 @@ func TestErrorFS_Write(t *testing.T) {
 		points = 40
 	}
 	forEachSeed(t, 1, func(t *testing.T, seed uint64) {
-		// Background flushes and compactions make the count of operations
-		// vary from run to run, by as much as half; the failures are drawn
-		// from the shortest of three runs, so that nearly all fall within
-		// the run that fails them.
-		total := -1
-		for range 3 {
+		total := fewestOfThree(func() int {
 			dry := newFaultWriteRun(t, seed, -1)
 			dry.run()
-			if n := dry.inj.opsSeen(); total < 0 || n < total {
-				total = n
-			}
-		}
+			return dry.inj.opsSeen()
+		})
 		t.Logf("the workload makes %d operations or more; failing %d of them", total, min(total, points))
 		failed, fired := map[string]int{}, 0
 		for _, i := range crashPoints(newRand(seed), total, points) {

@@ -95,6 +95,20 @@ func requireRan(t *testing.T, what string, ran, want int) {
 	t.Logf("%d %s ran", ran, what)
 }
 
+// fewestOfThree returns the least of three counts of a workload's
+// operations, each from its own dry run. Background flushes and
+// compactions, and how concurrent commits group their WAL writes, make
+// the count vary from run to run (by as much as half on a loaded
+// machine), so crash and failure points are drawn below the fewest, where
+// nearly every run reaches them.
+func fewestOfThree(count func() int) int {
+	fewest := count()
+	for range 2 {
+		fewest = min(fewest, count())
+	}
+	return fewest
+}
+
 // must fails the test on a non-nil error: for the calls whose error the
 // test does not itself expect.
 func must(t testing.TB, err error) {
