@@ -319,13 +319,13 @@ func (p *commitPipeline) reserveLocked(d *DB, w *writer) (*memTable, *walWriter,
 // a batch once it and every batch reserved before it are inserted.
 //
 // It takes no lock. Each writer pushes itself, under the pipeline's mu,
-// onto a ring in sequence order; a writer whose batch is
-// inserted pops every inserted batch at the ring's tail and publishes it,
-// and waits for its own batch's signal only when an earlier batch is
-// still being inserted: the writer inserting that one publishes both.
-// A lock there was taken by every writer, and a writer holding it while it
-// woke the ones it published kept every other writer waiting behind a
-// system call.
+// onto a ring in sequence order; a writer whose batch is inserted pops
+// every inserted batch at the ring's tail and publishes it, and waits for
+// its own batch's signal only when an earlier batch is still being
+// inserted: the writer inserting that one publishes both. A lock there
+// was taken by every writer, and a writer holding it while it woke the
+// ones it published kept every other writer waiting behind a system
+// call.
 type publisher struct {
 	// state packs the ring's head, the count of writers pushed, in its
 	// high 32 bits; publication's halt in bit 31; and the ring's tail,
@@ -433,8 +433,9 @@ func (q *publisher) pop() (x *writer, visible bool) {
 
 // publish marks w inserted (or failed), publishes every batch at the
 // ring's tail that is inserted, waits until w is published, lets w leave
-// the pipeline, and reports whether readers see it. A failed batch leaves the ring unpublished, and
-// halts publication: no batch after it becomes visible either.
+// the pipeline, and reports whether readers see it. A failed batch
+// leaves the ring unpublished, and halts publication: no batch after it
+// becomes visible either.
 //
 // Whoever pops a batch publishes it. Two writers may pop and publish
 // batches at once, the later batch's number reaching visibleSeq first:
