@@ -21,11 +21,11 @@ import (
 // target either does not exist or holds the whole copy; CURRENT is
 // written last, so an interrupted temporary directory is no store either.
 //
-// The moment is taken holding the commit pipeline's mu: every write acknowledged before
-// Checkpoint was called is in the WAL then, and none after it is in the
-// part copied. The Version is referenced, so its tables stay, and the
-// WALs to copy are not retired (recycled or deleted) until the copy is
-// done (checkpointHold).
+// The moment is taken holding the commit pipeline's mu: every write
+// acknowledged before Checkpoint was called is in the WAL then, and none
+// after it is in the part copied. The Version is referenced, so its
+// tables stay, and the WALs to copy are not retired (recycled or
+// deleted) until the copy is done (checkpointHold).
 
 // checkpointTempSuffix names the directory a checkpoint is built in:
 // the target's name with this suffix.
@@ -104,8 +104,8 @@ func (d *DB) Checkpoint(destDir string) error {
 	return nil
 }
 
-// captureCheckpoint takes, holding the commit pipeline's mu, the moment a checkpoint
-// copies, references its Version and holds its WALs.
+// captureCheckpoint takes, holding the commit pipeline's mu, the moment a
+// checkpoint copies, references its Version and holds its WALs.
 func (d *DB) captureCheckpoint() (*checkpointState, error) {
 	st := &checkpointState{}
 	err := d.commit.runExclusive(d, func() error {

@@ -211,16 +211,17 @@ func (d *DB) linkIngestTables(tables []ingestTable) error {
 }
 
 // applyIngest records the linked tables in the MANIFEST, at the next
-// sequence number, holding the commit pipeline's mu, once the memtables are empty. It
-// holds off Compact meanwhile, so that no manual compaction is picked
-// whose output could overlap a table placed below L0. On failure before
-// the edit is written the linked files are removed. Either way it reports
-// the ingestion to the listener (TableIngested).
+// sequence number, holding the commit pipeline's mu, once the memtables
+// are empty. It holds off Compact meanwhile, so that no manual compaction
+// is picked whose output could overlap a table placed below L0. On
+// failure before the edit is written the linked files are removed. Either
+// way it reports the ingestion to the listener (TableIngested).
 func (d *DB) applyIngest(tables []ingestTable) error {
 	d.manualMu.Lock()
 	defer d.manualMu.Unlock()
 	// Flush outside the commit pipeline first, so writes go on while it
-	// runs; what arrives meanwhile is flushed under the pipeline's mu, below.
+	// runs; what arrives meanwhile is flushed under the pipeline's mu,
+	// below.
 	err := d.Flush()
 	edited := false
 	if err == nil {

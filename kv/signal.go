@@ -9,9 +9,10 @@ import (
 // that its batch is published. The event is usually a few microseconds
 // away, closer than a goroutine takes to fall asleep and be woken again,
 // so wait yields the processor a few times, watching the state, before
-// it parks on the channel; set wakes it only if it parked. Many writers then hand work
-// on without a system call or a trip through the scheduler's sleep
-// queue, each costing more than the event it waits for.
+// it parks on the channel; set wakes it only if it parked. Many writers
+// then hand work on without a system call or a trip through the
+// scheduler's sleep queue, each costing more than the event it waits
+// for.
 type signal struct {
 	state atomic.Uint32 // signalPending, signalSet or signalParked
 	ch    chan struct{}

@@ -70,21 +70,15 @@ type writer struct {
 	sync  bool
 	// lastSeq is the sequence number of the batch's last write.
 	lastSeq base.SeqNum
-	// failed is set while the batch is not inserted whole, by the writer.
-	// outcome tells whoever pops the writer whether it was (batchApplied)
-	// or not (batchFailed), and 0 until then. visible, set by whoever
-	// pops it before its signal, tells the writer whether readers see it.
-	failed, visible bool
-	outcome         atomic.Uint32
+	// outcome tells whoever pops the writer whether its batch was
+	// inserted whole (batchApplied) or not (batchFailed), and is 0 until
+	// then. visible, set by whoever pops it before its signal, tells the
+	// writer whether readers see it.
+	outcome atomic.Uint32
+	visible bool
 	// publishedSig is set once the batch has left the publication
 	// queue (see signal).
 	publishedSig signal
-	// The reservation's outcome: the memtable and WAL, the stream offset
-	// at which the record ends, or the error that refused the write.
-	mem *memTable
-	log *walWriter
-	end int64
-	err error
 	// copied is set when the batch's record was copied into a mapped
 	// WAL's file: written, so only a sync could remain to wait for, and
 	// a Sync write's record never is (see walWriter.append).
@@ -115,9 +109,8 @@ func getWriter() *writer {
 // putWriter returns w to the pool once no goroutine refers to it: its
 // batch is published, or was never reserved.
 func putWriter(w *writer) {
-	w.batch, w.failed, w.visible = nil, false, false
+	w.batch, w.visible = nil, false
 	w.outcome.Store(0)
-	w.mem, w.log, w.err = nil, nil, nil
 	w.ins = memtable.Inserter{} // no pooled writer pins a flushed memtable
 	if cap(w.own.data) > maxPooledBatch {
 		w.own.data = nil
@@ -215,11 +208,11 @@ func (p *commitPipeline) run(d *DB, w *writer) (err error) {
 		p.pub.leave() // never queued for publication
 		return err
 	}
-	// Failed until inserted whole: a failed insert must not publish the
-	// batch, nor leave the writers behind it waiting.
-	w.failed = true
+	// Published as failed unless inserted whole: a failed insert must not
+	// publish the batch, nor leave the writers behind it waiting.
+	inserted := false
 	defer func() {
-		if !p.pub.publish(d, w) && err == nil {
+		if !p.pub.publish(d, w, inserted) && err == nil {
 			err = p.stickyErr()
 		}
 	}()
@@ -232,7 +225,7 @@ func (p *commitPipeline) run(d *DB, w *writer) (err error) {
 	if err := p.insert(mem, w); err != nil {
 		return err
 	}
-	w.failed = false
+	inserted = true
 	return nil
 }
 
@@ -274,15 +267,15 @@ func (p *commitPipeline) stickyErr() error {
 // would each wait twice per write, for the reservation and for the
 // publication, and with 16 writers those waits, and the wake-ups that
 // end them, took more time than the work.
-func (p *commitPipeline) reserve(d *DB, w *writer) (*memTable, *walWriter, int64, error) {
+func (p *commitPipeline) reserve(d *DB, w *writer) (mem *memTable, log *walWriter, end int64, err error) {
 	w.publishedSig.reset()
 	p.mu.Lock()
-	w.mem, w.log, w.end, w.err = p.reserveLocked(d, w)
-	if w.err == nil {
+	mem, log, end, err = p.reserveLocked(d, w)
+	if err == nil {
 		p.pub.enqueue(w)
 	}
 	p.mu.Unlock()
-	return w.mem, w.log, w.end, w.err
+	return mem, log, end, err
 }
 
 // reserveLocked makes room for w's batch in the memtable, assigns its
@@ -431,20 +424,20 @@ func (q *publisher) pop() (x *writer, visible bool) {
 	}
 }
 
-// publish marks w inserted (or failed), publishes every batch at the
-// ring's tail that is inserted, waits until w is published, lets w leave
-// the pipeline, and reports whether readers see it. A failed batch
-// leaves the ring unpublished, and halts publication: no batch after it
-// becomes visible either.
+// publish marks w's batch inserted whole, or failed, publishes every
+// batch at the ring's tail that is inserted, waits until w is published,
+// lets w leave the pipeline, and reports whether readers see it. A failed
+// batch leaves the ring unpublished, and halts publication: no batch
+// after it becomes visible either.
 //
 // Whoever pops a batch publishes it. Two writers may pop and publish
 // batches at once, the later batch's number reaching visibleSeq first:
 // both batches are inserted, so readers see them both, whole.
-func (q *publisher) publish(d *DB, w *writer) bool {
-	if w.failed {
-		w.outcome.Store(batchFailed)
-	} else {
+func (q *publisher) publish(d *DB, w *writer, inserted bool) bool {
+	if inserted {
 		w.outcome.Store(batchApplied)
+	} else {
+		w.outcome.Store(batchFailed)
 	}
 	for {
 		x, visible := q.pop()
