@@ -3,9 +3,13 @@ package kv
 import (
 	"encoding/binary"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/bloomkv/bloomkv/internal/base"
 )
 
 // TestCommitPipeline_PublishOrder runs writers that commit batches at
@@ -171,4 +175,73 @@ func checkOrderView(d *DB, last *[orderWriters]int64) error {
 	}
 	*last = at
 	return nil
+}
+
+// TestPublisher_RingBound checks the publisher's admission: once
+// pubRingSize writers are in the pipeline the next one waits, and a
+// writer leaving lets it in, so the ring never holds more than it has
+// slots for.
+func TestPublisher_RingBound(t *testing.T) {
+	var q publisher
+	for range pubRingSize {
+		q.enter()
+	}
+	admitted := make(chan struct{})
+	go func() {
+		q.enter()
+		close(admitted)
+	}()
+	select {
+	case <-admitted:
+		t.Fatalf("a writer entered with %d in the pipeline already", pubRingSize)
+	case <-time.After(50 * time.Millisecond):
+	}
+	q.leave()
+	select {
+	case <-admitted:
+	case <-time.After(30 * time.Second):
+		t.Fatal("a writer left, and the waiting one was still not let in")
+	}
+}
+
+// TestPublisher_RingWraps pushes and publishes three rings' worth of
+// writers, one at a time and then two at once with the later one
+// inserted first: each slot serves write after write, and visibleSeq
+// moves past a batch only once every batch before it is inserted.
+func TestPublisher_RingWraps(t *testing.T) {
+	var q publisher
+	d := &DB{}
+	push := func(seq int) *writer {
+		w := &writer{lastSeq: base.SeqNum(seq)}
+		w.publishedSig.reset()
+		q.enter()
+		q.enqueue(w)
+		return w
+	}
+	seq := 0
+	for range 3 * pubRingSize / 2 {
+		seq++
+		if !q.publish(d, push(seq), true) || d.visibleSeq.Load() != uint64(seq) {
+			t.Fatalf("batch %d: visibleSeq %d", seq, d.visibleSeq.Load())
+		}
+		first, second := push(seq+1), push(seq+2)
+		seq += 2
+		done := make(chan bool)
+		go func() { done <- q.publish(d, second, true) }()
+		runtime.Gosched() // let second's publish run, and find first in its way
+		select {
+		case <-done:
+			t.Fatalf("batch %d published before batch %d was inserted", seq, seq-1)
+		default:
+		}
+		if got := d.visibleSeq.Load(); got != uint64(seq-2) {
+			t.Fatalf("visibleSeq %d while batch %d is not inserted, want %d", got, seq-1, seq-2)
+		}
+		if !q.publish(d, first, true) || !<-done || d.visibleSeq.Load() != uint64(seq) {
+			t.Fatalf("batches %d and %d: visibleSeq %d", seq-1, seq, d.visibleSeq.Load())
+		}
+	}
+	if n := q.inflight.Load(); n != 0 {
+		t.Fatalf("%d writers still counted in the pipeline", n)
+	}
 }
