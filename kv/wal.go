@@ -119,7 +119,8 @@ func (d *DB) newWALWriter(num base.FileNum, name string, f vfs.File, dst io.Writ
 // itself when direct, or with BackgroundWALWrites to the flusher, waiting
 // as its loss bound requires. It returns the stream offset at which the
 // record ends, and whether the record was copied into the mapping, so
-// that its writer has nothing to wait for. The commit pipeline calls it
+// that its writer has nothing to wait for (and counts it as a WAL write,
+// outside the mu: see commitPipeline.run). The commit pipeline calls it
 // under its mu, in sequence order.
 //
 // In direct mode a Sync write's record goes to the sink, whose writer
@@ -131,9 +132,23 @@ func (d *DB) newWALWriter(num base.FileNum, name string, f vfs.File, dst io.Writ
 // the same page cache pays once per group. The records appended while
 // the sink holds bytes not yet in the file go to the sink too, so the
 // file is written in stream order (see walRoute).
+//
+// A NoSync record that the route would copy into the mapping is encoded
+// there directly, without the record writer's buffer: one copy of the
+// batch, where Flush through the route would make two.
 func (l *walWriter) append(batch []byte, sync bool, m *dbMetrics) (end int64, copied bool, err error) {
 	if r := l.route; r != nil {
 		r.toSink, r.routed = sync, false
+		if !sync && l.sink.idle.Load() {
+			ok, err := l.direct.writeRecord(l.w, batch)
+			if err != nil {
+				return 0, false, fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
+			}
+			if ok {
+				r.off = l.w.Size()
+				return r.off, true, nil
+			}
+		}
 	}
 	if _, err := l.w.WriteRecord(batch); err != nil {
 		return 0, false, fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
@@ -142,11 +157,7 @@ func (l *walWriter) append(batch []byte, sync bool, m *dbMetrics) (end int64, co
 		return 0, false, fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
 	}
 	end = l.w.Size()
-	m.walBytesIn.Add(int64(len(batch)))
-	if l.route != nil && !l.route.routed {
-		m.walWrites.Add(1) // copied into the file's pages
-		copied = true
-	}
+	copied = l.route != nil && !l.route.routed
 	if l.flusher != nil {
 		l.ends = append(l.ends[:0], end)
 		if err := l.flusher.commit(l.ends); err != nil {

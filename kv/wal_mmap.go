@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/bloomkv/bloomkv/internal/record"
 	"github.com/cockroachdb/pebble/vfs"
 )
 
@@ -259,6 +260,33 @@ func (w *walMmapWriter) Write(p []byte) (int, error) {
 	w.fill.off, w.fill.filled = w.off, max(w.fill.filled, w.off)
 	w.pf.ask(w.off)
 	return written, nil
+}
+
+// writeRecord encodes p as the next record of rw, whose stream is this
+// file's bytes, straight into the mapping (see record.WriteRecordInto),
+// and reports whether it did: not when the record runs past the chunk
+// mapped, which Write then maps. A memory fault while storing (see above)
+// is returned as an error, not a crash.
+func (w *walMmapWriter) writeRecord(rw *record.Writer, p []byte) (ok bool, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.mapped == nil || w.off < w.mapOff {
+		return false, nil
+	}
+	n := 0
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("kv: memory fault writing mapped WAL at offset %d: %v", w.off, r)
+		}
+	}()
+	if _, n, ok = rw.WriteRecordInto(w.mapped[w.off-w.mapOff:], p); !ok {
+		return false, nil
+	}
+	w.off += int64(n)
+	w.fill.off, w.fill.filled = w.off, max(w.fill.filled, w.off)
+	w.pf.ask(w.off)
+	return true, nil
 }
 
 // writeThrough writes p at the next offset with pwrite(2), not through

@@ -31,6 +31,27 @@ func TestWALMmapWriter_FaultIsError(t *testing.T) {
 	}
 }
 
+// TestWALMmapWriter_FaultIsError_InPlace: a record encoded straight into
+// a mapping whose file was truncated is an error, not a crash.
+func TestWALMmapWriter_FaultIsError_InPlace(t *testing.T) {
+	_, f, w := createMappedWAL(t, 1<<20, fallocate)
+	lw := record.NewRecyclableWriterAt(w, 0, 1)
+	if ok, err := w.writeRecord(lw, []byte("before")); !ok || err != nil {
+		t.Fatalf("first record: ok %v, %v", ok, err)
+	}
+	if err := syscall.Ftruncate(int(f.Fd()), 0); err != nil {
+		t.Fatal(err)
+	}
+	_, err := w.writeRecord(lw, make([]byte, 2*pageSize))
+	if err == nil {
+		t.Fatal("a record encoded into a truncated mapping succeeded")
+	}
+	t.Logf("record after truncation: %v", err)
+	if err := w.close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestWALMmapWriter_Prefaults: the prefaulter populates the pages ahead
 // of the writes, keeps up with them, and the records written meanwhile
 // read back whole.

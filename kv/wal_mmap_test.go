@@ -112,6 +112,60 @@ func TestWALMmapWriter_GrowsAcrossChunks(t *testing.T) {
 	}
 }
 
+// TestWALMmapWriter_RecordsEncodedInPlace writes records as a mapped WAL
+// does: encoded straight into the mapping (writeRecord) where they fit in
+// the chunk mapped, through the record writer's buffer and Write, which
+// maps the next chunk, where they do not, and some through the buffer
+// anyway, as Sync records go. Every record reads back, in order.
+func TestWALMmapWriter_RecordsEncodedInPlace(t *testing.T) {
+	name, f, w := createMappedWAL(t, 16<<10, fallocate)
+	lw := record.NewRecyclableWriterAt(w, 0, 1)
+	const n = 500
+	direct := 0
+	for i := range n {
+		if i%5 != 0 {
+			ok, err := w.writeRecord(lw, testRecord(i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok {
+				direct++
+				continue
+			}
+		}
+		if _, err := lw.WriteRecord(testRecord(i)); err != nil {
+			t.Fatal(err)
+		}
+		if err := lw.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if w.off != lw.Size() {
+		t.Fatalf("the mapping's writer is at %d, the record writer at %d", w.off, lw.Size())
+	}
+	if direct < n/2 {
+		t.Fatalf("%d of %d records encoded in place: want most", direct, n)
+	}
+	if err := w.fillAhead(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.SyncData(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.close(); err != nil {
+		t.Fatal(err)
+	}
+	recs := readLog(t, name)
+	if len(recs) != n {
+		t.Fatalf("read %d records, want %d", len(recs), n)
+	}
+	for i, rec := range recs {
+		if !bytes.Equal(rec, testRecord(i)) {
+			t.Fatalf("record %d differs", i)
+		}
+	}
+}
+
 // TestWALMmapWriter_AllocationFails: when the file's space cannot be
 // allocated (a full disk), Write returns an error wrapping the cause, and
 // what was written before stays readable.

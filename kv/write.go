@@ -208,6 +208,13 @@ func (p *commitPipeline) run(d *DB, w *writer) (err error) {
 		p.pub.leave() // never queued for publication
 		return err
 	}
+	// Counted here, not under p.mu: the counters' cache line, which
+	// every writer adds to, is not one more that the next reservation
+	// waits for.
+	d.metrics.walBytesIn.Add(int64(len(w.batch.data)))
+	if w.copied {
+		d.metrics.walWrites.Add(1) // copied into the file's pages
+	}
 	// Published as failed unless inserted whole: a failed insert must not
 	// publish the batch, nor leave the writers behind it waiting.
 	inserted := false

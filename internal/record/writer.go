@@ -105,7 +105,7 @@ func (w *Writer) WriteRecord(p []byte) (int64, error) {
 		}
 		frag := min(len(p), blockSize-w.n-w.hdr)
 		last := frag == len(p)
-		w.appendChunk(chunkType(first, last), p[:frag])
+		w.n += w.encodeChunk(w.block[w.n:], chunkType(first, last), p[:frag])
 		p = p[frag:]
 		if w.n == blockSize {
 			if err := w.finishBlock(); err != nil {
@@ -116,6 +116,67 @@ func (w *Writer) WriteRecord(p []byte) (int64, error) {
 			return start, nil
 		}
 	}
+}
+
+// WriteRecordInto appends p as one record, as WriteRecord does, but
+// encodes it straight into dst, which stands for the stream's bytes from
+// Size() on (a mapping of the file, say), and not into the Writer's
+// buffer, so the record costs one copy and no Flush. Nothing may be
+// buffered: call it after Flush. It returns the stream offset of the
+// record's first chunk and the bytes of dst it filled, the zero padding
+// of a block's end included; ok is false, and nothing changed, when dst
+// is too short for the record, or the Writer has failed.
+//
+// The chunks are stored in ascending order, each header before its
+// payload and its checksum last, so a process killed in mid-record leaves
+// a torn tail, never a valid chunk after damage.
+func (w *Writer) WriteRecordInto(dst, p []byte) (start int64, n int, ok bool) {
+	if w.err != nil || w.flushed != w.n || w.recordLen(len(p)) > len(dst) {
+		return 0, 0, false
+	}
+	for first := true; ; first = false {
+		if blockSize-w.n < w.hdr {
+			pad := blockSize - w.n
+			clear(dst[n : n+pad])
+			n += pad
+			w.n = blockSize
+			w.nextBlock()
+		}
+		if first {
+			start = w.Size()
+		}
+		frag := min(len(p), blockSize-w.n-w.hdr)
+		last := frag == len(p)
+		c := w.encodeChunk(dst[n:], chunkType(first, last), p[:frag])
+		n += c
+		w.n += c
+		w.flushed = w.n
+		p = p[frag:]
+		if w.n == blockSize {
+			w.nextBlock()
+		}
+		if last {
+			return start, n, true
+		}
+	}
+}
+
+// recordLen returns the bytes a record of n bytes takes, appended now:
+// its chunks' headers and payloads, and the padding of every block end
+// it passes too short for a header.
+func (w *Writer) recordLen(n int) int {
+	total, pos := 0, w.n
+	for first := true; first || n > 0; first = false {
+		if blockSize-pos < w.hdr {
+			total += blockSize - pos
+			pos = 0
+		}
+		frag := min(n, blockSize-pos-w.hdr)
+		total += w.hdr + frag
+		pos = (pos + w.hdr + frag) % blockSize
+		n -= frag
+	}
+	return total
 }
 
 func chunkType(first, last bool) byte {
@@ -130,19 +191,20 @@ func chunkType(first, last bool) byte {
 	return chunkMiddle
 }
 
-// appendChunk adds one chunk to the current block, which has room for it.
-func (w *Writer) appendChunk(typ byte, payload []byte) {
-	h := w.block[w.n : w.n+w.hdr]
+// encodeChunk stores one chunk of type typ holding payload at the start of
+// dst, which has room for it, and returns its length. The header is
+// stored before the payload and the checksum last (see WriteRecordInto).
+func (w *Writer) encodeChunk(dst []byte, typ byte, payload []byte) int {
+	h := dst[:w.hdr]
 	binary.LittleEndian.PutUint16(h[4:6], uint16(len(payload)))
 	h[6] = typ
 	if w.hdr == recyclableHeaderSize {
 		h[6] += recyclableOffset
 		binary.LittleEndian.PutUint32(h[7:11], w.logNum)
 	}
-	copy(w.block[w.n+w.hdr:], payload)
-	end := w.n + w.hdr + len(payload)
-	binary.LittleEndian.PutUint32(h[0:4], checksum(w.block[w.n+6:end]))
-	w.n = end
+	end := w.hdr + copy(dst[w.hdr:], payload)
+	binary.LittleEndian.PutUint32(h[0:4], checksum(dst[6:end]))
+	return end
 }
 
 // finishBlock writes out the rest of the full current block and starts the
@@ -151,9 +213,15 @@ func (w *Writer) finishBlock() error {
 	if err := w.Flush(); err != nil {
 		return err
 	}
+	w.nextBlock()
+	return nil
+}
+
+// nextBlock starts the next block once the current one is full and
+// written.
+func (w *Writer) nextBlock() {
 	w.n, w.flushed = 0, 0
 	w.blockStart += blockSize
-	return nil
 }
 
 // Flush writes every buffered byte to the underlying writer. It does not
