@@ -110,8 +110,8 @@ func (d *DB) captureCheckpoint() (*checkpointState, error) {
 	st := &checkpointState{}
 	err := d.commit.runExclusive(d, func() error {
 		p := &d.commit
-		if p.err != nil {
-			return p.err
+		if err := p.err.get(); err != nil {
+			return err
 		}
 		live := walExtent{size: -1}
 		if p.log != nil {

@@ -4,12 +4,14 @@ import (
 	"encoding/binary"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/sstable"
 )
 
 // TestCommitPipeline_PublishOrder runs writers that commit batches at
@@ -177,30 +179,45 @@ func checkOrderView(d *DB, last *[orderWriters]int64) error {
 	return nil
 }
 
-// TestPublisher_RingBound checks the publisher's admission: once
-// pubRingSize writers are in the pipeline the next one waits, and a
-// writer leaving lets it in, so the ring never holds more than it has
-// slots for.
+// TestPublisher_RingBound checks the ring's bound: with pubRingSize
+// writers in it, the next push waits, and the publication of the oldest
+// lets it in, into the slot that one left, so the head never laps the
+// tail.
 func TestPublisher_RingBound(t *testing.T) {
 	var q publisher
-	for range pubRingSize {
-		q.enter()
+	d := &DB{}
+	ws := make([]*writer, pubRingSize)
+	for i := range ws {
+		ws[i] = &writer{lastSeq: base.SeqNum(i + 1)}
+		ws[i].publishedSig.reset()
+		q.enqueue(ws[i])
 	}
-	admitted := make(chan struct{})
+	next := &writer{lastSeq: pubRingSize + 1}
+	next.publishedSig.reset()
+	pushed := make(chan struct{})
 	go func() {
-		q.enter()
-		close(admitted)
+		q.enqueue(next)
+		close(pushed)
 	}()
 	select {
-	case <-admitted:
-		t.Fatalf("a writer entered with %d in the pipeline already", pubRingSize)
+	case <-pushed:
+		t.Fatalf("a writer was pushed with %d in the ring already", pubRingSize)
 	case <-time.After(50 * time.Millisecond):
 	}
-	q.leave()
+	if !q.publish(d, ws[0], true) || d.visibleSeq.Load() != 1 {
+		t.Fatalf("the oldest batch: visibleSeq %d", d.visibleSeq.Load())
+	}
 	select {
-	case <-admitted:
+	case <-pushed:
 	case <-time.After(30 * time.Second):
-		t.Fatal("a writer left, and the waiting one was still not let in")
+		t.Fatal("the oldest writer was published, and the waiting one was still not pushed")
+	}
+	if got := q.slots[0].Load(); got != next {
+		t.Fatal("the writer pushed last is not in the slot the oldest left")
+	}
+	st := q.state.Load()
+	if head, tail := uint32(st>>32), uint32(st)&pubTailMask; head-tail != pubRingSize {
+		t.Fatalf("head %d, tail %d: want %d writers in the ring", head, tail, pubRingSize)
 	}
 }
 
@@ -214,7 +231,6 @@ func TestPublisher_RingWraps(t *testing.T) {
 	push := func(seq int) *writer {
 		w := &writer{lastSeq: base.SeqNum(seq)}
 		w.publishedSig.reset()
-		q.enter()
 		q.enqueue(w)
 		return w
 	}
@@ -241,7 +257,42 @@ func TestPublisher_RingWraps(t *testing.T) {
 			t.Fatalf("batches %d and %d: visibleSeq %d", seq-1, seq, d.visibleSeq.Load())
 		}
 	}
-	if n := q.inflight.Load(); n != 0 {
-		t.Fatalf("%d writers still counted in the pipeline", n)
+	if st := q.state.Load(); uint32(st>>32)&pubTailMask != uint32(st)&pubTailMask {
+		t.Fatalf("writers left in the ring: head %d, tail %d", st>>32, st&pubTailMask)
+	}
+}
+
+// TestCommitPipeline_FailedInsertWithPipelineHeld checks that a writer
+// whose insert fails records the failure without the pipeline's mu: a
+// writer queueing for publication holds it while it waits for the ring
+// to drain (publisher.enqueue), so a failure that waited for it would
+// never leave the ring. The failure is the error later writes get.
+func TestCommitPipeline_FailedInsertWithPipelineHeld(t *testing.T) {
+	c := *sstable.DefaultComparer
+	c.Compare = func(a, b []byte) int { panic("Compare fails") }
+	mem := newMemTable(&c, 1)
+	b := &Batch{}
+	for _, k := range []string{"a", "b"} {
+		if err := b.Set([]byte(k), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.setSeqNum(1)
+	w := &writer{batch: b}
+	var p commitPipeline
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	done := make(chan error, 1)
+	go func() { done <- p.insert(mem, w) }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("an insert whose Compare panics succeeded")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a failed insert waited for the pipeline's mu")
+	}
+	if err := p.stickyErr(); !strings.Contains(err.Error(), "Compare fails") {
+		t.Fatalf("the error that stopped writes: %v, want the insert's", err)
 	}
 }

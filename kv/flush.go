@@ -25,8 +25,8 @@ func (d *DB) Flush() error {
 	}
 	var logNum base.FileNum
 	err := d.commit.runExclusive(d, func() error {
-		if d.commit.err != nil {
-			return d.commit.err
+		if err := d.commit.err.get(); err != nil {
+			return err
 		}
 		d.mu.Lock()
 		defer d.mu.Unlock()

@@ -244,8 +244,8 @@ func (d *DB) applyIngest(tables []ingestTable) error {
 // to installing the edit no compaction starts (d.mu.manual), so none
 // picked on the older version writes over a table placed below L0.
 func (d *DB) ingestExclusive(tables []ingestTable, edited *bool) error {
-	if d.commit.err != nil {
-		return d.commit.err
+	if err := d.commit.err.get(); err != nil {
+		return err
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()

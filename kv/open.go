@@ -293,8 +293,8 @@ func (d *DB) Close() error {
 		if err == nil {
 			err = sealErr
 		}
-		if d.commit.err != nil {
-			return d.commit.err
+		if err := d.commit.err.get(); err != nil {
+			return err
 		}
 		return err
 	})

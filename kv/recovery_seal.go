@@ -22,7 +22,7 @@ import (
 // holds the pipeline's mu, and closes the WAL next, which writes out and
 // syncs the seal.
 func (p *commitPipeline) sealLog() error {
-	if p.log == nil || p.log.closed.Load() || p.err != nil || p.log.w.Size() == p.sealedAt {
+	if p.log == nil || p.log.closed.Load() || p.err.get() != nil || p.log.w.Size() == p.sealedAt {
 		return nil
 	}
 	var seal [batchHeaderLen]byte

@@ -54,9 +54,9 @@ type commitPipeline struct {
 	// sealedAt is log's size when its records end in a seal, or hold none
 	// (see sealLog); -1 otherwise.
 	sealedAt int64
-	// err is the sticky failure of a WAL write or sync: once set, nothing
-	// more is acknowledged.
-	err error
+	// err is the sticky failure of a WAL write or sync, or of an insert:
+	// once set, nothing more is acknowledged.
+	err stickyError
 	// walBuffers passes the buffers of BackgroundWALWrites from each
 	// WAL's flusher to the next's.
 	walBuffers walBuffers
@@ -202,11 +202,9 @@ func (p *commitPipeline) runExclusive(_ *DB, fn func() error) error {
 // failure behind it kept from becoming visible fails with the error that
 // stopped writes.
 func (p *commitPipeline) run(d *DB, w *writer) (err error) {
-	p.pub.enter()
 	mem, log, end, err := p.reserve(d, w)
 	if err != nil {
-		p.pub.leave() // never queued for publication
-		return err
+		return err // never queued for publication
 	}
 	// Counted here, not under p.mu: the counters' cache line, which
 	// every writer adds to, is not one more that the next reservation
@@ -239,15 +237,14 @@ func (p *commitPipeline) run(d *DB, w *writer) (err error) {
 // insert inserts w's batch into mem. A panic there, of the comparer's
 // callbacks (the user's code), may leave part of the batch in the
 // memtable: it stops writes, as a failed WAL write does, and the
-// publisher then shows readers nothing from this batch on.
+// publisher then shows readers nothing from this batch on. The failure
+// is recorded without p.mu: a writer queueing for publication may hold
+// p.mu while it waits for this batch to leave the ring (see
+// publisher.enqueue).
 func (p *commitPipeline) insert(mem *memTable, w *writer) (err error) {
 	defer func() {
 		if err != nil {
-			p.mu.Lock()
-			if p.err == nil {
-				p.err = fmt.Errorf("kv: the DB accepts no more writes: %w", err)
-			}
-			p.mu.Unlock()
+			p.err.set(fmt.Errorf("kv: the DB accepts no more writes: %w", err))
 		}
 	}()
 	defer recoverCallback("inserting a batch into the memtable", &err)
@@ -259,12 +256,29 @@ func (p *commitPipeline) insert(mem *memTable, w *writer) (err error) {
 
 // stickyErr returns the error that stopped writes.
 func (p *commitPipeline) stickyErr() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.err == nil {
-		return errors.New("kv: a batch before this one failed, the DB accepts no more writes")
+	if err := p.err.get(); err != nil {
+		return err
 	}
-	return p.err
+	return errors.New("kv: a batch before this one failed, the DB accepts no more writes")
+}
+
+// stickyError is the first error of several goroutines, kept: set by
+// the first failure, read by every later write, without a lock.
+type stickyError struct{ p atomic.Pointer[error] }
+
+// set records err unless an error is recorded already, and returns the
+// one recorded.
+func (e *stickyError) set(err error) error {
+	e.p.CompareAndSwap(nil, &err)
+	return *e.p.Load()
+}
+
+// get returns the error recorded, nil if none.
+func (e *stickyError) get() error {
+	if p := e.p.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // reserve reserves w's batch under p.mu (see reserveLocked) and queues
@@ -291,8 +305,8 @@ func (p *commitPipeline) reserve(d *DB, w *writer) (mem *memTable, log *walWrite
 // insert into, which counts w among its writers, and the WAL with the
 // stream offset at which the record ends.
 func (p *commitPipeline) reserveLocked(d *DB, w *writer) (*memTable, *walWriter, int64, error) {
-	if p.err != nil {
-		return nil, nil, 0, p.err
+	if err := p.err.get(); err != nil {
+		return nil, nil, 0, err
 	}
 	b := w.batch
 	mem, err := d.makeRoomForWrite(b.Len())
@@ -306,8 +320,7 @@ func (p *commitPipeline) reserveLocked(d *DB, w *writer) (*memTable, *walWriter,
 	b.setSeqNum(seq + 1)
 	end, copied, err := p.log.append(b.data, w.sync, &d.metrics)
 	if err != nil {
-		p.err = fmt.Errorf("kv: WAL write failed, the DB accepts no more writes: %w", err)
-		return nil, nil, 0, p.err
+		return nil, nil, 0, p.err.set(fmt.Errorf("kv: WAL write failed, the DB accepts no more writes: %w", err))
 	}
 	p.logSeq = seq + base.SeqNum(b.Count())
 	w.lastSeq, w.copied = p.logSeq, copied
@@ -335,12 +348,9 @@ type publisher struct {
 	// compare-and-swap.
 	state atomic.Uint64
 	// slots holds the writers from tail to head, at their count modulo
-	// the ring's size.
+	// the ring's size. A slot is nil from its writer's pop until the
+	// next push; a push waits for it (see enqueue).
 	slots [pubRingSize]atomic.Pointer[writer]
-	// inflight counts the writers between entering the pipeline and
-	// leaving it (see enter): at most pubRingSize, so the ring never
-	// overflows.
-	inflight atomic.Int64
 
 	// waitDone's waiters, woken by publications while doneWaiters > 0.
 	mu          sync.Mutex
@@ -355,7 +365,8 @@ const (
 )
 
 // pubRingSize is the size of the publication ring, and so the most
-// writers in the pipeline at once: a power of two.
+// writers between reservation and publication at once (see enqueue): a
+// power of two.
 const pubRingSize = 1 << 12
 
 // The fields of publisher.state below its head.
@@ -369,24 +380,18 @@ const (
 // memtable).
 func (q *publisher) halted() bool { return q.state.Load()&pubHalted != 0 }
 
-// enter admits a writer to the pipeline once fewer than pubRingSize are
-// in it; leave lets the next one in.
-func (q *publisher) enter() {
-	for q.inflight.Add(1) > pubRingSize {
-		q.inflight.Add(-1)
-		runtime.Gosched()
-	}
-}
-
-func (q *publisher) leave() { q.inflight.Add(-1) }
-
 // enqueue pushes w, reserved, onto the ring, under the pipeline's mu: one
 // pusher at a time, in sequence order.
+//
+// The ring holds at most pubRingSize writers: a push waits until the
+// slot's last occupant, pubRingSize writers back, is popped and its
+// slot cleared, which the writers in the ring do without p.mu (nothing
+// between a reservation and its publication takes it). So the head never
+// laps the tail, and a pop never finds a slot's earlier occupant there.
+// Only more than pubRingSize writers at once wait here, holding p.mu.
 func (q *publisher) enqueue(w *writer) {
 	head := uint32(q.state.Load() >> 32)
 	slot := &q.slots[head%pubRingSize]
-	// The ring has room (see enter), but the writer that popped the
-	// slot's last occupant may not have cleared it yet.
 	for slot.Load() != nil {
 		runtime.Gosched()
 	}
@@ -433,7 +438,7 @@ func (q *publisher) pop() (x *writer, visible bool) {
 
 // publish marks w's batch inserted whole, or failed, publishes every
 // batch at the ring's tail that is inserted, waits until w is published,
-// lets w leave the pipeline, and reports whether readers see it. A failed
+// and reports whether readers see it. A failed
 // batch leaves the ring unpublished, and halts publication: no batch
 // after it becomes visible either.
 //
@@ -467,7 +472,6 @@ func (q *publisher) publish(d *DB, w *writer, inserted bool) bool {
 		x.publishedSig.set() // w's own returns from wait at once
 	}
 	w.publishedSig.wait()
-	q.leave()
 	return w.visible
 }
 
@@ -597,8 +601,7 @@ func (d *DB) rotateMemTableLocked() error {
 	}
 	d.mu.Lock()
 	if err != nil {
-		p.err = fmt.Errorf("kv: switching WAL, the DB accepts no more writes: %w", err)
-		return p.err
+		return p.err.set(fmt.Errorf("kv: switching WAL, the DB accepts no more writes: %w", err))
 	}
 	p.log, p.sealedAt = newLog, 0
 	d.mu.imm = append(d.mu.imm, d.mu.mem)
