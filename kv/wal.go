@@ -103,7 +103,7 @@ func (d *DB) newWALWriter(num base.FileNum, name string, f vfs.File, dst io.Writ
 		// route that sends a Sync write's record, and those behind a
 		// record not yet in the file, to the sink instead.
 		l.direct = mapped
-		l.route = &walRoute{l: l, off: size}
+		l.route = &walRoute{l: l}
 		out = l.route
 	}
 	if recyclable {
@@ -145,8 +145,7 @@ func (l *walWriter) append(batch []byte, sync bool, m *dbMetrics) (end int64, co
 				return 0, false, fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
 			}
 			if ok {
-				r.off = l.w.Size()
-				return r.off, true, nil
+				return l.w.Size(), true, nil
 			}
 		}
 	}
@@ -178,8 +177,6 @@ func (l *walWriter) append(batch []byte, sync bool, m *dbMetrics) (end int64, co
 // uses it under its mu.
 type walRoute struct {
 	l *walWriter
-	// off is the stream offset of the next byte.
-	off int64
 	// toSink sends the bytes to the sink whatever it holds; routed is
 	// set once a Write has sent bytes there.
 	toSink, routed bool
@@ -188,8 +185,7 @@ type walRoute struct {
 // Write sends p, the next bytes of the stream, into the mapping or to
 // the sink, as above.
 func (r *walRoute) Write(p []byte) (int, error) {
-	off := r.off
-	r.off += int64(len(p))
+	off := r.l.w.Size() - int64(len(p)) // p is all the record writer holds unflushed
 	if r.toSink || !r.l.sink.idle.Load() {
 		r.routed = true
 		return r.l.sink.writeAt(p, off)

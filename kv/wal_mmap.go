@@ -103,7 +103,8 @@ type walMmapWriter struct {
 	// fallocate, or a test's failure.
 	alloc func(fd uintptr, off, n int64) error
 	// fill zero-fills the file ahead of the writes before a sync, as a
-	// walPreallocWriter does; it writes nothing else.
+	// walPreallocWriter does; it writes nothing else, and learns where
+	// the writes are when it is called.
 	fill *walPreallocWriter
 	// pf faults the pages ahead of the writes in, writable, from its
 	// own goroutine (see prefaulter).
@@ -131,6 +132,11 @@ const prefaultStep = 64 << 10
 // writable as a store would, and returns an error rather than raising
 // SIGBUS where a store would. It is advice: where the kernel lacks it,
 // or it fails, the writes fault as before.
+//
+// The same goroutine removes the mappings of the chunks the writes have
+// left (see remap): unmapping a chunk of populated pages costs the kernel
+// a page-table walk and a flush of every processor's TLB, half a
+// millisecond or more, which would otherwise be serial work too.
 type prefaulter struct {
 	// want is the file offset up to which population is asked for, and
 	// from the offset of the writes when it was asked.
@@ -140,11 +146,15 @@ type prefaulter struct {
 	stopOnce   sync.Once
 
 	// mu is held while populating, and by remap and close while they
-	// change the mapping, which it guards.
+	// change the mapping, which it guards, and the retired mappings.
 	mu     sync.Mutex
 	mapped []byte
 	mapOff int64
 	next   int64 // the file offset populated up to
+	// retired holds the mappings the writes have left, to remove;
+	// unmapErr is the first failure to remove one.
+	retired  [][]byte
+	unmapErr error
 }
 
 // startPrefaulter starts w's prefaulter goroutine.
@@ -154,30 +164,56 @@ func (w *walMmapWriter) startPrefaulter() {
 	go pf.run()
 }
 
-// run populates the pages asked for, until kick is closed.
+// run removes the retired mappings and populates the pages asked for,
+// until kick is closed; then it removes the mappings retired last.
 func (pf *prefaulter) run() {
 	defer close(pf.done)
+	populating := true
 	for range pf.kick {
-		for {
-			pf.mu.Lock()
-			// Whole pages, as madvise takes them: next and mapOff are
-			// page-aligned, and so are from and to.
-			from := max(pf.next, pf.from.Load()/int64(pageSize)*int64(pageSize), pf.mapOff)
-			to := min(roundUp(pf.want.Load(), int64(pageSize)), pf.mapOff+int64(len(pf.mapped)), from+prefaultStep)
-			if pf.mapped == nil || from >= to {
-				pf.mu.Unlock()
-				break
-			}
-			err := populateWrite(pf.mapped[from-pf.mapOff : to-pf.mapOff])
-			pf.next = to
+		pf.unmapRetired()
+		if populating && pf.populate() != nil {
+			// Advice the kernel does not take: let the writes fault.
+			populating = false
+		}
+	}
+	pf.unmapRetired()
+}
+
+// populate populates the pages asked for, a step at a time, and returns
+// the error of the advice, if any.
+func (pf *prefaulter) populate() error {
+	for {
+		pf.mu.Lock()
+		// Whole pages, as madvise takes them: next and mapOff are
+		// page-aligned, and so are from and to.
+		from := max(pf.next, pf.from.Load()/int64(pageSize)*int64(pageSize), pf.mapOff)
+		to := min(roundUp(pf.want.Load(), int64(pageSize)), pf.mapOff+int64(len(pf.mapped)), from+prefaultStep)
+		if pf.mapped == nil || from >= to {
 			pf.mu.Unlock()
-			if err != nil {
-				// Advice the kernel does not take: drain the requests
-				// until close, and let the writes fault.
-				for range pf.kick {
-				}
-				return
+			return nil
+		}
+		err := populateWrite(pf.mapped[from-pf.mapOff : to-pf.mapOff])
+		pf.next = to
+		pf.mu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// unmapRetired removes the retired mappings, keeping the first error.
+func (pf *prefaulter) unmapRetired() {
+	pf.mu.Lock()
+	retired := pf.retired
+	pf.retired = nil
+	pf.mu.Unlock()
+	for _, m := range retired {
+		if err := munmap(m); err != nil {
+			pf.mu.Lock()
+			if pf.unmapErr == nil {
+				pf.unmapErr = fmt.Errorf("kv: unmapping WAL: %w", err)
 			}
+			pf.mu.Unlock()
 		}
 	}
 }
@@ -191,24 +227,43 @@ func (pf *prefaulter) ask(off int64) {
 	}
 	pf.from.Store(off)
 	pf.want.Store(off + prefaultAhead)
+	pf.wake()
+}
+
+// wake makes the goroutine look for work.
+func (pf *prefaulter) wake() {
 	select {
 	case pf.kick <- struct{}{}:
 	default: // a request is pending already; it reads want when served
 	}
 }
 
-// setMapping tells the prefaulter the mapping changed.
+// setMapping tells the prefaulter the mapping changed. The mapping it
+// replaces, if any, the caller removes, or retires.
 func (pf *prefaulter) setMapping(m []byte, off int64) {
 	pf.mu.Lock()
 	pf.mapped, pf.mapOff, pf.next = m, off, off
 	pf.mu.Unlock()
 }
 
-// stop stops the goroutine and waits for it. Called under w.mu, before
-// the mapping is removed; later calls do nothing.
-func (pf *prefaulter) stop() {
+// retire hands the prefaulter a mapping that nothing uses any more, to
+// remove, and wakes it: it populates the pages asked for in the new
+// mapping too.
+func (pf *prefaulter) retire(m []byte) {
+	pf.mu.Lock()
+	pf.retired = append(pf.retired, m)
+	pf.mu.Unlock()
+	pf.wake()
+}
+
+// stop stops the goroutine and waits for it, once it has removed every
+// mapping retired, and returns the first failure to remove one. Called
+// under w.mu, before the mapping is removed; later calls do nothing
+// more.
+func (pf *prefaulter) stop() error {
 	pf.stopOnce.Do(func() { close(pf.kick) })
 	<-pf.done
+	return pf.unmapErr
 }
 
 // newWALMmapWriter returns a writer of the bytes from file offset off on
@@ -257,7 +312,6 @@ func (w *walMmapWriter) Write(p []byte) (int, error) {
 		}
 		p = p[n:]
 	}
-	w.fill.off, w.fill.filled = w.off, max(w.fill.filled, w.off)
 	w.pf.ask(w.off)
 	return written, nil
 }
@@ -284,7 +338,6 @@ func (w *walMmapWriter) writeRecord(rw *record.Writer, p []byte) (ok bool, err e
 		return false, nil
 	}
 	w.off += int64(n)
-	w.fill.off, w.fill.filled = w.off, max(w.fill.filled, w.off)
 	w.pf.ask(w.off)
 	return true, nil
 }
@@ -299,7 +352,6 @@ func (w *walMmapWriter) writeThrough(p []byte) (int, error) {
 	n, err := w.file.WriteAt(p, w.off)
 	w.pwrites++
 	w.off += int64(n)
-	w.fill.off, w.fill.filled = w.off, max(w.fill.filled, w.off)
 	return n, err
 }
 
@@ -334,7 +386,8 @@ func (w *walMmapWriter) copyIn(p []byte) (n int, err error) {
 
 // remap maps the chunk of the file from w.off's page on, allocating its
 // space first. The previous mapping's pages stay in the page cache,
-// dirty until the kernel or a sync writes them.
+// dirty until the kernel or a sync writes them; the prefaulter removes
+// the mapping itself (see prefaulter).
 func (w *walMmapWriter) remap() error {
 	start := w.off / int64(pageSize) * int64(pageSize)
 	end := start + w.chunk
@@ -344,15 +397,16 @@ func (w *walMmapWriter) remap() error {
 		}
 		w.allocated = end
 	}
-	if err := w.unmap(); err != nil {
-		return err
-	}
 	m, err := mmapFile(w.fd, start, int(w.chunk))
 	if err != nil {
 		return fmt.Errorf("kv: mapping WAL at offset %d: %w", start, err)
 	}
+	old := w.mapped
 	w.mapped, w.mapOff = m, start
 	w.pf.setMapping(m, start)
+	if old != nil {
+		w.pf.retire(old)
+	}
 	return nil
 }
 
@@ -378,6 +432,7 @@ func (w *walMmapWriter) unmap() error {
 func (w *walMmapWriter) fillAhead() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.fill.off, w.fill.filled = w.off, max(w.fill.filled, w.off)
 	return w.fill.fillAhead()
 }
 
@@ -386,6 +441,9 @@ func (w *walMmapWriter) fillAhead() error {
 func (w *walMmapWriter) close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.pf.stop()
-	return w.unmap()
+	err := w.pf.stop()
+	if uerr := w.unmap(); err == nil {
+		err = uerr
+	}
+	return err
 }

@@ -4,6 +4,7 @@ package kv
 
 import (
 	"bytes"
+	"os"
 	"syscall"
 	"testing"
 	"time"
@@ -105,4 +106,49 @@ func TestWALMmapWriter_Prefaults(t *testing.T) {
 			t.Fatalf("record %d differs", i)
 		}
 	}
+}
+
+// TestWALMmapWriter_RetiredMappingsRemoved: the chunks the writes have
+// left are unmapped in the background, so a WAL holds one mapping of its
+// file however long it grows, and none once closed.
+func TestWALMmapWriter_RetiredMappingsRemoved(t *testing.T) {
+	name, _, w := createMappedWAL(t, 1, fallocate)
+	lw := record.NewRecyclableWriterAt(w, 0, 1)
+	for i := range 200 {
+		if _, err := lw.WriteRecord(testRecord(i)); err != nil {
+			t.Fatal(err)
+		}
+		if err := lw.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if lw.Size() < 32*int64(pageSize) {
+		t.Fatalf("wrote %d bytes: too few chunks of a page to test", lw.Size())
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for mappingsOf(t, name) > 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d mappings of the WAL after the writes left them, want 1", mappingsOf(t, name))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if n := mappingsOf(t, name); n != 1 {
+		t.Fatalf("%d mappings of the WAL while it is written, want 1", n)
+	}
+	if err := w.close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := mappingsOf(t, name); n != 0 {
+		t.Fatalf("%d mappings of the WAL after close, want 0", n)
+	}
+}
+
+// mappingsOf counts the mappings of the file name in this process.
+func mappingsOf(t *testing.T, name string) int {
+	t.Helper()
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Skipf("no /proc/self/maps: %v", err)
+	}
+	return bytes.Count(maps, []byte(" "+name+"\n"))
 }
