@@ -138,7 +138,6 @@ func (d *DB) newWALWriter(num base.FileNum, name string, f vfs.File, dst io.Writ
 // batch, where Flush through the route would make two.
 func (l *walWriter) append(batch []byte, sync bool, m *dbMetrics) (end int64, copied bool, err error) {
 	if r := l.route; r != nil {
-		r.toSink, r.routed = sync, false
 		if !sync && l.sink.idle.Load() {
 			ok, err := l.direct.writeRecord(l.w, batch)
 			if err != nil {
@@ -148,6 +147,7 @@ func (l *walWriter) append(batch []byte, sync bool, m *dbMetrics) (end int64, co
 				return l.w.Size(), true, nil
 			}
 		}
+		r.toSink, r.routed = sync, false
 	}
 	if _, err := l.w.WriteRecord(batch); err != nil {
 		return 0, false, fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
