@@ -38,29 +38,20 @@ type DB struct {
 	// closed is set first thing in Close; background work polls it to stop
 	// early.
 	closed atomic.Bool
+	// visibleSeq is the highest sequence number readers may see: every
+	// write numbered at or below it is in a memtable or a table.
+	visibleSeq atomic.Uint64
 	// writesUnslowed is set while nothing slows or stops a write that
 	// fits in the memtable: no background work failed, and L0 is below
 	// L0SlowdownWritesThreshold. makeRoomForWrite then takes no d.mu
 	// (see updateWritesUnslowedLocked).
 	writesUnslowed atomic.Bool
-	// spareMem is a flushed memtable that nothing holds any more, kept
-	// for the next memtable switch to reuse (see releaseMem).
-	spareMem atomic.Pointer[memTable]
-
-	// The words every write or read changes each have a cache line of
-	// their own: sharing one with the words above, which every write
-	// and read only loads, would make each change a cache miss for
-	// every processor loading them, and for a write's reservation, one
-	// more under the commit pipeline's mutex.
-	_ cacheLinePad
-	// visibleSeq is the highest sequence number readers may see: every
-	// write numbered at or below it is in a memtable or a table.
-	visibleSeq atomic.Uint64
-	_          cacheLinePad
 	// openIters counts the iterators not yet closed, for Close to report
 	// the ones left open.
 	openIters atomic.Int64
-	_         cacheLinePad
+	// spareMem is a flushed memtable that nothing holds any more, kept
+	// for the next memtable switch to reuse (see releaseMem).
+	spareMem atomic.Pointer[memTable]
 
 	commit    commitPipeline
 	readState readStateHolder

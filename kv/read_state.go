@@ -30,18 +30,13 @@ type memTable struct {
 	// Open), only while the memtable is mutable; the flush reads it after
 	// the rotation, under d.mu, so it needs no atomic.
 	batchBytes int64
+	// writers counts the writers that reserved room in the memtable and
+	// have not finished inserting: a flush waits for them.
+	writers sync.WaitGroup
 	// limit is the size at which the memtable is full: a write that
 	// would take it past limit goes to the next one (see
 	// DB.takeMemSizeLocked).
 	limit int64
-
-	// writers counts the writers that reserved room in the memtable and
-	// have not finished inserting: a flush waits for them. Every insert
-	// changes it, and every read changes refs, without the commit
-	// pipeline's mu: they are kept off the cache line of the fields
-	// above, which a reservation uses under it.
-	_       cacheLinePad
-	writers sync.WaitGroup
 	// refs counts the holds on the memtable's memory: the DB's, from its
 	// creation until its flush is installed, and one for each read state
 	// that lists it (a read holds its read state). The last release

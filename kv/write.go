@@ -45,10 +45,9 @@ import (
 // memTable.writers).
 
 type commitPipeline struct {
-	// mu orders reservations; it guards everything below but pub. The
-	// fields a reservation uses share mu's cache line, which the writer
-	// holding mu owns already.
-	mu sync.Mutex
+	// mu orders reservations; it guards everything below but pub.
+	mu  sync.Mutex
+	pub publisher
 
 	log    *walWriter  // the WAL of the mutable memtable
 	logSeq base.SeqNum // the last sequence number assigned
@@ -63,17 +62,7 @@ type commitPipeline struct {
 	walBuffers walBuffers
 	// recycler keeps flushed WALs' files for the next WALs.
 	recycler walRecycler
-
-	// pub's state, which writers change without mu, is kept off mu's
-	// cache line (see publisher).
-	_   cacheLinePad
-	pub publisher
 }
-
-// cacheLinePad keeps the fields before it and after it on different
-// cache lines (64 bytes on amd64 and most arm64), so that a core writing
-// one does not take the line from the cores using the other.
-type cacheLinePad struct{ _ [64]byte }
 
 // writer is one write in the pipeline.
 type writer struct {
@@ -356,10 +345,8 @@ type publisher struct {
 	// the count popped modulo 2^31, in the low 31. A pop sees in one
 	// load whether the ring is empty and whether publication halted, and
 	// moves the tail, halting if its batch failed, with one
-	// compare-and-swap. Alone on its cache line: every writer changes
-	// it.
+	// compare-and-swap.
 	state atomic.Uint64
-	_     cacheLinePad
 	// slots holds the writers from tail to head, at their count modulo
 	// the ring's size. A slot is nil from its writer's pop until the
 	// next push; a push waits for it (see enqueue).
