@@ -89,6 +89,17 @@ func TestWALMmapWriter_GrowsAcrossChunks(t *testing.T) {
 	if err := lw.Flush(); err != nil {
 		t.Fatal(err)
 	}
+	closeAndCheckRecords(t, name, f, w, n)
+	if min := int(lw.Size()) / pageSize; allocs < min {
+		t.Fatalf("%d allocations for %d bytes in chunks of a page: want at least %d", allocs, lw.Size(), min)
+	}
+}
+
+// closeAndCheckRecords syncs and closes w, a mapped writer of the file
+// name, as a WAL's close does, and checks that the file holds records 0
+// to n-1 of testRecord, in order.
+func closeAndCheckRecords(t *testing.T, name string, f vfs.File, w *walMmapWriter, n int) {
+	t.Helper()
 	if err := w.fillAhead(); err != nil {
 		t.Fatal(err)
 	}
@@ -97,9 +108,6 @@ func TestWALMmapWriter_GrowsAcrossChunks(t *testing.T) {
 	}
 	if err := w.close(); err != nil {
 		t.Fatal(err)
-	}
-	if min := int(lw.Size()) / pageSize; allocs < min {
-		t.Fatalf("%d allocations for %d bytes in chunks of a page: want at least %d", allocs, lw.Size(), min)
 	}
 	recs := readLog(t, name)
 	if len(recs) != n {
@@ -146,24 +154,7 @@ func TestWALMmapWriter_RecordsEncodedInPlace(t *testing.T) {
 	if direct < n/2 {
 		t.Fatalf("%d of %d records encoded in place: want most", direct, n)
 	}
-	if err := w.fillAhead(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.SyncData(); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.close(); err != nil {
-		t.Fatal(err)
-	}
-	recs := readLog(t, name)
-	if len(recs) != n {
-		t.Fatalf("read %d records, want %d", len(recs), n)
-	}
-	for i, rec := range recs {
-		if !bytes.Equal(rec, testRecord(i)) {
-			t.Fatalf("record %d differs", i)
-		}
-	}
+	closeAndCheckRecords(t, name, f, w, n)
 }
 
 // TestWALMmapWriter_AllocationFails: when the file's space cannot be
