@@ -327,13 +327,13 @@ func (w *walMmapWriter) writeRecord(rw *record.Writer, p []byte) (ok bool, err e
 	if w.mapped == nil || w.off < w.mapOff {
 		return false, nil
 	}
-	n := 0
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("kv: memory fault writing mapped WAL at offset %d: %v", w.off, r)
 		}
 	}()
+	var n int
 	if _, n, ok = rw.WriteRecordInto(w.mapped[w.off-w.mapOff:], p); !ok {
 		return false, nil
 	}

@@ -438,9 +438,9 @@ func (q *publisher) pop() (x *writer, visible bool) {
 
 // publish marks w's batch inserted whole, or failed, publishes every
 // batch at the ring's tail that is inserted, waits until w is published,
-// and reports whether readers see it. A failed
-// batch leaves the ring unpublished, and halts publication: no batch
-// after it becomes visible either.
+// and reports whether readers see it. A failed batch leaves the ring
+// unpublished, and halts publication: no batch after it becomes visible
+// either.
 //
 // Whoever pops a batch publishes it. Two writers may pop and publish
 // batches at once, the later batch's number reaching visibleSeq first:
