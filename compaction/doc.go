@@ -142,7 +142,8 @@
 // when an L0 table left out overlaps the inputs and has sequence numbers
 // among theirs: L0 is read newest table first, by largest sequence
 // number, and outputs spanning the inputs' numbers could not be ordered
-// with it.
+// with it; nor when the compaction takes one L0 table, which a merge
+// would leave where it was, L0 as deep as before.
 //
 // # Settling L0
 //

@@ -17,31 +17,51 @@ type l0Point struct {
 // l0Depths sweeps the bounds of v's L0 tables not in busy in key order and
 // returns the depth at each table's smallest key. L0's depth only rises
 // where a table starts, so the deepest point of L0 is among them.
+//
+// A table holds the user keys from its smallest to its largest, both
+// included, unless its largest key is a range deletion's exclusive end
+// (see manifest.FileMetadata.EndsBefore): a table of tombstones up to k
+// and a table from k on are side by side, not one over the other, as a
+// read and pickColumn see them. Counted one over the other, they made a
+// depth of 2 that no compaction could reduce: a settling store merged the
+// column under k, one table, within L0, again and again.
 func l0Depths(v *manifest.Version, cmp base.Compare, busy map[*manifest.FileMetadata]bool) []l0Point {
+	// The order of the edges at one user key: exclusive ends (the key is
+	// not in the table), then starts, then inclusive ends.
+	const (
+		endBefore = iota
+		start
+		endAt
+	)
 	type edge struct {
-		key   []byte
-		delta int // +1 where a table starts, -1 after it ends
+		key  []byte
+		kind int
 	}
 	var edges []edge
 	for _, f := range v.Levels[0] {
 		if !busy[f] {
-			edges = append(edges, edge{f.Smallest.UserKey, 1}, edge{f.Largest.UserKey, -1})
+			end := edge{f.Largest.UserKey, endAt}
+			if f.Largest.IsExclusiveSentinel() {
+				end.kind = endBefore
+			}
+			edges = append(edges, edge{f.Smallest.UserKey, start}, end)
 		}
 	}
-	// Starts before ends at equal keys: both bounds are inclusive.
 	sort.Slice(edges, func(i, j int) bool {
 		if c := cmp(edges[i].key, edges[j].key); c != 0 {
 			return c < 0
 		}
-		return edges[i].delta > edges[j].delta
+		return edges[i].kind < edges[j].kind
 	})
 	points := make([]l0Point, 0, len(edges)/2)
 	depth := 0
 	for _, e := range edges {
-		depth += e.delta
-		if e.delta > 0 {
-			points = append(points, l0Point{e.key, depth})
+		if e.kind != start {
+			depth--
+			continue
 		}
+		depth++
+		points = append(points, l0Point{e.key, depth})
 	}
 	return points
 }
@@ -169,9 +189,14 @@ func (p *Picker) cheaperInL0(v *manifest.Version, c *Compaction, l0 l0Stats) *Co
 // has sequence numbers among theirs: the outputs could not be ordered
 // with it (see l0SeqDisjoint). See "Merging within L0" in the package
 // documentation.
+//
+// A single L0 table is never merged within L0: its outputs would stand
+// where it stood, one over no other, and L0 would be as deep as before.
+// It goes into the base level, so each such compaction leaves L0 smaller
+// whatever the statistics that picked it said.
 func (p *Picker) settleInL0(v *manifest.Version, c *Compaction) *Compaction {
 	cmp := p.cmp.Compare
-	if totalSize(c.Inputs[0]) >= totalSize(c.Inputs[1]) || !l0SeqDisjoint(v, cmp, c.Inputs[0]) {
+	if len(c.Inputs[0]) < 2 || totalSize(c.Inputs[0]) >= totalSize(c.Inputs[1]) || !l0SeqDisjoint(v, cmp, c.Inputs[0]) {
 		return nil
 	}
 	in := &Compaction{StartLevel: 0, OutputLevel: 0, Grandparents: c.Inputs[1],

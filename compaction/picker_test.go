@@ -243,8 +243,12 @@ func parseFile(t *testing.T, line string) *manifest.FileMetadata {
 		return itertest.ParseKey(t, s)
 	}
 	f.Smallest, f.Largest = key(lo), key(hi)
-	f.SmallestSeqNum = min(f.Smallest.SeqNum(), f.Largest.SeqNum())
-	f.LargestSeqNum = max(f.Smallest.SeqNum(), f.Largest.SeqNum())
+	largestSeq := f.Largest.SeqNum()
+	if f.Largest.IsExclusiveSentinel() { // a range deletion's end: no write of its own
+		largestSeq = f.Smallest.SeqNum()
+	}
+	f.SmallestSeqNum = min(f.Smallest.SeqNum(), largestSeq)
+	f.LargestSeqNum = max(f.Smallest.SeqNum(), largestSeq)
 	for _, field := range fields[1:] {
 		k, val, _ := strings.Cut(field, "=")
 		if k != "size" {
@@ -386,5 +390,26 @@ func TestPicker_L0LeavesNoOlderTable(t *testing.T) {
 		if c := p.Pick(v, nil); c == nil || c.StartLevel != 0 {
 			t.Fatalf("seed %d round %d: Pick found %v for\n%s", seed, round, c, b.String())
 		}
+	}
+}
+
+// TestSettleInL0_TakesTwoTables: an L0 compaction of one table goes into
+// the base level, however much cheaper a merge within L0 would be, since
+// that merge would leave L0 as deep as it found it; of two tables lying
+// one over the other it becomes the merge within L0.
+func TestSettleInL0_TakesTwoTables(t *testing.T) {
+	p := NewPicker(&Options{L0CompactionThreshold: 4}, nil)
+	v := parseVersion(t, "L0\n  1:a-c size=64KB\n  2:b-d size=64KB\nL1\n  3:a-z size=8MB")
+	into := func(l0 ...*FileMetadata) *Compaction {
+		c := &Compaction{StartLevel: 0, OutputLevel: 1}
+		c.Inputs[0], c.Inputs[1] = l0, v.Levels[1]
+		return c
+	}
+	if in := p.settleInL0(v, into(v.Levels[0][0])); in != nil {
+		t.Fatalf("one L0 table merged within L0: %s", in)
+	}
+	in := p.settleInL0(v, into(v.Levels[0]...))
+	if in == nil || in.OutputLevel != 0 || len(in.Inputs[0]) != 2 {
+		t.Fatalf("two L0 tables over a base level 64 times their size: %v, want a merge within L0", in)
 	}
 }
