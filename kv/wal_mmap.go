@@ -328,11 +328,7 @@ func (w *walMmapWriter) writeRecord(rw *record.Writer, p []byte) (ok bool, err e
 		return false, nil
 	}
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("kv: memory fault writing mapped WAL at offset %d: %v", w.off, r)
-		}
-	}()
+	defer recoverFault(&err, func() int64 { return w.off })
 	var n int
 	if _, n, ok = rw.WriteRecordInto(w.mapped[w.off-w.mapOff:], p); !ok {
 		return false, nil
@@ -371,17 +367,22 @@ const copyInPiece = 256
 // most 256 bytes stores in ascending order.
 func (w *walMmapWriter) copyIn(p []byte) (n int, err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("kv: memory fault writing mapped WAL at offset %d: %v", w.off+int64(n), r)
-		}
-	}()
+	defer recoverFault(&err, func() int64 { return w.off + int64(n) })
 	dst := w.mapped[w.off-w.mapOff:]
 	p = p[:min(len(p), len(dst))]
 	for n < len(p) {
 		n += copy(dst[n:], p[n:min(len(p), n+copyInPiece)])
 	}
 	return n, nil
+}
+
+// recoverFault, deferred by a store into the mapping under
+// debug.SetPanicOnFault, turns the panic of a memory fault into *err,
+// naming the file offset at returns.
+func recoverFault(err *error, at func() int64) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("kv: memory fault writing mapped WAL at offset %d: %v", at(), r)
+	}
 }
 
 // remap maps the chunk of the file from w.off's page on, allocating its
