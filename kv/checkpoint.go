@@ -108,7 +108,7 @@ func (d *DB) Checkpoint(destDir string) error {
 // checkpoint copies, references its Version and holds its WALs.
 func (d *DB) captureCheckpoint() (*checkpointState, error) {
 	st := &checkpointState{}
-	err := d.commit.runExclusive(d, func() error {
+	err := d.commit.runExclusive(func() error {
 		p := &d.commit
 		if err := p.err.get(); err != nil {
 			return err

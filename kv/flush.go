@@ -24,7 +24,7 @@ func (d *DB) Flush() error {
 		return err
 	}
 	var logNum base.FileNum
-	err := d.commit.runExclusive(d, func() error {
+	err := d.commit.runExclusive(func() error {
 		if err := d.commit.err.get(); err != nil {
 			return err
 		}

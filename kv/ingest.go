@@ -225,7 +225,7 @@ func (d *DB) applyIngest(tables []ingestTable) error {
 	err := d.Flush()
 	edited := false
 	if err == nil {
-		err = d.commit.runExclusive(d, func() error {
+		err = d.commit.runExclusive(func() error {
 			return d.ingestExclusive(tables, &edited)
 		})
 	}

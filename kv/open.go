@@ -287,7 +287,7 @@ func (d *DB) Close() error {
 
 	// Holding the commit pipeline, after every write that reserved before
 	// it, close the WAL: written out and synced.
-	walErr := d.commit.runExclusive(d, func() error {
+	walErr := d.commit.runExclusive(func() error {
 		sealErr := d.commit.sealLog()
 		err := d.commit.closeLog()
 		if err == nil {

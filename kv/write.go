@@ -191,7 +191,7 @@ func (d *DB) applyWriter(w *writer, b *Batch, opts *WriteOptions) error {
 
 // runExclusive runs fn holding p.mu: after every write that reserved
 // before it, and before every write that reserves after it.
-func (p *commitPipeline) runExclusive(_ *DB, fn func() error) error {
+func (p *commitPipeline) runExclusive(fn func() error) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return fn()
