@@ -247,46 +247,128 @@ func TestCompaction_WriteStall(t *testing.T) {
 	})
 }
 
+// readGateFS holds every open of a table file while shut: a compaction,
+// which opens its input tables, waits there, and a flush, which opens
+// none, goes on.
+type readGateFS struct {
+	vfs.FS
+	mu   sync.Mutex
+	shut chan struct{} // closed by open; nil while open
+}
+
+func newReadGateFS(fs vfs.FS) *readGateFS {
+	return &readGateFS{FS: fs, shut: make(chan struct{})}
+}
+
+func (g *readGateFS) Open(name string, opts ...vfs.OpenOption) (vfs.File, error) {
+	if typ, _, ok := base.ParseFilename(g.PathBase(name)); ok && typ == base.FileTypeTable {
+		g.mu.Lock()
+		shut := g.shut
+		g.mu.Unlock()
+		if shut != nil {
+			<-shut
+		}
+	}
+	return g.FS.Open(name, opts...)
+}
+
+// open lets every held open, and every later one, through.
+func (g *readGateFS) open() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.shut != nil {
+		close(g.shut)
+		g.shut = nil
+	}
+}
+
 // TestCompaction_WriteStallCountsWaitingMemTables writes faster than
 // compaction keeps up and samples L0's read amplification after every
 // write: the memtables waiting for a flush count toward
 // L0StopWritesThreshold, so L0 never rises above it, however many of
-// them queue while it is near. It writes until L0 has reached the
-// threshold and then pressingWrites more: on a loaded machine the flushes
-// may lag the writes so long that memtable stalls, not L0, hold the
-// writer back at first.
+// them queue while it is near.
+//
+// It presses first with compactions held (readGateFS): the writer fills
+// memtables until writes stop, every memtable queued is flushed, and L0
+// must then stand at the threshold exactly: below it, the writer would
+// go on; above it, the queued memtables were not counted. Then
+// compactions run, and the writer goes on for pressingWrites more writes
+// with flushes and compactions racing it. (Pressing by speed alone did
+// not press where the writer, the flushes and the compactions share one
+// processor: with GOMAXPROCS=1, L0 never reached the threshold in
+// 300,000 writes.)
 func TestCompaction_WriteStallCountsWaitingMemTables(t *testing.T) {
 	const threshold = 4
-	o := &Options{FS: vfs.NewMem(), MemTableSize: 16 << 10, L0CompactionThreshold: 2,
+	gate := newReadGateFS(vfs.NewMem())
+	defer gate.open()
+	o := &Options{FS: gate, MemTableSize: 16 << 10, L0CompactionThreshold: 2,
 		L0SlowdownWritesThreshold: threshold, L0StopWritesThreshold: threshold, MemTableStopWritesThreshold: 3}
 	d, err := Open("db", o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	const pressingWrites, maxWrites = 30000, 300000
-	most, atThreshold, firstAt := 0, 0, 0
-	value := make([]byte, 100)
-	for i := 0; i < maxWrites && (atThreshold == 0 || i < firstAt+pressingWrites); i++ {
-		key := fmt.Appendf(nil, "%016x", base.SeqNum(i)*0x9E3779B97F4A7C15)
-		if err := d.Set(key, value, NoSync); err != nil {
-			t.Fatal(err)
-		}
-		amp := d.Metrics().Compact.L0ReadAmp
-		most = max(most, amp)
-		if amp == threshold {
-			if atThreshold == 0 {
-				firstAt = i
+
+	const pressingWrites = 30000
+	var most, written atomic.Int64
+	pressed := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		value := make([]byte, 100)
+		for i := 0; ; i++ {
+			key := fmt.Appendf(nil, "%016x", base.SeqNum(i)*0x9E3779B97F4A7C15)
+			if err := d.Set(key, value, NoSync); err != nil {
+				done <- err
+				return
 			}
-			atThreshold++
+			written.Store(int64(i + 1))
+			amp := int64(d.Metrics().Compact.L0ReadAmp)
+			for m := most.Load(); amp > m && !most.CompareAndSwap(m, amp); m = most.Load() {
+			}
+			select {
+			case <-pressed:
+				if i >= pressingWrites {
+					done <- nil
+					return
+				}
+			default:
+			}
 		}
+	}()
+
+	// With compactions held, writes stop once L0 and the memtables queued
+	// reach the threshold: the queue drains into L0, nothing changes L0
+	// any more, and the writer fills the memtable and waits.
+	var one Batch
+	must(t, one.Set(make([]byte, 16), make([]byte, 100)))
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		d.mu.Lock()
+		queued, amp, full := len(d.mu.imm), d.l0ReadAmpLocked(), !d.mu.mem.hasRoom(one.Len())
+		d.mu.Unlock()
+		if queued == 0 && amp >= threshold && full {
+			break
+		}
+		if time.Now().After(deadline) {
+			fatalWithGoroutines(t, fmt.Sprintf("writes did not stop with compactions held: L0 at %d, %d memtables queued, %d writes", amp, queued, written.Load()))
+		}
+		time.Sleep(time.Millisecond)
 	}
-	t.Logf("L0 read amplification at most %d; at the threshold after %d writes, first after write %d; %d stalls", most, atThreshold, firstAt, d.Metrics().WriteStalls)
-	if most > threshold {
-		t.Fatalf("L0 read amplification reached %d, above L0StopWritesThreshold %d", most, threshold)
+	stopped := written.Load()
+	if m := d.Metrics(); m.Compact.L0ReadAmp != threshold {
+		t.Fatalf("writes stopped after %d with L0 at %d, want L0StopWritesThreshold (%d):\n%s",
+			stopped, m.Compact.L0ReadAmp, threshold, m)
 	}
-	if atThreshold == 0 {
-		t.Fatalf("L0 never reached the threshold: the test did not press it")
+
+	close(pressed)
+	gate.open()
+	if err := waitFor(t, done, 60*time.Second, "waiting for the writer"); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("writes stopped after %d with L0 at the threshold; %d writes in all, L0 read amplification at most %d, %d stalls",
+		stopped, written.Load(), most.Load(), d.Metrics().WriteStalls)
+	if most.Load() > threshold {
+		t.Fatalf("L0 read amplification reached %d, above L0StopWritesThreshold %d", most.Load(), threshold)
 	}
 }
 
