@@ -74,8 +74,7 @@ func TestCompaction_SustainedWritesKeepBaseBounded(t *testing.T) {
 // its ordering invariants, every key reads its latest value, and the
 // table files on disk are the current Version's. Run it with -race.
 func TestCompaction_Concurrent(t *testing.T) {
-	seed := invariantsSeed()
-	t.Logf("seed %d (replay with -run '%s' -seed %d)", seed, t.Name(), seed)
+	seed := testSeed(t)
 	// Small tables over several levels, and flushes cut at every table
 	// boundary of the base level, give compactions key ranges and levels
 	// apart to run in.

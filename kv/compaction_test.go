@@ -276,16 +276,20 @@ func TestCompaction_DeleteAll(t *testing.T) {
 	}
 }
 
-// invariantsSeed returns the seed of TestCompaction_Invariants: the -seed
-// flag (registered with the package's other randomized tests) when set,
-// else one from the clock.
-func invariantsSeed() uint64 {
+// testSeed returns the seed of one of the package's randomized tests,
+// logged with how to replay it: the -seed flag (registered with the
+// package's other randomized tests, seeds_test.go) when set, else one
+// from the clock.
+func testSeed(t *testing.T) uint64 {
+	t.Helper()
+	seed := uint64(time.Now().UnixNano())
 	if f := flag.Lookup("seed"); f != nil {
 		if s, err := strconv.ParseUint(f.Value.String(), 10, 64); err == nil && s != 0 {
-			return s
+			seed = s
 		}
 	}
-	return uint64(time.Now().UnixNano())
+	t.Logf("seed %d (replay with -run '%s$' -seed %d)", seed, t.Name(), seed)
+	return seed
 }
 
 // TestCompaction_Invariants runs a random workload of sets, overwrites and
@@ -300,8 +304,7 @@ func invariantsSeed() uint64 {
 // covers the API against a map more broadly; this test is about the shape
 // compactions leave.)
 func TestCompaction_Invariants(t *testing.T) {
-	seed := invariantsSeed()
-	t.Logf("seed %d (replay with -run '%s' -seed %d)", seed, t.Name(), seed)
+	seed := testSeed(t)
 	rng := rand.New(rand.NewPCG(seed, seed^0x5eed5eed5eed5eed))
 	steps, keys := 30000, 3000
 	if testing.Short() {

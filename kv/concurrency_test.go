@@ -17,8 +17,7 @@ import (
 // never goes back in time, and a snapshot or iterator never changes its
 // mind. Run it with -race.
 func TestDB_Concurrent(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	seed := testSeed(t)
 	d, _ := openMem(t, &Options{MemTableSize: 16 << 10, L0CompactionThreshold: 2,
 		L0StopWritesThreshold: 4, TargetFileSize: 8 << 10})
 	const writers, keysPerWriter = 3, 50

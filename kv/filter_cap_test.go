@@ -72,8 +72,7 @@ func TestFilterCap_Growth(t *testing.T) {
 			time.Sleep(100 * time.Microsecond)
 		}
 	}()
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	seed := testSeed(t)
 	rng := rand.New(rand.NewPCG(seed, 0))
 	order := rng.Perm(total)
 	val := make([]byte, 16)
