@@ -4,7 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
-	"time"
+
+	"github.com/bloomkv/bloomkv/internal/testseed"
 )
 
 // This file computes the fewest expected wasted data-block reads per
@@ -246,8 +247,7 @@ func expectedWasted(misses, bits []float64) float64 {
 // and the rule per table within 2% of the optimum; where the optimum's
 // ratio is above the target, no allocation can meet it on that shape.
 func TestAllocate_Optimum(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	seed := testseed.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, 0))
 	targets := map[string]float64{"90/10": 0.6, "zipf": 0.8}
 	cases := 0

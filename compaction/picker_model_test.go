@@ -7,10 +7,10 @@ import (
 	"reflect"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/internal/testseed"
 )
 
 // TestPicker_Model drives the picker over random histories, under both
@@ -36,8 +36,7 @@ import (
 //
 // Once the writes stop and the compactions drain, no level is due.
 func TestPicker_Model(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	seed := testseed.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, seed))
 	const rounds = 20
 	mostRunning, bases, multiLevel, capped, inL0 := 0, map[int]bool{}, 0, 0, 0
@@ -414,8 +413,7 @@ func (m *pickerModel) checkSettled(t testing.TB, ctx string) {
 // model's checks hold throughout: every key reads its newest version,
 // and once drained L0 has settled.
 func TestPicker_SettleInL0(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	seed := testseed.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, seed))
 	// At least 10 rounds, and more, up to 40, until each kind of settle
 	// and the merges picked while writes go on were seen 3 times: some

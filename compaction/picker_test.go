@@ -8,11 +8,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/itertest"
 	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/internal/testseed"
 	"github.com/cockroachdb/datadriven"
 )
 
@@ -369,8 +369,7 @@ func TestPicker_L0LeavesNoOlderTable(t *testing.T) {
 		t.Fatal("build refused 000003, which overlaps no other table")
 	}
 
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	seed := testseed.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, seed))
 	cmp := base.DefaultComparer.Compare
 	letter := func() string { return string(rune('a' + rng.IntN(26))) }

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
-	"time"
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/itertest"
 	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/internal/testseed"
 	"github.com/bloomkv/bloomkv/sstable"
 )
 
@@ -19,8 +19,7 @@ import (
 // state) sees exactly what it saw before, that nothing is kept that no
 // reader can see, and that the tables are well formed.
 func TestRun_RandomModel(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	seed := testseed.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, seed))
 	rounds := 300
 	if testing.Short() {

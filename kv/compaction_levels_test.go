@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/internal/testseed"
 )
 
 // Tests of compaction as the tree grows: the base level's bounds under
@@ -74,7 +75,7 @@ func TestCompaction_SustainedWritesKeepBaseBounded(t *testing.T) {
 // its ordering invariants, every key reads its latest value, and the
 // table files on disk are the current Version's. Run it with -race.
 func TestCompaction_Concurrent(t *testing.T) {
-	seed := testSeed(t)
+	seed := testseed.Seed(t)
 	// Small tables over several levels, and flushes cut at every table
 	// boundary of the base level, give compactions key ranges and levels
 	// apart to run in.

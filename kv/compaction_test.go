@@ -2,18 +2,16 @@ package kv
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"maps"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"testing"
-	"time"
 
 	"github.com/bloomkv/bloomkv/compaction"
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/internal/testseed"
 	"github.com/cockroachdb/pebble/vfs"
 )
 
@@ -276,22 +274,6 @@ func TestCompaction_DeleteAll(t *testing.T) {
 	}
 }
 
-// testSeed returns the seed of one of the package's randomized tests,
-// logged with how to replay it: the -seed flag (registered with the
-// package's other randomized tests, seeds_test.go) when set, else one
-// from the clock.
-func testSeed(t *testing.T) uint64 {
-	t.Helper()
-	seed := uint64(time.Now().UnixNano())
-	if f := flag.Lookup("seed"); f != nil {
-		if s, err := strconv.ParseUint(f.Value.String(), 10, 64); err == nil && s != 0 {
-			seed = s
-		}
-	}
-	t.Logf("seed %d (replay with -run '%s$' -seed %d)", seed, t.Name(), seed)
-	return seed
-}
-
 // TestCompaction_Invariants runs a random workload of sets, overwrites and
 // deletes over a few thousand keys, with snapshots taken and held along
 // the way, under memtables and level targets small enough that compactions
@@ -304,7 +286,7 @@ func testSeed(t *testing.T) uint64 {
 // covers the API against a map more broadly; this test is about the shape
 // compactions leave.)
 func TestCompaction_Invariants(t *testing.T) {
-	seed := testSeed(t)
+	seed := testseed.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, seed^0x5eed5eed5eed5eed))
 	steps, keys := 30000, 3000
 	if testing.Short() {

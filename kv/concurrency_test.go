@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/bloomkv/bloomkv/internal/testseed"
 )
 
 // TestDB_Concurrent runs writers, readers, iterators, snapshots, flushes and
@@ -17,7 +19,7 @@ import (
 // never goes back in time, and a snapshot or iterator never changes its
 // mind. Run it with -race.
 func TestDB_Concurrent(t *testing.T) {
-	seed := testSeed(t)
+	seed := testseed.Seed(t)
 	d, _ := openMem(t, &Options{MemTableSize: 16 << 10, L0CompactionThreshold: 2,
 		L0StopWritesThreshold: 4, TargetFileSize: 8 << 10})
 	const writers, keysPerWriter = 3, 50

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
+	"github.com/bloomkv/bloomkv/internal/testseed"
 	"github.com/cockroachdb/pebble/vfs"
 	"github.com/cockroachdb/pebble/vfs/errorfs"
 )
@@ -72,7 +73,7 @@ func TestFilterCap_Growth(t *testing.T) {
 			time.Sleep(100 * time.Microsecond)
 		}
 	}()
-	seed := testSeed(t)
+	seed := testseed.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, 0))
 	order := rng.Perm(total)
 	val := make([]byte, 16)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/internal/testseed"
 )
 
 // TestPlanFilters_SpendsCap plans the filters of random trees under
@@ -21,7 +22,7 @@ import (
 // share unspent. TestFilterCap_SpendsCap saw it as a settled store
 // holding 98.4% of its cap.)
 func TestPlanFilters_SpendsCap(t *testing.T) {
-	rng := rand.New(rand.NewPCG(testSeed(t), 7))
+	rng := rand.New(rand.NewPCG(testseed.Seed(t), 7))
 	const blockSize, trials = 4096, 3000
 	checked, fine := 0, 0
 	for trial := 0; trial < trials; trial++ {

@@ -12,6 +12,7 @@ import (
 	"github.com/bloomkv/bloomkv/bloompolicy"
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/internal/testseed"
 	"github.com/cockroachdb/pebble/vfs"
 )
 
@@ -84,7 +85,7 @@ func TestFilterCap_AllAbsentIsMonkey(t *testing.T) {
 		t.Skip("a measurement of issue 23's all-absent target: run with -allabsentmonkey")
 	}
 	const keys, lookups = 50_000, 100_000
-	seed := testSeed(t)
+	seed := testseed.Seed(t)
 	monkey := trafficStore(t, bloompolicy.Budget{BitsPerKey: 8}, keys, rand.New(rand.NewPCG(seed, 1)))
 	defer monkey.Close()
 	var capBytes int64
@@ -184,7 +185,7 @@ func checkMonkeyBits(t *testing.T, d *DB, capBytes int64) {
 // bit and the estimated bookkeeping do not leave part of the cap idle.
 func TestFilterCap_SpendsCap(t *testing.T) {
 	const keys = 30_000
-	seed := testSeed(t)
+	seed := testseed.Seed(t)
 	checked := 0
 	for _, bits := range []float64{4, 8, 12} {
 		capBytes := int64(bits * keys / 8)
@@ -214,7 +215,7 @@ func TestFilterCap_SpendsCap(t *testing.T) {
 // rule would have given the same bits.
 func TestFilterCap_HotTablesGetMoreBits(t *testing.T) {
 	const keys = 40_000
-	seed := testSeed(t)
+	seed := testseed.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, 0))
 	d, err := Open("db", &Options{FS: vfs.NewMem(), MemTableSize: 64 << 10, TargetFileSize: 64 << 10,
 		LBaseMaxBytes: 128 << 10, FilterBudget: &bloompolicy.Budget{Bytes: 6 * keys / 8}})

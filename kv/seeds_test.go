@@ -5,33 +5,22 @@ package kv_test
 // it, and the last steps taken, for failure messages.
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bloomkv/bloomkv/internal/testseed"
 )
 
-// The -seed flag replays one seed of the randomized tests (model, crash,
-// error injection). It is registered here unless another test file of the
-// binary registered a flag of that name first, in which case that one is
-// read.
-func init() {
-	if flag.Lookup("seed") == nil {
-		flag.Uint64("seed", 0, "replay one seed of the randomized kv tests (0: new seeds from the clock)")
-	}
-}
-
-// testSeeds returns the seeds a randomized test runs: the -seed flag's value
-// alone when set, otherwise n seeds derived from the clock.
+// testSeeds returns the seeds a randomized test runs: the -seed flag's
+// value alone when set (internal/testseed registers it), otherwise n
+// seeds derived from the clock.
 func testSeeds(n int) []uint64 {
-	if f := flag.Lookup("seed"); f != nil {
-		if s, err := strconv.ParseUint(f.Value.String(), 10, 64); err == nil && s != 0 {
-			return []uint64{s}
-		}
+	if s := testseed.Flag(); s != 0 {
+		return []uint64{s}
 	}
 	base := uint64(time.Now().UnixNano())
 	seeds := make([]uint64, n)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bloomkv/bloomkv/internal/testseed"
 	"github.com/cockroachdb/pebble/vfs"
 )
 
@@ -118,7 +119,7 @@ func (w *tricklingFile) Len() int64 { return w.n.Load() }
 // start of the first of them, must hold at most walBufferLimit bytes, and
 // the test must have come near that bound.
 func TestWALFlusher_CommitBoundsLoss(t *testing.T) {
-	seed := testSeed(t)
+	seed := testseed.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, seed))
 	file := &tricklingFile{piece: 16 << 10, pause: 50 * time.Microsecond}
 	f := newWALFlusher(file, "test", &walBuffers{}, 0)

@@ -9,9 +9,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/testseed"
 )
 
 // TestMemTable_ConcurrentInserters has several goroutines add disjoint
@@ -27,8 +27,7 @@ func TestMemTable_ConcurrentInserters(t *testing.T) {
 	if testing.Short() {
 		perInserter = 1_500
 	}
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	seed := testseed.Seed(t)
 	n := inserters * perInserter
 	// Entry i has user key key(order[i]) and sequence number i+1; user
 	// keys repeat (order maps to n/2 keys), so versions of one key come

@@ -8,10 +8,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/rangedel"
+	"github.com/bloomkv/bloomkv/internal/testseed"
 )
 
 // TestMemTable_OneWriterManyReaders adds entries in random key order while
@@ -23,8 +23,7 @@ func TestMemTable_OneWriterManyReaders(t *testing.T) {
 	if testing.Short() {
 		n = 3_000
 	}
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	seed := testseed.Seed(t)
 	order := rand.New(rand.NewPCG(seed, 0)).Perm(n)
 	key := func(i int) []byte { return []byte(fmt.Sprintf("key%07d", order[i])) }
 	value := func(i int) []byte { return []byte(fmt.Sprintf("value-%d", order[i])) }

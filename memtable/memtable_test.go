@@ -7,10 +7,10 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/itertest"
+	"github.com/bloomkv/bloomkv/internal/testseed"
 	"github.com/cockroachdb/datadriven"
 )
 
@@ -232,8 +232,7 @@ func TestMemTable_CustomComparer(t *testing.T) {
 // (so zero padding meets real zero bytes); and that a comparer other than
 // bytes.Compare gets no prefixes.
 func TestMemTable_KeyPrefix_Order(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	seed := testseed.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, seed))
 	m := New(nil)
 	key := func() []byte {

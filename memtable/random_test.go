@@ -6,9 +6,9 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/testseed"
 )
 
 type entry struct {
@@ -48,8 +48,7 @@ func randomKey(rng *rand.Rand) []byte {
 }
 
 func TestMemTable_RandomAgainstModel(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	seed := testseed.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, seed))
 	m := New(nil)
 	var md model
@@ -152,8 +151,7 @@ func checkIterOps(t *testing.T, rng *rand.Rand, it base.InternalIterator, want m
 // out of order and repeats of a key just added (refused), and checks the
 // table against the model.
 func TestMemTable_AscendingRunsAgainstModel(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	seed := testseed.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, seed))
 	m := New(nil)
 	var md model

@@ -9,9 +9,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/testseed"
 )
 
 // buildBlock encodes keys (as internal keys at seq 1) with values "v"+key.
@@ -150,8 +150,7 @@ func exerciseBlock(data []byte) error {
 // entries from the interval's cache, and Next, seeks and Last must agree
 // with it wherever they interleave. It prints its seed.
 func TestBlock_RandomMoves(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	seed := testseed.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, seed))
 	for round := 0; round < 50; round++ {
 		keys := randomBlockKeys(rng, 1+rng.IntN(80))

@@ -8,10 +8,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/testseed"
 )
 
 // randomEntries returns n user keys, each with 1-4 versions, in internal
@@ -75,8 +75,7 @@ func modelGet(entries []testEntry, key []byte, seq base.SeqNum) (testEntry, bool
 }
 
 func seedRNG(t *testing.T) *rand.Rand {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	seed := testseed.Seed(t)
 	return rand.New(rand.NewPCG(seed, seed))
 }
 

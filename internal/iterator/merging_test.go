@@ -7,10 +7,10 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/itertest"
+	"github.com/bloomkv/bloomkv/internal/testseed"
 	"github.com/cockroachdb/datadriven"
 )
 
@@ -94,8 +94,7 @@ func sortModel(m []modelEntry) {
 }
 
 func TestMerging_Random(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	seed := testseed.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, seed))
 	for round := range 200 {
 		children, model := randomChildren(rng, 1+rng.IntN(6))
