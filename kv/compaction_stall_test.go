@@ -300,7 +300,6 @@ func (g *readGateFS) open() {
 func TestCompaction_WriteStallCountsWaitingMemTables(t *testing.T) {
 	const threshold = 4
 	gate := newReadGateFS(vfs.NewMem())
-	defer gate.open()
 	o := &Options{FS: gate, MemTableSize: 16 << 10, L0CompactionThreshold: 2,
 		L0SlowdownWritesThreshold: threshold, L0StopWritesThreshold: threshold, MemTableStopWritesThreshold: 3}
 	d, err := Open("db", o)
@@ -308,6 +307,7 @@ func TestCompaction_WriteStallCountsWaitingMemTables(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
+	defer gate.open() // before Close, which waits for the compaction held
 
 	const pressingWrites = 30000
 	var most, written atomic.Int64
@@ -315,6 +315,7 @@ func TestCompaction_WriteStallCountsWaitingMemTables(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		value := make([]byte, 100)
+		from := -1 // the write at which compactions were let through
 		for i := 0; ; i++ {
 			key := fmt.Appendf(nil, "%016x", base.SeqNum(i)*0x9E3779B97F4A7C15)
 			if err := d.Set(key, value, NoSync); err != nil {
@@ -327,7 +328,10 @@ func TestCompaction_WriteStallCountsWaitingMemTables(t *testing.T) {
 			}
 			select {
 			case <-pressed:
-				if i >= pressingWrites {
+				if from < 0 {
+					from = i
+				}
+				if i >= from+pressingWrites {
 					done <- nil
 					return
 				}
