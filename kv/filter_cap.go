@@ -466,8 +466,8 @@ func (h *filterHolder) fillRoom(entries []*tableEntry, plans map[base.FileNum]ta
 			continue
 		}
 		s := h.filterState(nil, e)
-		if s.heldBits >= p.bits-1.0/bitSteps || (p.hold == holdOwn && s.heldBits > 0 && !s.heldBuilt) {
-			continue // as planned: an own filter is held within filterBitsSlack
+		if s.heldBits >= p.bits-1.0/bitSteps {
+			continue
 		}
 		room := h.cap - h.held.Load() + s.heldBytes - filterOverhead(s.blocks, s.perBlock)
 		bits := min(p.bits, floorBits(8*float64(room)/float64(e.entries)))
