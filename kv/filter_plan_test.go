@@ -75,7 +75,9 @@ func TestPlanFilters_SpendsCap(t *testing.T) {
 		if raise < 0 {
 			continue // every table given a filter has the most bits a plan gives
 		}
-		if raise <= capBytes/200 {
+		// A table kept at its own filter and built one pays the built
+		// filter's estimated bookkeeping too, which may pass the own one's.
+		if raise+filterTableOverhead+int64(filterBlockOverhead*8) <= capBytes/200 {
 			fine++
 			if float64(planned) < 0.99*float64(capBytes) {
 				t.Errorf("trial %d: planned %d bytes of a cap of %d (%.4f)", trial, planned, capBytes, float64(planned)/float64(capBytes))
