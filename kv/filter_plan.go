@@ -87,8 +87,8 @@ type planCandidate struct {
 // the cap and the one passing it the least, fitted to the cap, the one
 // spending more is kept, and what it leaves beyond 1% of the cap given
 // to its best tables (spendRoom): a settled store spends its cap, not a
-// share of it. Should none fit, the filters that save the fewest reads per byte
-// are left out or shrunk.
+// share of it. Should none fit, the filters that save the fewest reads
+// per byte are left out or shrunk.
 func planFilters(v *manifest.Version, misses *[manifest.NumLevels]float64, perTable map[base.FileNum]float64,
 	cap int64, blockSize int, perBlock float64, states map[base.FileNum]tableFilterState) (map[base.FileNum]tablePlan, int64) {
 	runs, runOf, _, budget := capRuns(v, misses, perTable, cap, blockSize, perBlock, nil)
