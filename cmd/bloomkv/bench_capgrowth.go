@@ -72,11 +72,12 @@ func (a *app) runCapGrowth(ctx context.Context, o benchOptions) error {
 // capGrowthTable is a row per step.
 func capGrowthTable(res bench.CapGrowthResult) *table {
 	t := newTable(">keys", ">filter bytes held", ">most held while loading", ">most held / cap",
-		">all tables' filters", ">tables not held", ">wasted reads / absent lookup", "shape (tables per level)", ">load s")
+		">all tables' filters", ">tables not held", ">filters built", ">wasted reads / absent lookup",
+		"shape (tables per level)", ">load s")
 	for _, s := range res.Steps {
 		t.add(fmtCount(s.Keys), fmt.Sprint(s.Held), fmt.Sprint(s.MostHeld),
 			fmt.Sprintf("%.3f", float64(s.MostHeld)/float64(res.CapBytes)), fmt.Sprint(s.TableFilterBytes),
-			fmt.Sprint(s.TablesNotHeld), fmt.Sprintf("%.4f", s.Wasted), bench.FormatShape(s.Shape),
+			fmt.Sprint(s.TablesNotHeld), fmt.Sprint(s.Built), fmt.Sprintf("%.4f", s.Wasted), bench.FormatShape(s.Shape),
 			fmt.Sprintf("%.1f", s.Load.Seconds()))
 	}
 	return t
@@ -111,7 +112,9 @@ func writeCapGrowthMarkdown(w *bytes.Buffer, res bench.CapGrowthResult, o benchO
 		"(`internal/bench.CapGrowth`). After each step the store is flushed and settled (`DB.WaitIdle`) and "+
 		"looked up with absent keys: every data block those lookups read is wasted. `filter bytes held` is "+
 		"`Metrics().Filters.HeldBytes` once settled; `most held while loading` the most of the samples taken "+
-		"during the step; `all tables' filters` what the tables' filters would take if all were held. "+
+		"during the step; `all tables' filters` what the tables' filters would take if all were held; "+
+		"`filters built` the filters the step built in memory (`Metrics().Filters.FiltersBuilt`), each a read "+
+		"of its whole table. "+
 		"Only open tables hold filters: a store of more tables than `kv.Options.MaxOpenFiles` (%d by default) "+
 		"holds less than the cap allows.\n\n",
 		o.command, now.UTC().Format("2006-01-02"), markdownMachine(), o.valueSize, fmtCount(res.Steps[0].Keys),

@@ -48,6 +48,9 @@ type CapGrowthStep struct {
 	// of every table's filter (held or not), TablesNotHeld the tables
 	// whose filter the cap leaves out.
 	Held, TableFilterBytes, TablesNotHeld int64
+	// Built is the filters built in memory during the step (its load,
+	// settling and lookups), each a read of its whole table.
+	Built int64
 	// Wasted is the data-block reads per absent lookup: with no key to
 	// find, every read is wasted.
 	Wasted float64
@@ -174,7 +177,7 @@ func (c CapGrowthConfig) options(capBytes int64, s *heldSampler) *kv.Options {
 
 // step loads keys [from, to), settles the store and measures it.
 func (c CapGrowthConfig) step(ctx context.Context, db *kv.DB, s *heldSampler, from, to int) (CapGrowthStep, error) {
-	start := time.Now()
+	start, builtBefore := time.Now(), db.Metrics().Filters.FiltersBuilt
 	g := NewKeyGen(c.Seed)
 	var key, value []byte
 	for i := from; i < to; i++ {
@@ -208,6 +211,7 @@ func (c CapGrowthConfig) step(ctx context.Context, db *kv.DB, s *heldSampler, fr
 	m := db.Metrics()
 	st.Wasted = float64(m.Lookups.BlockReads-before) / float64(c.Lookups)
 	st.Held, st.TablesNotHeld = m.Filters.HeldBytes, m.Filters.TablesNotHeld
+	st.Built = m.Filters.FiltersBuilt - builtBefore
 	for level, l := range m.Levels {
 		st.TableFilterBytes += l.FilterBytes
 		if l.NumFiles > 0 {
