@@ -10,6 +10,7 @@ import (
 	"github.com/bloomkv/bloomkv/bloompolicy"
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/sstable"
 )
 
 // This file keeps the filter memory of a store under a cap
@@ -59,7 +60,8 @@ type filterHolder struct {
 	// running and again, under d.mu, schedule passes: one goroutine runs
 	// them, again asks it for one more. must says the next pass was
 	// asked for by a change (of the tree, of an open table) rather than
-	// by lookups alone, and follows its plan whatever it saves.
+	// by lookups alone, and follows its plan for a smaller gain (see
+	// rebalance).
 	running, again, must bool
 }
 
@@ -84,9 +86,15 @@ func (h *filterHolder) learnOverhead(e *tableEntry, bits float64, size int64) {
 	if e.blocks == 0 {
 		return
 	}
-	measured := float64(size-nominalBytes(e.entries, bits)-filterTableOverhead) / float64(e.blocks)
-	measured = min(max(measured, 0), 2*filterBlockOverhead)
+	measured := min(max(builtPerBlock(e, bits, size), 0), 2*filterBlockOverhead)
 	h.perBlock.Store(math.Float64bits(0.95*h.blockOverhead() + 0.05*measured))
+}
+
+// builtPerBlock returns the bookkeeping bytes per data block of a filter
+// of size bytes built for e at bits per entry: what it takes beyond the
+// nominal bits of e's entries. e.blocks is not 0.
+func builtPerBlock(e *tableEntry, bits float64, size int64) float64 {
+	return float64(size-nominalBytes(e.entries, bits)-filterTableOverhead) / float64(e.blocks)
 }
 
 // plan returns the last pass's plan for table num, if it made one.
@@ -152,24 +160,40 @@ func (h *filterHolder) holdOwn(e *tableEntry) bool {
 // whether it did, and the built filter's bytes (0 if none was built). A
 // table that cannot be read keeps what it holds.
 func (h *filterHolder) holdBuilt(e *tableEntry, bits float64) (bool, int64) {
+	f := h.build(e, bits)
+	if f == nil {
+		return false, 0
+	}
+	return h.holdFilter(e, f, bits), f.Size()
+}
+
+// build builds open table e a filter of bits per entry from its keys,
+// reading the whole table; nil if the table cannot be read.
+func (h *filterHolder) build(e *tableEntry, bits float64) *sstable.Filter {
 	p, err := bloompolicy.RunFilter{BitsPerKey: bits}.Policy()
 	if p == nil || err != nil {
-		return false, 0
+		return nil
 	}
 	f, err := e.reader.BuildFilter(p)
 	if err != nil {
-		return false, 0
+		return nil
 	}
 	h.builds.Add(1)
 	h.learnOverhead(e, bits, f.Size())
+	return f
+}
+
+// holdFilter holds f, built for open table e at bits per entry, in place
+// of the filter held, if the bytes fit, and reports whether it did.
+func (h *filterHolder) holdFilter(e *tableEntry, f *sstable.Filter, bits float64) bool {
 	e.filterMu.Lock()
 	defer e.filterMu.Unlock()
 	if !h.swap(e.heldBytes, f.Size()) {
-		return false, f.Size()
+		return false
 	}
 	e.reader.HoldFilter(f)
 	h.setHeldLocked(e, f.Size(), bits, true)
-	return true, f.Size()
+	return true
 }
 
 // opened counts the filter of a table just opened: held already without a
@@ -220,8 +244,16 @@ func (h *filterHolder) filterState(f *manifest.FileMetadata, e *tableEntry) tabl
 	}
 	e.filterMu.Lock()
 	defer e.filterMu.Unlock()
-	return tableFilterState{blocks: e.blocks, perBlock: h.blockOverhead(), heldBits: e.heldBits, heldBytes: e.heldBytes,
+	s := tableFilterState{blocks: e.blocks, perBlock: h.blockOverhead(), heldBits: e.heldBits, heldBytes: e.heldBytes,
 		heldBuilt: e.heldBuilt, ownUsable: e.reader.HasFilter()}
+	if e.heldBuilt && e.blocks > 0 {
+		// The table's own measure: filters of its keys at other bits
+		// take about the same bookkeeping, which the average may miss
+		// by a few dozen bytes, and a plan over a cap nearly spent
+		// would then have it build one that does not fit.
+		s.perBlock = builtPerBlock(e, e.heldBits, e.heldBytes)
+	}
+	return s
 }
 
 // filterStates returns what each table of v holds (filterState), open
@@ -301,9 +333,13 @@ func (h *filterHolder) passes() {
 
 // rebalance updates the traffic model, plans the filters of the current
 // Version's tables under the cap, and makes the open tables follow,
-// opening first those not open while the table cache has room. A pass
-// that lookups alone asked for (not must) follows its plan only when that
-// is worth the filters it builds (worthFollowing).
+// opening first those not open while the table cache has room. It
+// follows its plan only when that is worth the filters it builds: when
+// the plan cuts the expected wasted reads per lookup by filterReplanGain
+// of them, for a pass that lookups alone asked for (not must), or else
+// by filterSettleGain, or spends more than 1% more of the cap
+// (worthFollowing, spendsMore). So a pass over a tree that has not
+// changed builds nothing.
 func (h *filterHolder) rebalance(must bool) {
 	d := h.d
 	h.mu.Lock()
@@ -327,6 +363,12 @@ func (h *filterHolder) rebalance(must bool) {
 	if misses != nil {
 		perTable = h.traffic.updateTables(v, open, misses, newGets, decay)
 	}
+	newest := newestTable(v)
+	// Each table's weight in the expected wasted reads per lookup.
+	weights := perTable
+	if weights == nil {
+		weights = monkeyWeights(v)
+	}
 	// A plan's built filters are estimates until built; when building
 	// them leaves part of the cap unspent, the plan is made again from
 	// the filters as built, a few times.
@@ -334,12 +376,18 @@ func (h *filterHolder) rebalance(must bool) {
 		builds := h.builds.Load()
 		states := h.filterStates(v, open)
 		plans, notHeld := planFilters(v, misses, perTable, h.cap, d.opts.BlockSize, h.blockOverhead(), states)
-		if round == 0 && !must && !worthFollowing(v, plans, perTable, states) {
-			return
+		settle := must || round > 0
+		gain := filterReplanGain
+		if settle {
+			gain = filterSettleGain
 		}
 		h.plans.Store(&plans)
 		h.notHeld.Store(notHeld)
-		h.follow(entries, plans, newestTable(v))
+		if !worthFollowing(v, open, plans, weights, states, gain) && !(settle && spendsMore(v, open, plans, states, h.cap)) {
+			h.dropObsolete(entries, plans, newest)
+			return
+		}
+		h.follow(entries, plans, newest)
 		if h.builds.Load() == builds || h.cap-h.held.Load() <= h.cap/planSlackDivisor || d.closed.Load() {
 			return
 		}
@@ -350,30 +398,91 @@ func (h *filterHolder) rebalance(must bool) {
 const followRounds = 3
 
 // worthFollowing reports whether holding what plans says rather than what
-// the tables hold (states) would cut the expected wasted reads per lookup,
-// by the traffic model's weights of each table (perTable) and the rate
-// model, by at least filterReplanGain. Building filters reads whole
-// tables: for a workload that drifts a little it is not worth it, for
-// one that has changed it is.
-func worthFollowing(v *manifest.Version, plans map[base.FileNum]tablePlan,
-	perTable map[base.FileNum]float64, states map[base.FileNum]tableFilterState) bool {
-	if perTable == nil {
-		return false // no lookups counted yet: the plan is the last one's
-	}
+// the open tables hold (states) would cut the expected wasted reads per
+// lookup, by each table's weight (its misses per lookup) and the rate
+// model, by at least a share gain of them.
+//
+// Building filters reads whole tables. For a workload that drifts a
+// little it is not worth it, for one that has changed it is
+// (filterReplanGain). And over a tree that has not changed, a plan made
+// from scratch is seldom the filters held, though no better: where its
+// estimated sizes differ from the sizes built, or a table's share sits
+// at a step's edge, it moves bits from table to table and back, pass
+// after pass (filterSettleGain).
+func worthFollowing(v *manifest.Version, open map[base.FileNum]*tableEntry, plans map[base.FileNum]tablePlan,
+	weights map[base.FileNum]float64, states map[base.FileNum]tableFilterState, gain float64) bool {
 	var held, planned float64
 	for _, files := range v.Levels {
 		for _, f := range files {
-			w := perTable[f.FileNum]
+			if open[f.FileNum] == nil {
+				continue // the plan's filter for it waits for it to open
+			}
+			w := weights[f.FileNum]
 			held += w * bloompolicy.ModelFPR(states[f.FileNum].heldBits)
 			planned += w * bloompolicy.ModelFPR(plans[f.FileNum].bits)
 		}
 	}
-	return planned < (1-filterReplanGain)*held
+	return planned < (1-gain)*held
 }
 
-// filterReplanGain is the share of the expected wasted reads a pass over
-// an unchanged tree must save to build filters (see worthFollowing).
-const filterReplanGain = 0.1
+// spendsMore reports whether plans would have the open tables of v hold
+// more than 1/planSpendDivisor of the cap more than they do (states): a
+// settled store spends its cap, though what the room left would save
+// may be under filterSettleGain.
+func spendsMore(v *manifest.Version, open map[base.FileNum]*tableEntry, plans map[base.FileNum]tablePlan,
+	states map[base.FileNum]tableFilterState, cap int64) bool {
+	var more int64
+	for _, files := range v.Levels {
+		for _, f := range files {
+			if open[f.FileNum] != nil {
+				more += plans[f.FileNum].bytes - states[f.FileNum].heldBytes
+			}
+		}
+	}
+	return more > cap/planSpendDivisor
+}
+
+// filterReplanGain is the share of the expected wasted reads a pass that
+// lookups alone asked for must save to build filters; filterSettleGain
+// that of any other pass (see worthFollowing). A change of the tree
+// leaves new tables holding none, or their own at the bits the store
+// wrote them with, which plans beat by far more.
+const (
+	filterReplanGain = 0.1
+	filterSettleGain = 0.01
+)
+
+// monkeyWeights returns each table's misses per lookup as Monkey's rule
+// has them, for a store that has counted no lookup: every lookup misses
+// in every run, each L0 table and each deeper level, in a table of a
+// level by its share of the level's entries (runReach).
+func monkeyWeights(v *manifest.Version) map[base.FileNum]float64 {
+	w := map[base.FileNum]float64{}
+	for l, files := range v.Levels {
+		var entries int64
+		for _, f := range files {
+			entries += int64(f.NumEntries)
+		}
+		for _, f := range files {
+			if l == 0 {
+				w[f.FileNum] = 1
+			} else if entries > 0 {
+				w[f.FileNum] = float64(f.NumEntries) / float64(entries)
+			}
+		}
+	}
+	return w
+}
+
+// dropObsolete drops the filters of open tables that are no longer in
+// the Version planned (not in plans, numbered at or below its newest).
+func (h *filterHolder) dropObsolete(entries []*tableEntry, plans map[base.FileNum]tablePlan, newest base.FileNum) {
+	for _, e := range entries {
+		if _, ok := plans[e.num]; !ok && e.num <= newest {
+			h.drop(e)
+		}
+	}
+}
 
 // follow makes the open tables hold what plans says: drops first, so that
 // the loads and builds find room, then the built filters that shrink,
@@ -383,26 +492,24 @@ const filterReplanGain = 0.1
 // obsolete if numbered at or below newest, and drops its filter; one
 // written since waits for the next pass.
 func (h *filterHolder) follow(entries []*tableEntry, plans map[base.FileNum]tablePlan, newest base.FileNum) {
-	var steps []followStep
+	h.dropObsolete(entries, plans, newest)
+	var steps []*followStep
 	for _, e := range entries {
 		p, ok := plans[e.num]
 		s := h.filterState(nil, e)
 		switch {
-		case !ok:
-			if e.num <= newest {
-				h.drop(e)
-			}
+		case !ok: // obsolete, dropped, or written since: the next pass decides
 		case p.hold == holdNone:
 			h.drop(e)
 		case p.hold == holdOwn:
-			steps = append(steps, followStep{e, p, followOwn})
+			steps = append(steps, &followStep{e: e, p: p, order: followOwn})
 		case !s.heldBuilt || s.heldBits != p.bits:
-			steps = append(steps, followStep{e, p, buildOrder(s, p)})
+			steps = append(steps, &followStep{e: e, p: p, order: buildOrder(s, p)})
 		}
 	}
-	slices.SortStableFunc(steps, func(a, b followStep) int { return cmp.Compare(a.order, b.order) })
+	slices.SortStableFunc(steps, func(a, b *followStep) int { return cmp.Compare(a.order, b.order) })
 	for round := 0; round < 2 && len(steps) > 0; round++ {
-		var failed []followStep
+		var failed []*followStep
 		for _, st := range steps {
 			if h.d.closed.Load() {
 				return
@@ -418,10 +525,13 @@ func (h *filterHolder) follow(entries []*tableEntry, plans map[base.FileNum]tabl
 
 // followStep is one table's move toward its plan, and when follow takes
 // it: followShrink before followOwn before followFill before followGrow.
+// built keeps a filter built for the step that did not fit, for the
+// second try: building reads the whole table.
 type followStep struct {
 	e     *tableEntry
 	p     tablePlan
 	order int
+	built *sstable.Filter
 }
 
 const (
@@ -445,12 +555,16 @@ func buildOrder(s tableFilterState, p tablePlan) int {
 
 // followOne takes step st and reports whether the table then holds what
 // its plan says.
-func (h *filterHolder) followOne(st followStep) bool {
+func (h *filterHolder) followOne(st *followStep) bool {
 	if st.order == followOwn {
 		return h.holdOwn(st.e)
 	}
-	held, _ := h.holdBuilt(st.e, st.p.bits)
-	return held
+	if st.built == nil {
+		if st.built = h.build(st.e, st.p.bits); st.built == nil {
+			return false
+		}
+	}
+	return h.holdFilter(st.e, st.built, st.p.bits)
 }
 
 // fillRoom gives each open table that holds fewer bits than the plan
@@ -466,8 +580,8 @@ func (h *filterHolder) fillRoom(entries []*tableEntry, plans map[base.FileNum]ta
 			continue
 		}
 		s := h.filterState(nil, e)
-		if s.heldBits >= p.bits-1.0/bitSteps {
-			continue
+		if s.heldBits >= p.bits-1.0/bitSteps || (p.hold == holdOwn && s.heldBytes > 0 && !s.heldBuilt) {
+			continue // about the bits planned, or its own as planned (within the slack)
 		}
 		room := h.cap - h.held.Load() + s.heldBytes - filterOverhead(s.blocks, s.perBlock)
 		bits := min(p.bits, floorBits(8*float64(room)/float64(e.entries)))

@@ -56,7 +56,7 @@ type tablePlan struct {
 // none, or not open). ownUsable says the table's own filter can be read.
 type tableFilterState struct {
 	blocks    int64
-	perBlock  float64 // filter bookkeeping bytes per data block (filterHolder.perBlock)
+	perBlock  float64 // filter bookkeeping bytes per data block: the table's built filter's, else filterHolder.perBlock
 	heldBits  float64
 	heldBytes int64
 	heldBuilt bool
@@ -286,9 +286,14 @@ func fitPlans(v *manifest.Version, cands []planCandidate, cap int64,
 			p = builtPlan(c.f, s, p.bits)
 		}
 		if used+p.bytes > cap {
-			// Fewer bits, in the room left, rather than no filter.
+			// Fewer bits, in the room left, rather than no filter: the
+			// filter held, or its own, if within the slack of them and
+			// it fits, else one built at them.
 			room := cap - used - filterOverhead(s.blocks, s.perBlock)
-			p = builtPlan(c.f, s, floorBits(8*float64(room)/float64(c.f.NumEntries)))
+			bits := floorBits(8 * float64(room) / float64(c.f.NumEntries))
+			if p = chooseFilter(c.f, s, bits); used+p.bytes > cap {
+				p = builtPlan(c.f, s, bits)
+			}
 		}
 		if p.bits < planMinBits || used+p.bytes > cap {
 			if c.f.FilterBytes == 0 {
