@@ -181,6 +181,19 @@ func fuzzReader(t *testing.T, data []byte) {
 		if err := it.Close(); err != nil {
 			requireCorruption(t, err)
 		}
+		// A compaction's pass, through its readahead, and a filter
+		// built from the keys, as a store under a filter cap builds.
+		if err := r.InitIter(it, &IterOptions{Compaction: true}); err != nil {
+			requireCorruption(t, err)
+		}
+		for ok, n := it.First(), 0; ok && n < 10000; ok, n = it.Next(), n+1 {
+		}
+		if err := it.Close(); err != nil {
+			requireCorruption(t, err)
+		}
+		if _, err := r.BuildFilter(hashSetPolicy{}); err != nil {
+			requireCorruption(t, err)
+		}
 		if err := r.Check(); err != nil {
 			requireCorruption(t, err)
 		}

@@ -42,8 +42,9 @@ type Iter struct {
 
 	blockLoads int64 // data blocks loaded since InitIter, in any mode (BlockLoads)
 
-	compaction bool   // IterOptions.Compaction: blocks not cached are read into blockBuf
-	blockBuf   []byte // the compaction iterator's block buffer, reused
+	compaction bool      // IterOptions.Compaction: blocks not cached are read into blockBuf
+	blockBuf   []byte    // the compaction iterator's block buffer, reused
+	ahead      readahead // the compaction iterator's bytes read ahead
 }
 
 // NewIter returns an iterator over the table's internal keys, configured
@@ -75,14 +76,15 @@ func (r *Reader) InitIter(it *Iter, opts *IterOptions) error {
 	if opts != nil {
 		o = *opts
 	}
-	data, buf := it.data, it.blockBuf
+	data, buf, ahead := it.data, it.blockBuf, it.ahead
 	data.release()
 	*it = Iter{r: r, cmp: r.cmp.Compare, lower: o.LowerBound, upper: o.UpperBound, stats: o.Stats, data: data, filter: r.filter.Load()}
 	if it.stats == nil {
 		it.stats = &it.ownStats
 	}
 	if o.Compaction {
-		it.compaction, it.blockBuf = true, buf
+		ahead.reset() // another table's bytes, or this one's from before
+		it.compaction, it.blockBuf, it.ahead = true, buf, ahead
 	}
 	return nil
 }

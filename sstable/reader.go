@@ -258,8 +258,8 @@ func (r *Reader) readBlock(h BlockHandle) ([]byte, error) {
 // The stored bytes are read into a pooled buffer, so only the contents
 // are allocated.
 func (r *Reader) readBlockInto(h BlockHandle, dst []byte) ([]byte, error) {
-	if h.Offset > r.dataEnd || h.Length > r.dataEnd-h.Offset || blockTrailerLen > r.dataEnd-h.Offset-h.Length {
-		return nil, r.corruptf(h.Offset, "block handle %s beyond the blocks' end %d", h, r.dataEnd)
+	if err := r.checkHandle(h); err != nil {
+		return nil, err
 	}
 	n := int(h.Length)
 	raw := rawBlocks.Get().(*[]byte)
@@ -270,6 +270,15 @@ func (r *Reader) readBlockInto(h BlockHandle, dst []byte) ([]byte, error) {
 		rawBlocks.Put(raw)
 	}
 	return data, err
+}
+
+// checkHandle returns an error unless block h and its trailer lie below
+// the footer.
+func (r *Reader) checkHandle(h BlockHandle) error {
+	if h.Offset > r.dataEnd || h.Length > r.dataEnd-h.Offset || blockTrailerLen > r.dataEnd-h.Offset-h.Length {
+		return r.corruptf(h.Offset, "block handle %s beyond the blocks' end %d", h, r.dataEnd)
+	}
+	return nil
 }
 
 // rawBlocks recycles the buffers blocks are read into: once copied or
@@ -284,10 +293,17 @@ const maxRawBlockBuf = 256 << 10
 // block at off, checks it and returns its contents, in dst's memory as
 // readBlockInto describes.
 func (r *Reader) decodeBlock(buf []byte, off uint64, dst []byte) ([]byte, error) {
-	n := len(buf) - blockTrailerLen
 	if err := r.readAt(buf, off); err != nil {
 		return nil, err
 	}
+	return r.checkBlock(buf, off, dst)
+}
+
+// checkBlock checks buf, the stored bytes of the block at off and its
+// trailer, and returns the block's contents, in dst's memory as
+// readBlockInto describes; never in buf's.
+func (r *Reader) checkBlock(buf []byte, off uint64, dst []byte) ([]byte, error) {
+	n := len(buf) - blockTrailerLen
 	if got, want := checksum(buf[:n+1]), binary.LittleEndian.Uint32(buf[n+1:]); got != want {
 		return nil, r.corruptf(off, "block checksum %#08x, want %#08x", got, want)
 	}
