@@ -170,11 +170,11 @@
 // transient L0 tables gives their bytes back to the levels below. New
 // tables are written with the filter a pass would give them, so a pass
 // rarely builds one for a new table. A pass builds filters only when the
-// plan saves at least 1% of the reads it expects lookups to waste (10%
-// for a pass that lookups alone asked for, on a tree that has not
-// changed) or spends more than 1% more of the cap, so a settled store
-// does not read its tables again and again to move a few bytes between
-// their filters. A table closed by the table cache loses a built filter,
+// plan saves at least 1% of the reads it expects lookups to waste, or
+// spends more than 1% more of the cap (for a pass that lookups alone
+// asked for, on a tree that has not changed: only when it saves 10%), so
+// a settled store does not read its tables again and again to move a few
+// bytes between their filters. A table closed by the table cache loses a built filter,
 // and rebuilds it when it is opened again.
 //
 // # Range deletions
