@@ -42,6 +42,8 @@ type filterHolder struct {
 	notHeld atomic.Int64 // tables of the last pass's Version that the plan leaves without a filter
 	built   atomic.Int64 // open tables holding a filter built in memory
 	builds  atomic.Int64 // filters built since Open
+	// buildRead is the data-block bytes those builds read.
+	buildRead atomic.Int64
 	// plans is the last pass's plan. A table it does not name (one
 	// written since) may hold its own filter if the bytes fit, until the
 	// next pass decides.
@@ -179,6 +181,7 @@ func (h *filterHolder) build(e *tableEntry, bits float64) *sstable.Filter {
 		return nil
 	}
 	h.builds.Add(1)
+	h.buildRead.Add(f.BytesRead())
 	h.learnOverhead(e, bits, f.Size())
 	return f
 }

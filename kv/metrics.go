@@ -213,8 +213,10 @@ type FilterMetrics struct {
 	// now gives them, instead of the one they were written with.
 	TablesBuilt int64
 	// FiltersBuilt counts the filters built so since Open, each a read
-	// of the whole table.
-	FiltersBuilt int64
+	// of the whole table; BuildBytesRead is the data-block bytes, as
+	// stored, those builds read (sstable.Filter.BytesRead): to weigh
+	// against what compactions read (Metrics.Compact.BytesRead).
+	FiltersBuilt, BuildBytesRead int64
 }
 
 // lookupCounters are the hot-path atomics behind a level's LookupMetrics
@@ -316,12 +318,13 @@ func (d *DB) Metrics() Metrics {
 	defer d.unrefVersion(v)
 	m.BlockCache = d.blockCache.Metrics()
 	m.Filters = FilterMetrics{
-		HeldBytes:     d.filterMem.held.Load(),
-		CapBytes:      d.filterMem.cap,
-		TablesNotHeld: d.filterMem.notHeld.Load(),
-		IndexBytes:    d.tableCache.indexBytes.Load(),
-		TablesBuilt:   d.filterMem.built.Load(),
-		FiltersBuilt:  d.filterMem.builds.Load(),
+		HeldBytes:      d.filterMem.held.Load(),
+		CapBytes:       d.filterMem.cap,
+		TablesNotHeld:  d.filterMem.notHeld.Load(),
+		IndexBytes:     d.tableCache.indexBytes.Load(),
+		TablesBuilt:    d.filterMem.built.Load(),
+		FiltersBuilt:   d.filterMem.builds.Load(),
+		BuildBytesRead: d.filterMem.buildRead.Load(),
 	}
 	d.shapeMetrics(&m, v)
 	return m

@@ -19,12 +19,18 @@ import (
 type Filter struct {
 	fb   filterBlock
 	keys int64 // distinct keys (or prefixes) per block, summed
+	read int64 // the data blocks' stored bytes, trailers included
 }
 
 // Size returns the bytes of f's filter block: its filters, their lengths
 // and the lengths' offset, as the block would take on disk less its
 // trailer.
 func (f *Filter) Size() int64 { return int64(len(f.fb.data)) }
+
+// BytesRead returns the bytes of the table's data blocks, as stored, that
+// building f read (from the file, or the block cache where it held them):
+// the cost of a build, in the terms of a compaction's input.
+func (f *Filter) BytesRead() int64 { return f.read }
 
 // Keys returns the number of keys f's filters hold, a key counted once per
 // data block it has versions in (prefixes instead, under a Split).
@@ -78,7 +84,11 @@ func (r *Reader) BuildFilter(p bloompolicy.FilterPolicy) (*Filter, error) {
 		return nil, fmt.Errorf("sstable: %s: built filter block: %v", r.name, err) // a bug, not the file's
 	}
 	fb.policy = p
-	return &Filter{fb: fb, keys: keys}, nil
+	var read int64
+	for i := range r.blocks {
+		read += int64(r.blocks[i].handle.Length) + blockTrailerLen
+	}
+	return &Filter{fb: fb, keys: keys, read: read}, nil
 }
 
 // HoldFilter makes f the filter lookups ask, in place of the one held, if

@@ -49,6 +49,9 @@ func TestReader_BuildFilter_SameBytes(t *testing.T) {
 		if !bytes.Equal(built.fb.data, own.data) || built.Size() != int64(len(own.data)) {
 			t.Errorf("%s: built filter block of %d bytes differs from the table's of %d", tc.cmp.Name, built.Size(), len(own.data))
 		}
+		if built.BytesRead() != int64(r.props.DataSize) {
+			t.Errorf("%s: the build read %d bytes of data blocks, the table holds %d", tc.cmp.Name, built.BytesRead(), r.props.DataSize)
+		}
 		if len(r.blocks) < 20 || built.Keys() < int64(len(r.blocks)) {
 			t.Fatalf("%s: %d blocks, %d keys: too few to straddle", tc.cmp.Name, len(r.blocks), built.Keys())
 		}

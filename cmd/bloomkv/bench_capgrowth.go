@@ -72,15 +72,25 @@ func (a *app) runCapGrowth(ctx context.Context, o benchOptions) error {
 // capGrowthTable is a row per step.
 func capGrowthTable(res bench.CapGrowthResult) *table {
 	t := newTable(">keys", ">filter bytes held", ">most held while loading", ">most held / cap",
-		">all tables' filters", ">tables not held", ">filters built", ">wasted reads / absent lookup",
+		">all tables' filters", ">tables not held", ">filters built", ">build MB read", ">÷ compactions' read",
+		">wasted reads / absent lookup",
 		"shape (tables per level)", ">load s")
 	for _, s := range res.Steps {
 		t.add(fmtCount(s.Keys), fmt.Sprint(s.Held), fmt.Sprint(s.MostHeld),
 			fmt.Sprintf("%.3f", float64(s.MostHeld)/float64(res.CapBytes)), fmt.Sprint(s.TableFilterBytes),
-			fmt.Sprint(s.TablesNotHeld), fmt.Sprint(s.Built), fmt.Sprintf("%.4f", s.Wasted), bench.FormatShape(s.Shape),
+			fmt.Sprint(s.TablesNotHeld), fmt.Sprint(s.Built), fmt.Sprintf("%.0f", float64(s.BuildRead)/1e6),
+			ratioOrDash(s.BuildRead, s.CompactRead), fmt.Sprintf("%.4f", s.Wasted), bench.FormatShape(s.Shape),
 			fmt.Sprintf("%.1f", s.Load.Seconds()))
 	}
 	return t
+}
+
+// ratioOrDash formats a / b, or "-" when b is 0.
+func ratioOrDash(a, b int64) string {
+	if b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", float64(a)/float64(b))
 }
 
 // capGrowthSummary states the cap's promise as measured.
@@ -114,7 +124,9 @@ func writeCapGrowthMarkdown(w *bytes.Buffer, res bench.CapGrowthResult, o benchO
 		"`Metrics().Filters.HeldBytes` once settled; `most held while loading` the most of the samples taken "+
 		"during the step; `all tables' filters` what the tables' filters would take if all were held; "+
 		"`filters built` the filters the step built in memory (`Metrics().Filters.FiltersBuilt`), each a read "+
-		"of its whole table. "+
+		"of its whole table, `build MB read` the data-block bytes they read (`Metrics().Filters.BuildBytesRead`) "+
+		"and `÷ compactions' read` that against the bytes the step's compactions read "+
+		"(`Metrics().Compact.BytesRead`). "+
 		"Only open tables hold filters: a store of more tables than `kv.Options.MaxOpenFiles` (%d by default) "+
 		"holds less than the cap allows.\n\n",
 		o.command, now.UTC().Format("2006-01-02"), markdownMachine(), o.valueSize, fmtCount(res.Steps[0].Keys),

@@ -49,8 +49,10 @@ type CapGrowthStep struct {
 	// whose filter the cap leaves out.
 	Held, TableFilterBytes, TablesNotHeld int64
 	// Built is the filters built in memory during the step (its load,
-	// settling and lookups), each a read of its whole table.
-	Built int64
+	// settling and lookups), each a read of its whole table; BuildRead
+	// the data-block bytes they read, and CompactRead those the step's
+	// compactions read.
+	Built, BuildRead, CompactRead int64
 	// Wasted is the data-block reads per absent lookup: with no key to
 	// find, every read is wasted.
 	Wasted float64
@@ -177,7 +179,7 @@ func (c CapGrowthConfig) options(capBytes int64, s *heldSampler) *kv.Options {
 
 // step loads keys [from, to), settles the store and measures it.
 func (c CapGrowthConfig) step(ctx context.Context, db *kv.DB, s *heldSampler, from, to int) (CapGrowthStep, error) {
-	start, builtBefore := time.Now(), db.Metrics().Filters.FiltersBuilt
+	start, atStart := time.Now(), db.Metrics()
 	g := NewKeyGen(c.Seed)
 	var key, value []byte
 	for i := from; i < to; i++ {
@@ -211,7 +213,9 @@ func (c CapGrowthConfig) step(ctx context.Context, db *kv.DB, s *heldSampler, fr
 	m := db.Metrics()
 	st.Wasted = float64(m.Lookups.BlockReads-before) / float64(c.Lookups)
 	st.Held, st.TablesNotHeld = m.Filters.HeldBytes, m.Filters.TablesNotHeld
-	st.Built = m.Filters.FiltersBuilt - builtBefore
+	st.Built = m.Filters.FiltersBuilt - atStart.Filters.FiltersBuilt
+	st.BuildRead = m.Filters.BuildBytesRead - atStart.Filters.BuildBytesRead
+	st.CompactRead = m.Compact.BytesRead - atStart.Compact.BytesRead
 	for level, l := range m.Levels {
 		st.TableFilterBytes += l.FilterBytes
 		if l.NumFiles > 0 {

@@ -31,8 +31,14 @@ func TestCapGrowth(t *testing.T) {
 	if res.Samples < 32000/500 {
 		t.Fatalf("%d samples", res.Samples)
 	}
+	for _, s := range res.Steps {
+		if (s.Built == 0) != (s.BuildRead == 0) || s.BuildRead < s.Built {
+			t.Fatalf("step of %d keys: %d filters built reading %d bytes", s.Keys, s.Built, s.BuildRead)
+		}
+	}
 	last := res.Steps[len(res.Steps)-1]
-	if last.Wasted <= 0 || last.Wasted >= float64(len(last.Shape)) || last.Samples == 0 || last.Held <= 0 {
+	if last.Wasted <= 0 || last.Wasted >= float64(len(last.Shape)) || last.Samples == 0 || last.Held <= 0 ||
+		last.CompactRead <= 0 || last.Built == 0 {
 		t.Fatalf("last step %+v", last)
 	}
 }
