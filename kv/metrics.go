@@ -212,7 +212,7 @@ type FilterMetrics struct {
 	// memory from their keys, at the bits per key the cap's allocation
 	// now gives them, instead of the one they were written with.
 	TablesBuilt int64
-	// FiltersBuilt counts the filters built so since Open, each a read
+	// FiltersBuilt counts the filters built since Open, each a read
 	// of the whole table; BuildBytesRead is the data-block bytes, as
 	// stored, those builds read (sstable.Filter.BytesRead): to weigh
 	// against what compactions read (Metrics.Compact.BytesRead).

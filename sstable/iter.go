@@ -370,10 +370,13 @@ func (it *Iter) Error() error { return it.err }
 func (it *Iter) BlockLoads() int64 { return it.blockLoads }
 
 // Close releases the blocks the iterator holds and returns Error. The
-// iterator keeps its buffers for a later InitIter.
+// iterator keeps its buffers for a later InitIter, but for a compaction
+// iterator's readahead, which goes back to a pool: most compaction
+// iterators serve one table.
 func (it *Iter) Close() error {
 	it.closed, it.valid = true, false
 	it.data.release()
+	it.ahead.release()
 	it.r, it.stats = nil, nil
 	return it.err
 }

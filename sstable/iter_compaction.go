@@ -1,6 +1,9 @@
 package sstable
 
-import "slices"
+import (
+	"slices"
+	"sync"
+)
 
 // dataBlock returns the contents of data block i for the iterator: for a
 // compaction iterator, from the cache or read into its buffer through its
@@ -42,6 +45,19 @@ type readahead struct {
 // read from the file, whichever table it belongs to.
 func (ra *readahead) reset() { ra.buf = ra.buf[:0] }
 
+// readaheadPool keeps the buffers of compaction iterators closed, of
+// compactionReadahead bytes, for the next: a compaction opens an
+// iterator per input table.
+var readaheadPool = sync.Pool{New: func() any { return new([compactionReadahead]byte) }}
+
+// release hands the buffer to readaheadPool, if it came from there.
+func (ra *readahead) release() {
+	if cap(ra.buf) == compactionReadahead {
+		readaheadPool.Put((*[compactionReadahead]byte)(ra.buf[:compactionReadahead]))
+	}
+	ra.buf = nil
+}
+
 // block returns the contents of r's block h, in dst's memory as
 // Reader.readBlockInto describes, from the bytes held when they hold the
 // block and its trailer, else from compactionReadahead bytes (or the
@@ -53,6 +69,9 @@ func (ra *readahead) block(r *Reader, h BlockHandle, dst []byte) ([]byte, error)
 	end := h.Offset + h.Length + blockTrailerLen
 	if h.Offset < ra.off || end > ra.off+uint64(len(ra.buf)) {
 		n := max(min(compactionReadahead, r.dataEnd-h.Offset), end-h.Offset)
+		if ra.buf == nil && n <= compactionReadahead {
+			ra.buf = readaheadPool.Get().(*[compactionReadahead]byte)[:0]
+		}
 		ra.buf = slices.Grow(ra.buf[:0], int(n))[:n]
 		if err := r.readAt(ra.buf, h.Offset); err != nil {
 			ra.reset()

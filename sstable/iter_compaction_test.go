@@ -188,3 +188,62 @@ func TestCompactionIter_ReadaheadCorruptBlock(t *testing.T) {
 	}
 	requireEntries(t, got, entries[:before])
 }
+
+// TestCompactionIter_ReadaheadPooled scans tables from several goroutines
+// at once, closing the iterator after every pass, half of them with a new
+// iterator each pass and half reusing theirs (InitIter), so that the
+// readahead buffers go round the pool between them: every pass must read
+// its own table's entries (and the race detector finds no buffer shared
+// while in use).
+func TestCompactionIter_ReadaheadPooled(t *testing.T) {
+	const goroutines, passes = 4, 20
+	var tables [goroutines]*Reader
+	var want [goroutines][]testEntry
+	entries := fortyByteEntries(3000)
+	for g := range goroutines {
+		for _, e := range entries {
+			want[g] = append(want[g], testEntry{e.key, fmt.Appendf(nil, "%d-%s", g, e.value)})
+		}
+		r, err := openBytes(buildBytes(t, want[g], WriterOptions{}), ReaderOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		tables[g] = r
+	}
+	errs := make(chan error, goroutines)
+	for g := range goroutines {
+		go func() {
+			var reused Iter
+			for range passes {
+				it := &reused
+				if g%2 == 0 {
+					it = new(Iter)
+				}
+				if err := tables[g].InitIter(it, &IterOptions{Compaction: true}); err != nil {
+					errs <- err
+					return
+				}
+				i := 0
+				for ok := it.First(); ok; ok = it.Next() {
+					if i >= len(want[g]) || !bytes.Equal(it.Value(), want[g][i].value) {
+						errs <- fmt.Errorf("table %d, entry %d: %q", g, i, it.Value())
+						it.Close()
+						return
+					}
+					i++
+				}
+				if err := it.Close(); err != nil || i != len(want[g]) {
+					errs <- fmt.Errorf("table %d: %d entries, %v", g, i, err)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range goroutines {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
