@@ -124,9 +124,11 @@ type IterOptions struct {
 	// Compaction makes an iterator for one pass over the table, as a
 	// compaction reads its inputs: a block the cache holds is read from
 	// the cache, and any other into a buffer of the iterator's own, reused
-	// from block to block, without caching it. A pass over a whole table
-	// then neither evicts the blocks lookups want (as Pebble reads
-	// compaction inputs) nor leaves one buffer of garbage per block. Key
+	// from block to block, without caching it, from the bytes the iterator
+	// reads ahead of it (64 KiB of the file at a time). A pass over a
+	// whole table then neither evicts the blocks lookups want (as Pebble
+	// reads compaction inputs) nor leaves one buffer of garbage per
+	// block, nor makes a system call per block. Key
 	// and Value, value bytes included, are then valid only until the next
 	// move.
 	Compaction bool
