@@ -43,6 +43,9 @@ type writeModeRow struct {
 	// NaN without Pebble.
 	NoSyncVsPebble jsonFloat `json:"nosync_vs_pebble"`
 	SyncVsPebble   jsonFloat `json:"sync_vs_pebble"`
+	// SetsPerSync is the best Sync round's Sets per sync of the WAL:
+	// how many writers shared each (bench.WriteModeResult.SetsPerSync).
+	SetsPerSync jsonFloat `json:"sync_sets_per_wal_sync"`
 }
 
 // writeModes returns the modes bench runs: bloomkv's two, with the
@@ -104,7 +107,8 @@ func writeModeRows(results []bench.WriteModeResult) []writeModeRow {
 		rows[i] = writeModeRow{Mode: r.Mode.Name, Engine: r.Mode.Engine, Promise: r.Mode.Promise,
 			Keys: r.Keys, SyncKeys: r.SyncKeys,
 			NoSyncNs: perSet(r.NoSync, r.Keys), SyncNs: perSet(r.Sync, r.SyncKeys),
-			BestNoSyncNs: jsonFloat(r.NsPerSet()), BestSyncNs: jsonFloat(r.NsPerSyncSet())}
+			BestNoSyncNs: jsonFloat(r.NsPerSet()), BestSyncNs: jsonFloat(r.NsPerSyncSet()),
+			SetsPerSync: jsonFloat(r.SetsPerSync())}
 		if r.Mode.Engine == enginePebble {
 			pebbleRow = &rows[i]
 		}

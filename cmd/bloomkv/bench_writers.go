@@ -139,18 +139,21 @@ func (s *writersStudy) intro() string {
 		"writer w writing the keys i ≡ w (mod writers): %d keys of %d B values NoSync, then %d Sync into another store. "+
 		"The modes take turns over %d round(s) at each count; times are the best round's, the fill's wall time over its "+
 		"writes. ÷ Pebble: time per Set over Pebble's at the same count (below 1: bloomkv ahead). "+
-		"× 1 writer: the mode's throughput over its own with one writer.",
+		"× 1 writer: the mode's throughput over its own with one writer. Sync Sets per WAL sync: in the best Sync "+
+		"round, how many writers shared each sync of the WAL (bloomkv's Metrics().WAL.Syncs, the samples of Pebble's "+
+		"WAL fsync latency histogram).",
 		fmtBytes(s.MemTableBytes), s.Keys, s.ValueSize, s.SyncKeys, s.Rounds)
 }
 
 // table has a line per writer count and mode.
 func (s *writersStudy) table() *table {
 	t := newTable(">writers", "mode", ">ns per NoSync Set", ">÷ Pebble", ">× 1 writer",
-		">ns per Sync Set", ">÷ Pebble", ">× 1 writer")
+		">ns per Sync Set", ">÷ Pebble", ">× 1 writer", ">Sync Sets per WAL sync")
 	for _, r := range s.Rows {
 		t.add(strconv.Itoa(r.Writers), r.Mode,
 			fmtFloat(float64(r.BestNoSyncNs), 0), fmtRatio(float64(r.NoSyncVsPebble), 1), fmtScale(r.NoSyncScaling),
-			fmtFloat(float64(r.BestSyncNs), 0), fmtRatio(float64(r.SyncVsPebble), 1), fmtScale(r.SyncScaling))
+			fmtFloat(float64(r.BestSyncNs), 0), fmtRatio(float64(r.SyncVsPebble), 1), fmtScale(r.SyncScaling),
+			fmtFloat(float64(r.SetsPerSync), 2))
 	}
 	return t
 }

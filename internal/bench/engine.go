@@ -128,4 +128,7 @@ type Stats struct {
 	// OnHeap is what the engine holds on the Go heap for its block cache
 	// and memtables.
 	OnHeap int64
+	// WALSyncs counts the syncs of the WAL since the store opened: over
+	// the Sync writes of a fill, how many writers shared each.
+	WALSyncs int64
 }

@@ -137,7 +137,7 @@ func (e *KV) Footprint() (Footprint, error) {
 func (e *KV) Stats() Stats {
 	m := e.DB.Metrics()
 	s := Stats{TablesChecked: m.Lookups.TablesConsidered, AllTables: true, WriteAmp: m.WriteAmp,
-		OnHeap: m.BlockCache.Size + m.MemTable.Size, SortedRuns: m.Levels[0].NumFiles}
+		OnHeap: m.BlockCache.Size + m.MemTable.Size, SortedRuns: m.Levels[0].NumFiles, WALSyncs: m.WAL.Syncs}
 	for i, l := range m.Levels {
 		if i > 0 && l.NumFiles > 0 {
 			s.SortedRuns++

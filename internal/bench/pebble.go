@@ -8,6 +8,7 @@ import (
 	"github.com/bloomkv/bloomkv/bloompolicy/pebbleadapter"
 	"github.com/bloomkv/bloomkv/kv"
 	"github.com/cockroachdb/pebble"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // PebbleLookups is how a Pebble engine answers Get.
@@ -230,11 +231,26 @@ func (e *Pebble) Stats() Stats {
 	m := e.DB.Metrics()
 	total := m.Total()
 	s := Stats{TablesChecked: m.Filter.Hits + m.Filter.Misses, SortedRuns: m.ReadAmp(),
-		WriteAmp: total.WriteAmp(), TableBytes: total.Size}
+		WriteAmp: total.WriteAmp(), TableBytes: total.Size, WALSyncs: pebbleWALSyncs(m)}
 	if pebbleManualOnHeap {
 		s.OnHeap = m.BlockCache.Size + int64(m.MemTable.Size)
 	}
 	return s
+}
+
+// pebbleWALSyncs returns the syncs of a Pebble store's WAL: the samples
+// of its fsync latency histogram, the one count Pebble v1.1.5 keeps of
+// them (0 if it keeps none).
+func pebbleWALSyncs(m *pebble.Metrics) int64 {
+	h := m.LogWriter.FsyncLatency
+	if h == nil {
+		return 0
+	}
+	var out dto.Metric
+	if err := h.Write(&out); err != nil || out.Histogram == nil {
+		return 0
+	}
+	return int64(out.Histogram.GetSampleCount())
 }
 
 // Close implements Engine.

@@ -87,6 +87,22 @@ type WriteModeResult struct {
 	Sync     []time.Duration // each round's Sync fill
 	Keys     int             // keys of each NoSync fill
 	SyncKeys int             // keys of each Sync fill
+	// SyncWALSyncs is each round's WAL syncs during its Sync fill.
+	SyncWALSyncs []int64
+}
+
+// SetsPerSync returns, for the best round's Sync fill, the Sync Sets per
+// sync of the WAL: how many writers shared each (NaN without a round, or
+// when the engine counts no syncs).
+func (r WriteModeResult) SetsPerSync() float64 {
+	if len(r.Sync) == 0 || len(r.SyncWALSyncs) != len(r.Sync) {
+		return math.NaN()
+	}
+	best := slices.Index(r.Sync, slices.Min(r.Sync))
+	if r.SyncWALSyncs[best] <= 0 {
+		return math.NaN()
+	}
+	return float64(r.SyncKeys) / float64(r.SyncWALSyncs[best])
 }
 
 // NsPerSet returns the best round's time per NoSync Set (NaN without a
@@ -150,13 +166,14 @@ func RunWriteModes(ctx context.Context, fs vfs.FS, dir string, modes []WriteMode
 				}
 				desc := fmt.Sprintf("%s: round %d, %d %s Sets", r.Mode.Name, round+1, n, syncName(sync))
 				p := start(desc, int64(n))
-				d, err := fillMode(ctx, fs, fs.PathJoin(dir, fmt.Sprintf("mode%d-%s", i, syncName(sync))), r.Mode, run, n, sync, p)
+				d, syncs, err := fillMode(ctx, fs, fs.PathJoin(dir, fmt.Sprintf("mode%d-%s", i, syncName(sync))), r.Mode, run, n, sync, p)
 				p.Done()
 				if err != nil {
 					return nil, fmt.Errorf("bench: %s, %s fill: %w", r.Mode.Name, syncName(sync), err)
 				}
 				if sync {
 					r.Sync = append(r.Sync, d)
+					r.SyncWALSyncs = append(r.SyncWALSyncs, syncs)
 				} else {
 					r.NoSync = append(r.NoSync, d)
 				}
@@ -175,22 +192,24 @@ func syncName(sync bool) string {
 
 // fillMode opens an empty store of mode m in dir, writes keys [0, n) one
 // Set each, checks a sample, closes the store and removes dir. Only the
-// writes are timed.
-func fillMode(ctx context.Context, fs vfs.FS, dir string, m WriteMode, run WriteModeRun, n int, sync bool, p Progress) (d time.Duration, err error) {
+// writes are timed; it also returns the WAL syncs they made.
+func fillMode(ctx context.Context, fs vfs.FS, dir string, m WriteMode, run WriteModeRun, n int, sync bool,
+	p Progress) (d time.Duration, syncs int64, err error) {
 	if err := fs.RemoveAll(dir); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	e, err := m.Open(dir)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer func() {
 		err = errors.Join(err, e.Close(), fs.RemoveAll(dir))
 	}()
+	before := e.Stats().WALSyncs
 	if d, err = fillSets(ctx, e, run, n, sync, p); err != nil {
-		return d, err
+		return d, 0, err
 	}
-	return d, checkFill(e, run, n)
+	return d, e.Stats().WALSyncs - before, checkFill(e, run, n)
 }
 
 // fillSets writes keys [0, n) into e, one Set each, from run.Writers

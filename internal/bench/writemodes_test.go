@@ -55,6 +55,12 @@ func TestRunWriteModes(t *testing.T) {
 		if r.Mode.Promise == "" {
 			t.Errorf("%s: no promise", r.Mode.Name)
 		}
+		// One writer shares a sync with nobody: a sync per Sync Set, and
+		// perhaps one more of the engine's own.
+		if sps := r.SetsPerSync(); len(r.SyncWALSyncs) != run.Rounds || !(sps >= 0.9 && sps <= 1) {
+			t.Errorf("%s: WAL syncs %v for %d Sync Sets a round: %.3f Sets per sync, want one writer's 0.9-1",
+				r.Mode.Name, r.SyncWALSyncs, run.SyncKeys, sps)
+		}
 	}
 	if first, second := fills[0], fills[2*len(wantEngines)]; !strings.HasPrefix(second, results[len(results)-1].Mode.Name) ||
 		!strings.HasPrefix(first, results[0].Mode.Name) {
@@ -136,8 +142,8 @@ func TestSyncFillKeys(t *testing.T) {
 
 func TestWriteModeResult_NoRounds(t *testing.T) {
 	r := WriteModeResult{Keys: 10, SyncKeys: 10}
-	if !math.IsNaN(r.NsPerSet()) || !math.IsNaN(r.NsPerSyncSet()) {
-		t.Errorf("no rounds: %v, %v ns per Set, want NaN", r.NsPerSet(), r.NsPerSyncSet())
+	if !math.IsNaN(r.NsPerSet()) || !math.IsNaN(r.NsPerSyncSet()) || !math.IsNaN(r.SetsPerSync()) {
+		t.Errorf("no rounds: %v, %v ns per Set, %v Sets per sync, want NaN", r.NsPerSet(), r.NsPerSyncSet(), r.SetsPerSync())
 	}
 }
 
@@ -201,6 +207,9 @@ func TestRunWriteModes_Writers(t *testing.T) {
 	if len(engines) != 2 || len(results[0].NoSync) != 1 || len(results[0].Sync) != 1 {
 		t.Fatalf("%d stores opened, %d NoSync and %d Sync fills, want 2, 1 and 1", len(engines),
 			len(results[0].NoSync), len(results[0].Sync))
+	}
+	if sps := results[0].SetsPerSync(); !(sps >= 1 && sps <= float64(run.Writers)) {
+		t.Errorf("%.3f Sync Sets per WAL sync (%v syncs), want 1 to %d writers' worth", sps, results[0].SyncWALSyncs, run.Writers)
 	}
 	for i, want := range []int{run.Keys, run.SyncKeys} {
 		n := 0
