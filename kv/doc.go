@@ -173,9 +173,9 @@
 // plan saves at least 1% of the reads it expects lookups to waste, or
 // spends more than 1% more of the cap (for a pass that lookups alone
 // asked for, on a tree that has not changed: only when it saves 10%), so
-// a settled store does not read its tables again and again to move a few
-// bytes between their filters. A table closed by the table cache loses a built filter,
-// and rebuilds it when it is opened again.
+// that a settled store does not read its tables again and again to move
+// a few bytes between their filters. A table closed by the table cache
+// loses a built filter, and rebuilds it when it is opened again.
 //
 // # Range deletions
 //

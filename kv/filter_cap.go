@@ -420,12 +420,25 @@ func worthFollowing(v *manifest.Version, open map[base.FileNum]*tableEntry, plan
 			if open[f.FileNum] == nil {
 				continue // the plan's filter for it waits for it to open
 			}
-			w := weights[f.FileNum]
-			held += w * bloompolicy.ModelFPR(states[f.FileNum].heldBits)
-			planned += w * bloompolicy.ModelFPR(plans[f.FileNum].bits)
+			w, s := weights[f.FileNum], states[f.FileNum]
+			held += w * bloompolicy.ModelFPR(s.heldBits)
+			planned += w * bloompolicy.ModelFPR(plannedBits(f, plans[f.FileNum], s))
 		}
 	}
 	return planned < (1-gain)*held
+}
+
+// plannedBits returns the bits per entry table f holds once it follows
+// plan p from s: those of its own filter where p keeps it (p.bits are
+// then the allocation's, within the slack of them), else p's.
+func plannedBits(f *manifest.FileMetadata, p tablePlan, s tableFilterState) float64 {
+	switch {
+	case p.hold != holdOwn:
+		return p.bits
+	case s.heldBytes > 0 && !s.heldBuilt:
+		return s.heldBits
+	}
+	return ownBits(f, s.blocks, s.perBlock)
 }
 
 // spendsMore reports whether plans would have the open tables of v hold
