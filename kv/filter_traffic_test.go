@@ -180,10 +180,13 @@ func checkMonkeyBits(t *testing.T, d *DB, capBytes int64) {
 }
 
 // TestFilterCap_SpendsCap checks that a settled store under a cap holds
-// all of it, to within 1%, and never more, at several caps: the plan is
+// all of it, to within 2%, and never more, at several caps: the plan is
 // made again for the budget it left unspent (planFilters), so the
 // rounding of each table's bits, the own filters kept within a quarter
-// bit and the estimated bookkeeping do not leave part of the cap idle.
+// bit and the estimated bookkeeping do not leave part of the cap idle
+// beyond the plan's 1% (planSpendDivisor); and a pass does not build to
+// spend up to 1% more (spendsMore), so what the tables hold may be that
+// much below the plan.
 func TestFilterCap_SpendsCap(t *testing.T) {
 	const keys = 30_000
 	seed := testseed.Seed(t)
@@ -194,7 +197,7 @@ func TestFilterCap_SpendsCap(t *testing.T) {
 		m := d.Metrics().Filters
 		t.Logf("%v bits/key: cap %d B, held %d B (%.4f), %d tables not held", bits, capBytes, m.HeldBytes,
 			float64(m.HeldBytes)/float64(capBytes), m.TablesNotHeld)
-		if m.HeldBytes > capBytes || float64(m.HeldBytes) < 0.99*float64(capBytes) {
+		if idle := capBytes - m.HeldBytes; idle < 0 || idle > 2*(capBytes/planSpendDivisor) {
 			t.Errorf("%v bits/key: held %d filter bytes under a cap of %d", bits, m.HeldBytes, capBytes)
 		}
 		checked++
