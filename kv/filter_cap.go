@@ -470,20 +470,16 @@ const (
 
 // monkeyWeights returns each table's misses per lookup as Monkey's rule
 // has them, for a store that has counted no lookup: every lookup misses
-// in every run, each L0 table and each deeper level, in a table of a
-// level by its share of the level's entries (runReach).
+// in every run of the cap's allocation (capRuns: each L0 table and each
+// deeper level), in a table of a level by its share of the level's
+// entries (runReach).
 func monkeyWeights(v *manifest.Version) map[base.FileNum]float64 {
-	w := map[base.FileNum]float64{}
-	for l, files := range v.Levels {
-		var entries int64
+	runs, runOf, _, _ := capRuns(v, nil, nil, 0, 1, 0, nil)
+	w := make(map[base.FileNum]float64, len(runOf))
+	for _, files := range v.Levels {
 		for _, f := range files {
-			entries += int64(f.NumEntries)
-		}
-		for _, f := range files {
-			if l == 0 {
-				w[f.FileNum] = 1
-			} else if entries > 0 {
-				w[f.FileNum] = float64(f.NumEntries) / float64(entries)
+			if i, ok := runOf[f.FileNum]; ok {
+				w[f.FileNum] = runReach(runs[i], f)
 			}
 		}
 	}
