@@ -174,7 +174,14 @@
 // spends more than 1% more of the cap (for a pass that lookups alone
 // asked for, on a tree that has not changed: only when it saves 10%), so
 // that a settled store does not read its tables again and again to move
-// a few bytes between their filters. A table closed by the table cache
+// a few bytes between their filters. While flushes and compactions run,
+// a pass plans L0 at the deepest it has stood since they last stopped,
+// keeping room for the L0 tables to come, and lets a table's filter stray
+// a bit per key from its share, not a quarter: a store being loaded then
+// rebuilds its deeper tables as it grows, not at every swing of L0, and
+// each a quarter as often, at the cost of 3–5% more false positives
+// (filters spread over ±1 bit of their share) until it settles and a
+// pass plans the tree as it stands. A table closed by the table cache
 // loses a built filter, and rebuilds it when it is opened again.
 //
 // # Range deletions

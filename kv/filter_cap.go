@@ -51,6 +51,9 @@ type filterHolder struct {
 	// misses is the traffic model's misses per lookup (nil before any
 	// lookup; see trafficModel.update), for sizing new tables.
 	misses atomic.Pointer[[manifest.NumLevels]float64]
+	// load is what the last pass knew of the writes the store takes
+	// (see planLoad), for sizing new tables as the passes do.
+	load atomic.Pointer[planLoad]
 
 	mu      sync.Mutex // serialises passes; guards traffic
 	traffic trafficModel
@@ -350,8 +353,10 @@ func (h *filterHolder) rebalance(must bool) {
 	d.mu.Lock()
 	v := d.mu.versions.current
 	v.Ref()
+	busy := d.mu.flushing || d.flushDueLocked() || d.mu.manual > 0 || len(d.mu.compacting) > 0
 	d.mu.Unlock()
 	defer d.unrefVersion(v)
+	load := h.updateLoad(v, busy)
 	d.tableCache.openWhileRoom(v)
 	entries := d.tableCache.refAll()
 	defer d.tableCache.releaseAll(entries)
@@ -378,7 +383,7 @@ func (h *filterHolder) rebalance(must bool) {
 	for round := 0; round < followRounds; round++ {
 		builds := h.builds.Load()
 		states := h.filterStates(v, open)
-		plans, notHeld := planFilters(v, misses, perTable, h.cap, d.opts.BlockSize, h.blockOverhead(), states)
+		plans, notHeld := planFilters(v, misses, perTable, h.cap, d.opts.BlockSize, h.blockOverhead(), states, load)
 		settle := must || round > 0
 		gain := filterReplanGain
 		if settle {
@@ -395,6 +400,26 @@ func (h *filterHolder) rebalance(must bool) {
 			return
 		}
 	}
+}
+
+// updateLoad returns what the plan of v knows of the writes the store
+// takes (planLoad), and keeps it for sizing new tables: busy says whether
+// background work runs or is due.
+func (h *filterHolder) updateLoad(v *manifest.Version, busy bool) planLoad {
+	var l planLoad
+	if p := h.load.Load(); p != nil && busy {
+		l = *p
+	}
+	l.busy = busy
+	if l0 := v.Levels[0]; busy && len(l0) > 0 && len(l0) >= l.l0Tables {
+		var keys int64
+		for _, f := range l0 {
+			keys += int64(f.NumEntries)
+		}
+		l.l0Tables, l.l0Keys = len(l0), keys/int64(len(l0))
+	}
+	h.load.Store(&l)
+	return l
 }
 
 // followRounds bounds the plans a pass makes and follows.
@@ -474,7 +499,7 @@ const (
 // deeper level), in a table of a level by its share of the level's
 // entries (runReach).
 func monkeyWeights(v *manifest.Version) map[base.FileNum]float64 {
-	runs, runOf, _, _ := capRuns(v, nil, nil, 0, 1, 0, nil)
+	runs, runOf, _, _ := capRuns(v, nil, nil, 0, 1, 0, nil, planLoad{})
 	w := make(map[base.FileNum]float64, len(runOf))
 	for _, files := range v.Levels {
 		for _, f := range files {

@@ -28,12 +28,21 @@ import (
 // transient L0 tables took a share of the cap, hold the bits the settled
 // tree gives them. The slack bounds how often a growing store rebuilds:
 // a table's filter is built again only once the allocation has moved by
-// a quarter of a bit per key (about 12% in false-positive rate).
+// a quarter of a bit per key (about 12% in false-positive rate), or by a
+// bit while flushes and compactions run (planLoad).
 
 // filterBitsSlack is how far, in bits per key, the filter a table holds
 // (or its own) may be from what the allocation gives it before a pass
 // builds it one of exactly that.
 const filterBitsSlack = 0.25
+
+// filterLoadSlack is filterBitsSlack while background work runs (see
+// planLoad): a growing store rebuilds a table a quarter as often. The
+// rate curve is convex, so filters spread evenly over ±1 bit of their
+// share have 3–5% more false positives than filters at their share
+// (bloompolicy.ModelFPR, from 3 to 10 bits per key); over ±1/4 bit,
+// under 1%.
+const filterLoadSlack = 1.0
 
 // holdKind is the filter a plan has a table hold.
 type holdKind uint8
@@ -75,12 +84,15 @@ type planCandidate struct {
 // bytes, and the number of tables that then hold none though the
 // allocation gave them bits or they carry a filter. misses is the
 // traffic model's (nil: Monkey's rule); states holds what each table
-// holds (filterHolder.filterStates).
+// holds (filterHolder.filterStates); load what the pass knows of the
+// writes the store takes (planLoad): the plan leaves room for the L0
+// tables it reserves, and keeps a filter within load's slack of its
+// share.
 //
 // The allocation's budget is the cap less the filter blocks' estimated
 // bookkeeping, but what the plan then spends differs from it: each
 // table's bits are rounded down to the 1/16 bit a filter is built at, a
-// table keeps its own filter when within filterBitsSlack of its bits, and
+// table keeps its own filter when within the slack of its bits, and
 // the bookkeeping is an estimate. So the plan is made again for the
 // budget moved by what it left unspent or spent beyond the cap, a few
 // times (planTries), and of the plan spending the most without passing
@@ -90,8 +102,9 @@ type planCandidate struct {
 // share of it. Should none fit, the filters that save the fewest reads
 // per byte are left out or shrunk.
 func planFilters(v *manifest.Version, misses *[manifest.NumLevels]float64, perTable map[base.FileNum]float64,
-	cap int64, blockSize int, perBlock float64, states map[base.FileNum]tableFilterState) (map[base.FileNum]tablePlan, int64) {
-	runs, runOf, _, budget := capRuns(v, misses, perTable, cap, blockSize, perBlock, nil)
+	cap int64, blockSize int, perBlock float64, states map[base.FileNum]tableFilterState, load planLoad) (map[base.FileNum]tablePlan, int64) {
+	runs, runOf, _, budget := capRuns(v, misses, perTable, cap, blockSize, perBlock, nil, load)
+	slack := load.slack()
 	var entries int64
 	for _, files := range v.Levels {
 		for _, f := range files {
@@ -101,16 +114,19 @@ func planFilters(v *manifest.Version, misses *[manifest.NumLevels]float64, perTa
 	ceiling := int64(capMaxBitsPerKey * float64(entries) / 8) // capRuns' bound on the bits per entry
 	var best, over, cands []planCandidate
 	bestWant, overWant, lastWant, scale := int64(-1), int64(math.MaxInt64), int64(-1), int64(1)
+	limit, bestLimit, overLimit := cap, cap, cap
 	for try := 0; try < planTries && budget > 0; try++ {
-		cands = planCandidates(v, runs, runOf, budget, states)
+		var reserved int64
+		cands, reserved = planCandidates(v, runs, runOf, budget, states, slack)
+		limit = cap - reserved
 		want := planBytes(cands)
-		if want <= cap && want > bestWant {
-			best, bestWant = cands, want
+		if want <= limit && want > bestWant {
+			best, bestWant, bestLimit = cands, want, limit
 		}
-		if want > cap && want < overWant {
-			over, overWant = cands, want
+		if want > limit && want < overWant {
+			over, overWant, overLimit = cands, want, limit
 		}
-		if want <= cap && (cap-want <= cap/planSlackDivisor || budget >= ceiling) {
+		if want <= limit && (limit-want <= cap/planSlackDivisor || budget >= ceiling) {
 			break
 		}
 		// Bits move in steps of 1/16 per table: a move too small to
@@ -121,24 +137,25 @@ func planFilters(v *manifest.Version, misses *[manifest.NumLevels]float64, perTa
 			scale = 1
 		}
 		lastWant = want
-		budget += scale * (cap - want)
-		if want <= cap {
+		budget += scale * (limit - want)
+		if want <= limit {
 			budget = min(budget, ceiling)
 		}
 	}
 	if bestWant < 0 {
-		return fitPlans(v, cands, cap, states)
+		return fitPlans(v, cands, limit, states, slack)
 	}
-	plans, notHeld := fitPlans(v, best, cap, states)
+	plans, notHeld := fitPlans(v, best, bestLimit, states, slack)
+	limit = bestLimit
 	if over != nil {
 		// The plan just over the cap, its last filters fitted to the room
 		// left, may spend more of it.
-		if p, n := fitPlans(v, over, cap, states); plannedBytes(p) > plannedBytes(plans) {
-			plans, notHeld, best = p, n, over
+		if p, n := fitPlans(v, over, overLimit, states, slack); plannedBytes(p) > plannedBytes(plans) {
+			plans, notHeld, best, limit = p, n, over, overLimit
 		}
 	}
-	if room := cap - plannedBytes(plans); room > cap/planSpendDivisor {
-		spendRoom(plans, best, room, states)
+	if room := limit - plannedBytes(plans); room > cap/planSpendDivisor {
+		spendRoom(plans, best, room, states, slack)
 	}
 	return plans, notHeld
 }
@@ -153,13 +170,13 @@ const planSpendDivisor = 100
 // to the tables they give filters, best candidate first (cands is
 // sorted, by fitPlans), as more bits of a filter built for them, while a
 // table can take at least one step more (a table the plan keeps at the
-// filter it holds, the bytes of filterBitsSlack more). The plans left
+// filter it holds, the bytes of the slack more). The plans left
 // over 1% of the cap idle in about 1 tree in 100 (TestPlanFilters_SpendsCap):
 // each table's bits are rounded down to 1/16, a table kept at its own
 // filter may be a quarter bit short of its share, and a table left out
 // for want of room leaves its share.
 func spendRoom(plans map[base.FileNum]tablePlan, cands []planCandidate, room int64,
-	states map[base.FileNum]tableFilterState) {
+	states map[base.FileNum]tableFilterState, slack float64) {
 	for _, c := range cands {
 		if room <= 0 {
 			return
@@ -174,7 +191,7 @@ func spendRoom(plans map[base.FileNum]tablePlan, cands []planCandidate, room int
 		// kept it there, or more: building reads the whole table.
 		gain := int64(1)
 		if keeps(p, s) {
-			gain = nominalBytes(int64(c.f.NumEntries), filterBitsSlack)
+			gain = nominalBytes(int64(c.f.NumEntries), slack)
 		}
 		avail := room + p.bytes - filterOverhead(s.blocks, s.perBlock)
 		bits := min(capMaxBitsPerKey, floorBits(8*float64(avail)/float64(c.f.NumEntries)))
@@ -220,12 +237,23 @@ const (
 // planCandidates returns the tables of v to which the allocation of
 // budget bytes over runs gives bits, with the filter each would hold.
 func planCandidates(v *manifest.Version, runs []bloompolicy.Runs,
-	runOf map[base.FileNum]int, budget int64, states map[base.FileNum]tableFilterState) []planCandidate {
+	runOf map[base.FileNum]int, budget int64, states map[base.FileNum]tableFilterState, slack float64) (cands []planCandidate, reserved int64) {
 	var filters []bloompolicy.RunFilter
 	if budget > 0 && len(runs) > 0 {
 		filters = allocateRuns(runs, budget)
 	}
-	var cands []planCandidate
+	if filters != nil && len(runOf) > 0 {
+		// A run no table is in is L0's reserve (see planLoad).
+		used := make([]bool, len(runs))
+		for _, i := range runOf {
+			used[i] = true
+		}
+		for i, r := range runs {
+			if !used[i] {
+				reserved += int64(r.Count) * nominalBytes(r.Keys, floorBits(filters[i].BitsPerKey))
+			}
+		}
+	}
 	for _, files := range v.Levels {
 		for _, f := range files {
 			i, ok := runOf[f.FileNum]
@@ -237,12 +265,12 @@ func planCandidates(v *manifest.Version, runs []bloompolicy.Runs,
 			if bits < planMinBits {
 				continue
 			}
-			p := chooseFilter(f, states[f.FileNum], bits)
+			p := chooseFilter(f, states[f.FileNum], bits, slack)
 			reach := runReach(runs[i], f)
 			cands = append(cands, planCandidate{f: f, plan: p, score: reach * (1 - bloompolicy.ModelFPR(bits)) / float64(p.bytes)})
 		}
 	}
-	return cands
+	return cands, reserved
 }
 
 // allocateRuns allocates budget bytes over runs; should their weights be
@@ -267,7 +295,7 @@ func allocateRuns(runs []bloompolicy.Runs, budget int64) []bloompolicy.RunFilter
 // and no filter for the rest; and the count of tables then without one though
 // the allocation gave them bits or they carry a filter.
 func fitPlans(v *manifest.Version, cands []planCandidate, cap int64,
-	states map[base.FileNum]tableFilterState) (map[base.FileNum]tablePlan, int64) {
+	states map[base.FileNum]tableFilterState, slack float64) (map[base.FileNum]tablePlan, int64) {
 	plans := make(map[base.FileNum]tablePlan, len(states))
 	var notHeld int64
 	for _, files := range v.Levels {
@@ -291,7 +319,7 @@ func fitPlans(v *manifest.Version, cands []planCandidate, cap int64,
 			// it fits, else one built at them.
 			room := cap - used - filterOverhead(s.blocks, s.perBlock)
 			bits := floorBits(8 * float64(room) / float64(c.f.NumEntries))
-			if p = chooseFilter(c.f, s, bits); used+p.bytes > cap {
+			if p = chooseFilter(c.f, s, bits, slack); used+p.bytes > cap {
 				p = builtPlan(c.f, s, bits)
 			}
 		}
@@ -308,6 +336,38 @@ func fitPlans(v *manifest.Version, cands []planCandidate, cap int64,
 		plans[c.f.FileNum] = p
 	}
 	return plans, notHeld
+}
+
+// planLoad is what a plan knows of the writes a store is taking: whether
+// background work (a flush or a compaction) runs or is due, and if so the
+// L0 to keep room for, the deepest it has stood since that work last
+// stopped: l0Tables tables of about l0Keys entries each.
+//
+// A store being loaded swings L0 between a few tables and many, each a
+// run that every lookup reaches, and grows every deeper level. An
+// allocation that followed the swing would move every deeper table's
+// share by a fraction of a bit, down as L0 grows and up as it drains,
+// and rebuild them all, reading each whole, at every swing. Planned with
+// L0 at its deepest, the deeper tables keep their bits, and the reserve
+// holds the L0 tables' filters, or stays idle, until the store settles.
+// And while it grows, each table may stray further from its share
+// (filterLoadSlack), so that a level shrinks by rebuilding a few of its
+// tables by a bit rather than all of them by a quarter of one, each time
+// the store grows by a little. Once the store settles, its next pass
+// plans the tree as it stands, at filterBitsSlack.
+type planLoad struct {
+	busy     bool
+	l0Tables int
+	l0Keys   int64
+}
+
+// slack returns how far, in bits per key, a table's filter may be from
+// its share before the plan builds it one of exactly that.
+func (l planLoad) slack() float64 {
+	if l.busy {
+		return filterLoadSlack
+	}
+	return filterBitsSlack
 }
 
 // capWrite is a write about to change the tree: a flush of flushed
@@ -332,7 +392,7 @@ type capWrite struct {
 // bookkeeping a block), and at most
 // capMaxBitsPerKey bits per entry.
 func capRuns(v *manifest.Version, misses *[manifest.NumLevels]float64, perTable map[base.FileNum]float64,
-	capBytes int64, blockSize int, perBlock float64, w *capWrite) (runs []bloompolicy.Runs, runOf map[base.FileNum]int, target int, budget int64) {
+	capBytes int64, blockSize int, perBlock float64, w *capWrite, load planLoad) (runs []bloompolicy.Runs, runOf map[base.FileNum]int, target int, budget int64) {
 	runOf, target = map[base.FileNum]int{}, -1
 	levelRun := [manifest.NumLevels]int{}
 	add := func(l int) int { // the run of a table of level l: a new one in L0, or per table
@@ -359,10 +419,17 @@ func capRuns(v *manifest.Version, misses *[manifest.NumLevels]float64, perTable 
 		runs[target].Keys += w.flushed
 	}
 	var overhead, entries, size int64
+	l0 := 0 // L0 tables once w is written
+	if w != nil && w.level == 0 {
+		l0++
+	}
 	for l, files := range v.Levels {
 		for _, f := range files {
 			if leaving[f] && w.level == 0 {
 				continue // merged within L0: w.flushed counts them
+			}
+			if l == 0 && !leaving[f] {
+				l0++
 			}
 			overhead += filterOverhead(tableBlocks(f, blockSize), perBlock)
 			entries, size = entries+int64(f.NumEntries), size+int64(f.Size)
@@ -380,15 +447,24 @@ func capRuns(v *manifest.Version, misses *[manifest.NumLevels]float64, perTable 
 			}
 		}
 	}
+	perEntry := int64(16)
+	if entries > 0 {
+		perEntry = max(1, size/entries)
+	}
 	if w != nil && w.flushed > 0 {
 		// A compaction's outputs take about the blocks of its inputs; a
 		// flush adds a table.
-		perEntry := int64(16)
-		if entries > 0 {
-			perEntry = max(1, size/entries)
-		}
 		overhead += filterOverhead(w.flushed*perEntry/int64(max(blockSize, 1))+1, perBlock)
 		entries += w.flushed
+	}
+	if n := load.l0Tables - l0; n > 0 && load.l0Keys > 0 {
+		r := bloompolicy.Runs{Count: n, Keys: load.l0Keys}
+		if misses != nil {
+			r.Misses = misses[0]
+		}
+		runs = append(runs, r)
+		overhead += int64(n) * filterOverhead(load.l0Keys*perEntry/int64(max(blockSize, 1))+1, perBlock)
+		entries += int64(n) * load.l0Keys
 	}
 	budget = min(capBytes-overhead, int64(capMaxBitsPerKey*float64(entries)/8))
 	return runs, runOf, target, budget
@@ -399,8 +475,8 @@ func capRuns(v *manifest.Version, misses *[manifest.NumLevels]float64, perTable 
 // their run (capRuns), as a pass right after the write would have them
 // hold, so that they can hold their own filter.
 func capPolicy(v *manifest.Version, misses *[manifest.NumLevels]float64, capBytes int64, blockSize int,
-	perBlock float64, w *capWrite) bloompolicy.FilterPolicy {
-	runs, _, target, budget := capRuns(v, misses, nil, capBytes, blockSize, perBlock, w)
+	perBlock float64, w *capWrite, load planLoad) bloompolicy.FilterPolicy {
+	runs, _, target, budget := capRuns(v, misses, nil, capBytes, blockSize, perBlock, w, load)
 	if budget <= 0 {
 		return nil
 	}
@@ -422,16 +498,16 @@ func filterOverhead(blocks int64, perBlock float64) int64 {
 }
 
 // chooseFilter returns the filter table f holds at bits per entry: the
-// one its Reader holds, or its own, if within filterBitsSlack of bits,
-// else one built at bits.
-func chooseFilter(f *manifest.FileMetadata, s tableFilterState, bits float64) tablePlan {
-	if s.heldBits > 0 && math.Abs(s.heldBits-bits) <= filterBitsSlack {
+// one its Reader holds, or its own, if within slack of bits, else one
+// built at bits.
+func chooseFilter(f *manifest.FileMetadata, s tableFilterState, bits, slack float64) tablePlan {
+	if s.heldBits > 0 && math.Abs(s.heldBits-bits) <= slack {
 		if s.heldBuilt {
 			return tablePlan{bits: s.heldBits, hold: holdBuilt, bytes: s.heldBytes}
 		}
 		return tablePlan{bits: bits, hold: holdOwn, bytes: int64(f.FilterBytes)}
 	}
-	if own := ownBits(f, s.blocks, s.perBlock); s.ownUsable && math.Abs(own-bits) <= filterBitsSlack {
+	if own := ownBits(f, s.blocks, s.perBlock); s.ownUsable && math.Abs(own-bits) <= slack {
 		return tablePlan{bits: bits, hold: holdOwn, bytes: int64(f.FilterBytes)}
 	}
 	return builtPlan(f, s, bits)

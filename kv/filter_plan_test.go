@@ -46,7 +46,7 @@ func TestPlanFilters_SpendsCap(t *testing.T) {
 			}
 		}
 		capBytes := int64((2 + rng.Float64()*10) * float64(entries) / 8)
-		plans, _ := planFilters(v, misses, perTable, capBytes, blockSize, filterBlockOverhead, states)
+		plans, _ := planFilters(v, misses, perTable, capBytes, blockSize, filterBlockOverhead, states, planLoad{})
 		planned := plannedBytes(plans)
 		if planned > capBytes {
 			t.Fatalf("trial %d: planned %d bytes, over the cap of %d", trial, planned, capBytes)
@@ -129,4 +129,135 @@ func randomPlanTree(rng *rand.Rand, blockSize int) (*manifest.Version, map[base.
 		}
 	}
 	return v, states, entries
+}
+
+// TestPlanFilters_LoadKeepsDeepTables checks the plan of a store being
+// loaded (planLoad): with L0 drained from its deepest, every deeper table
+// keeps the filter the plan had it hold at L0's deepest, and the plan
+// keeps L0's reserve idle, within the cap. Planned on L0 as it stands,
+// the allocation would hand the room L0 left to the deeper tables, and
+// rebuild them to take it, at every swing of L0 while the store loads.
+func TestPlanFilters_LoadKeepsDeepTables(t *testing.T) {
+	const blockSize, l0Keys, deepKeys = 4096, 2_000, 20_000
+	tree := func(l0 int) *manifest.Version {
+		v := &manifest.Version{}
+		num := base.FileNum(100)
+		for range l0 {
+			num++
+			v.Levels[0] = append(v.Levels[0], planTable(num, l0Keys, 8))
+		}
+		for i := range 12 {
+			l := 5 + i%2 // four L5 tables, eight L6 ones
+			if i >= 8 {
+				l = 6
+			}
+			v.Levels[l] = append(v.Levels[l], planTable(base.FileNum(i+1), deepKeys, 8))
+		}
+		return v
+	}
+	const peak = 12
+	deep := tree(peak)
+	capBytes := int64(5 * (peak*l0Keys + 12*deepKeys) / 8)
+	for _, misses := range []*[manifest.NumLevels]float64{nil, {0.8, 0, 0, 0, 0, 0.3, 0.9}} {
+		load := planLoad{busy: true, l0Tables: peak, l0Keys: l0Keys}
+		held := heldAsPlanned(deep, nil, load, misses, capBytes, blockSize)
+		for _, l0 := range []int{peak, 6, 1, 0} {
+			v := tree(l0)
+			states := heldAsPlanned(v, held, load, misses, capBytes, blockSize)
+			plans, _ := planFilters(v, misses, nil, capBytes, blockSize, filterBlockOverhead, states, load)
+			var l0Bytes int64
+			for l, files := range v.Levels {
+				for _, f := range files {
+					p := plans[f.FileNum]
+					if l == 0 {
+						l0Bytes += p.bytes
+						continue
+					}
+					if !keeps(p, held[f.FileNum]) {
+						t.Errorf("misses %v, L0 of %d tables: L%d table %d moves from %.2f bits to %.2f (hold %d)",
+							misses != nil, l0, l, f.FileNum, held[f.FileNum].heldBits, p.bits, p.hold)
+					}
+				}
+			}
+			if planned := plannedBytes(plans); planned > capBytes || capBytes-planned < int64(peak-l0)*l0Bytes/int64(max(l0, 1))/2 {
+				t.Errorf("misses %v, L0 of %d tables taking %d bytes: planned %d bytes of a cap of %d, the reserve not kept",
+					misses != nil, l0, l0Bytes, planned, capBytes)
+			}
+		}
+	}
+}
+
+// planTable returns table num of n entries with its own filter of bits
+// per entry.
+func planTable(num base.FileNum, n int64, bits float64) *manifest.FileMetadata {
+	f := &manifest.FileMetadata{FileNum: num, NumEntries: uint64(n), Size: uint64(n * 26)}
+	f.FilterBytes = uint64(nominalBytes(n, bits) + filterOverhead(tableBlocks(f, 4096), filterBlockOverhead))
+	return f
+}
+
+// heldAsPlanned returns what the tables of v hold once they follow the
+// plan made for them from held (nil: each holding its own filter).
+func heldAsPlanned(v *manifest.Version, held map[base.FileNum]tableFilterState, load planLoad,
+	misses *[manifest.NumLevels]float64, capBytes int64, blockSize int) map[base.FileNum]tableFilterState {
+	states := map[base.FileNum]tableFilterState{}
+	for _, files := range v.Levels {
+		for _, f := range files {
+			s, ok := held[f.FileNum]
+			if !ok {
+				blocks := tableBlocks(f, blockSize)
+				s = tableFilterState{blocks: blocks, perBlock: filterBlockOverhead, ownUsable: true,
+					heldBits: ownBits(f, blocks, filterBlockOverhead), heldBytes: int64(f.FilterBytes)}
+			}
+			states[f.FileNum] = s
+		}
+	}
+	if held != nil {
+		return states
+	}
+	plans, _ := planFilters(v, misses, nil, capBytes, blockSize, filterBlockOverhead, states, load)
+	for num, p := range plans {
+		s := states[num]
+		switch p.hold {
+		case holdNone:
+			s.heldBits, s.heldBytes, s.heldBuilt = 0, 0, false
+		case holdBuilt:
+			s.heldBits, s.heldBytes, s.heldBuilt = p.bits, p.bytes, true
+		}
+		states[num] = s
+	}
+	return states
+}
+
+// TestFilterHolder_UpdateLoad checks the L0 a pass keeps room for: the
+// deepest L0 since background work last stopped, its tables of the
+// entries of those then, and none once it stops.
+func TestFilterHolder_UpdateLoad(t *testing.T) {
+	l0 := func(keys ...int64) *manifest.Version {
+		v := &manifest.Version{}
+		for i, n := range keys {
+			v.Levels[0] = append(v.Levels[0], &manifest.FileMetadata{FileNum: base.FileNum(i + 1), NumEntries: uint64(n)})
+		}
+		return v
+	}
+	h := &filterHolder{}
+	for i, tc := range []struct {
+		v    *manifest.Version
+		busy bool
+		want planLoad
+	}{
+		{l0(100, 300), true, planLoad{busy: true, l0Tables: 2, l0Keys: 200}},
+		{l0(100, 200, 600), true, planLoad{busy: true, l0Tables: 3, l0Keys: 300}},
+		{l0(50), true, planLoad{busy: true, l0Tables: 3, l0Keys: 300}},
+		{l0(), true, planLoad{busy: true, l0Tables: 3, l0Keys: 300}},
+		{l0(10, 20, 30), true, planLoad{busy: true, l0Tables: 3, l0Keys: 20}},
+		{l0(10, 20), false, planLoad{}},
+		{l0(70), true, planLoad{busy: true, l0Tables: 1, l0Keys: 70}},
+	} {
+		if got := h.updateLoad(tc.v, tc.busy); got != tc.want {
+			t.Errorf("pass %d: %+v, want %+v", i, got, tc.want)
+		}
+		if got := *h.load.Load(); got != tc.want {
+			t.Errorf("pass %d: kept %+v, want %+v", i, got, tc.want)
+		}
+	}
 }

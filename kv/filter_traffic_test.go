@@ -136,7 +136,7 @@ func checkMonkeyBits(t *testing.T, d *DB, capBytes int64) {
 	v := refCurrentVersion(d)
 	defer d.unrefVersion(v)
 	h := d.filterMem
-	runs, runOf, _, budget := capRuns(v, nil, nil, capBytes, d.opts.BlockSize, h.blockOverhead(), nil)
+	runs, runOf, _, budget := capRuns(v, nil, nil, capBytes, d.opts.BlockSize, h.blockOverhead(), nil, planLoad{})
 	monkey, err := bloompolicy.Allocate(runs, bloompolicy.Budget{Bytes: budget})
 	if err != nil {
 		t.Fatal(err)
