@@ -353,7 +353,7 @@ func (h *filterHolder) rebalance(must bool) {
 	d.mu.Lock()
 	v := d.mu.versions.current
 	v.Ref()
-	busy := d.mu.flushing || d.flushDueLocked() || d.mu.manual > 0 || len(d.mu.compacting) > 0
+	busy := d.writingTablesLocked()
 	d.mu.Unlock()
 	defer d.unrefVersion(v)
 	load := h.updateLoad(v, busy)

@@ -44,9 +44,15 @@ func (d *DB) WaitIdle(ctx context.Context) error {
 // asks the scheduler to start whatever compaction is due, so "due" is the
 // scheduler's own rule, then reports whether it started none.
 func (d *DB) idleLocked() bool {
-	if d.mu.flushing || d.flushDueLocked() || d.mu.manual > 0 || len(d.mu.compacting) > 0 || d.filterMem.running {
+	if d.writingTablesLocked() || d.filterMem.running {
 		return false
 	}
 	d.maybeScheduleCompactionLocked()
 	return len(d.mu.compacting) == 0
+}
+
+// writingTablesLocked reports whether a flush or a compaction runs, or a
+// flush is due. d.mu is held.
+func (d *DB) writingTablesLocked() bool {
+	return d.mu.flushing || d.flushDueLocked() || d.mu.manual > 0 || len(d.mu.compacting) > 0
 }
