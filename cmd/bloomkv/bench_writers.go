@@ -140,8 +140,8 @@ func (s *writersStudy) intro() string {
 		"The modes take turns over %d round(s) at each count; times are the best round's, the fill's wall time over its "+
 		"writes. ÷ Pebble: time per Set over Pebble's at the same count (below 1: bloomkv ahead). "+
 		"× 1 writer: the mode's throughput over its own with one writer. Sync Sets per WAL sync: in the best Sync "+
-		"round, how many writers shared each sync of the WAL (bloomkv's Metrics().WAL.Syncs, the samples of Pebble's "+
-		"WAL fsync latency histogram).",
+		"round, how many writers shared each sync of the WAL (bloomkv's Metrics().WAL.Syncs; for Pebble, the syncs "+
+		"of its WAL files, counted through its vfs.FS).",
 		fmtBytes(s.MemTableBytes), s.Keys, s.ValueSize, s.SyncKeys, s.Rounds)
 }
 

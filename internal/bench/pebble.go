@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"sync/atomic"
 
 	"github.com/bloomkv/bloomkv/bloompolicy/pebbleadapter"
 	"github.com/bloomkv/bloomkv/kv"
 	"github.com/cockroachdb/pebble"
-	dto "github.com/prometheus/client_model/go"
+	"github.com/cockroachdb/pebble/vfs"
 )
 
 // PebbleLookups is how a Pebble engine answers Get.
@@ -34,6 +35,7 @@ type Pebble struct {
 	DB      *pebble.DB
 	cache   *pebble.Cache
 	lookups PebbleLookups
+	walSync *atomic.Int64    // the syncs of its WAL files (walSyncFS)
 	it      *pebble.Iterator // UseL6Filters; opened when first needed after Refresh
 	gets    int64
 	found   int64
@@ -41,8 +43,14 @@ type Pebble struct {
 }
 
 // OpenPebble opens a Pebble store in dir with opts, whose Cache it takes
-// over (it releases it on Close, or at once if the open fails).
+// over (it releases it on Close, or at once if the open fails). It wraps
+// opts.FS (vfs.Default if nil) to count the WAL's syncs.
 func OpenPebble(dir string, opts *pebble.Options, lookups PebbleLookups) (*Pebble, error) {
+	if opts.FS == nil {
+		opts.FS = vfs.Default
+	}
+	syncs := new(atomic.Int64)
+	opts.FS = walSyncFS{FS: opts.FS, syncs: syncs}
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
 		if opts.Cache != nil {
@@ -50,7 +58,7 @@ func OpenPebble(dir string, opts *pebble.Options, lookups PebbleLookups) (*Pebbl
 		}
 		return nil, err
 	}
-	return &Pebble{DB: db, cache: opts.Cache, lookups: lookups}, nil
+	return &Pebble{DB: db, cache: opts.Cache, lookups: lookups, walSync: syncs}, nil
 }
 
 // Name returns EnginePebble.
@@ -231,26 +239,11 @@ func (e *Pebble) Stats() Stats {
 	m := e.DB.Metrics()
 	total := m.Total()
 	s := Stats{TablesChecked: m.Filter.Hits + m.Filter.Misses, SortedRuns: m.ReadAmp(),
-		WriteAmp: total.WriteAmp(), TableBytes: total.Size, WALSyncs: pebbleWALSyncs(m)}
+		WriteAmp: total.WriteAmp(), TableBytes: total.Size, WALSyncs: e.walSync.Load()}
 	if pebbleManualOnHeap {
 		s.OnHeap = m.BlockCache.Size + int64(m.MemTable.Size)
 	}
 	return s
-}
-
-// pebbleWALSyncs returns the syncs of a Pebble store's WAL: the samples
-// of its fsync latency histogram, the one count Pebble v1.1.5 keeps of
-// them (0 if it keeps none).
-func pebbleWALSyncs(m *pebble.Metrics) int64 {
-	h := m.LogWriter.FsyncLatency
-	if h == nil {
-		return 0
-	}
-	var out dto.Metric
-	if err := h.Write(&out); err != nil || out.Histogram == nil {
-		return 0
-	}
-	return int64(out.Histogram.GetSampleCount())
 }
 
 // Close implements Engine.
