@@ -499,12 +499,12 @@ const (
 // deeper level), in a table of a level by its share of the level's
 // entries (runReach).
 func monkeyWeights(v *manifest.Version) map[base.FileNum]float64 {
-	runs, runOf, _, _ := capRuns(v, nil, nil, 0, 1, 0, nil, planLoad{})
-	w := make(map[base.FileNum]float64, len(runOf))
+	lay := capRuns(v, nil, nil, 0, 1, 0, nil, planLoad{})
+	w := make(map[base.FileNum]float64, len(lay.runOf))
 	for _, files := range v.Levels {
 		for _, f := range files {
-			if i, ok := runOf[f.FileNum]; ok {
-				w[f.FileNum] = runReach(runs[i], f)
+			if i, ok := lay.runOf[f.FileNum]; ok {
+				w[f.FileNum] = runReach(lay.runs[i], f)
 			}
 		}
 	}

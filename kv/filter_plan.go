@@ -103,7 +103,8 @@ type planCandidate struct {
 // per byte are left out or shrunk.
 func planFilters(v *manifest.Version, misses *[manifest.NumLevels]float64, perTable map[base.FileNum]float64,
 	cap int64, blockSize int, perBlock float64, states map[base.FileNum]tableFilterState, load planLoad) (map[base.FileNum]tablePlan, int64) {
-	runs, runOf, _, budget := capRuns(v, misses, perTable, cap, blockSize, perBlock, nil, load)
+	lay := capRuns(v, misses, perTable, cap, blockSize, perBlock, nil, load)
+	budget := lay.budget
 	slack := load.slack()
 	var entries int64
 	for _, files := range v.Levels {
@@ -117,7 +118,7 @@ func planFilters(v *manifest.Version, misses *[manifest.NumLevels]float64, perTa
 	limit, bestLimit, overLimit := cap, cap, cap
 	for try := 0; try < planTries && budget > 0; try++ {
 		var reserved int64
-		cands, reserved = planCandidates(v, runs, runOf, budget, states, slack)
+		cands, reserved = planCandidates(v, lay, budget, states, slack)
 		limit = cap - reserved
 		want := planBytes(cands)
 		if want <= limit && want > bestWant {
@@ -235,28 +236,21 @@ const (
 )
 
 // planCandidates returns the tables of v to which the allocation of
-// budget bytes over runs gives bits, with the filter each would hold.
-func planCandidates(v *manifest.Version, runs []bloompolicy.Runs,
-	runOf map[base.FileNum]int, budget int64, states map[base.FileNum]tableFilterState, slack float64) (cands []planCandidate, reserved int64) {
+// budget bytes over lay's runs gives bits, with the filter each would
+// hold, and the bytes the allocation gives L0's reserve (planLoad).
+func planCandidates(v *manifest.Version, lay capLayout, budget int64, states map[base.FileNum]tableFilterState,
+	slack float64) (cands []planCandidate, reserved int64) {
+	runs := lay.runs
 	var filters []bloompolicy.RunFilter
 	if budget > 0 && len(runs) > 0 {
 		filters = allocateRuns(runs, budget)
 	}
-	if filters != nil && len(runOf) > 0 {
-		// A run no table is in is L0's reserve (see planLoad).
-		used := make([]bool, len(runs))
-		for _, i := range runOf {
-			used[i] = true
-		}
-		for i, r := range runs {
-			if !used[i] {
-				reserved += int64(r.Count) * nominalBytes(r.Keys, floorBits(filters[i].BitsPerKey))
-			}
-		}
+	if i := lay.reserve; filters != nil && i >= 0 {
+		reserved = int64(runs[i].Count) * nominalBytes(runs[i].Keys, floorBits(filters[i].BitsPerKey))
 	}
 	for _, files := range v.Levels {
 		for _, f := range files {
-			i, ok := runOf[f.FileNum]
+			i, ok := lay.runOf[f.FileNum]
 			if !ok || filters == nil {
 				continue
 			}
@@ -380,20 +374,32 @@ type capWrite struct {
 	flushed int64
 }
 
+// capLayout is a tree as a cap's allocation sees it (capRuns).
+type capLayout struct {
+	runs  []bloompolicy.Runs
+	runOf map[base.FileNum]int // the run of each table with entries
+	// target is the run the tables a write writes join (-1 without a
+	// write); reserve the run of L0's reserve (planLoad), of tables not
+	// written yet (-1 without one).
+	target, reserve int
+	// budget is the bytes the allocation may spend.
+	budget int64
+}
+
 // capRuns returns the runs of v, as w would leave it when not nil, as a
 // cap's allocation sees them: each L0 table one run, each deeper level
 // with entries one, weighed by misses when set (see trafficModel.update);
 // with perTable (and no w), each table a run of its own, weighed by its
-// own misses (trafficModel.updateTables).
-// It also returns the run of each table with entries, the run w's tables
-// join (-1 without w), and the bytes the allocation may spend under
-// capBytes: the cap less the filter blocks' bookkeeping (filterOverhead
-// for each table, at blockSize bytes a block and perBlock bytes of
-// bookkeeping a block), and at most
-// capMaxBitsPerKey bits per entry.
+// own misses (trafficModel.updateTables); and, last, the run of the L0
+// tables load reserves room for. The budget is what the allocation may
+// spend under capBytes: the cap less the filter blocks' bookkeeping
+// (filterOverhead for each table, at blockSize bytes a block and perBlock
+// bytes of bookkeeping a block), and at most capMaxBitsPerKey bits per
+// entry.
 func capRuns(v *manifest.Version, misses *[manifest.NumLevels]float64, perTable map[base.FileNum]float64,
-	capBytes int64, blockSize int, perBlock float64, w *capWrite, load planLoad) (runs []bloompolicy.Runs, runOf map[base.FileNum]int, target int, budget int64) {
-	runOf, target = map[base.FileNum]int{}, -1
+	capBytes int64, blockSize int, perBlock float64, w *capWrite, load planLoad) capLayout {
+	var runs []bloompolicy.Runs
+	runOf, target, reserve := map[base.FileNum]int{}, -1, -1
 	levelRun := [manifest.NumLevels]int{}
 	add := func(l int) int { // the run of a table of level l: a new one in L0, or per table
 		if l == 0 || levelRun[l] == 0 || perTable != nil {
@@ -462,12 +468,12 @@ func capRuns(v *manifest.Version, misses *[manifest.NumLevels]float64, perTable 
 		if misses != nil {
 			r.Misses = misses[0]
 		}
-		runs = append(runs, r)
+		runs, reserve = append(runs, r), len(runs)
 		overhead += int64(n) * filterOverhead(load.l0Keys*perEntry/int64(max(blockSize, 1))+1, perBlock)
 		entries += int64(n) * load.l0Keys
 	}
-	budget = min(capBytes-overhead, int64(capMaxBitsPerKey*float64(entries)/8))
-	return runs, runOf, target, budget
+	budget := min(capBytes-overhead, int64(capMaxBitsPerKey*float64(entries)/8))
+	return capLayout{runs: runs, runOf: runOf, target: target, reserve: reserve, budget: budget}
 }
 
 // capPolicy returns the Bloom policy of the tables w writes under a cap
@@ -476,11 +482,11 @@ func capRuns(v *manifest.Version, misses *[manifest.NumLevels]float64, perTable 
 // hold, so that they can hold their own filter.
 func capPolicy(v *manifest.Version, misses *[manifest.NumLevels]float64, capBytes int64, blockSize int,
 	perBlock float64, w *capWrite, load planLoad) bloompolicy.FilterPolicy {
-	runs, _, target, budget := capRuns(v, misses, nil, capBytes, blockSize, perBlock, w, load)
-	if budget <= 0 {
+	lay := capRuns(v, misses, nil, capBytes, blockSize, perBlock, w, load)
+	if lay.budget <= 0 {
 		return nil
 	}
-	return budgetPolicy(runs, target, bloompolicy.Budget{Bytes: budget})
+	return budgetPolicy(lay.runs, lay.target, bloompolicy.Budget{Bytes: lay.budget})
 }
 
 // tableBlocks estimates the data blocks of table f, in blocks of

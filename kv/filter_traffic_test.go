@@ -136,8 +136,9 @@ func checkMonkeyBits(t *testing.T, d *DB, capBytes int64) {
 	v := refCurrentVersion(d)
 	defer d.unrefVersion(v)
 	h := d.filterMem
-	runs, runOf, _, budget := capRuns(v, nil, nil, capBytes, d.opts.BlockSize, h.blockOverhead(), nil, planLoad{})
-	monkey, err := bloompolicy.Allocate(runs, bloompolicy.Budget{Bytes: budget})
+	lay := capRuns(v, nil, nil, capBytes, d.opts.BlockSize, h.blockOverhead(), nil, planLoad{})
+	runOf := lay.runOf
+	monkey, err := bloompolicy.Allocate(lay.runs, bloompolicy.Budget{Bytes: lay.budget})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -289,9 +289,9 @@ func TestBudgetRuns(t *testing.T) {
 		if fmt.Sprint(runs) != fmt.Sprint(want) || target != tc.target {
 			t.Errorf("%s: runs %v, target %d; want %v, %d", tc.name, runs, target, tc.want, tc.target)
 		}
-		capRuns, _, capTarget, _ := capRuns(v, nil, nil, 1<<20, 4096, filterBlockOverhead, &capWrite{tc.level, tc.moving, tc.flushed}, planLoad{})
-		if capRuns[capTarget].Keys == 0 {
-			t.Errorf("%s: a cap sees the written run empty: runs %v, target %d", tc.name, capRuns, capTarget)
+		lay := capRuns(v, nil, nil, 1<<20, 4096, filterBlockOverhead, &capWrite{tc.level, tc.moving, tc.flushed}, planLoad{})
+		if lay.runs[lay.target].Keys == 0 {
+			t.Errorf("%s: a cap sees the written run empty: runs %v, target %d", tc.name, lay.runs, lay.target)
 		}
 		cases++
 	}
