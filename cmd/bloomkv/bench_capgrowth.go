@@ -79,18 +79,10 @@ func capGrowthTable(res bench.CapGrowthResult) *table {
 		t.add(fmtCount(s.Keys), fmt.Sprint(s.Held), fmt.Sprint(s.MostHeld),
 			fmt.Sprintf("%.3f", float64(s.MostHeld)/float64(res.CapBytes)), fmt.Sprint(s.TableFilterBytes),
 			fmt.Sprint(s.TablesNotHeld), fmt.Sprint(s.Built), fmt.Sprintf("%.0f", float64(s.BuildRead)/1e6),
-			ratioOrDash(s.BuildRead, s.CompactRead), fmt.Sprintf("%.4f", s.Wasted), bench.FormatShape(s.Shape),
+			fmtFloat(ratio(float64(s.BuildRead), float64(s.CompactRead)), 2), fmt.Sprintf("%.4f", s.Wasted), bench.FormatShape(s.Shape),
 			fmt.Sprintf("%.1f", s.Load.Seconds()))
 	}
 	return t
-}
-
-// ratioOrDash formats a / b, or "-" when b is 0.
-func ratioOrDash(a, b int64) string {
-	if b == 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.2f", float64(a)/float64(b))
 }
 
 // capGrowthSummary states the cap's promise as measured.
