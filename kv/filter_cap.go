@@ -344,8 +344,8 @@ func (h *filterHolder) passes() {
 // the plan cuts the expected wasted reads per lookup by filterReplanGain
 // of them, for a pass that lookups alone asked for (not must), or else
 // by filterSettleGain, or spends more than 1% more of the cap
-// (worthFollowing, spendsMore). So a pass over a tree that has not
-// changed builds nothing.
+// (planChange). So a pass over a tree that has not changed builds
+// nothing.
 func (h *filterHolder) rebalance(must bool) {
 	d := h.d
 	h.mu.Lock()
@@ -391,7 +391,7 @@ func (h *filterHolder) rebalance(must bool) {
 		}
 		h.plans.Store(&plans)
 		h.notHeld.Store(notHeld)
-		if !worthFollowing(v, open, plans, weights, states, gain) && !(settle && spendsMore(v, open, plans, states, h.cap)) {
+		if c := comparePlan(v, open, plans, weights, states); !c.saves(gain) && !(settle && c.more > h.cap/planSpendDivisor) {
 			h.dropObsolete(entries, plans, newest)
 			return
 		}
@@ -425,10 +425,10 @@ func (h *filterHolder) updateLoad(v *manifest.Version, busy bool) planLoad {
 // followRounds bounds the plans a pass makes and follows.
 const followRounds = 3
 
-// worthFollowing reports whether holding what plans says rather than what
-// the open tables hold (states) would cut the expected wasted reads per
-// lookup, by each table's weight (its misses per lookup) and the rate
-// model, by at least a share gain of them.
+// planChange is what following a plan would change for the open tables
+// of a Version (comparePlan): the expected wasted reads per lookup they
+// hold and would hold, by each table's weight (its misses per lookup)
+// and the rate model, and the bytes of the cap they would hold more.
 //
 // Building filters reads whole tables. For a workload that drifts a
 // little it is not worth it, for one that has changed it is
@@ -436,21 +436,36 @@ const followRounds = 3
 // from scratch is seldom the filters held, though no better: where its
 // estimated sizes differ from the sizes built, or a table's share sits
 // at a step's edge, it moves bits from table to table and back, pass
-// after pass (filterSettleGain).
-func worthFollowing(v *manifest.Version, open map[base.FileNum]*tableEntry, plans map[base.FileNum]tablePlan,
-	weights map[base.FileNum]float64, states map[base.FileNum]tableFilterState, gain float64) bool {
-	var held, planned float64
+// after pass (filterSettleGain). But a settled store spends its cap,
+// though what the room left would save may be under filterSettleGain:
+// a plan that holds more than 1/planSpendDivisor of the cap more is
+// followed too (see rebalance).
+type planChange struct {
+	held, planned float64
+	more          int64
+}
+
+// saves reports whether the plan cuts the expected wasted reads by at
+// least a share gain of them.
+func (c planChange) saves(gain float64) bool { return c.planned < (1-gain)*c.held }
+
+// comparePlan returns what holding what plans says, rather than what the
+// open tables of v hold (states), would change.
+func comparePlan(v *manifest.Version, open map[base.FileNum]*tableEntry, plans map[base.FileNum]tablePlan,
+	weights map[base.FileNum]float64, states map[base.FileNum]tableFilterState) planChange {
+	var c planChange
 	for _, files := range v.Levels {
 		for _, f := range files {
 			if open[f.FileNum] == nil {
 				continue // the plan's filter for it waits for it to open
 			}
-			w, s := weights[f.FileNum], states[f.FileNum]
-			held += w * bloompolicy.ModelFPR(s.heldBits)
-			planned += w * bloompolicy.ModelFPR(plannedBits(f, plans[f.FileNum], s))
+			w, s, p := weights[f.FileNum], states[f.FileNum], plans[f.FileNum]
+			c.held += w * bloompolicy.ModelFPR(s.heldBits)
+			c.planned += w * bloompolicy.ModelFPR(plannedBits(f, p, s))
+			c.more += p.bytes - s.heldBytes
 		}
 	}
-	return planned < (1-gain)*held
+	return c
 }
 
 // plannedBits returns the bits per entry table f holds once it follows
@@ -466,26 +481,9 @@ func plannedBits(f *manifest.FileMetadata, p tablePlan, s tableFilterState) floa
 	return ownBits(f, s.blocks, s.perBlock)
 }
 
-// spendsMore reports whether plans would have the open tables of v hold
-// more than 1/planSpendDivisor of the cap more than they do (states): a
-// settled store spends its cap, though what the room left would save
-// may be under filterSettleGain.
-func spendsMore(v *manifest.Version, open map[base.FileNum]*tableEntry, plans map[base.FileNum]tablePlan,
-	states map[base.FileNum]tableFilterState, cap int64) bool {
-	var more int64
-	for _, files := range v.Levels {
-		for _, f := range files {
-			if open[f.FileNum] != nil {
-				more += plans[f.FileNum].bytes - states[f.FileNum].heldBytes
-			}
-		}
-	}
-	return more > cap/planSpendDivisor
-}
-
 // filterReplanGain is the share of the expected wasted reads a pass that
 // lookups alone asked for must save to build filters; filterSettleGain
-// that of any other pass (see worthFollowing). A change of the tree
+// that of any other pass (see planChange). A change of the tree
 // leaves new tables holding none, or their own at the bits the store
 // wrote them with, which plans beat by far more.
 const (

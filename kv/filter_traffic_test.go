@@ -186,7 +186,7 @@ func checkMonkeyBits(t *testing.T, d *DB, capBytes int64) {
 // rounding of each table's bits, the own filters kept within a quarter
 // bit and the estimated bookkeeping do not leave part of the cap idle
 // beyond the plan's 1% (planSpendDivisor); and a pass does not build to
-// spend up to 1% more (spendsMore), so what the tables hold may be that
+// spend up to 1% more (planChange), so what the tables hold may be that
 // much below the plan.
 func TestFilterCap_SpendsCap(t *testing.T) {
 	const keys = 30_000
