@@ -156,7 +156,7 @@ func TestPlanFilters_LoadKeepsDeepTables(t *testing.T) {
 		return v
 	}
 	const peak = 12
-	deep := tree(peak)
+	deep, checked := tree(peak), 0
 	capBytes := int64(5 * (peak*l0Keys + 12*deepKeys) / 8)
 	for _, misses := range []*[manifest.NumLevels]float64{nil, {0.8, 0, 0, 0, 0, 0.3, 0.9}} {
 		load := planLoad{busy: true, l0Tables: peak, l0Keys: l0Keys}
@@ -173,6 +173,7 @@ func TestPlanFilters_LoadKeepsDeepTables(t *testing.T) {
 						l0Bytes += p.bytes
 						continue
 					}
+					checked++
 					if !keeps(p, held[f.FileNum]) {
 						t.Errorf("misses %v, L0 of %d tables: L%d table %d moves from %.2f bits to %.2f (hold %d)",
 							misses != nil, l0, l, f.FileNum, held[f.FileNum].heldBits, p.bits, p.hold)
@@ -184,6 +185,9 @@ func TestPlanFilters_LoadKeepsDeepTables(t *testing.T) {
 					misses != nil, l0, l0Bytes, planned, capBytes)
 			}
 		}
+	}
+	if checked != 2*4*12 {
+		t.Fatalf("%d deeper tables checked, want %d", checked, 2*4*12)
 	}
 }
 

@@ -58,11 +58,16 @@ func TestFilterCap_SettledPassesBuildNothing(t *testing.T) {
 }
 
 // mustPass asks for a pass over the filters, as a change of the tree
-// does, and waits for it.
+// does, and waits for it; it fails the test if no pass ran (every pass
+// stores a plan).
 func (d *DB) mustPass(t *testing.T) {
 	t.Helper()
+	before := d.filterMem.plans.Load()
 	d.mu.Lock()
 	d.filterMem.scheduleLocked()
 	d.mu.Unlock()
 	waitIdle(t, d)
+	if d.filterMem.plans.Load() == before {
+		t.Fatal("no pass over the filters ran")
+	}
 }
