@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/bloomkv/bloomkv/bloompolicy"
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
 	"github.com/bloomkv/bloomkv/internal/testseed"
@@ -263,5 +264,35 @@ func TestFilterHolder_UpdateLoad(t *testing.T) {
 		if got := *h.load.Load(); got != tc.want {
 			t.Errorf("pass %d: kept %+v, want %+v", i, got, tc.want)
 		}
+	}
+}
+
+// TestFilterLoadSlack_Cost checks what filterLoadSlack's comment and
+// kv/doc.go state of the slacks' cost under the rate model: filters
+// spread evenly over ±filterLoadSlack of their share, from 3 to 10 bits
+// per key, have 3–5% more false positives than filters at their share,
+// and over ±filterBitsSlack under 1% more.
+func TestFilterLoadSlack_Cost(t *testing.T) {
+	spread := func(bits, s float64) float64 {
+		var sum float64
+		n := 0
+		for u := -s; u <= s+1e-9; u += 1.0 / 64 {
+			sum += bloompolicy.ModelFPR(bits + u)
+			n++
+		}
+		return sum / float64(n) / bloompolicy.ModelFPR(bits)
+	}
+	checked := 0
+	for bits := 3.0; bits <= 10; bits += 0.5 {
+		if c := spread(bits, filterLoadSlack); c < 1.025 || c > 1.055 {
+			t.Errorf("%.1f bits per key, spread ±%v: %.4f times the false positives", bits, filterLoadSlack, c)
+		}
+		if c := spread(bits, filterBitsSlack); c >= 1.01 {
+			t.Errorf("%.1f bits per key, spread ±%v: %.4f times the false positives", bits, filterBitsSlack, c)
+		}
+		checked++
+	}
+	if checked != 15 {
+		t.Fatalf("%d bit counts checked", checked)
 	}
 }
