@@ -263,13 +263,14 @@ type Options struct {
 	// before it is acknowledged, so a batch bigger than that is
 	// acknowledged only once all of it is in the file, as by default.
 	// What survives any crash is still a prefix of the acknowledged
-	// writes, batches whole, never one with an earlier one missing. A Sync write keeps its full promise,
-	// and extends it to every write acknowledged before it: it waits until
-	// the buffer is written, then syncs. Flush, Close and the switch to a
-	// new memtable also write out the buffer first. A failed background
-	// write is reported by every later write (Sync or not), Flush and
-	// Close, and the DB accepts no more writes; the NoSync writes
-	// acknowledged after the failed bytes were buffered are lost.
+	// writes, batches whole, never one with an earlier one missing. A
+	// Sync write keeps its full promise, and extends it to every write
+	// acknowledged before it: it waits until the buffer is written, then
+	// syncs. Flush, Close and the switch to a new memtable also write out
+	// the buffer first. A failed background write is reported by every
+	// later write (Sync or not), Flush and Close, and the DB accepts no
+	// more writes; the NoSync writes acknowledged after the failed bytes
+	// were buffered are lost.
 	BackgroundWALWrites bool
 
 	// EventListener, when not nil, is told of flushes, compactions, WALs

@@ -319,12 +319,13 @@ func (w *walMmapWriter) Write(p []byte) (int, error) {
 // writeRecord encodes p as the next record of rw, whose stream is this
 // file's bytes, straight into the mapping (see record.WriteRecordInto),
 // and reports whether it did: not when the record runs past the chunk
-// mapped, which Write then maps. A memory fault while storing (see above)
-// is returned as an error, not a crash.
+// mapped, nor when the writes are past it already (writeThrough, the
+// sink's, does not map), which Write then maps. A memory fault while
+// storing (see above) is returned as an error, not a crash.
 func (w *walMmapWriter) writeRecord(rw *record.Writer, p []byte) (ok bool, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.mapped == nil || w.off < w.mapOff {
+	if w.mapped == nil || w.off < w.mapOff || w.off >= w.mapOff+int64(len(w.mapped)) {
 		return false, nil
 	}
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))

@@ -157,6 +157,67 @@ func TestWALMmapWriter_RecordsEncodedInPlace(t *testing.T) {
 	closeAndCheckRecords(t, name, f, w, n)
 }
 
+// sinkRoute is the record writer's output in
+// TestWALMmapWriter_WrittenThroughPastChunk: the mapping (Write), or,
+// while through is set, pwrite(2) (writeThrough), as a WAL's route sends
+// a Sync record to the sink, whose writer writes it so.
+type sinkRoute struct {
+	w       *walMmapWriter
+	through bool
+}
+
+func (r *sinkRoute) Write(p []byte) (int, error) {
+	if r.through {
+		return r.w.writeThrough(p)
+	}
+	return r.w.Write(p)
+}
+
+// TestWALMmapWriter_WrittenThroughPastChunk: records written with
+// pwrite(2), as the sink writes Sync records, run past the chunk mapped
+// without mapping the next one; the records encoded into the mapping
+// after them go into the next chunk, not past the end of the last. Every
+// record reads back, in order.
+func TestWALMmapWriter_WrittenThroughPastChunk(t *testing.T) {
+	name, f, w := createMappedWAL(t, int64(pageSize), fallocate)
+	route := &sinkRoute{w: w}
+	lw := record.NewRecyclableWriterAt(route, 0, 1)
+	const n = 500
+	past := 0 // records encoded into the mapping while the writes were past its end
+	for i := range n {
+		if i%2 == 0 {
+			pastEnd := w.off >= w.mapOff+int64(len(w.mapped))
+			ok, err := w.writeRecord(lw, testRecord(i))
+			if err != nil {
+				t.Fatalf("record %d: %v", i, err)
+			}
+			if ok {
+				if pastEnd {
+					t.Fatalf("record %d encoded into a mapping that ends before it", i)
+				}
+				continue
+			}
+			if pastEnd {
+				past++
+			}
+		}
+		route.through = i%2 == 1
+		if _, err := lw.WriteRecord(testRecord(i)); err != nil {
+			t.Fatal(err)
+		}
+		if err := lw.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if past == 0 {
+		t.Fatal("no record followed writes past the chunk mapped: the test tests nothing")
+	}
+	if w.off != lw.Size() {
+		t.Fatalf("the mapping's writer is at %d, the record writer at %d", w.off, lw.Size())
+	}
+	closeAndCheckRecords(t, name, f, w, n)
+}
+
 // TestWALMmapWriter_AllocationFails: when the file's space cannot be
 // allocated (a full disk), Write returns an error wrapping the cause, and
 // what was written before stays readable.
@@ -360,6 +421,67 @@ func TestWALMmap_RecoverAfterCrash(t *testing.T) {
 	c = openMapped(t, crashed2, false)
 	defer c.Close()
 	checkMapped(t, c, mmapTestKeys)
+}
+
+// TestWALMmap_SyncWritesPastChunk writes Sync and NoSync in turn into one
+// WAL larger than a mapped chunk (maxWALMmapChunk), until a NoSync write
+// has followed Sync records that the sink wrote past the chunk mapped:
+// every write succeeds, and every one is found in a copy of the open
+// store (a crash of the process) and after Close.
+func TestWALMmap_SyncWritesPastChunk(t *testing.T) {
+	dir := t.TempDir()
+	opts := FullSizeMemTables(&Options{FS: vfs.Default, MemTableSize: 3 * maxWALMmapChunk})
+	d, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { d.Close() }()
+	w, ok := d.commit.log.space.(*walMmapWriter)
+	if !ok {
+		t.Skipf("no mapped WAL here: writer %T", d.commit.log.space)
+	}
+	key := func(i int) []byte { return []byte(fmt.Sprintf("key%06d", i)) }
+	value := func(i int) []byte { return bytes.Repeat([]byte{byte(i)}, 1000+i%100) }
+	n, past := 0, 0
+	for ; past == 0 || n%2 == 1; n++ {
+		if n == 2*maxWALMmapChunk/1000 {
+			t.Fatalf("no NoSync write followed Sync records past a chunk in %d writes", n)
+		}
+		opts := Sync
+		if n%2 == 1 {
+			opts = NoSync
+			if w.off >= w.mapOff+int64(len(w.mapped)) {
+				past++
+			}
+		}
+		if err := d.Set(key(n), value(n), opts); err != nil {
+			t.Fatalf("write %d: %v", n, err)
+		}
+	}
+	if d.commit.log.space != w {
+		t.Fatal("the WAL rotated: the test wants its writes in one")
+	}
+	check := func(d *DB) {
+		t.Helper()
+		for i := range n {
+			if got, err := d.Get(key(i)); err != nil || !bytes.Equal(got, value(i)) {
+				t.Fatalf("key %d: got %d bytes, %v", i, len(got), err)
+			}
+		}
+	}
+	crashed := copyOpenDir(t, d, dir)
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{crashed, dir} {
+		if d, err = Open(dir, opts); err != nil {
+			t.Fatal(err)
+		}
+		check(d)
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // syncSpyFile is a file whose SyncData calls onSync first.
