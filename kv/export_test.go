@@ -18,5 +18,31 @@ func FullSizeMemTables(o *Options) *Options {
 	return o
 }
 
+// SmallWALMmapChunks makes the stores o opens map their WALs n bytes at a
+// time (rounded up to a page), not maxWALMmapChunk, for the external
+// tests whose records must cross mapped chunks often.
+func SmallWALMmapChunks(o *Options, n int64) *Options {
+	o.private.walMmapChunk = n
+	return o
+}
+
+// WALPastFirstMappedChunk reports whether d's WAL is mapped and holds
+// more than one mapped chunk's length of bytes, so that its writes have
+// crossed into another chunk.
+func WALPastFirstMappedChunk(d *DB) bool {
+	d.commit.mu.Lock()
+	defer d.commit.mu.Unlock()
+	if d.commit.log == nil {
+		return false
+	}
+	m, ok := d.commit.log.space.(*walMmapWriter)
+	if !ok {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.off > m.chunk
+}
+
 // TableFiles is tableFiles (compaction_test.go), for the external tests.
 var TableFiles = tableFiles

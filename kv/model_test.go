@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -77,12 +78,48 @@ func testModel(t *testing.T, capped bool) {
 	t.Logf("checked %d SetBounds, %d Clone and %d Refresh moves", bounds, clones, refreshes)
 }
 
+// TestDB_Model_Disk runs the model test on the disk (vfs.Default), whose
+// WAL the default mode memory-maps (wal_mmap.go): a page or two at a time
+// here, with memtables of 16 to 64 KiB, so that records, the Sync ones
+// the sink writes with pwrite(2) among them, cross mapped chunks all the
+// time. One seed in two writes the WAL in the background.
+func TestDB_Model_Disk(t *testing.T) {
+	seeds, steps := 3, 3000
+	if testing.Short() {
+		seeds, steps = 2, 1000
+	}
+	crossed := 0
+	forEachSeed(t, seeds, func(t *testing.T, seed uint64) {
+		r := newModelRunOn(t, seed, vfs.Default, filepath.Join(t.TempDir(), "db"), func(r *modelRun) {
+			r.opts.BackgroundWALWrites = r.rng.IntN(2) == 0
+			r.opts.MemTableSize = int64(16<<10 + r.rng.IntN(48<<10))
+			kv.SmallWALMmapChunks(r.opts, int64(1+r.rng.IntN(2))*4096)
+		})
+		defer r.closeAll()
+		if !kv.WALMapped(r.db) {
+			t.Skip("no mapped WAL on this file system")
+		}
+		for range steps {
+			r.step()
+			if kv.WALPastFirstMappedChunk(r.db) {
+				crossed++
+			}
+		}
+		r.checkFull()
+	})
+	t.Logf("the WAL was past its first mapped chunk after %d steps of %d", crossed, seeds*steps)
+	if !t.Failed() && !t.Skipped() && crossed < seeds*steps/10 {
+		t.Fatalf("the WAL's records were past its first mapped chunk after %d steps of %d: want a tenth", crossed, seeds*steps)
+	}
+}
+
 // modelRun is one seed's run: the DB, its model, and what is open on it.
 type modelRun struct {
 	t     *testing.T
 	seed  uint64
 	rng   *rand.Rand
 	fs    vfs.FS
+	dir   string // the store's directory on fs
 	opts  *kv.Options
 	db    *kv.DB
 	model map[string]string
@@ -135,7 +172,14 @@ func modelKey(i int) []byte {
 }
 
 func newModelRun(t *testing.T, seed uint64) *modelRun {
-	r := &modelRun{t: t, seed: seed, rng: newRand(seed), fs: vfs.NewMem(), model: map[string]string{}}
+	return newModelRunOn(t, seed, vfs.NewMem(), "db", nil)
+}
+
+// newModelRunOn starts the run of seed on the store in dir on fs, with
+// random options, which adjust, if not nil, changes before the first
+// Open.
+func newModelRunOn(t *testing.T, seed uint64, fs vfs.FS, dir string, adjust func(*modelRun)) *modelRun {
+	r := &modelRun{t: t, seed: seed, rng: newRand(seed), fs: fs, dir: dir, model: map[string]string{}}
 	r.opts = &kv.Options{
 		FS:                    r.fs,
 		MemTableSize:          int64(2<<10 + r.rng.IntN(14<<10)),
@@ -147,6 +191,9 @@ func newModelRun(t *testing.T, seed uint64) *modelRun {
 		BlockCacheSize:        int64(1 + r.rng.IntN(64<<10)),
 		MaxOpenFiles:          kv.MinMaxOpenFiles + r.rng.IntN(16),
 		MaxManifestFileSize:   int64(1 + r.rng.IntN(4<<10)),
+	}
+	if adjust != nil {
+		adjust(r)
 	}
 	shown := *r.opts
 	shown.FS = nil
@@ -183,7 +230,7 @@ func (r *modelRun) checkLeaks(err error, iters, snaps int) {
 }
 
 func (r *modelRun) open() {
-	db, err := kv.Open("db", r.opts)
+	db, err := kv.Open(r.dir, r.opts)
 	r.check(err, "Open")
 	r.db = db
 }

@@ -290,6 +290,9 @@ type Options struct {
 		// initialMemTableSize, for tests that need every write of a run
 		// in one memtable and one WAL.
 		fullSizeMemTables bool
+		// walMmapChunk, when positive, replaces maxWALMmapChunk, for
+		// tests whose records must cross a mapped WAL's chunks often.
+		walMmapChunk int64
 	}
 }
 

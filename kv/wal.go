@@ -89,7 +89,11 @@ func (d *DB) createWAL(num base.FileNum, memSize int64) (*walWriter, error) {
 // Options.BackgroundWALWrites a flusher goroutine writes them to dst.
 func (d *DB) newWALWriter(num base.FileNum, name string, f vfs.File, dst io.Writer, size, fileSize, memSize int64, recyclable bool) *walWriter {
 	l := &walWriter{num: num, name: name, file: f}
-	l.space = newWALSpace(d.opts.FS, f, dst, size, fileSize, walPreallocSize(memSize))
+	maxMapped := int64(maxWALMmapChunk)
+	if c := d.opts.private.walMmapChunk; c > 0 {
+		maxMapped = c
+	}
+	l.space = newWALSpace(d.opts.FS, f, dst, size, fileSize, walPreallocSize(memSize), maxMapped)
 	l.sink = newWALSink(l, size, &d.metrics)
 	var out io.Writer = l.sink
 	switch mapped, ok := l.space.(*walMmapWriter); {

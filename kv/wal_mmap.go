@@ -63,11 +63,12 @@ func (w *walPreallocWriter) close() error { return nil }
 var errWALMmapUnavailable = errors.New("kv: memory-mapped WAL not available on " + runtime.GOOS)
 
 // newWALSpace returns the writer of a WAL's bytes from file offset off on,
-// into f, fileSize bytes long now: a mapped one where fs and f allow it,
-// otherwise a walPreallocWriter writing through dst.
-func newWALSpace(fs vfs.FS, f vfs.File, dst io.Writer, off, fileSize, chunk int64) walSpace {
+// into f, fileSize bytes long now, preallocating chunk bytes at a time: a
+// mapped one where fs and f allow it, mapping at most maxMapped bytes at
+// a time, otherwise a walPreallocWriter writing through dst.
+func newWALSpace(fs vfs.FS, f vfs.File, dst io.Writer, off, fileSize, chunk, maxMapped int64) walSpace {
 	if fs == vfs.Default && f.Fd() != vfs.InvalidFd {
-		if m, err := newWALMmapWriter(f, off, min(chunk, maxWALMmapChunk), fallocate); err == nil {
+		if m, err := newWALMmapWriter(f, off, min(chunk, maxMapped), fallocate); err == nil {
 			return m
 		}
 	}
