@@ -2,6 +2,7 @@ package kv_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -82,13 +83,15 @@ func testModel(t *testing.T, capped bool) {
 // WAL the default mode memory-maps (wal_mmap.go): a page or two at a time
 // here, with memtables of 16 to 64 KiB, so that records, the Sync ones
 // the sink writes with pwrite(2) among them, cross mapped chunks all the
-// time. One seed in two writes the WAL in the background.
+// time. One seed in two writes the WAL in the background; the others
+// check a copy of the open store, every 300 steps, to hold every write
+// acknowledged (see crashCopy).
 func TestDB_Model_Disk(t *testing.T) {
 	seeds, steps := 3, 3000
 	if testing.Short() {
 		seeds, steps = 2, 1000
 	}
-	crossed := 0
+	mapped, crossed, copies, wantCopies := 0, 0, 0, 0
 	forEachSeed(t, seeds, func(t *testing.T, seed uint64) {
 		r := newModelRunOn(t, seed, vfs.Default, filepath.Join(t.TempDir(), "db"), func(r *modelRun) {
 			r.opts.BackgroundWALWrites = r.rng.IntN(2) == 0
@@ -99,17 +102,31 @@ func TestDB_Model_Disk(t *testing.T) {
 		if !kv.WALMapped(r.db) {
 			t.Skip("no mapped WAL on this file system")
 		}
-		for range steps {
+		mapped++
+		if !r.opts.BackgroundWALWrites {
+			wantCopies += steps / 300
+		}
+		for i := range steps {
 			r.step()
 			if kv.WALPastFirstMappedChunk(r.db) {
 				crossed++
 			}
+			if i%300 == 299 && !r.opts.BackgroundWALWrites {
+				r.crashCopy()
+				copies++
+			}
 		}
 		r.checkFull()
 	})
-	t.Logf("the WAL was past its first mapped chunk after %d steps of %d", crossed, seeds*steps)
-	if !t.Failed() && !t.Skipped() && crossed < seeds*steps/10 {
-		t.Fatalf("the WAL's records were past its first mapped chunk after %d steps of %d: want a tenth", crossed, seeds*steps)
+	t.Logf("the WAL was past its first mapped chunk after %d steps of %d; %d crash copies checked", crossed, mapped*steps, copies)
+	if t.Failed() || mapped == 0 {
+		return // no seed ran on a mapped WAL: each skipped, saying why
+	}
+	if crossed < mapped*steps/10 {
+		t.Fatalf("the WAL's records were past its first mapped chunk after %d steps of %d: want a tenth", crossed, mapped*steps)
+	}
+	if copies != wantCopies {
+		t.Fatalf("%d crash copies checked, want %d", copies, wantCopies)
 	}
 }
 
@@ -696,15 +713,41 @@ func (r *modelRun) metrics() {
 // a Get of every key of the key space.
 func (r *modelRun) checkFull() {
 	r.log.add("full check")
-	it, err := r.db.NewIter(nil)
-	r.check(err, "NewIter")
+	r.checkStore(r.db, "")
+}
+
+// checkStore checks that db holds the model, through a full scan and a
+// Get of every key; what names it in failures, "" for the run's DB.
+func (r *modelRun) checkStore(db *kv.DB, what string) {
+	it, err := db.NewIter(nil)
+	r.check(err, what+"NewIter")
 	if msg := scanBoth(it, newIterModel(r.model, nil)); msg != "" {
-		r.fatalf("full scan: %s", msg)
+		r.fatalf("%sfull scan: %s", what, msg)
 	}
-	r.check(it.Close(), "Iterator.Close")
+	r.check(it.Close(), what+"Iterator.Close")
 	for i := 0; i < modelKeys; i++ {
-		r.checkGet("Get", r.db.Get, r.model, modelKey(i))
+		r.checkGet(what+"Get", db.Get, r.model, modelKey(i))
 	}
+}
+
+// crashCopy copies the files of the open DB, once its background work is
+// done, into a new directory on the disk: what a crash of the process
+// leaves, the NoSync writes of the mapped WAL's pages included. The copy
+// opens to hold every write acknowledged (the default mode's promise),
+// then is closed.
+func (r *modelRun) crashCopy() {
+	r.log.add("crash copy")
+	r.check(r.db.WaitIdle(context.Background()), "WaitIdle")
+	dst := r.t.TempDir()
+	names, err := r.fs.List(r.dir)
+	r.check(err, "List")
+	for _, name := range names {
+		r.check(vfs.Copy(r.fs, r.fs.PathJoin(r.dir, name), r.fs.PathJoin(dst, name)), "copying "+name)
+	}
+	db, err := kv.Open(dst, r.opts)
+	r.check(err, "Open of the crash copy")
+	r.checkStore(db, "crash copy: ")
+	r.check(db.Close(), "Close of the crash copy")
 }
 
 // closeAll releases what the run holds, checking that the DB closes
