@@ -12,6 +12,7 @@ import (
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/sstable"
+	"github.com/cockroachdb/pebble/vfs"
 )
 
 // TestCommitPipeline_PublishOrder runs writers that commit batches at
@@ -30,11 +31,24 @@ import (
 //     at an older batch.
 //
 // Memtables are small, so rotations and flushes run while batches are
-// inserted. Both WAL modes; run it under -race.
+// inserted. Both WAL modes in memory, and the default mode on the disk,
+// whose WAL is mapped a page at a time (wal_mmap.go), so that the
+// writers' records, copied into the mapping or written by the sink,
+// cross chunks all the time; a copy of that store, what a crash of the
+// process leaves, must then hold every batch. Run it under -race.
 func TestCommitPipeline_PublishOrder(t *testing.T) {
-	for _, background := range []bool{false, true} {
-		t.Run(fmt.Sprintf("BackgroundWALWrites=%v", background), func(t *testing.T) {
-			testPublishOrder(t, background)
+	for _, tc := range []struct {
+		name   string
+		opts   *Options
+		onDisk bool
+	}{
+		{"BackgroundWALWrites=false", &Options{}, false},
+		{"BackgroundWALWrites=true", &Options{BackgroundWALWrites: true}, false},
+		{"mapped", &Options{FS: vfs.Default}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.opts.MemTableSize = 64 << 10
+			testPublishOrder(t, tc.opts, tc.onDisk)
 		})
 	}
 }
@@ -44,8 +58,22 @@ const (
 	orderKeys    = 5 // keys per writer, all set by each of its batches
 )
 
-func testPublishOrder(t *testing.T, background bool) {
-	d, _ := openMem(t, &Options{MemTableSize: 64 << 10, BackgroundWALWrites: background})
+func testPublishOrder(t *testing.T, opts *Options, onDisk bool) {
+	var d *DB
+	dir := t.TempDir()
+	if onDisk {
+		opts.private.walMmapChunk = int64(pageSize)
+		var err error
+		if d, err = Open(dir, opts); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := d.commit.log.space.(*walMmapWriter); !ok {
+			d.Close()
+			t.Skipf("no mapped WAL here: writer %T", d.commit.log.space)
+		}
+	} else {
+		d, _ = openMem(t, opts)
+	}
 	defer d.Close()
 	batches := 400
 	if testing.Short() {
@@ -100,6 +128,22 @@ func testPublishOrder(t *testing.T, background bool) {
 		t.Fatalf("readers checked only %d views", views.Load())
 	}
 	t.Logf("%d views checked, %d flushes", views.Load(), d.Metrics().Flush.Count)
+	if onDisk {
+		c, err := Open(copyOpenDir(t, d, dir), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		var last [orderWriters]int64
+		if err := checkOrderView(c, &last); err != nil {
+			t.Fatalf("the crash copy: %v", err)
+		}
+		for w := range orderWriters {
+			if last[w] != int64(batches) {
+				t.Fatalf("the crash copy: writer %d at batch %d, want %d", w, last[w], batches)
+			}
+		}
+	}
 }
 
 // orderWriter commits writer w's batches 1..batches, each setting w's
