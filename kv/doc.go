@@ -73,7 +73,10 @@
 // failed flush, compaction or MANIFEST update, stops the DB from accepting
 // writes for good (whether the failed write reached the disk is unknown, so
 // nothing after it may be acknowledged); reads go on, and Close reports the
-// error. Reopening the store recovers every acknowledged write (with
+// error. A write refused once the failure is recorded never reaches the
+// WAL; the failed write, and one committing alongside it when it failed,
+// may (each was refused, and may be found after a reopen). Reopening the
+// store recovers every acknowledged write (with
 // BackgroundWALWrites, a failed background write of the WAL loses the
 // NoSync writes acknowledged after its bytes were buffered, and no Sync
 // write succeeds after it).

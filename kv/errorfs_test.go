@@ -234,8 +234,18 @@ func TestErrorFS_Close(t *testing.T) {
 // TestErrorFS_WALSyncFailure fails the fsync of a Sync write: the write
 // fails, and so does every later write, Flush and Close, while reads go on.
 // A reopen shows every write acknowledged before, the failed one perhaps,
-// and none after.
+// and none after. Both WAL modes: with BackgroundWALWrites, the later
+// NoSync writes must be refused before their records reach the WAL's
+// writer, not only be kept from view.
 func TestErrorFS_WALSyncFailure(t *testing.T) {
+	for _, background := range []bool{false, true} {
+		t.Run(fmt.Sprintf("BackgroundWALWrites=%v", background), func(t *testing.T) {
+			testWALSyncFailure(t, background)
+		})
+	}
+}
+
+func testWALSyncFailure(t *testing.T, background bool) {
 	mem := vfs.NewMem()
 	var failSync atomic.Bool
 	inj := errorfs.InjectorFunc(func(op errorfs.Op, path string) error {
@@ -244,7 +254,9 @@ func TestErrorFS_WALSyncFailure(t *testing.T) {
 		}
 		return nil
 	})
-	db, err := kv.Open("db", faultOpts(wrapFaults(mem, inj)))
+	opts := faultOpts(wrapFaults(mem, inj))
+	opts.BackgroundWALWrites = background
+	db, err := kv.Open("db", opts)
 	if err != nil {
 		t.Fatal(err)
 	}

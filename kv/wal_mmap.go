@@ -431,12 +431,15 @@ func (w *walMmapWriter) unmap() error {
 // that follow have only data to write (see walPreallocWriter): the
 // allocated space past the last write is allocated but not yet written,
 // and the first sync after a write into such blocks records them as
-// written.
+// written. It fills no further than the space allocated: past it the
+// zeros would extend the file, and on a full disk fail a sync whose
+// records are all in allocated space. The allocation of the next chunk
+// extends it, and fails the write that needs it.
 func (w *walMmapWriter) fillAhead() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.fill.off, w.fill.filled = w.off, max(w.fill.filled, w.off)
-	return w.fill.fillAhead()
+	return w.fill.fillAheadWithin(w.allocated)
 }
 
 // close removes the mapping. The file keeps its allocated length, zeros

@@ -218,6 +218,40 @@ func TestWALMmapWriter_WrittenThroughPastChunk(t *testing.T) {
 	closeAndCheckRecords(t, name, f, w, n)
 }
 
+// TestWALMmapWriter_FillsWithinAllocation: before a sync, a mapped WAL
+// zero-fills ahead of its writes within the space it allocated, and never
+// past it, where the zeros would extend the file and, on a full disk,
+// fail a sync whose records are all in allocated space.
+func TestWALMmapWriter_FillsWithinAllocation(t *testing.T) {
+	name, _, w := createMappedWAL(t, 16<<10, fallocate)
+	lw := record.NewRecyclableWriterAt(w, 0, 1)
+	for i := 0; w.allocated-w.off > 1<<10; i++ {
+		if _, err := lw.WriteRecord([]byte(fmt.Sprintf("record %d", i))); err != nil {
+			t.Fatal(err)
+		}
+		if err := lw.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	allocated := w.allocated
+	if err := w.fillAhead(); err != nil {
+		t.Fatal(err)
+	}
+	if w.fill.filled != allocated {
+		t.Fatalf("zeros written up to %d, want up to the allocation's end %d", w.fill.filled, allocated)
+	}
+	st, err := vfs.Default.Stat(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() != allocated {
+		t.Fatalf("the file is %d bytes after filling ahead, want the %d allocated", st.Size(), allocated)
+	}
+	if err := w.close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestWALMmapWriter_AllocationFails: when the file's space cannot be
 // allocated (a full disk), Write returns an error wrapping the cause, and
 // what was written before stays readable.

@@ -2,6 +2,7 @@ package kv
 
 import (
 	"io"
+	"math"
 	"sync"
 
 	"github.com/bloomkv/bloomkv/internal/base"
@@ -177,13 +178,19 @@ func (w *walPreallocWriter) Write(p []byte) (int, error) {
 // the end. Called before a sync, once every byte to sync is written;
 // bytes written after it overwrite its zeros.
 func (w *walPreallocWriter) fillAhead() error {
+	return w.fillAheadWithin(math.MaxInt64)
+}
+
+// fillAheadWithin is fillAhead, writing no zeros at or past file offset
+// limit.
+func (w *walPreallocWriter) fillAheadWithin(limit int64) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	ahead := min(w.chunk, maxFillAhead)
 	if w.filled-w.off >= ahead/2 {
 		return nil
 	}
-	for end := w.off + ahead; w.filled < end; {
+	for end := min(w.off+ahead, limit); w.filled < end; {
 		n, err := w.file.WriteAt(zeros[:min(int64(len(zeros)), end-w.filled)], w.filled)
 		w.filled += int64(n)
 		if err != nil {

@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -36,6 +37,11 @@ import (
 type walSink struct {
 	l *walWriter
 	m *dbMetrics
+	// stop is the commit pipeline's sticky error, set when a write or
+	// sync fails, before any writer hears of it: no record is appended
+	// after the failure, none reaches the file (BackgroundWALWrites'
+	// flusher would write it), and no later write is acknowledged.
+	stop *stickyError
 
 	mu   sync.Mutex
 	cond sync.Cond // signalled when a writer finishes its write and sync
@@ -62,9 +68,9 @@ type walSink struct {
 const maxSinkBuffer = 1 << 20
 
 // newWALSink returns the sink of l, whose stream has size bytes in the
-// file already.
-func newWALSink(l *walWriter, size int64, m *dbMetrics) *walSink {
-	s := &walSink{l: l, m: m, appended: size, written: size, synced: -1, wantSync: -1}
+// file already, which records its failure in stop.
+func newWALSink(l *walWriter, size int64, m *dbMetrics, stop *stickyError) *walSink {
+	s := &walSink{l: l, m: m, stop: stop, appended: size, written: size, synced: -1, wantSync: -1}
 	s.cond.L = &s.mu
 	s.idle.Store(true)
 	return s
@@ -174,6 +180,7 @@ func (s *walSink) writeOutLocked() {
 	}
 	if err != nil {
 		s.err = err
+		s.stop.set(walFailed(err))
 	} else {
 		s.written = max(s.written, target)
 		s.idle.Store(s.written == s.appended)
@@ -186,4 +193,10 @@ func (s *walSink) writeOutLocked() {
 		}
 	}
 	s.cond.Broadcast()
+}
+
+// walFailed is the error that stops writes after err, a failed write or
+// sync of the WAL.
+func walFailed(err error) error {
+	return fmt.Errorf("kv: WAL write failed, the DB accepts no more writes: %w", err)
 }

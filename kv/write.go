@@ -224,7 +224,7 @@ func (p *commitPipeline) run(d *DB, w *writer) (err error) {
 	defer mem.writers.Done()
 	if !w.copied {
 		if err := log.sink.wait(end, w.sync); err != nil {
-			return fmt.Errorf("kv: WAL write failed, the DB accepts no more writes: %w", err)
+			return p.err.set(walFailed(err)) // the sink's, set already
 		}
 	}
 	if err := p.insert(mem, w); err != nil {
@@ -320,7 +320,7 @@ func (p *commitPipeline) reserveLocked(d *DB, w *writer) (*memTable, *walWriter,
 	b.setSeqNum(seq + 1)
 	end, copied, err := p.log.append(b.data, w.sync, &d.metrics)
 	if err != nil {
-		return nil, nil, 0, p.err.set(fmt.Errorf("kv: WAL write failed, the DB accepts no more writes: %w", err))
+		return nil, nil, 0, p.err.set(walFailed(err))
 	}
 	p.logSeq = seq + base.SeqNum(b.Count())
 	w.lastSeq, w.copied = p.logSeq, copied
