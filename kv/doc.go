@@ -239,7 +239,11 @@
 //
 // # Recovery
 //
-// Open reads CURRENT and replays the MANIFEST's edits into a Version; an
+// Open reads CURRENT and replays the MANIFEST's edits into a Version. A
+// directory without CURRENT opens as a new store (replaying any WAL it
+// holds), unless it holds a table or a MANIFEST that records tables: that
+// is a store whose CURRENT is lost, refused as corruption, since a new
+// store would start without its tables and delete them. An
 // edit that contradicts the ones before it (a table added twice, a
 // deleted table that is absent, a file number at or above the next one,
 // seqnums above the last one, overlapping tables in L1+) is corruption

@@ -1,10 +1,13 @@
 package kv
 
 import (
+	"errors"
 	"fmt"
+	"io"
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/internal/record"
 )
 
 // Recovery at Open follows the contract drawn under Recovery in the
@@ -52,6 +55,11 @@ func (d *DB) recover() error {
 	if err != nil {
 		return fmt.Errorf("kv: listing %s: %w", d.dirname, err)
 	}
+	if !exists {
+		if err := d.checkNoStoreLeft(names); err != nil {
+			return err
+		}
+	}
 	if err := d.checkTablesPresent(names); err != nil {
 		return err
 	}
@@ -65,6 +73,60 @@ func (d *DB) recover() error {
 		return err
 	}
 	return d.startFresh(rec)
+}
+
+// checkNoStoreLeft, for a directory without CURRENT, reports the files of
+// a store whose CURRENT is lost that opening it as a new store would
+// drop: a table (deleted as obsolete), or a MANIFEST that records tables
+// (forgotten). Its WALs alone do not count: a new store replays every WAL
+// it finds, and loses none of their writes. A store whose first Open
+// crashed before writing CURRENT leaves neither (its MANIFEST records an
+// empty store), and opens as new.
+func (d *DB) checkNoStoreLeft(names []string) error {
+	for _, name := range names {
+		typ, _, ok := base.ParseFilename(name)
+		if !ok {
+			continue
+		}
+		holds := typ == base.FileTypeTable
+		if typ == base.FileTypeManifest {
+			var err error
+			if holds, err = d.manifestRecordsTables(name); err != nil {
+				return err
+			}
+		}
+		if holds {
+			return base.CorruptionErrorf("kv: %s has no CURRENT, but %s holds a store's tables: its CURRENT is lost (opened as a new store, it would start without them and delete them)",
+				d.dirname, name)
+		}
+	}
+	return nil
+}
+
+// manifestRecordsTables reports whether MANIFEST name records a table, or
+// is damaged (and might).
+func (d *DB) manifestRecordsTables(name string) (bool, error) {
+	f, err := d.fs.Open(d.path(name))
+	if err != nil {
+		return false, fmt.Errorf("kv: opening %s: %w", name, err)
+	}
+	defer f.Close()
+	r := record.NewReader(f, name)
+	for {
+		rec, err := r.Next()
+		switch {
+		case errors.Is(err, io.EOF):
+			return false, nil
+		case errors.Is(err, base.ErrCorruption):
+			return true, nil
+		case err != nil:
+			return false, fmt.Errorf("kv: reading %s: %w", name, err)
+		}
+		e := &manifest.VersionEdit{}
+		if e.Decode(rec) != nil || len(e.NewFiles) > 0 {
+			return true, nil
+		}
+	}
 }
 
 // checkTablesPresent reports a table of the current Version whose file is

@@ -317,3 +317,86 @@ func openCompacted(t *testing.T, o *Options) (*DB, vfs.FS) {
 	}
 	return d, fs
 }
+
+// TestRecovery_LostCurrent: a store whose CURRENT is lost, with its
+// tables or a MANIFEST that records them, is refused with an error
+// wrapping ErrCorruption that names such a file, and keeps every file:
+// opened as new, it would start without its tables and delete them. A
+// directory holding only what a first Open that crashed before writing
+// CURRENT leaves (an empty WAL, a MANIFEST of an empty store) opens as a
+// new store, and so does one of WALs alone, whose writes the new store
+// replays.
+func TestRecovery_LostCurrent(t *testing.T) {
+	current := base.MakeFilename(base.FileTypeCurrent, 0)
+	// lose removes CURRENT from the store of openCompacted, with one
+	// write more in its WAL, and every file but the LOCK and those of
+	// type keep; it returns the files left.
+	lose := func(t *testing.T, keep base.FileType) (vfs.FS, []string) {
+		d, fs := openCompacted(t, &Options{})
+		must(t, d.Set([]byte("in-wal"), []byte("v"), Sync))
+		must(t, d.Close())
+		must(t, fs.Remove(fs.PathJoin("db", current)))
+		names, err := fs.List("db")
+		must(t, err)
+		var kept []string
+		for _, name := range names {
+			if typ, _, ok := base.ParseFilename(name); ok && typ != keep && typ != base.FileTypeLock {
+				must(t, fs.Remove(fs.PathJoin("db", name)))
+			} else {
+				kept = append(kept, name)
+			}
+		}
+		slices.Sort(kept)
+		return fs, kept
+	}
+	for _, tc := range []struct {
+		name string
+		keep base.FileType
+	}{{"tables", base.FileTypeTable}, {"manifest", base.FileTypeManifest}} {
+		keep := tc.keep
+		t.Run(tc.name, func(t *testing.T) {
+			fs, kept := lose(t, keep)
+			_, err := Open("db", &Options{FS: fs})
+			if !errors.Is(err, ErrCorruption) || !strings.Contains(err.Error(), "CURRENT is lost") {
+				t.Fatalf("Open without CURRENT: %v, want corruption saying CURRENT is lost", err)
+			}
+			named := false
+			for _, name := range kept {
+				if typ, _, _ := base.ParseFilename(name); typ == keep && strings.Contains(err.Error(), name) {
+					named = true
+				}
+			}
+			if !named {
+				t.Fatalf("Open without CURRENT: %v, want it to name one of %v", err, kept)
+			}
+			after, err := fs.List("db")
+			must(t, err)
+			slices.Sort(after)
+			if !slices.Equal(after, kept) {
+				t.Fatalf("files after the refused Open: %v, want %v", after, kept)
+			}
+		})
+	}
+	t.Run("wals", func(t *testing.T) {
+		fs, _ := lose(t, base.FileTypeLog)
+		d, err := Open("db", &Options{FS: fs})
+		if err != nil {
+			t.Fatalf("Open of WALs alone: %v", err)
+		}
+		defer d.Close()
+		if got, err := d.Get([]byte("in-wal")); err != nil || string(got) != "v" {
+			t.Fatalf("the WAL's write after Open: %q, %v", got, err)
+		}
+	})
+	t.Run("crashed-create", func(t *testing.T) {
+		d, fs := openMem(t, &Options{})
+		must(t, d.Close())
+		must(t, fs.Remove(fs.PathJoin("db", current)))
+		d, err := Open("db", &Options{FS: fs})
+		if err != nil {
+			t.Fatalf("Open of a store whose creation stopped before CURRENT: %v", err)
+		}
+		must(t, d.Set([]byte("k"), []byte("v"), Sync))
+		must(t, d.Close())
+	})
+}
