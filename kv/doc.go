@@ -314,8 +314,14 @@
 // MANIFEST edit is followed by an empty record, and a WAL by an empty batch
 // at Close and when the memtable moves to a new WAL, synced with it. Damage
 // to any edit or batch is then followed by a valid record, and only damage
-// to the seal, which loses nothing, reads as a torn tail. One case is left:
-// the last records of a WAL still being written at a crash are not sealed,
-// so damage to them after the crash reads as a torn tail, as it does in
+// to the seal, which loses nothing, reads as a torn tail. The seal is
+// synced before the next WAL takes a write, so a WAL that lacks it while a
+// later WAL holds records was cut short or damaged: corruption naming it,
+// not a torn tail with the later WAL's writes replayed over the ones lost.
+// A WAL left unsealed by a crash is continued by the next Open when it
+// ends cleanly, and otherwise made obsolete by writing its writes to
+// tables, so no later WAL finds it live. One case is left: the last
+// records of a WAL still being written at a crash are not sealed, so
+// damage to them after the crash reads as a torn tail, as it does in
 // LevelDB and Pebble.
 package kv

@@ -68,11 +68,31 @@ func (d *DB) recover() error {
 			vs.markFileNumUsed(n)
 		}
 	}
-	rec, err := d.replayWALs(walNums(names, vs.logNum))
+	nums := walNums(names, vs.logNum)
+	if err := d.checkLogNumWAL(nums); err != nil {
+		return err
+	}
+	rec, err := d.replayWALs(nums)
 	if err != nil {
 		return err
 	}
 	return d.startFresh(rec)
+}
+
+// checkLogNumWAL reports the WAL the MANIFEST's log number names missing
+// from nums, the WALs found from it on. The log number is the first WAL of
+// the oldest memtable not in tables, created (and its directory entry
+// synced) before any MANIFEST names it, and retired only once the log
+// number has passed it: it is there, whether or not it holds writes,
+// unless something deleted it and the writes it held. Checked for the
+// stores this version wrote (their WALs recyclable, see walFormat).
+func (d *DB) checkLogNumWAL(nums []base.FileNum) error {
+	vs := &d.mu.versions
+	if vs.logNum == 0 || vs.walFormat(vs.logNum) != record.RecyclableFormat || (len(nums) > 0 && nums[0] == vs.logNum) {
+		return nil
+	}
+	return base.CorruptionErrorf("kv: WAL %s, the first whose writes the MANIFEST says are not in tables, is missing",
+		base.MakeFilename(base.FileTypeLog, vs.logNum))
 }
 
 // checkNoStoreLeft, for a directory without CURRENT, reports the files of
@@ -155,15 +175,24 @@ func (d *DB) replayWALs(nums []base.FileNum) (*recovered, error) {
 		lastSeq: d.mu.versions.lastSeq,
 	}
 	// unwritten is the WAL whose replay stopped at pages never written,
-	// with records after them, if one did (see below).
-	var unwritten *recordPos
+	// with records after them, if one did (see below); unsealed is a WAL
+	// replayed that holds records and does not end in a seal, if one
+	// does, and unsealedNum its number.
+	var unwritten, unsealed *recordPos
+	var unsealedNum base.FileNum
 	for _, num := range nums {
 		rec.sealed = false
+		records := false
 		tail, err := d.replayWAL(num, func(batch []byte, where recordPos) error {
 			if unwritten != nil {
 				return base.CorruptionErrorf("kv: %s: a record after %s, where pages were never written: that WAL was synced before this one was written, so its damage is not a crash's",
 					where, *unwritten)
 			}
+			if unsealed != nil {
+				return base.CorruptionErrorf("kv: %s: a record after the end of %s, which lacks its seal: a WAL is sealed and synced before the next one is written, so that one was cut short or damaged",
+					where, *unsealed)
+			}
+			records = true
 			rec.sealed = isSeal(batch)
 			return d.replayBatch(rec, batch, where)
 		})
@@ -172,6 +201,14 @@ func (d *DB) replayWALs(nums []base.FileNum) (*recovered, error) {
 		}
 		rec.mem.logs = append(rec.mem.logs, num)
 		rec.tail = tail
+		// A WAL this version wrote (recyclable, see walFormat) that holds
+		// records is sealed before the next WAL takes any, unless it was
+		// the last at a crash; then Open either continues it, or makes it
+		// obsolete (see below).
+		if records && !rec.sealed && d.mu.versions.walFormat(num) == record.RecyclableFormat {
+			unsealed = &recordPos{"WAL " + base.MakeFilename(base.FileTypeLog, num), tail.end}
+			unsealedNum = num
+		}
 		if tail.unwritten {
 			// The WAL being written when the machine crashed: its pages
 			// not yet synced reached the disk in any order, and some
@@ -185,6 +222,15 @@ func (d *DB) replayWALs(nums []base.FileNum) (*recovered, error) {
 			d.logf("kv: %s: pages never written by the file system (a crash of the machine); the records after them, from offset %d on, were never synced and are dropped",
 				*unwritten, tail.resume)
 		}
+	}
+	if unsealed != nil && (unsealedNum != nums[len(nums)-1] || !rec.tail.clean) {
+		// The unsealed WAL (followed by empty ones only, or none) is not
+		// the one new writes continue (see openLogForRecovered): the
+		// last, when it ends cleanly. A crash left it so: in mid-append,
+		// or in a switch to a new WAL before its seal was synced. Its
+		// writes go to tables, so that no WAL written after it finds it
+		// live, and unsealed, before it.
+		rec.flushed = true
 	}
 	if rec.flushed {
 		if err := d.flushRecovered(rec); err != nil {

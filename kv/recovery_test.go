@@ -400,3 +400,97 @@ func TestRecovery_LostCurrent(t *testing.T) {
 		must(t, d.Close())
 	})
 }
+
+// TestRecovery_UnsealedWALBeforeWrites: a WAL is sealed and synced before
+// the next one takes a write, so a live WAL that lacks its seal while a
+// later one holds records was cut short or damaged, not left by a crash:
+// Open refuses it with corruption naming that WAL, rather than replay the
+// later WAL's writes over the ones lost. Intact, the same files open, with
+// every write.
+func TestRecovery_UnsealedWALBeforeWrites(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cut  func(offs []int64) int64 // where the live WAL is cut, given its records' offsets
+	}{
+		{"intact", nil},
+		{"seal cut off", func(offs []int64) int64 { return offs[len(offs)-1] }},
+		{"last batch cut short", func(offs []int64) int64 { return offs[len(offs)-2] + 5 }},
+		{"cut to its first batch", func(offs []int64) int64 { return offs[1] }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, fs := openMem(t, &Options{})
+			for _, k := range []string{"a", "b", "c"} {
+				must(t, d.Set([]byte(k), []byte("v-"+k), Sync))
+			}
+			must(t, d.Close())
+			wal := liveWAL(t, fs)
+			data := readFile(t, fs, "db/"+wal)
+			_, num, _ := base.ParseFilename(wal)
+			r := record.NewLogReader(bytes.NewReader(data), wal, uint32(num), record.DetectFormat)
+			var offs []int64
+			for {
+				rec, err := r.Next()
+				if err != nil {
+					break
+				}
+				offs = append(offs, r.Offset())
+				if isSeal(rec) && len(offs) != 4 {
+					t.Fatalf("WAL %s: a seal at record %d, want it after the three writes", wal, len(offs))
+				}
+			}
+			if len(offs) != 4 {
+				t.Fatalf("WAL %s holds %d records, want three writes and a seal", wal, len(offs))
+			}
+			writeFile(t, fs, "db/000900.log", nil)
+			appendRecords(t, fs, "db/000900.log", encodedBatch(4, "d"))
+			if tc.cut == nil {
+				d, err := Open("db", &Options{FS: fs})
+				must(t, err)
+				defer d.Close()
+				for _, k := range []string{"a", "b", "c", "d"} {
+					if got, err := d.Get([]byte(k)); err != nil || string(got) != "v-"+k {
+						t.Fatalf("Get(%q) = %q, %v", k, got, err)
+					}
+				}
+				return
+			}
+			writeFile(t, fs, "db/"+wal, data[:tc.cut(offs)])
+			_, err := Open("db", &Options{FS: fs})
+			if !errors.Is(err, ErrCorruption) || !strings.Contains(err.Error(), wal+": offset") ||
+				!strings.Contains(err.Error(), "lacks its seal") {
+				t.Fatalf("Open with %s cut and a later WAL written: %v, want corruption naming %s as lacking its seal", wal, err, wal)
+			}
+		})
+	}
+}
+
+// TestRecovery_LogNumWALMissing: the WAL the MANIFEST's log number names
+// is there from before the MANIFEST names it until the log number passes
+// it, so a store without it lost it, and the writes it may hold: Open
+// refuses it with corruption naming the WAL, rather than open without
+// them. With the WAL there, the store opens with every write.
+func TestRecovery_LogNumWALMissing(t *testing.T) {
+	for _, remove := range []bool{false, true} {
+		t.Run(fmt.Sprintf("removed=%v", remove), func(t *testing.T) {
+			d, fs := openCompacted(t, &Options{})
+			must(t, d.Set([]byte("in-wal"), []byte("v"), Sync))
+			must(t, d.Close())
+			wal := liveWAL(t, fs)
+			if remove {
+				must(t, fs.Remove("db/"+wal))
+			}
+			d, err := Open("db", &Options{FS: fs})
+			if remove {
+				if !errors.Is(err, ErrCorruption) || !strings.Contains(err.Error(), "WAL "+wal) {
+					t.Fatalf("Open without WAL %s: %v, want corruption naming it", wal, err)
+				}
+				return
+			}
+			must(t, err)
+			defer d.Close()
+			if got, err := d.Get([]byte("in-wal")); err != nil || string(got) != "v" {
+				t.Fatalf("Get(in-wal) = %q, %v", got, err)
+			}
+		})
+	}
+}
