@@ -301,9 +301,10 @@
 //     names the file and the offset. That is damage followed by any valid
 //     record of the same log; a WAL whose chunks are not in the format the
 //     MANIFEST records for it; a CURRENT that does not name an existing
-//     MANIFEST; a table block or footer that fails its checksum or does not
-//     decode (met by Open, or by the read that reaches it); and contents
-//     that contradict each other (see above).
+//     MANIFEST; a missing WAL that the MANIFEST's log number names; a table
+//     block or footer that fails its checksum or does not decode (met by
+//     Open, or by the read that reaches it); and contents that contradict
+//     each other (see above).
 //
 // Two things keep one flipped bit from passing for a torn tail. First, a
 // log's format never rests on a byte of the log: the MANIFEST records from
