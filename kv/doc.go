@@ -293,7 +293,9 @@
 //     before them: the replay stops at the damage, Options.Logger is
 //     told, and Open writes the replayed writes to L0 and retires the
 //     WAL. A WAL written after it with records of its own makes it
-//     corruption. A page never written within one chunk of a record of
+//     corruption, and so does a seal after the damage (the seal was
+//     synced with every page before it). A page never written within one
+//     chunk of a record of
 //     several pages, and a page of a recycled file that holds no whole
 //     chunk of the earlier log, cannot be told from damage (a record may
 //     hold pages of zeros), and are corruption too.

@@ -16,9 +16,9 @@ import (
 // several pages, copies the store as a crash of the machine would leave
 // it if one page of the WAL never reached the disk (zeros where the file
 // system never wrote it), and returns the copy, the WAL's name, the
-// number of keys written and how many of their records, one each, end
-// before the page.
-func crashWithUnwrittenPage(t *testing.T) (crashed vfs.FS, wal string, keys, before int) {
+// number of keys written, how many of their records, one each, end
+// before the page, and where the last of those ends.
+func crashWithUnwrittenPage(t *testing.T) (crashed vfs.FS, wal string, keys, before int, end int64) {
 	t.Helper()
 	fs := vfs.NewMem()
 	d, err := Open("db", &Options{FS: fs})
@@ -42,12 +42,12 @@ func crashWithUnwrittenPage(t *testing.T) (crashed vfs.FS, wal string, keys, bef
 			break
 		}
 		if r.End() <= 3*page {
-			before++
+			before, end = before+1, r.End()
 		}
 	}
 	clear(data[3*page : 4*page])
 	writeFile(t, crashed, wal, data)
-	return crashed, wal, n, before
+	return crashed, wal, n, before, end
 }
 
 // TestRecover_UnwrittenWALPage: a page of the WAL being written that the
@@ -56,7 +56,7 @@ func crashWithUnwrittenPage(t *testing.T) (crashed vfs.FS, wal string, keys, bef
 // prefix of the history), says so through Options.Logger, and the store
 // reopens cleanly after new writes.
 func TestRecover_UnwrittenWALPage(t *testing.T) {
-	fs, wal, n, before := crashWithUnwrittenPage(t)
+	fs, wal, n, before, end := crashWithUnwrittenPage(t)
 	var logged []string
 	logger := LoggerFunc(func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) })
 	d, err := Open("db", &Options{FS: fs, Logger: logger})
@@ -84,8 +84,9 @@ func TestRecover_UnwrittenWALPage(t *testing.T) {
 	if k != before || k == 0 || k == n {
 		t.Fatalf("recovered %d of %d keys, want the %d whose records end before the unwritten page", k, n, before)
 	}
-	if len(logged) != 1 || !strings.Contains(logged[0], "never written") || !strings.Contains(logged[0], wal[len("db/"):]) {
-		t.Fatalf("logged %q, want one message on the unwritten pages of %s", logged, wal)
+	if len(logged) != 1 || !strings.Contains(logged[0], "never written") ||
+		!strings.Contains(logged[0], fmt.Sprintf("%s: offset %d:", wal[len("db/"):], end)) {
+		t.Fatalf("logged %q, want one message on the unwritten pages of %s, after the record ending at %d", logged, wal, end)
 	}
 	if err := d.Set([]byte("after"), []byte("crash"), Sync); err != nil {
 		t.Fatal(err)
@@ -111,7 +112,7 @@ func TestRecover_UnwrittenWALPage(t *testing.T) {
 // followed by a WAL with records of its own is corruption: a WAL is
 // synced before the next one is written, so its damage is no crash's.
 func TestRecover_UnwrittenWALPageThenRecords(t *testing.T) {
-	fs, wal, _, _ := crashWithUnwrittenPage(t)
+	fs, wal, _, _, _ := crashWithUnwrittenPage(t)
 	names, err := fs.List("db")
 	if err != nil {
 		t.Fatal(err)
@@ -147,5 +148,32 @@ func TestRecover_UnwrittenWALPageThenRecords(t *testing.T) {
 	requireNamedCorruption(t, err, "a later WAL's record", later)
 	if !strings.Contains(err.Error(), wal[len("db/"):]) {
 		t.Fatalf("error %q does not name %s", err, wal)
+	}
+}
+
+// TestRecover_UnwrittenPageBeforeSeal: a page of zeros in a WAL that a
+// seal follows is damage, not a page a crash left unwritten: the seal was
+// synced with every page before it. Open refuses it with corruption naming
+// the WAL, rather than drop the synced writes after the page.
+func TestRecover_UnwrittenPageBeforeSeal(t *testing.T) {
+	fs := vfs.NewMem()
+	d, err := Open("db", &Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wal := "db/" + base.MakeFilename(base.FileTypeLog, d.commit.log.num)
+	const page = 4096
+	for n := 0; d.commit.log.w.Size() < 6*page; n++ {
+		if err := d.Set(fmt.Appendf(nil, "key%05d", n), []byte(strings.Repeat("v", 100)), NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(t, d.Close()) // seals the WAL
+	data := readFile(t, fs, wal)
+	clear(data[3*page : 4*page])
+	writeFile(t, fs, wal, data)
+	_, err = Open("db", &Options{FS: fs})
+	if !errors.Is(err, ErrCorruption) || !strings.Contains(err.Error(), fs.PathBase(wal)) || !strings.Contains(err.Error(), "before the seal") {
+		t.Fatalf("Open with a page of zeros before the WAL's seal: %v, want corruption naming %s", err, wal)
 	}
 }

@@ -360,8 +360,33 @@ func (d *DB) replayWAL(num base.FileNum, apply func(batch []byte, where recordPo
 	if err != nil {
 		return walTail{}, fmt.Errorf("kv: recovering WAL %s: %w", name, err)
 	}
-	_, resume, unwritten := r.Unwritten()
-	return walTail{end: r.End(), clean: clean, recyclable: r.Recyclable(), unwritten: unwritten, resume: resume}, nil
+	at, resume, unwritten := r.Unwritten()
+	tail := walTail{end: r.End(), clean: clean, recyclable: r.Recyclable(), unwritten: unwritten, resume: resume}
+	if unwritten {
+		if err := sealedPast(r, file, at); err != nil { // reads on: r.End() moves
+			return walTail{}, err
+		}
+	}
+	return tail, nil
+}
+
+// sealedPast reports, as corruption, a seal among the records of r, a WAL
+// reader stopped at unwritten pages at offset at, past them. A seal is
+// synced with every page before it, so pages before one were written: the
+// hole is damage, and the records it would drop were synced. Damage past
+// the hole ends the search.
+func sealedPast(r *record.Reader, file string, at int64) error {
+	r.ReadPastUnwritten()
+	for {
+		rec, err := r.Next()
+		if err != nil {
+			return nil
+		}
+		if isSeal(rec) {
+			return base.CorruptionErrorf("kv: %s: pages of zeros or of an earlier log, before the seal at offset %d: the WAL was synced whole, so they are damage, not pages a crash left unwritten",
+				recordPos{file, at}, r.Offset())
+		}
+	}
 }
 
 // zeroFrom reports whether the bytes of f from off to size are all zero

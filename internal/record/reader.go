@@ -123,6 +123,33 @@ func (r *Reader) Unwritten() (at, resume int64, ok bool) {
 	return r.holeAt, r.resumeAt, r.hole
 }
 
+// ReadPastUnwritten, once the stream ended at unwritten pages (see
+// Unwritten), makes Next go on from the first record that starts after
+// them: the chunks there that continue a record begun in the hole are
+// skipped. It does nothing otherwise. What Next reads then are the records
+// AllowUnwritten dropped, for a caller that must know what they hold.
+func (r *Reader) ReadPastUnwritten() {
+	if !r.hole || !errors.Is(r.err, io.EOF) {
+		return
+	}
+	r.err = nil
+	r.pos = int(r.resumeAt - r.blockStart) // scanForChunk stopped in this block
+	for {
+		typ, _, off, err := r.nextChunk()
+		if err != nil {
+			if errors.Is(err, errBadChunk) || errors.Is(err, errForeignChunk) {
+				err = io.EOF // no record starts after the hole
+			}
+			r.err = err
+			return
+		}
+		if typ == chunkFull || typ == chunkFirst {
+			r.pos = int(off - r.blockStart) // the chunk is in the block read last
+			return
+		}
+	}
+}
+
 // Next returns the next record. The slice is the caller's to keep.
 //
 // At the end of the log Next returns io.EOF, both at a clean end and at a

@@ -43,7 +43,7 @@ func smallRecords(n, seed int) [][]byte {
 // follows; without it, that is corruption wherever valid records follow.
 func TestReader_UnwrittenPages(t *testing.T) {
 	records := smallRecords(600, 0)
-	log, _, ends := writeRecyclable(t, records, 7)
+	log, starts, ends := writeRecyclable(t, records, 7)
 	older, _, _ := writeRecyclable(t, smallRecords(2000, 1000), 6)
 	pages, cases := 0, 0
 	for page := 0; page+pageSize <= len(log); page += pageSize {
@@ -80,6 +80,25 @@ func TestReader_UnwrittenPages(t *testing.T) {
 			// make it corruption.
 			if _, err, _ := readLogAs(file, 7, RecyclableFormat); !errors.Is(err, base.ErrCorruption) {
 				t.Fatalf("%s at page %d: without AllowUnwritten: %v, want corruption", fill, page, err)
+			}
+			// ReadPastUnwritten reads on from the first record that starts
+			// after the hole, to the log's end.
+			next := 0
+			for next < len(starts) && starts[next] < resume {
+				next++
+			}
+			r.ReadPastUnwritten()
+			for i := next; ; i++ {
+				rec, err := r.Next()
+				if err != nil {
+					if err != io.EOF || i != len(records) {
+						t.Fatalf("%s at page %d: past the hole, record %d: %v; want the records from %d on, then io.EOF", fill, page, i, err, next)
+					}
+					break
+				}
+				if i >= len(records) || !bytes.Equal(rec, records[i]) {
+					t.Fatalf("%s at page %d: past the hole, record %d differs", fill, page, i)
+				}
 			}
 			pages++
 		}
