@@ -183,6 +183,9 @@ func (d *DB) replayWALs(nums []base.FileNum) (*recovered, error) {
 	for _, num := range nums {
 		rec.sealed = false
 		records := false
+		// Listed before its replay, so that a flush the replay makes
+		// (see replayBatch) names it.
+		rec.mem.logs = append(rec.mem.logs, num)
 		tail, err := d.replayWAL(num, func(batch []byte, where recordPos) error {
 			if unwritten != nil {
 				return base.CorruptionErrorf("kv: %s: a record after %s, where pages were never written: that WAL was synced before this one was written, so its damage is not a crash's",
@@ -199,7 +202,6 @@ func (d *DB) replayWALs(nums []base.FileNum) (*recovered, error) {
 		if err != nil {
 			return nil, err
 		}
-		rec.mem.logs = append(rec.mem.logs, num)
 		rec.tail = tail
 		// A WAL this version wrote (recyclable, see walFormat) that holds
 		// records is sealed before the next WAL takes any, unless it was

@@ -16,6 +16,7 @@ import (
 	"github.com/bloomkv/bloomkv/sstable"
 	"github.com/cespare/xxhash/v2"
 	"github.com/cockroachdb/pebble/vfs"
+	"github.com/cockroachdb/pebble/vfs/errorfs"
 )
 
 // appendRecords continues the log file name, which must end cleanly (zeros
@@ -492,5 +493,29 @@ func TestRecovery_LogNumWALMissing(t *testing.T) {
 				t.Fatalf("Get(in-wal) = %q, %v", got, err)
 			}
 		})
+	}
+}
+
+// TestRecovery_FlushErrorNamesWAL: when Open writes replayed writes to a
+// table and that fails, the error names the WAL they came from.
+func TestRecovery_FlushErrorNamesWAL(t *testing.T) {
+	mem := vfs.NewMem()
+	d, err := Open("db", &Options{FS: mem, MemTableSize: 1 << 20})
+	must(t, err)
+	for i := range 200 {
+		must(t, d.Set(fmt.Appendf(nil, "k%04d", i), bytes.Repeat([]byte("v"), 100), NoSync))
+	}
+	wal := base.MakeFilename(base.FileTypeLog, d.commit.log.num)
+	must(t, d.Close())
+	failTables := errorfs.InjectorFunc(func(op errorfs.Op, path string) error {
+		if op == errorfs.OpCreate && strings.HasSuffix(path, ".sst") {
+			return errorfs.ErrInjected
+		}
+		return nil
+	})
+	// A memtable smaller than the WAL's writes: the replay writes tables.
+	_, err = Open("db", &Options{FS: errorfs.Wrap(mem, failTables), MemTableSize: 4 << 10})
+	if !errors.Is(err, errorfs.ErrInjected) || !strings.Contains(err.Error(), "WAL "+strings.TrimSuffix(wal, ".log")) {
+		t.Fatalf("Open failing to write a table of replayed writes: %v, want the injected error naming WAL %s", err, wal)
 	}
 }
