@@ -232,7 +232,8 @@ func TestErrorFS_Close(t *testing.T) {
 }
 
 // TestErrorFS_WALSyncFailure fails the fsync of a Sync write: the write
-// fails, and so does every later write, Flush and Close, while reads go on.
+// fails, and so does every later write, Flush, Checkpoint and Close, while
+// reads go on.
 // A reopen shows every write acknowledged before, the failed one perhaps,
 // and none after. Both WAL modes: with BackgroundWALWrites, the later
 // NoSync writes must be refused before their records reach the WAL's
@@ -280,6 +281,7 @@ func testWALSyncFailure(t *testing.T, background bool) {
 		"Delete":     func() error { return db.Delete([]byte("k00"), kv.NoSync) },
 		"Apply":      func() error { return db.Apply(b, kv.Sync) },
 		"Flush":      db.Flush,
+		"Checkpoint": func() error { return db.Checkpoint("checkpoint") },
 	}
 	for what, fn := range later {
 		if err := fn(); err == nil {
