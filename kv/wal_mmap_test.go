@@ -481,14 +481,14 @@ func TestWALMmap_SyncWritesPastChunk(t *testing.T) {
 		if n == 2*maxWALMmapChunk/1000 {
 			t.Fatalf("no NoSync write followed Sync records past a chunk in %d writes", n)
 		}
-		opts := Sync
+		wo := Sync
 		if n%2 == 1 {
-			opts = NoSync
+			wo = NoSync
 			if w.off >= w.mapOff+int64(len(w.mapped)) {
 				past++
 			}
 		}
-		if err := d.Set(key(n), value(n), opts); err != nil {
+		if err := d.Set(key(n), value(n), wo); err != nil {
 			t.Fatalf("write %d: %v", n, err)
 		}
 	}
