@@ -407,8 +407,8 @@ func (h *filterHolder) rebalance(must bool) {
 // background work runs or is due.
 func (h *filterHolder) updateLoad(v *manifest.Version, busy bool) planLoad {
 	var l planLoad
-	if p := h.load.Load(); p != nil && busy {
-		l = *p
+	if busy {
+		l = h.currentLoad()
 	}
 	l.busy = busy
 	if l0 := v.Levels[0]; busy && len(l0) > 0 && len(l0) >= l.l0Tables {
@@ -420,6 +420,15 @@ func (h *filterHolder) updateLoad(v *manifest.Version, busy bool) planLoad {
 	}
 	h.load.Store(&l)
 	return l
+}
+
+// currentLoad returns what the last pass knew of the writes the store
+// takes (updateLoad); none before the first pass.
+func (h *filterHolder) currentLoad() planLoad {
+	if p := h.load.Load(); p != nil {
+		return *p
+	}
+	return planLoad{}
 }
 
 // followRounds bounds the plans a pass makes and follows.

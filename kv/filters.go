@@ -113,11 +113,8 @@ func (d *DB) tableFilterLocked(level int, moving []*manifest.FileMetadata, flush
 		// A cap spends its bytes where the lookups served miss, on the
 		// tree as it stands, as its passes do (filter_plan.go).
 		w := capWrite{level: level, moving: moving, flushed: flushed}
-		var load planLoad
-		if l := d.filterMem.load.Load(); l != nil {
-			load = *l
-		}
-		return capPolicy(v, d.filterMem.misses.Load(), o.FilterBudget.Bytes, o.BlockSize, d.filterMem.blockOverhead(), &w, load)
+		return capPolicy(v, d.filterMem.misses.Load(), o.FilterBudget.Bytes, o.BlockSize, d.filterMem.blockOverhead(),
+			&w, d.filterMem.currentLoad())
 	}
 	runs, i := budgetRuns(v, d.picker.Shape(v, d.mu.compacting), level, moving, flushed)
 	return budgetPolicy(runs, i, *o.FilterBudget)
