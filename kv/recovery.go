@@ -208,7 +208,7 @@ func (d *DB) replayWALs(nums []base.FileNum) (*recovered, error) {
 		// the last at a crash; then Open either continues it, or makes it
 		// obsolete (see below).
 		if records && !rec.sealed && d.mu.versions.walFormat(num) == record.RecyclableFormat {
-			unsealed = &recordPos{"WAL " + base.MakeFilename(base.FileTypeLog, num), tail.end}
+			unsealed = walPos(num, tail.end)
 			unsealedNum = num
 		}
 		if tail.unwritten {
@@ -219,7 +219,7 @@ func (d *DB) replayWALs(nums []base.FileNum) (*recovered, error) {
 			// them, as from a torn tail. The WALs replayed then become
 			// obsolete (see flushRecovered), so that no later recovery
 			// reads this one before a WAL written after it.
-			unwritten = &recordPos{"WAL " + base.MakeFilename(base.FileTypeLog, num), tail.end}
+			unwritten = walPos(num, tail.end)
 			rec.flushed = true
 			d.logf("kv: %s: pages never written by the file system (a crash of the machine); the records after them, from offset %d on, were never synced and are dropped",
 				*unwritten, tail.resume)

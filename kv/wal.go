@@ -336,7 +336,7 @@ func (d *DB) replayWAL(num base.FileNum, apply func(batch []byte, where recordPo
 	defer f.Close()
 	r := record.NewLogReader(f, name, uint32(num), d.mu.versions.walFormat(num))
 	r.AllowUnwritten()
-	file := "WAL " + name
+	file := walPos(num, 0).file
 	for {
 		rec, err := r.Next()
 		if errors.Is(err, io.EOF) {
@@ -447,6 +447,11 @@ func (d *DB) reopenWAL(num base.FileNum, tail walTail, memSize int64) (*walWrite
 type recordPos struct {
 	file   string
 	offset int64
+}
+
+// walPos names offset off of WAL num.
+func walPos(num base.FileNum, off int64) *recordPos {
+	return &recordPos{"WAL " + base.MakeFilename(base.FileTypeLog, num), off}
 }
 
 // String returns "file: offset n".
