@@ -15,11 +15,10 @@
 // memory (its index and filter blocks, reserved in the cache); a
 // compaction's pass over a table ([IterOptions.Compaction]) does not
 // fill it, and reads the file ahead of its blocks, 64 KiB at a time. A
-// Reader may drop its filter block and load it again
-// ([Reader.DropFilter], [Reader.LoadFilter]), or hold instead filters
-// built in memory from the table's keys at another size
-// ([Reader.BuildFilter], [Reader.HoldFilter]), as a store whose filter
-// memory is capped does; the file never changes.
+// Reader may drop its filter block and load it again ([Reader.DropFilter],
+// [Reader.LoadFilter]), or hold instead filters built in memory from the
+// table's keys at another size ([Reader.BuildFilter], [Reader.HoldFilter]),
+// as a store whose filter memory is capped does; the file never changes.
 //
 // # File
 //
