@@ -96,7 +96,11 @@
 // is in the WAL file: whichever waiting writer finds no other writing
 // takes the buffer, every writer's record queued so far, and writes it
 // with one write(2). Either way a Sync write then waits for one fsync
-// that serves every Sync writer waiting, and each writer inserts its own
+// that serves every Sync writer waiting; before it starts, the fsync
+// waits a little (half an fsync's time at most) for the Sync writers
+// the last one released to come back, so that concurrent Sync writers
+// share each fsync all together instead of taking turns in two halves.
+// Each writer inserts its own
 // batch into the memtable (which takes concurrent inserts), concurrently
 // with the others. Last, the write is published: the sequence number
 // readers see moves past a batch only once it and every batch before it
