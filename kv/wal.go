@@ -94,7 +94,7 @@ func (d *DB) newWALWriter(num base.FileNum, name string, f vfs.File, dst io.Writ
 		maxMapped = c
 	}
 	l.space = newWALSpace(d.opts.FS, f, dst, size, fileSize, walPreallocSize(memSize), maxMapped)
-	l.sink = newWALSink(l, size, &d.metrics, &d.commit.err)
+	l.sink = newWALSink(l, size, &d.metrics, &d.commit)
 	var out io.Writer = l.sink
 	switch mapped, ok := l.space.(*walMmapWriter); {
 	case d.opts.BackgroundWALWrites:

@@ -44,6 +44,9 @@ type walSink struct {
 	// after the failure, none reaches the file (BackgroundWALWrites'
 	// flusher would write it), and no later write is acknowledged.
 	stop *stickyError
+	// noSyncWrites counts the NoSync writes the commit pipeline has
+	// reserved, for gatherLocked.
+	noSyncWrites *atomic.Uint64
 
 	mu   sync.Mutex
 	cond sync.Cond // signalled when a writer finishes its write and sync
@@ -66,19 +69,23 @@ type walSink struct {
 	// the gathering writer; changed under mu); lastSyncGroup is how many
 	// the last sync served, and carried how many arrived while it ran;
 	// syncNanos is a moving average of a sync's duration, 0 before the
-	// first.
+	// first; noSyncAtSync is noSyncWrites when the last sync began;
+	// gather bounds the wait.
 	arrivals               atomic.Int32
 	lastSyncGroup, carried int32
 	syncNanos              int64
+	noSyncAtSync           uint64
+	gather                 gatherBound
 }
 
 // maxSinkBuffer bounds the buffer a sink keeps for reuse.
 const maxSinkBuffer = 1 << 20
 
 // newWALSink returns the sink of l, whose stream has size bytes in the
-// file already, which records its failure in stop.
-func newWALSink(l *walWriter, size int64, m *dbMetrics, stop *stickyError) *walSink {
-	s := &walSink{l: l, m: m, stop: stop, appended: size, written: size, synced: -1, wantSync: -1}
+// file already, of commit pipeline p: it records its failure in p's
+// sticky error.
+func newWALSink(l *walWriter, size int64, m *dbMetrics, p *commitPipeline) *walSink {
+	s := &walSink{l: l, m: m, stop: &p.err, noSyncWrites: &p.noSyncWrites, appended: size, written: size, synced: -1, wantSync: -1}
 	s.cond.L = &s.mu
 	s.idle.Store(true)
 	return s
@@ -171,6 +178,7 @@ func (s *walSink) writeOutLocked() {
 	var start time.Time
 	if sync {
 		group = s.arrivals.Swap(0) // every Sync writer waiting: its record is in target
+		s.noSyncAtSync = s.noSyncWrites.Load()
 		start = time.Now()
 	}
 	s.mu.Unlock()
@@ -211,23 +219,79 @@ func (s *walSink) writeOutLocked() {
 // time they take to come back, a few microseconds where a sync takes
 // tens, and each sync serves them all: for N writers, N per sync and the
 // wait, against N/2 per sync. A writer alone never waits (it is all the
-// last sync served), and writers that do not come back cost one wait,
-// bounded, after which the last sync's group is what did come.
+// last sync served).
+//
+// It waits only while every write since the last sync began was a Sync
+// write. A NoSync write reserved after this sync's writers is published
+// after them, so it waits for this sync, and so does its writer's next
+// write, Sync or not: the writers it waits for might not come back
+// before it ends, and every write waits the longer. Where they come back
+// slowly anyway, the wait's bound adapts (gatherBound).
 //
 // It spins, yielding the processor: a timer's wake-up would take longer
 // than the wait, and on few processors the yield is what runs the
 // writers it waits for.
 func (s *walSink) gatherLocked() {
-	want := s.carried + s.lastSyncGroup
-	if s.syncNanos == 0 || s.l.closed.Load() || s.arrivals.Load() >= want {
+	if s.l.closed.Load() {
 		return
 	}
-	deadline := time.Now().Add(time.Duration(s.syncNanos / 2))
+	if s.syncNanos == 0 || s.noSyncWrites.Load() != s.noSyncAtSync {
+		// Only yield, once: on few processors the writers the last
+		// sync released may then append in time.
+		if s.lastSyncGroup > 1 {
+			s.mu.Unlock()
+			runtime.Gosched()
+			s.mu.Lock()
+		}
+		return
+	}
+	want := s.carried + s.lastSyncGroup
+	if s.arrivals.Load() >= want {
+		s.gather.ended(true)
+		return
+	}
+	deadline := time.Now().Add(s.gather.next(s.syncNanos))
 	s.mu.Unlock()
 	for s.arrivals.Load() < want && !s.l.closed.Load() && time.Now().Before(deadline) {
 		runtime.Gosched()
 	}
 	s.mu.Lock()
+	s.gather.ended(s.arrivals.Load() >= want)
+}
+
+// gatherBound bounds gatherLocked's waits: half a sync, halved after
+// each wait that ended without the writers it waited for, down to
+// 1/64 of a sync, and restored by one that ended with them. Every
+// gatherProbe-th wait may take half a sync whatever came before, so
+// that writers who come back again are found again.
+type gatherBound struct {
+	shift int // the bound is a sync's duration >> (1 + shift)
+	waits int
+}
+
+// gatherProbe and maxGatherShift: see gatherBound.
+const (
+	gatherProbe    = 16
+	maxGatherShift = 5
+)
+
+// next returns the bound of the next wait, for syncs of syncNanos.
+func (g *gatherBound) next(syncNanos int64) time.Duration {
+	shift := g.shift
+	if g.waits++; g.waits%gatherProbe == 0 {
+		shift = 0
+	}
+	return time.Duration(syncNanos >> (1 + shift))
+}
+
+// ended records whether a wait ended with the writers it waited for (or
+// needed none).
+func (g *gatherBound) ended(gathered bool) {
+	if gathered {
+		g.shift = 0
+	} else {
+		g.shift = min(g.shift+1, maxGatherShift)
+	}
 }
 
 // syncDone records a sync that served group writers and took d.

@@ -46,8 +46,12 @@ import (
 
 type commitPipeline struct {
 	// mu orders reservations; it guards everything below but pub.
-	mu  sync.Mutex
-	pub publisher
+	mu sync.Mutex
+	// noSyncWrites counts the NoSync writes reserved, for the WAL's sink
+	// (see walSink.gatherLocked). Changed under mu, beside it, so that
+	// its cache line comes with mu's; read without mu.
+	noSyncWrites atomic.Uint64
+	pub          publisher
 
 	log    *walWriter  // the WAL of the mutable memtable
 	logSeq base.SeqNum // the last sequence number assigned
@@ -324,6 +328,9 @@ func (p *commitPipeline) reserveLocked(d *DB, w *writer) (*memTable, *walWriter,
 	}
 	p.logSeq = seq + base.SeqNum(b.Count())
 	w.lastSeq, w.copied = p.logSeq, copied
+	if !w.sync {
+		p.noSyncWrites.Store(p.noSyncWrites.Load() + 1)
+	}
 	mem.reserve(len(b.data), p.logSeq)
 	return mem, p.log, end, nil
 }
