@@ -27,7 +27,7 @@ func BenchmarkCommitWriters(b *testing.B) {
 				e := openCommitEngine(b, eng)
 				b.SetBytes(benchEntryBytes)
 				b.ResetTimer()
-				setFromWriters(b, e, writers, false)
+				setFromWriters(b, e, writers, 0)
 				b.StopTimer()
 				if err := e.Close(); err != nil {
 					b.Fatal(err)
@@ -52,10 +52,11 @@ func openCommitEngine(b *testing.B, eng string) bench.Engine {
 	return openBloomkvWith(b, dir, opts)
 }
 
-// setFromWriters writes keys 0..b.N-1 (random order; Sync writes if syncWrites)
-// into e from writers goroutines, writer w taking the keys i ≡ w (mod
-// writers).
-func setFromWriters(b *testing.B, e bench.Engine, writers int, syncWrites bool) {
+// setFromWriters writes keys 0..b.N-1 (random order) into e from writers
+// goroutines, writer w taking the keys i ≡ w (mod writers); each writer's
+// first write and every syncEvery-th after it is Sync (none if syncEvery
+// is 0).
+func setFromWriters(b *testing.B, e bench.Engine, writers, syncEvery int) {
 	var wg sync.WaitGroup
 	for w := range writers {
 		wg.Add(1)
@@ -65,7 +66,8 @@ func setFromWriters(b *testing.B, e bench.Engine, writers int, syncWrites bool) 
 			for i := w; i < b.N; i += writers {
 				key = benchKey(key, uint64(2*i), true)
 				value = benchKeys.Value(value[:0], i, benchValueSize)
-				if err := e.Set(key, value, syncWrites); err != nil {
+				sync := syncEvery > 0 && (i/writers)%syncEvery == 0
+				if err := e.Set(key, value, sync); err != nil {
 					b.Error(err)
 					return
 				}

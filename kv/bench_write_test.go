@@ -104,7 +104,19 @@ func BenchmarkWriteFillBatch(b *testing.B) {
 func BenchmarkWriteFillSync(b *testing.B) {
 	for _, writers := range []int{1, 8} {
 		runFill(b, fmt.Sprintf("writers=%d", writers), []string{"bloomkv", "pebble"}, func(b *testing.B, e bench.Engine) {
-			setFromWriters(b, e, writers, true)
+			setFromWriters(b, e, writers, 1)
+		})
+	}
+}
+
+// BenchmarkWriteFillSyncShare writes as BenchmarkWriteFillSync does, from
+// 8 goroutines, one write in 2, 10 or 50 of each Sync and the others
+// NoSync: a NoSync write then waits for the Sync writes before it to be
+// synced, since it is published after them.
+func BenchmarkWriteFillSyncShare(b *testing.B) {
+	for _, every := range []int{2, 10, 50} {
+		runFill(b, fmt.Sprintf("writers=8/sync=1in%d", every), []string{"bloomkv", "pebble"}, func(b *testing.B, e bench.Engine) {
+			setFromWriters(b, e, 8, every)
 		})
 	}
 }
