@@ -248,7 +248,7 @@ func TestPublisher_RingBound(t *testing.T) {
 		t.Fatalf("a writer was pushed with %d in the ring already", pubRingSize)
 	case <-time.After(50 * time.Millisecond):
 	}
-	if !q.publish(d, ws[0], true) || d.visibleSeq.Load() != 1 {
+	if !publishNow(&q, d, ws[0]) || d.visibleSeq.Load() != 1 {
 		t.Fatalf("the oldest batch: visibleSeq %d", d.visibleSeq.Load())
 	}
 	select {
@@ -263,6 +263,13 @@ func TestPublisher_RingBound(t *testing.T) {
 	if head, tail := uint32(st>>32), uint32(st)&pubTailMask; head-tail != pubRingSize {
 		t.Fatalf("head %d, tail %d: want %d writers in the ring", head, tail, pubRingSize)
 	}
+}
+
+// publishNow releases w, inserted whole, and waits until it is
+// published, as a write does.
+func publishNow(q *publisher, d *DB, w *writer) bool {
+	q.release(d, w, true)
+	return q.await(w)
 }
 
 // TestPublisher_RingWraps pushes and publishes three rings' worth of
@@ -281,13 +288,13 @@ func TestPublisher_RingWraps(t *testing.T) {
 	seq := 0
 	for range 3 * pubRingSize / 2 {
 		seq++
-		if !q.publish(d, push(seq), true) || d.visibleSeq.Load() != uint64(seq) {
+		if !publishNow(&q, d, push(seq)) || d.visibleSeq.Load() != uint64(seq) {
 			t.Fatalf("batch %d: visibleSeq %d", seq, d.visibleSeq.Load())
 		}
 		first, second := push(seq+1), push(seq+2)
 		seq += 2
 		done := make(chan bool)
-		go func() { done <- q.publish(d, second, true) }()
+		go func() { done <- publishNow(&q, d, second) }()
 		runtime.Gosched() // let second's publish run, and find first in its way
 		select {
 		case <-done:
@@ -297,7 +304,7 @@ func TestPublisher_RingWraps(t *testing.T) {
 		if got := d.visibleSeq.Load(); got != uint64(seq-2) {
 			t.Fatalf("visibleSeq %d while batch %d is not inserted, want %d", got, seq-1, seq-2)
 		}
-		if !q.publish(d, first, true) || !<-done || d.visibleSeq.Load() != uint64(seq) {
+		if !publishNow(&q, d, first) || !<-done || d.visibleSeq.Load() != uint64(seq) {
 			t.Fatalf("batches %d and %d: visibleSeq %d", seq-1, seq, d.visibleSeq.Load())
 		}
 	}

@@ -195,7 +195,12 @@ func TestDB_WriteStall(t *testing.T) {
 	mustGet(t, d, "k3-0499", string(make([]byte, 64)))
 }
 
-// TestDB_GroupCommit checks that concurrent writers share WAL writes.
+// TestDB_GroupCommit checks that concurrent Sync writers' writes and syncs
+// of the WAL are no more than their writes: each serves one writer or
+// more. (A Sync write's record is written, then its batch inserted and
+// published, then the WAL synced: writes and syncs are counted apart, and
+// a write need not be followed by a sync of its own. That they are shared
+// where syncs take time, TestWALSink_SyncWritersShareEachSync checks.)
 func TestDB_GroupCommit(t *testing.T) {
 	d, _ := openMem(t, nil)
 	defer mustClose(t, d)
@@ -216,7 +221,7 @@ func TestDB_GroupCommit(t *testing.T) {
 	wg.Wait()
 	m := d.Metrics()
 	t.Logf("%d writes in %d WAL writes, %d syncs", n*200, m.WAL.Writes, m.WAL.Syncs)
-	if m.WAL.Writes > n*200 || m.WAL.Syncs != m.WAL.Writes {
+	if m.WAL.Writes > n*200 || m.WAL.Syncs > n*200 || m.WAL.Syncs == 0 {
 		t.Fatalf("writes %d syncs %d", m.WAL.Writes, m.WAL.Syncs)
 	}
 }

@@ -75,7 +75,9 @@
 // nothing after it may be acknowledged); reads go on, and Close reports the
 // error. A write refused once the failure is recorded never reaches the
 // WAL; the failed write, and one committing alongside it when it failed,
-// may (each was refused, and may be found after a reopen). Reopening the
+// may (each was refused, and may be found after a reopen; a Sync write
+// refused because its fsync failed was visible to reads before, being
+// published before its fsync, as below). Reopening the
 // store recovers every acknowledged write (with
 // BackgroundWALWrites, a failed background write of the WAL loses the
 // NoSync writes acknowledged after its bytes were buffered, and no Sync
@@ -95,20 +97,23 @@
 // Otherwise, concurrently with other writers, it waits until its record
 // is in the WAL file: whichever waiting writer finds no other writing
 // takes the buffer, every writer's record queued so far, and writes it
-// with one write(2). Either way a Sync write then waits for one fsync
-// that serves every Sync writer waiting; before it starts, the fsync
-// waits a little (half an fsync's time at most) for the Sync writers
-// the last one released to come back, so that concurrent Sync writers
-// share each fsync all together instead of taking turns in two halves.
-// Each writer inserts its own
-// batch into the memtable (which takes concurrent inserts), concurrently
-// with the others. Last, the write is published: the sequence number
-// readers see moves past a batch only once it and every batch before it
-// are inserted, so readers never see a later write before an earlier
-// one, and see each batch whole or not at all. Whichever writer finds
-// the oldest batches inserted publishes them, without a lock; a writer
-// whose batch waits behind one still being inserted waits to be
-// published. With
+// with one write(2). Each writer then inserts its own batch into the
+// memtable (which takes concurrent inserts), concurrently with the
+// others, and the write is published: the sequence number readers see
+// moves past a batch only once it and every batch before it are
+// inserted, so readers never see a later write before an earlier one,
+// and see each batch whole or not at all. Whichever writer finds the
+// oldest batches inserted publishes them, without a lock; a writer whose
+// batch waits behind one still being inserted waits to be published.
+// Last, a Sync write waits for one fsync that serves every Sync writer
+// whose record is written, and returns once it is done. Its batch is
+// published before the fsync, as in Pebble: the writes after it wait for
+// no fsync, and readers may see it before it is synced, as they see a
+// NoSync write. An fsync may run while the next records are written, and
+// before it starts it waits a little (half an fsync's time at most) for
+// the Sync writers the last one released to come back, so that
+// concurrent Sync writers share each fsync all together instead of
+// taking turns in two halves. With
 // BackgroundWALWrites the records go to a buffer that a goroutine of the
 // WAL writes to the file, many writes in one call; a Sync write waits for
 // it to catch up before the fsync.

@@ -109,30 +109,30 @@ func TestDB_Ingest_Event(t *testing.T) {
 	}
 }
 
-// syncGateFS holds the SyncData of its WAL files, once armed, until the
-// gate opens: a Sync write then waits with its room reserved in the
-// memtable and its batch not yet inserted.
-type syncGateFS struct {
+// walWriteGateFS holds the writes of its WAL files, once armed, until the
+// gate opens: a write then waits with its room reserved in the memtable
+// and its batch not yet inserted.
+type walWriteGateFS struct {
 	vfs.FS
 	armed  atomic.Bool
-	held   chan struct{} // receives once a sync is held
-	opened chan struct{} // closed to let the syncs through
+	held   chan struct{} // receives once a write is held
+	opened chan struct{} // closed to let the writes through
 }
 
-func (g *syncGateFS) Create(name string) (vfs.File, error) {
+func (g *walWriteGateFS) Create(name string) (vfs.File, error) {
 	f, err := g.FS.Create(name)
 	if err != nil || !strings.HasSuffix(name, ".log") {
 		return f, err
 	}
-	return syncGateFile{File: f, g: g}, nil
+	return walWriteGateFile{File: f, g: g}, nil
 }
 
-type syncGateFile struct {
+type walWriteGateFile struct {
 	vfs.File
-	g *syncGateFS
+	g *walWriteGateFS
 }
 
-func (f syncGateFile) SyncData() error {
+func (f walWriteGateFile) Write(p []byte) (int, error) {
 	if f.g.armed.Load() {
 		select {
 		case f.g.held <- struct{}{}:
@@ -140,31 +140,31 @@ func (f syncGateFile) SyncData() error {
 		}
 		<-f.g.opened
 	}
-	return f.File.SyncData()
+	return f.File.Write(p)
 }
 
 // TestDB_Ingest_WriteInFlight ingests a table while a Sync write has
-// reserved its sequence number but waits for its WAL sync, so that its
-// batch is not in the memtable yet. The ingest must wait for it: were the
+// reserved its sequence number but waits for its record to be written to
+// the WAL, so that its batch is not in the memtable yet. The ingest must wait for it: were the
 // write published after the ingest, the visible sequence number would
 // move back below the ingest's, and the ingested keys would vanish from
 // reads until the next write (and the write, numbered below the ingest's
 // sequence number in the MANIFEST, would be skipped by recovery).
 func TestDB_Ingest_WriteInFlight(t *testing.T) {
 	mem := vfs.NewMem()
-	g := &syncGateFS{FS: mem, held: make(chan struct{}, 1), opened: make(chan struct{})}
+	g := &walWriteGateFS{FS: mem, held: make(chan struct{}, 1), opened: make(chan struct{})}
 	db, err := kv.Open("db", &kv.Options{FS: g})
 	must(t, err)
 	writeExternal(t, mem, "ext/i.sst", keyRange("i", 0, 10, "x"), sstable.WriterOptions{})
 	g.armed.Store(true)
 	wrote := make(chan error, 1)
 	go func() { wrote <- db.Set([]byte("w"), []byte("1"), kv.Sync) }()
-	<-g.held // the write waits for its sync, unpublished
+	<-g.held // the write waits for its record's write, unpublished
 	ingested := make(chan error, 1)
 	go func() { ingested <- db.Ingest([]string{"ext/i.sst"}) }()
 	select {
 	case err := <-ingested:
-		t.Logf("Ingest returned (%v) while the write waited for its sync", err)
+		t.Logf("Ingest returned (%v) while the write waited for its record's write", err)
 		ingested <- err
 	case <-time.After(100 * time.Millisecond): // it waits for the write
 	}

@@ -94,7 +94,7 @@ func (d *DB) newWALWriter(num base.FileNum, name string, f vfs.File, dst io.Writ
 		maxMapped = c
 	}
 	l.space = newWALSpace(d.opts.FS, f, dst, size, fileSize, walPreallocSize(memSize), maxMapped)
-	l.sink = newWALSink(l, size, &d.metrics, &d.commit)
+	l.sink = newWALSink(l, size, &d.metrics, &d.commit.err)
 	var out io.Writer = l.sink
 	switch mapped, ok := l.space.(*walMmapWriter); {
 	case d.opts.BackgroundWALWrites:
@@ -197,22 +197,27 @@ func (r *walRoute) Write(p []byte) (int, error) {
 	return r.l.direct.Write(p)
 }
 
-// writeOut writes data, the sink's buffered bytes, to the file, and then,
-// if sync is set, syncs it: once the flusher, if any, has written every
-// byte handed to it. Only the sink's writer of the moment calls it.
-func (l *walWriter) writeOut(data []byte, sync bool) error {
-	if len(data) > 0 {
-		write := l.space.Write
-		if l.direct != nil {
-			write = l.direct.writeThrough
-		}
-		if _, err := write(data); err != nil {
-			return fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
-		}
-	}
-	if !sync {
+// writeOut writes data, the sink's buffered bytes, to the file. Only the
+// sink's writer of the moment calls it.
+func (l *walWriter) writeOut(data []byte) error {
+	if len(data) == 0 {
 		return nil
 	}
+	write := l.space.Write
+	if l.direct != nil {
+		write = l.direct.writeThrough
+	}
+	if _, err := write(data); err != nil {
+		return fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
+	}
+	return nil
+}
+
+// syncOut syncs the file, once the flusher, if any, has written every
+// byte handed to it, zero-filling ahead of the writes first (see
+// walPreallocWriter). Only the sink's syncer of the moment calls it; the
+// sink's writer may be writing meanwhile.
+func (l *walWriter) syncOut() error {
 	if l.flusher != nil {
 		if err := l.flusher.drain(); err != nil {
 			return err
@@ -270,7 +275,9 @@ func (l *walWriter) close() error {
 		if l.flusher != nil {
 			l.sink.handedOn(l.w.Size()) // a seal, say, appended apart
 		}
-		err = l.sink.wait(l.w.Size(), true)
+		if err = l.sink.wait(l.w.Size(), true); err == nil {
+			err = l.sink.syncTo(l.w.Size())
+		}
 	}
 	if l.flusher != nil {
 		if ferr := l.flusher.close(); err == nil {

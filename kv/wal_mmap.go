@@ -46,9 +46,9 @@ import (
 // walPreallocWriter as before.
 
 // walSpace writes a WAL's bytes into its file: a walPreallocWriter, or a
-// walMmapWriter. fillAhead is called before each sync, once every byte of
-// the WAL has been written; close after the last sync, before the file is
-// closed.
+// walMmapWriter. fillAhead is called before each sync, once the bytes to
+// sync are written (others may be written meanwhile: they overwrite its
+// zeros); close after the last sync, before the file is closed.
 type walSpace interface {
 	io.Writer
 	fillAhead() error

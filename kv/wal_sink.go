@@ -10,19 +10,24 @@ import (
 
 // walSink makes a WAL's records durable as their writers require, for
 // many writers at once, with one writer doing the work for all of them
-// at a time: group commit.
+// at a time: group commit. Writing and syncing are apart, each done by
+// one writer at a time, and a write may run while a sync does.
 //
 // By default the records appended go to the sink's buffer (under the
 // commit pipeline's mu, in sequence order). A writer that must see its
-// record in the file before it is acknowledged (every one, by default:
+// record in the file before it goes on (every one, by default:
 // process-crash durability) waits for it in wait: if no other writer is
 // writing, it takes the whole buffer, every record appended so far, its
-// own and later ones, and writes it with one write(2), then syncs the
-// file if it, or any writer waiting, asked for a sync; otherwise it waits
-// for the writer that is, which may have covered its record already.
-// Concurrent Sync writers thus share fsyncs: those that arrive while one
-// runs are covered by the next, all together, and the next waits a little
-// for those the last one released (gatherLocked).
+// own and later ones, and writes it with one write(2); otherwise it
+// waits for the writer that is, which may have covered its record
+// already. A Sync writer then inserts its batch, lets it be published,
+// and waits in syncTo for a sync of the file past its record: if none is
+// running it syncs, for every writer whose record is written; otherwise
+// it waits, and the next sync covers it. Concurrent Sync writers thus
+// share fsyncs: those that arrive while one runs are covered by the
+// next, all together, and the next waits a little for those the last
+// one released (gatherLocked). A NoSync writer waits for a write, never
+// for a sync.
 //
 // Where the WAL is memory-mapped (wal_mmap.go), the record writer copies
 // each NoSync record into the file's pages itself, under the pipeline's
@@ -44,22 +49,18 @@ type walSink struct {
 	// after the failure, none reaches the file (BackgroundWALWrites'
 	// flusher would write it), and no later write is acknowledged.
 	stop *stickyError
-	// noSyncWrites counts the NoSync writes the commit pipeline has
-	// reserved, for gatherLocked.
-	noSyncWrites *atomic.Uint64
 
 	mu   sync.Mutex
-	cond sync.Cond // signalled when a writer finishes its write and sync
+	cond sync.Cond // signalled when a writer finishes a write or a sync
 	// buf holds the bytes appended and not yet taken by a writer; spare
 	// is the buffer of the last write, for reuse.
 	buf, spare []byte
 	// Stream offsets: appended ends the bytes appended, written those in
 	// the file (or handed to the flusher), synced those synced (-1: none
-	// yet, so the first sync asked for always runs), wantSync the bytes
-	// a waiting writer wants synced.
-	appended, written, synced, wantSync int64
-	busy                                bool  // a writer is writing or syncing
-	err                                 error // the first failed write or sync; sticky
+	// yet, so the first sync asked for always runs).
+	appended, written, synced int64
+	writing, syncing          bool  // a writer is writing, syncing
+	err                       error // the first failed write or sync; sticky
 	// idle is set while every byte appended is written (written ==
 	// appended, and no error): a mapped WAL's route may then copy
 	// records into the file itself. Read without mu.
@@ -69,12 +70,10 @@ type walSink struct {
 	// the gathering writer; changed under mu); lastSyncGroup is how many
 	// the last sync served, and carried how many arrived while it ran;
 	// syncNanos is a moving average of a sync's duration, 0 before the
-	// first; noSyncAtSync is noSyncWrites when the last sync began;
-	// gather bounds the wait.
+	// first; gather bounds the wait.
 	arrivals               atomic.Int32
 	lastSyncGroup, carried int32
 	syncNanos              int64
-	noSyncAtSync           uint64
 	gather                 gatherBound
 }
 
@@ -82,10 +81,9 @@ type walSink struct {
 const maxSinkBuffer = 1 << 20
 
 // newWALSink returns the sink of l, whose stream has size bytes in the
-// file already, of commit pipeline p: it records its failure in p's
-// sticky error.
-func newWALSink(l *walWriter, size int64, m *dbMetrics, p *commitPipeline) *walSink {
-	s := &walSink{l: l, m: m, stop: &p.err, noSyncWrites: &p.noSyncWrites, appended: size, written: size, synced: -1, wantSync: -1}
+// file already, which records its failure in stop.
+func newWALSink(l *walWriter, size int64, m *dbMetrics, stop *stickyError) *walSink {
+	s := &walSink{l: l, m: m, stop: stop, appended: size, written: size, synced: -1}
 	s.cond.L = &s.mu
 	s.idle.Store(true)
 	return s
@@ -138,24 +136,25 @@ func (s *walSink) handedOn(end int64) {
 	s.mu.Unlock()
 }
 
-// wait returns once the stream up to end is written to the file, and
-// synced if sync is set, writing (and syncing) it itself when no other
-// writer is. It returns the sink's error, if any.
+// wait returns once the stream up to end is written to the file, writing
+// it itself when no other writer is. A Sync writer (sync set) then waits
+// in syncTo for its record to be synced; in between it inserts its batch
+// and lets it be published, so that the writes after it wait for its
+// record to be written, not synced. It returns the sink's error, if any.
 func (s *walSink) wait(end int64, sync bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.copiedLocked(end)
 	if sync {
-		s.wantSync = max(s.wantSync, end)
 		s.arrivals.Add(1)
 	}
 	for {
 		switch {
 		case s.err != nil:
 			return s.err
-		case s.written >= end && (!sync || s.synced >= end):
+		case s.written >= end:
 			return nil
-		case s.busy:
+		case s.writing:
 			s.cond.Wait()
 		default:
 			s.writeOutLocked()
@@ -163,47 +162,89 @@ func (s *walSink) wait(end int64, sync bool) error {
 	}
 }
 
-// writeOutLocked writes out the whole buffer, with s.mu released, and
-// syncs if a waiting writer wants more synced than is: before a sync it
-// gathers the Sync writers the last one released (gatherLocked).
-func (s *walSink) writeOutLocked() {
-	s.busy = true
-	sync := s.wantSync > s.synced
-	if sync {
-		s.gatherLocked()
+// syncTo returns once the stream up to end, written, is synced, syncing
+// every byte written itself when no other writer is syncing. It returns
+// the sink's error, if any.
+func (s *walSink) syncTo(end int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		switch {
+		case s.err != nil:
+			return s.err
+		case s.synced >= end:
+			return nil
+		case s.syncing:
+			s.cond.Wait()
+		default:
+			s.syncLocked()
+		}
 	}
+}
+
+// writeOutLocked writes out the whole buffer, with s.mu released.
+func (s *walSink) writeOutLocked() {
+	s.writing = true
 	data, target := s.buf, s.appended
 	s.buf, s.spare = s.spare[:0], nil
-	var group int32
-	var start time.Time
-	if sync {
-		group = s.arrivals.Swap(0) // every Sync writer waiting: its record is in target
-		s.noSyncAtSync = s.noSyncWrites.Load()
-		start = time.Now()
-	}
 	s.mu.Unlock()
-	err := s.l.writeOut(data, sync)
+	err := s.l.writeOut(data)
 	s.mu.Lock()
-	s.busy = false
+	s.writing = false
 	if cap(data) <= maxSinkBuffer {
 		s.spare = data[:0]
 	}
 	if err != nil {
-		s.err = err
-		s.stop.set(walFailed(err))
+		s.failLocked(err)
 	} else {
 		s.written = max(s.written, target)
 		s.idle.Store(s.written == s.appended)
-		if sync {
-			s.synced = target
-			s.m.walSyncs.Add(1)
-			s.syncDone(group, time.Since(start))
-		}
-		if len(data) > 0 || (s.l.flusher == nil && s.l.direct == nil) {
+		if len(data) > 0 {
 			s.m.walWrites.Add(1)
 		}
 	}
 	s.cond.Broadcast()
+}
+
+// syncLocked syncs the file, with s.mu released, up to every byte
+// written: first it gathers the Sync writers the last sync released
+// (gatherLocked), and writes out what they appended, unless another
+// writer is writing.
+func (s *walSink) syncLocked() {
+	s.syncing = true
+	s.gatherLocked()
+	if !s.writing && len(s.buf) > 0 {
+		s.writeOutLocked()
+	}
+	if s.err != nil {
+		s.syncing = false
+		s.cond.Broadcast()
+		return
+	}
+	target := s.written
+	group := s.arrivals.Swap(0) // the Sync writers waiting, served by this sync or the next
+	start := time.Now()
+	s.mu.Unlock()
+	err := s.l.syncOut()
+	s.mu.Lock()
+	s.syncing = false
+	if err != nil {
+		s.failLocked(err)
+	} else {
+		s.synced = max(s.synced, target)
+		s.m.walSyncs.Add(1)
+		s.syncDone(group, time.Since(start))
+	}
+	s.cond.Broadcast()
+}
+
+// failLocked records err, a failed write or sync: the sink's and the
+// commit pipeline's sticky error, before any writer hears of it.
+func (s *walSink) failLocked(err error) {
+	if s.err == nil {
+		s.err = err
+	}
+	s.stop.set(walFailed(err))
 }
 
 // gatherLocked, before a sync, lets the Sync writers that the last sync
@@ -221,28 +262,16 @@ func (s *walSink) writeOutLocked() {
 // wait, against N/2 per sync. A writer alone never waits (it is all the
 // last sync served).
 //
-// It waits only while every write since the last sync began was a Sync
-// write. A NoSync write reserved after this sync's writers is published
-// after them, so it waits for this sync, and so does its writer's next
-// write, Sync or not: the writers it waits for might not come back
-// before it ends, and every write waits the longer. Where they come back
-// slowly anyway, the wait's bound adapts (gatherBound).
+// Only Sync writers wait for it: their batches are published already,
+// and the writes after them wait for no sync. Where the writers it waits
+// for come back slowly (Sync writes among many NoSync ones, say), the
+// wait is a loss, and its bound adapts (gatherBound).
 //
 // It spins, yielding the processor: a timer's wake-up would take longer
 // than the wait, and on few processors the yield is what runs the
 // writers it waits for.
 func (s *walSink) gatherLocked() {
-	if s.l.closed.Load() {
-		return
-	}
-	if s.syncNanos == 0 || s.noSyncWrites.Load() != s.noSyncAtSync {
-		// Only yield, once: on few processors the writers the last
-		// sync released may then append in time.
-		if s.lastSyncGroup > 1 {
-			s.mu.Unlock()
-			runtime.Gosched()
-			s.mu.Lock()
-		}
+	if s.syncNanos == 0 || s.l.closed.Load() {
 		return
 	}
 	want := s.carried + s.lastSyncGroup

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -79,4 +80,79 @@ func TestWALSink_SyncWritersShareEachSync(t *testing.T) {
 			writers*rounds, writers, syncs, float64(writers*rounds)/float64(syncs), rounds+2)
 	}
 	t.Logf("%d Sync writes by %d writers, %d syncs", writers*rounds, writers, syncs)
+}
+
+// syncGateFS holds the SyncData of its WAL files, once armed, until the
+// gate opens.
+type syncGateFS struct {
+	vfs.FS
+	armed  atomic.Bool
+	held   chan struct{} // receives once a sync is held
+	opened chan struct{} // closed to let the syncs through
+}
+
+func newSyncGateFS(fs vfs.FS) *syncGateFS {
+	return &syncGateFS{FS: fs, held: make(chan struct{}, 1), opened: make(chan struct{})}
+}
+
+func (g *syncGateFS) Create(name string) (vfs.File, error) {
+	f, err := g.FS.Create(name)
+	if err != nil || !strings.HasSuffix(name, ".log") {
+		return f, err
+	}
+	return syncGateFile{File: f, g: g}, nil
+}
+
+type syncGateFile struct {
+	vfs.File
+	g *syncGateFS
+}
+
+func (f syncGateFile) SyncData() error {
+	if f.g.armed.Load() {
+		select {
+		case f.g.held <- struct{}{}:
+		default:
+		}
+		<-f.g.opened
+	}
+	return f.File.SyncData()
+}
+
+// TestDB_SyncWritePublishedBeforeItsSync holds a Sync write's fsync and
+// checks that the write is visible meanwhile and has not returned, that a
+// NoSync write after it completes without waiting for that fsync, and
+// that both are there once the fsync is done and after a reopen (see
+// commitPipeline.run).
+func TestDB_SyncWritePublishedBeforeItsSync(t *testing.T) {
+	mem := vfs.NewMem()
+	g := newSyncGateFS(mem)
+	db, err := kv.Open("db", &kv.Options{FS: g})
+	must(t, err)
+	g.armed.Store(true)
+	synced := make(chan error, 1)
+	go func() { synced <- db.Set([]byte("s"), []byte("1"), kv.Sync) }()
+	<-g.held // the Sync write's fsync runs
+	wrote := make(chan error, 1)
+	go func() { wrote <- db.Set([]byte("n"), []byte("2"), kv.NoSync) }()
+	select {
+	case err := <-wrote:
+		must(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("a NoSync write waited for the fsync of the Sync write before it")
+	}
+	checkContents(t, db, map[string]string{"s": "1", "n": "2"}, "while the Sync write's fsync is held")
+	select {
+	case err := <-synced:
+		t.Fatalf("the Sync write returned (%v) before its fsync", err)
+	default:
+	}
+	g.armed.Store(false)
+	close(g.opened)
+	must(t, <-synced)
+	must(t, db.Close())
+	db, err = kv.Open("db", &kv.Options{FS: mem})
+	must(t, err)
+	defer mustClose(t, db)
+	checkContents(t, db, map[string]string{"s": "1", "n": "2"}, "after reopening")
 }

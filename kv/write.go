@@ -46,12 +46,8 @@ import (
 
 type commitPipeline struct {
 	// mu orders reservations; it guards everything below but pub.
-	mu sync.Mutex
-	// noSyncWrites counts the NoSync writes reserved, for the WAL's sink
-	// (see walSink.gatherLocked). Changed under mu, beside it, so that
-	// its cache line comes with mu's; read without mu.
-	noSyncWrites atomic.Uint64
-	pub          publisher
+	mu  sync.Mutex
+	pub publisher
 
 	log    *walWriter  // the WAL of the mutable memtable
 	logSeq base.SeqNum // the last sequence number assigned
@@ -201,11 +197,20 @@ func (p *commitPipeline) runExclusive(fn func() error) error {
 	return fn()
 }
 
-// run commits w's batch: it reserves, waits for the WAL as promised,
-// inserts the batch into the memtable, and publishes it. A batch that a
+// run commits w's batch: it reserves, waits for its record to be in the
+// WAL file, inserts the batch into the memtable, and publishes it; a
+// Sync write then waits for its record to be synced. A batch that a
 // failure behind it kept from becoming visible fails with the error that
 // stopped writes.
-func (p *commitPipeline) run(d *DB, w *writer) (err error) {
+//
+// A Sync write's batch is published before its sync, as in Pebble: the
+// writes after it, Sync or not, then wait for its record to be written,
+// not synced, and a NoSync write among Sync ones costs no fsync. Readers
+// may see a Sync write before it is synced, as they see a NoSync write
+// that is not; its writer returns once it is synced. Should the sync
+// fail, the write is refused, and may be found after a reopen (see
+// Failures in the package documentation).
+func (p *commitPipeline) run(d *DB, w *writer) error {
 	mem, log, end, err := p.reserve(d, w)
 	if err != nil {
 		return err // never queued for publication
@@ -219,23 +224,30 @@ func (p *commitPipeline) run(d *DB, w *writer) (err error) {
 	}
 	// Published as failed unless inserted whole: a failed insert must not
 	// publish the batch, nor leave the writers behind it waiting.
-	inserted := false
-	defer func() {
-		if !p.pub.publish(d, w, inserted) && err == nil {
-			err = p.stickyErr()
+	err = p.apply(mem, log, end, w)
+	p.pub.release(d, w, err == nil)
+	if err == nil && w.sync {
+		if err = log.sink.syncTo(end); err != nil {
+			err = p.err.set(walFailed(err)) // the sink's, set already
 		}
-	}()
+	}
+	if !p.pub.await(w) && err == nil {
+		err = p.stickyErr()
+	}
+	return err
+}
+
+// apply waits for w's record to be in the WAL file, as the default mode
+// promises, and inserts w's batch into mem; the record's sync, if w asks
+// for one, is left to run.
+func (p *commitPipeline) apply(mem *memTable, log *walWriter, end int64, w *writer) error {
 	defer mem.writers.Done()
 	if !w.copied {
 		if err := log.sink.wait(end, w.sync); err != nil {
 			return p.err.set(walFailed(err)) // the sink's, set already
 		}
 	}
-	if err := p.insert(mem, w); err != nil {
-		return err
-	}
-	inserted = true
-	return nil
+	return p.insert(mem, w)
 }
 
 // insert inserts w's batch into mem. A panic there, of the comparer's
@@ -328,9 +340,6 @@ func (p *commitPipeline) reserveLocked(d *DB, w *writer) (*memTable, *walWriter,
 	}
 	p.logSeq = seq + base.SeqNum(b.Count())
 	w.lastSeq, w.copied = p.logSeq, copied
-	if !w.sync {
-		p.noSyncWrites.Store(p.noSyncWrites.Load() + 1)
-	}
 	mem.reserve(len(b.data), p.logSeq)
 	return mem, p.log, end, nil
 }
@@ -443,16 +452,15 @@ func (q *publisher) pop() (x *writer, visible bool) {
 	}
 }
 
-// publish marks w's batch inserted whole, or failed, publishes every
-// batch at the ring's tail that is inserted, waits until w is published,
-// and reports whether readers see it. A failed batch leaves the ring
-// unpublished, and halts publication: no batch after it becomes visible
-// either.
+// release marks w's batch inserted whole, or failed, and publishes every
+// batch at the ring's tail that is inserted; await then waits until w is
+// published. A failed batch leaves the ring unpublished, and halts
+// publication: no batch after it becomes visible either.
 //
 // Whoever pops a batch publishes it. Two writers may pop and publish
 // batches at once, the later batch's number reaching visibleSeq first:
 // both batches are inserted, so readers see them both, whole.
-func (q *publisher) publish(d *DB, w *writer, inserted bool) bool {
+func (q *publisher) release(d *DB, w *writer, inserted bool) {
 	if inserted {
 		w.outcome.Store(batchApplied)
 	} else {
@@ -461,7 +469,7 @@ func (q *publisher) publish(d *DB, w *writer, inserted bool) bool {
 	for {
 		x, visible := q.pop()
 		if x == nil {
-			break
+			return
 		}
 		if x.visible = visible; visible {
 			for seq := uint64(x.lastSeq); ; {
@@ -478,6 +486,11 @@ func (q *publisher) publish(d *DB, w *writer, inserted bool) bool {
 		}
 		x.publishedSig.set() // w's own returns from wait at once
 	}
+}
+
+// await waits until w, released, is published, and reports whether
+// readers see it.
+func (q *publisher) await(w *writer) bool {
 	w.publishedSig.wait()
 	return w.visible
 }
