@@ -201,7 +201,14 @@ func moving(c *compaction.Compaction) []*manifest.FileMetadata {
 // Compact(start, end) after DeleteRange(start, end) covers every deleted
 // key; it may also rewrite the tables holding end. Compaction works in
 // whole tables, so keys beyond either end may be rewritten as well.
+//
+// start sorting after end is an error, as in Pebble, and nothing is
+// flushed or compacted. (Pebble refuses start = end too; here, ends
+// being inclusive, Compact(k, k) compacts the tables holding k.)
 func (d *DB) Compact(start, end []byte) error {
+	if err := d.checkKeyRange("Compact", start, end); err != nil {
+		return err
+	}
 	if err := d.Flush(); err != nil {
 		return err
 	}
@@ -223,6 +230,15 @@ func (d *DB) Compact(start, end []byte) error {
 		if err := d.runManualLocked(c); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// checkKeyRange refuses a key range [start, end] (nil: unbounded) whose
+// start sorts after its end, naming the call in the error.
+func (d *DB) checkKeyRange(call string, start, end []byte) error {
+	if start != nil && end != nil && d.cmp.Compare(start, end) > 0 {
+		return fmt.Errorf("kv: %s: start %q sorts after end %q", call, start, end)
 	}
 	return nil
 }

@@ -1,10 +1,6 @@
 package kv
 
-import (
-	"fmt"
-
-	"github.com/bloomkv/bloomkv/internal/manifest"
-)
+import "github.com/bloomkv/bloomkv/internal/manifest"
 
 // EstimateDiskUsage returns an estimate of the bytes on disk of the
 // tables' data for user keys in [start, end] (both inclusive; nil is
@@ -21,8 +17,8 @@ func (d *DB) EstimateDiskUsage(start, end []byte) (uint64, error) {
 	if err := d.checkOpen(); err != nil {
 		return 0, err
 	}
-	if start != nil && end != nil && d.cmp.Compare(start, end) > 0 {
-		return 0, fmt.Errorf("kv: EstimateDiskUsage: start %q sorts after end %q", start, end)
+	if err := d.checkKeyRange("EstimateDiskUsage", start, end); err != nil {
+		return 0, err
 	}
 	d.mu.Lock()
 	v := d.mu.versions.current

@@ -53,7 +53,7 @@ type iterState struct {
 	err    error
 
 	// prefix is SeekPrefixGE's prefix while the iterator is in prefix
-	// mode, in prefixBuf; nil outside it.
+	// mode, in prefixBuf, not nil even when empty; nil outside it.
 	prefix    []byte
 	prefixBuf []byte
 	// prefixOnly is IterOptions.PrefixOnly: SeekGE seeks by prefix.

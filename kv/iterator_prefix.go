@@ -51,6 +51,11 @@ func (s *iterState) seekPrefixGE(key []byte) bool {
 	}
 	s.prefixBuf = append(s.prefixBuf[:0], prefix...)
 	s.prefix = s.prefixBuf
+	if s.prefix == nil {
+		// An empty prefix (the empty key's) is still prefix mode, which
+		// nil would end; appending nothing to a nil buffer gives nil.
+		s.prefix = []byte{}
+	}
 	key, ok := s.clampPrefixSeek(key)
 	if !ok {
 		return false

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -122,6 +123,37 @@ func TestIterator_Prev_AfterPrefixSeekMiss(t *testing.T) {
 	}
 	if !it.Last() || string(it.Key()) != "c/1" || it.Error() != nil {
 		t.Fatalf("Last after the error: valid=%v key=%q err=%v", it.Valid(), it.Key(), it.Error())
+	}
+}
+
+// TestIterator_SeekPrefixGE_EmptyPrefix checks prefix mode under an empty
+// prefix, the empty key's (as in Pebble): SeekPrefixGE of the empty key,
+// or of nil, shows the empty key and no other, Next stops after it, and
+// Prev fails with ErrReversePrefixIteration. An empty prefix is still a
+// prefix: the iterator took it for none, and walked the whole store.
+func TestIterator_SeekPrefixGE_EmptyPrefix(t *testing.T) {
+	for _, flush := range []bool{false, true} {
+		for _, seek := range [][]byte{nil, {}} {
+			// Iterator states come from a pool: empty it, so the
+			// iterator starts with no buffers, as a first one does.
+			runtime.GC()
+			runtime.GC()
+			db := openSlashDB(t, flush, "", "a/1", "b/1")
+			it, err := db.NewIter(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !it.SeekPrefixGE(seek) || string(it.Key()) != "" {
+				t.Fatalf("flush=%v SeekPrefixGE(%q): valid=%v key=%q, want the empty key", flush, seek, it.Valid(), it.Key())
+			}
+			if it.Next() || it.Error() != nil {
+				t.Fatalf("flush=%v Next after SeekPrefixGE(%q): at %q, err %v; want the end of the prefix", flush, seek, it.Key(), it.Error())
+			}
+			if it.Prev() || !errors.Is(it.Error(), kv.ErrReversePrefixIteration) {
+				t.Fatalf("flush=%v Prev in prefix mode: valid=%v err=%v, want ErrReversePrefixIteration", flush, it.Valid(), it.Error())
+			}
+			it.Close() // returns the Prev's error
+		}
 	}
 }
 
