@@ -207,13 +207,16 @@ func (s *walSink) writeOutLocked() {
 }
 
 // syncLocked syncs the file, with s.mu released, up to every byte
-// written: first it gathers the Sync writers the last sync released
-// (gatherLocked), and writes out what they appended, unless another
-// writer is writing.
+// appended: first it gathers the Sync writers the last sync released
+// (gatherLocked), then waits for the write running, if any, and writes
+// out what is left.
 func (s *walSink) syncLocked() {
 	s.syncing = true
 	s.gatherLocked()
-	if !s.writing && len(s.buf) > 0 {
+	for s.writing && s.err == nil {
+		s.cond.Wait()
+	}
+	if s.err == nil && len(s.buf) > 0 {
 		s.writeOutLocked()
 	}
 	if s.err != nil {
