@@ -121,8 +121,8 @@ func (cfg *Config) check() error {
 		bad("writers, Sync shares and memtable sizes each need one choice at least")
 	}
 	for _, w := range cfg.Writers {
-		if w < 1 || w > maxWriters {
-			bad("%d writers: want 1 to %d", w, maxWriters)
+		if w < 1 || w > MaxWriters {
+			bad("%d writers: want 1 to %d", w, MaxWriters)
 		}
 	}
 	for _, p := range cfg.SyncShares {

@@ -14,12 +14,12 @@ import (
 // of the round's seed, w and n alone, so the parent rebuilds any state of
 // the store from the numbers of the ops a child reported acknowledged.
 
-// Limits of the key format.
-const (
-	maxWriters = 99
-	maxKeys    = 1_000_000
-	keyLen     = len("w00/k000000")
-)
+// MaxWriters is the most writers a round may have: the key format gives
+// a writer's number two digits.
+const MaxWriters = 99
+
+// keyLen is the length of every key, "wWW/kKKKKKK".
+const keyLen = len("w00/k000000")
 
 // Value sizes a round draws its values from.
 const (
