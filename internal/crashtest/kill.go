@@ -16,16 +16,19 @@ import (
 	"github.com/cockroachdb/pebble/vfs"
 )
 
-// readyLimit is how long a child that the parent kills only once it is
-// ready may take to open and check the store before it is taken to hang.
-const readyLimit = 2 * time.Minute
+// stepLimit is how long a child may take to reach the next step of its
+// life (Open and the check, the writers' stop and Close) while its kill
+// waits for a step, before it is taken to hang.
+const stepLimit = 2 * time.Minute
 
-// killPlan is when the parent kills a child: after a delay from its
-// start, or from its ready line (then a kill never lands in Open or the
-// check).
+// killPlan is when the parent kills a child: after a delay counted from
+// the moment the child reached a phase (phaseOpening: its start). With
+// closeAfter, the child stops writing after that long, and closes the
+// store.
 type killPlan struct {
-	after     time.Duration
-	fromReady bool
+	after      time.Duration
+	from       phase
+	closeAfter time.Duration
 }
 
 // phase is where in a child's life a kill landed, as far as the child
@@ -75,12 +78,12 @@ func runChild(ctx context.Context, argv []string, spec *childSpec, plan killPlan
 		return nil, fmt.Errorf("crashtest: starting a child: %w", err)
 	}
 	g := &generation{acks: make([][]ack, spec.Round.Writers)}
-	ready, done := make(chan struct{}), make(chan struct{})
+	reached, done := make(chan phase, phaseClosed+1), make(chan struct{})
 	go func() {
 		defer close(done)
-		g.read(stdout, time.Now(), ready)
+		g.read(stdout, time.Now(), reached)
 	}()
-	outcome := killWhen(ctx, cmd.Process, plan, ready, done)
+	outcome := killWhen(ctx, cmd.Process, plan, reached, done)
 	<-done
 	waitErr := cmd.Wait()
 	if outcome == killInterrupted {
@@ -101,26 +104,32 @@ type killOutcome int
 const (
 	killed          killOutcome = iota
 	killEndedFirst              // the child's stdout ended before the kill
-	killHung                    // not ready within readyLimit
+	killHung                    // a step took over stepLimit
 	killInterrupted             // the context ended first
 )
 
 // killWhen kills the child when plan says, and returns how its life
-// ended. ready is closed on the child's ready line, done at the end of
-// its stdout.
-func killWhen(ctx context.Context, p *os.Process, plan killPlan, ready, done <-chan struct{}) killOutcome {
+// ended. reached tells each phase the child reaches; done is closed at
+// the end of its stdout.
+func killWhen(ctx context.Context, p *os.Process, plan killPlan, reached <-chan phase, done <-chan struct{}) killOutcome {
 	var due, hung <-chan time.Time
-	if plan.fromReady {
-		hung = time.After(readyLimit)
-	} else {
+	if plan.from == phaseOpening {
 		due = time.After(plan.after)
+	} else {
+		hung = time.After(stepLimit)
 	}
 	for {
 		select {
-		case <-ready:
-			ready, hung = nil, nil
-			if plan.fromReady {
-				due = time.After(plan.after)
+		case ph := <-reached:
+			switch {
+			case ph == plan.from:
+				due, hung = time.After(plan.after), nil
+			case ph < plan.from:
+				limit := stepLimit
+				if ph == phaseWriting {
+					limit += plan.closeAfter // it writes that long before its next step
+				}
+				hung = time.After(limit)
 			}
 		case <-due:
 			_ = p.Kill()
@@ -147,7 +156,7 @@ func (g *generation) failure(outcome killOutcome, waitErr error, state *os.Proce
 	}
 	switch {
 	case outcome == killHung:
-		return fmt.Errorf("crashtest: the child neither failed nor was ready within %v%s", readyLimit, reported)
+		return fmt.Errorf("crashtest: the child took over %v to reach its next step, and no failure%s", stepLimit, reported)
 	case outcome == killEndedFirst || state.Exited():
 		return fmt.Errorf("crashtest: the child ended before the kill (%v)%s", waitErr, reported)
 	case len(g.fails) > 0:
@@ -156,9 +165,10 @@ func (g *generation) failure(outcome killOutcome, waitErr error, state *os.Proce
 	return nil
 }
 
-// read reads the child's lines until its stdout ends, closing ready on
-// its ready line.
-func (g *generation) read(r io.Reader, started time.Time, ready chan<- struct{}) {
+// read reads the child's lines until its stdout ends, telling reached
+// of each phase the child reaches.
+func (g *generation) read(r io.Reader, started time.Time, reached chan<- phase) {
+	steps := map[string]phase{lineOpened: phaseChecking, lineReady: phaseWriting, lineStopped: phaseClosing, lineClosed: phaseClosed}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
@@ -166,20 +176,16 @@ func (g *generation) read(r io.Reader, started time.Time, ready chan<- struct{})
 		if len(words) == 0 {
 			continue
 		}
-		switch words[0] {
-		case lineOpened:
-			g.phase, g.opened = phaseChecking, time.Since(started)
-		case lineReady:
-			g.phase = phaseWriting
-			close(ready)
-		case lineStopped:
-			g.phase = phaseClosing
-		case lineClosed:
-			g.phase = phaseClosed
-		default:
-			if !g.parse(words) {
-				g.fails = append(g.fails, sc.Text())
+		if ph, ok := steps[words[0]]; ok && len(words) == 1 && ph > g.phase {
+			g.phase = ph
+			if ph == phaseChecking {
+				g.opened = time.Since(started)
 			}
+			reached <- ph
+			continue
+		}
+		if !g.parse(words) {
+			g.fails = append(g.fails, sc.Text())
 		}
 	}
 	if err := sc.Err(); err != nil {

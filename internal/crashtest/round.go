@@ -131,8 +131,8 @@ func (res *RoundResult) run(ctx context.Context, cfg *Config) error {
 	h := newHistory(&res.Round)
 	var opened time.Duration
 	for k := range res.Round.Kills {
-		plan, closeAfter := nextKill(rng, cfg.KillWithin, opened)
-		spec := &childSpec{Round: res.Round, Dir: res.Dir, Windows: h.windows(), CloseAfter: closeAfter}
+		plan := nextKill(rng, cfg.KillWithin, opened)
+		spec := &childSpec{Round: res.Round, Dir: res.Dir, Windows: h.windows(), CloseAfter: plan.closeAfter}
 		g, err := runChild(ctx, cfg.Child, spec, plan, res.Dir+".stderr")
 		if err != nil {
 			return fmt.Errorf("child %d: %w", k+1, err)
@@ -160,24 +160,38 @@ func (res *RoundResult) run(ctx context.Context, cfg *Config) error {
 	return nil
 }
 
-// nextKill draws the next child's kill: after a delay spread evenly over
-// the magnitudes from a millisecond to within, three times in four
-// counted from the child's ready line; otherwise from its start, and
-// then, two times in three, aimed at Open (within 1.2 times the time
-// the last child's Open took, when it took over 2 ms). One ready-timed
-// kill in eight lands after the writers have stopped and Close was
-// called.
-func nextKill(rng *rand.Rand, within, lastOpen time.Duration) (p killPlan, closeAfter time.Duration) {
-	lo, hi := math.Log(float64(time.Millisecond)), math.Log(float64(max(within, time.Millisecond)))
-	p.after = time.Duration(math.Exp(lo + rng.Float64()*(hi-lo)))
-	p.fromReady = rng.IntN(4) > 0
+// nextKill draws the next child's kill: three kills in four come once the
+// child is ready, one in four from its start (of those, two in three
+// aimed at Open, within 1.2 times the time the last child's Open took,
+// when it took over 2 ms); one ready child in eight stops writing and
+// calls Close, and is killed from 10 µs to 100 ms after, so that its kill
+// lands in Close or after it.
+func nextKill(rng *rand.Rand, within, lastOpen time.Duration) (p killPlan) {
+	p.after, p.from = killDelay(rng, time.Millisecond, within), phaseWriting
 	switch {
-	case !p.fromReady && lastOpen > 2*time.Millisecond && rng.IntN(3) > 0:
-		p.after = time.Duration(rng.Float64() * 1.2 * float64(lastOpen))
-	case p.fromReady && rng.IntN(8) == 0:
-		closeAfter = time.Duration((0.3 + 0.7*rng.Float64()) * float64(p.after))
+	case rng.IntN(4) == 0:
+		p.from = phaseOpening
+		if lastOpen > 2*time.Millisecond && rng.IntN(3) > 0 {
+			p.after = time.Duration(rng.Float64() * 1.2 * float64(lastOpen))
+		}
+	case rng.IntN(8) == 0:
+		p.closeAfter = p.after
+		p.after, p.from = killDelay(rng, 10*time.Microsecond, 100*time.Millisecond), phaseClosing
 	}
-	return p, closeAfter
+	return p
+}
+
+// killDelay draws a delay in [lo, hi): half the time spread evenly over
+// the magnitudes, so that the first moments (Open, the first writes) are
+// hit often, half the time evenly, so that children live long enough
+// to fill memtables.
+func killDelay(rng *rand.Rand, lo, hi time.Duration) time.Duration {
+	hi = max(hi, lo)
+	if rng.IntN(2) == 0 {
+		return lo + time.Duration(rng.Float64()*float64(hi-lo))
+	}
+	l, h := math.Log(float64(lo)), math.Log(float64(hi))
+	return time.Duration(math.Exp(l + rng.Float64()*(h-l)))
 }
 
 // judge checks the states found against the history, and counts.
