@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
 
+	"github.com/bloomkv/bloomkv/internal/crashtest"
 	"github.com/cockroachdb/pebble/vfs"
 )
 
@@ -50,5 +52,28 @@ func TestMountType(t *testing.T) {
 		if got := mountType(strings.NewReader(mounts), path); got != want {
 			t.Errorf("mountType(%q) = %q, want %q", path, got, want)
 		}
+	}
+}
+
+// TestCrash_PrintsFailure checks what a failed round prints: the error,
+// where its store is kept, and the command that replays it, with the
+// flags that pick its writes (not those of the campaign's length or
+// report) and the round's seed and kills.
+func TestCrash_PrintsFailure(t *testing.T) {
+	var out bytes.Buffer
+	a := &app{stdout: &out}
+	cmd := a.crashCommand()
+	if err := cmd.ParseFlags([]string{"--dir", "/d", "--duration", "1m", "--writers", "2,4", "--background-wal", "--markdown", "x.md"}); err != nil {
+		t.Fatal(err)
+	}
+	o := crashOptions{replay: replayLine(cmd)}
+	r := crashtest.RoundResult{Round: crashtest.Round{Seed: 42, Writers: 2, Kills: 3, BackgroundWAL: true}, Dir: "/d/c/round-42",
+		Failure: "crashtest: writer 1 holds the state of op 6, but ops up to 9 were acknowledged"}
+	a.printRound(5, r, o)
+	want := "  crashtest: writer 1 holds the state of op 6, but ops up to 9 were acknowledged\n" +
+		"  store kept in /d/c/round-42\n" +
+		"  replay: go run ./cmd/bloomkv crash --background-wal --dir /d --writers 2,4 --seed 42 --kills 3\n"
+	if got := out.String(); !strings.HasPrefix(got, "round 5, seed 42: 2 writers, ") || !strings.Contains(got, ": FAILED\n"+want) {
+		t.Errorf("a failed round printed:\n%s\nwant its line, FAILED, then:\n%s", got, want)
 	}
 }
