@@ -125,9 +125,6 @@ func (o *benchOptions) check() error {
 		return usagef("--lookups %d: want at least 1", o.lookups)
 	case o.cache <= 0:
 		return usagef("--cache %d: want a positive size", o.cache)
-	case o.memtable < kv.MinMemTableSize || o.memtable > kv.MaxMemTableSize:
-		return usagef("--memtable %s: want a size in [%s, %s]", fmtBytes(int64(o.memtable)),
-			fmtBytes(kv.MinMemTableSize), fmtBytes(kv.MaxMemTableSize))
 	case o.tableSize <= 0:
 		return usagef("--table-size %d: want a positive size", o.tableSize)
 	case o.l1Size <= 0:
@@ -136,6 +133,9 @@ func (o *benchOptions) check() error {
 		return usagef("--rounds %d: want 0 or more", o.rounds)
 	case o.filterMemory && o.zipfRankings <= 0:
 		return usagef("--zipf-rankings %d: want at least 1", o.zipfRankings)
+	}
+	if err := checkMemTable(int64(o.memtable)); err != nil {
+		return err
 	}
 	if err := o.checkWriters(); err != nil {
 		return err
@@ -157,6 +157,15 @@ func (o *benchOptions) check() error {
 		}
 	}
 	return o.checkMarkdown()
+}
+
+// checkMemTable checks a --memtable size against kv's limits.
+func checkMemTable(m int64) error {
+	if m < kv.MinMemTableSize || m > kv.MaxMemTableSize {
+		return usagef("--memtable %s: want a size in [%s, %s]", fmtBytes(m),
+			fmtBytes(kv.MinMemTableSize), fmtBytes(kv.MaxMemTableSize))
+	}
+	return nil
 }
 
 // checkWriters parses --writers, which runs alone, with at least one

@@ -1,5 +1,6 @@
-// Command bloomkv benchmarks bloomkv's per-block Bloom filters and inspects
-// stores, tables and filters.
+// Command bloomkv benchmarks bloomkv's per-block Bloom filters, inspects
+// stores, tables and filters, and checks what stores keep when the
+// process writing them is killed.
 //
 // Usage:
 //
@@ -11,6 +12,8 @@
 //	bloomkv bench --filter-memory [--keys N] [--lookups N] [--plot FILE] [--markdown FILE]
 //	bloomkv bench --writers N,N,... [--keys N] [--memtable SIZE] [--pebble] [--rounds N] [--markdown FILE]
 //	bloomkv bench --growth --filter-cap-bits B [--keys N] [--growth-from N] [--markdown FILE]
+//	bloomkv crash [--duration D | --kills N] [--writers N,N,...] [--sync P,P,...] [--memtable SIZE,...]
+//	              [--background-wal] [--kill-within D] [--dir D] [--keep] [--seed S] [--markdown FILE]
 //	bloomkv db get KEY... --dir D [--metrics] [--split NAME]
 //	bloomkv db set KEY VALUE --dir D
 //	bloomkv db delete KEY --dir D
@@ -138,6 +141,34 @@
 // measure the wasted reads after each step. A sample above the cap makes
 // the command fail, after its report. docs/filter-cap-growth.md is its
 // page.
+//
+// # crash
+//
+// crash checks the store's promises after a crash of the process on the
+// machine's own disk and file system (internal/crashtest), for --duration
+// (1m) or until --kills children were killed. In rounds, each a new
+// store: a child process (this program again) writes from several
+// goroutines (Set, Delete, DeleteRange, batches, big values, Flush; each
+// round picks its count of writers from --writers, its share of Sync
+// writes from --sync and its memtable size from --memtable) and prints
+// each write once it is acknowledged; it is killed with SIGKILL at a
+// random moment within --kill-within (2s): in Open, while it checks the
+// store, while it writes, in Close or after it. The next child reopens
+// the store, checks it and writes on, one to four times a round; last
+// the parent checks the store, writes, closes it and checks it again
+// after an Open. The store must hold every acknowledged write (with
+// --background-wal, kv.Options.BackgroundWALWrites: a prefix of the
+// acknowledged history, missing no Sync write and at most 256 KiB of
+// the others), batches whole, and no value that was never written.
+//
+// It prints a line per round (its seed, writers, Sync share, memtable,
+// where the kills landed, the acknowledged writes checked and, with
+// --background-wal, the most one kill lost) and a summary. A failed round
+// keeps its store, prints the error and the command that replays the
+// round (--seed), and makes the exit status 1. The stores go in a new
+// directory under --dir (default: the system's temporary directory),
+// removed afterwards unless a round failed or --keep. --markdown FILE
+// writes the results as a page, as docs/crash.md is.
 //
 // # db
 //

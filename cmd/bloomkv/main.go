@@ -68,7 +68,8 @@ func (a *app) rootCommand() *cobra.Command {
 		Use:   "bloomkv",
 		Short: "Benchmark and inspect bloomkv stores, tables and filters",
 		Long: "bloomkv benchmarks the bloomkv LSM store with and without Bloom filters " +
-			"(against Pebble on request), and inspects stores, tables and filters.",
+			"(against Pebble on request), inspects stores, tables and filters, and checks what " +
+			"stores keep when the process writing them is killed.",
 		SilenceUsage:      true,
 		SilenceErrors:     true,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
@@ -77,6 +78,7 @@ func (a *app) rootCommand() *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(
 		a.benchCommand(),
+		a.crashCommand(),
 		a.dbCommand(),
 		a.sstableCommand(),
 		a.filterCommand(),

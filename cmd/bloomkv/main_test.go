@@ -7,10 +7,16 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/bloomkv/bloomkv/internal/crashtest"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
 func TestMain(m *testing.M) {
+	if _, ok := os.LookupEnv(crashtest.ChildEnv); ok {
+		// A child of a crash run in this test binary (os.Executable), which
+		// runs it as "crash".
+		os.Exit(run(context.Background(), []string{"crash"}, os.Stdout, os.Stderr))
+	}
 	testscript.Main(m, map[string]func(){
 		"bloomkv": func() { os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr)) },
 	})
