@@ -26,7 +26,7 @@ import (
 // KiB, as TestWALFlusher_LimitDocumented checks): a crash of the process
 // loses acknowledged writes whose WAL records hold at most this many
 // bytes (so whose batches, Batch.Len, hold at most this many too).
-const walLossBound = kv.WALLossBound
+const walLossBound = kv.BackgroundWALLossBound
 
 // slowWALFS passes every operation to an FS, but takes each write to a
 // WAL file a piece at a time, pausing before each piece, as a slow disk

@@ -53,6 +53,12 @@ import (
 // Options.BackgroundWALWrites documents the bound.
 const walBufferLimit = 256 << 10
 
+// BackgroundWALLossBound is the most that a crash of the process may lose
+// with Options.BackgroundWALWrites: acknowledged NoSync writes whose WAL
+// records span at most this many bytes (256 KiB), a record partly in the
+// file counted whole. Their batches' Batch.Len add up to no more.
+const BackgroundWALLossBound = walBufferLimit
+
 // walFlushBytes and walFlushDelay say when the flusher writes what it
 // has: once that many bytes are buffered, or that long after the first
 // of them.

@@ -5,14 +5,16 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/bloomkv/bloomkv/kv"
 )
 
 // LossBound is the most bytes of acknowledged NoSync writes that a crash
-// of the process may lose with kv.Options.BackgroundWALWrites, as kv's
-// package documentation states it: 256 KiB of WAL records. The records
-// of the lost ops are at least their batches' Batch.Len, which the check
-// adds up, so a loss it reports over the bound is one.
-const LossBound = 256 << 10
+// of the process may lose with kv.Options.BackgroundWALWrites
+// (kv.BackgroundWALLossBound): 256 KiB of WAL records. The records of the
+// lost ops are at least their batches' Batch.Len, which the check adds
+// up, so a loss it reports over the bound is one.
+const LossBound = kv.BackgroundWALLossBound
 
 // ack is an op a child reported acknowledged, with the moments its call
 // began and returned, in nanoseconds since the child started.
