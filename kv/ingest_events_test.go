@@ -109,40 +109,6 @@ func TestDB_Ingest_Event(t *testing.T) {
 	}
 }
 
-// walWriteGateFS holds the writes of its WAL files, once armed, until the
-// gate opens: a write then waits with its room reserved in the memtable
-// and its batch not yet inserted.
-type walWriteGateFS struct {
-	vfs.FS
-	armed  atomic.Bool
-	held   chan struct{} // receives once a write is held
-	opened chan struct{} // closed to let the writes through
-}
-
-func (g *walWriteGateFS) Create(name string) (vfs.File, error) {
-	f, err := g.FS.Create(name)
-	if err != nil || !strings.HasSuffix(name, ".log") {
-		return f, err
-	}
-	return walWriteGateFile{File: f, g: g}, nil
-}
-
-type walWriteGateFile struct {
-	vfs.File
-	g *walWriteGateFS
-}
-
-func (f walWriteGateFile) Write(p []byte) (int, error) {
-	if f.g.armed.Load() {
-		select {
-		case f.g.held <- struct{}{}:
-		default:
-		}
-		<-f.g.opened
-	}
-	return f.File.Write(p)
-}
-
 // TestDB_Ingest_WriteInFlight ingests a table while a Sync write has
 // reserved its sequence number but waits for its record to be written to
 // the WAL, so that its batch is not in the memtable yet. The ingest must wait for it: were the
@@ -152,7 +118,7 @@ func (f walWriteGateFile) Write(p []byte) (int, error) {
 // sequence number in the MANIFEST, would be skipped by recovery).
 func TestDB_Ingest_WriteInFlight(t *testing.T) {
 	mem := vfs.NewMem()
-	g := &walWriteGateFS{FS: mem, held: make(chan struct{}, 1), opened: make(chan struct{})}
+	g := newWALGateFS(mem, false)
 	db, err := kv.Open("db", &kv.Options{FS: g})
 	must(t, err)
 	writeExternal(t, mem, "ext/i.sst", keyRange("i", 0, 10, "x"), sstable.WriterOptions{})

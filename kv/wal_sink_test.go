@@ -82,39 +82,56 @@ func TestWALSink_SyncWritersShareEachSync(t *testing.T) {
 	t.Logf("%d Sync writes by %d writers, %d syncs", writers*rounds, writers, syncs)
 }
 
-// syncGateFS holds the SyncData of its WAL files, once armed, until the
-// gate opens.
-type syncGateFS struct {
+// walGateFS holds the writes, or the syncs, of its WAL files, once
+// armed, until the gate opens.
+type walGateFS struct {
 	vfs.FS
+	syncs  bool // hold SyncData, not Write
 	armed  atomic.Bool
-	held   chan struct{} // receives once a sync is held
-	opened chan struct{} // closed to let the syncs through
+	held   chan struct{} // receives once a write or sync is held
+	opened chan struct{} // closed to let them through
 }
 
-func newSyncGateFS(fs vfs.FS) *syncGateFS {
-	return &syncGateFS{FS: fs, held: make(chan struct{}, 1), opened: make(chan struct{})}
+// newWALGateFS returns a gate on fs's WAL files, holding their syncs if
+// syncs is set, their writes otherwise.
+func newWALGateFS(fs vfs.FS, syncs bool) *walGateFS {
+	return &walGateFS{FS: fs, syncs: syncs, held: make(chan struct{}, 1), opened: make(chan struct{})}
 }
 
-func (g *syncGateFS) Create(name string) (vfs.File, error) {
+func (g *walGateFS) Create(name string) (vfs.File, error) {
 	f, err := g.FS.Create(name)
 	if err != nil || !strings.HasSuffix(name, ".log") {
 		return f, err
 	}
-	return syncGateFile{File: f, g: g}, nil
+	return walGateFile{File: f, g: g}, nil
 }
 
-type syncGateFile struct {
-	vfs.File
-	g *syncGateFS
-}
-
-func (f syncGateFile) SyncData() error {
-	if f.g.armed.Load() {
+// hold waits, when armed, until the gate opens.
+func (g *walGateFS) hold() {
+	if g.armed.Load() {
 		select {
-		case f.g.held <- struct{}{}:
+		case g.held <- struct{}{}:
 		default:
 		}
-		<-f.g.opened
+		<-g.opened
+	}
+}
+
+type walGateFile struct {
+	vfs.File
+	g *walGateFS
+}
+
+func (f walGateFile) Write(p []byte) (int, error) {
+	if !f.g.syncs {
+		f.g.hold()
+	}
+	return f.File.Write(p)
+}
+
+func (f walGateFile) SyncData() error {
+	if f.g.syncs {
+		f.g.hold()
 	}
 	return f.File.SyncData()
 }
@@ -126,7 +143,7 @@ func (f syncGateFile) SyncData() error {
 // commitPipeline.run).
 func TestDB_SyncWritePublishedBeforeItsSync(t *testing.T) {
 	mem := vfs.NewMem()
-	g := newSyncGateFS(mem)
+	g := newWALGateFS(mem, true)
 	db, err := kv.Open("db", &kv.Options{FS: g})
 	must(t, err)
 	g.armed.Store(true)
