@@ -13,7 +13,7 @@ import (
 	"github.com/bloomkv/bloomkv/memtable"
 )
 
-// The commit pipeline, after Pebble's. A write goes through three steps:
+// The commit pipeline, after Pebble's. A write goes through four steps:
 //
 //  1. Reserve, under p.mu, held briefly: make room in the memtable, assign
 //     the batch its sequence numbers, append its WAL record (a copy of the
@@ -21,18 +21,21 @@ import (
 //     the WAL is memory-mapped, and queue it for publication. The order of
 //     p.mu is the order of sequence numbers, of records in the WAL and of
 //     publication.
-//  2. Make the record durable as promised, and insert the batch into the
-//     memtable. Writers do both concurrently, each its own batch: the
+//  2. Wait until the record is in the WAL file, and insert the batch into
+//     the memtable. Writers do both concurrently, each its own batch: the
 //     memtable takes concurrent inserts, and whichever writer finds its
 //     record not yet in the WAL file writes the buffer out for every
-//     writer queued so far (and syncs it, for all of them, when one asked
-//     to), while the others wait for it (see walSink). A NoSync record
-//     copied into a mapped WAL's file is written already, and its writer
-//     does not wait.
+//     writer queued so far, while the others wait for it (see walSink). A
+//     NoSync record copied into a mapped WAL's file is written already,
+//     and its writer does not wait.
 //  3. Publish: the visible sequence number moves past a batch only once
 //     it and every batch before it are inserted, so readers never see a
 //     later write before an earlier one, and see a batch whole or not at
-//     all. The writer returns once its batch is published.
+//     all.
+//  4. A Sync write waits for a sync of the WAL past its record, which
+//     one writer runs for all the Sync writers whose records are written
+//     (see walSink). The writer returns once its batch is published, and
+//     for a Sync write synced.
 //
 // A batch is inserted only once its record is in the WAL file (or handed
 // to the WAL's flusher with Options.BackgroundWALWrites), so a failed WAL
