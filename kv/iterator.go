@@ -80,11 +80,14 @@ func (i *Iterator) SeekGE(key []byte) bool { return i.s != nil && i.s.seekGE(key
 func (i *Iterator) SeekLT(key []byte) bool { return i.s != nil && i.s.seekLT(key) }
 
 // Next moves to the following key. On an iterator that is not Valid it
-// returns false. In prefix mode it stops at the end of the prefix.
+// returns false, where Pebble's, before the first key (a SeekLT that
+// found none), moves onto it; seek again instead. In prefix mode it stops
+// at the end of the prefix.
 func (i *Iterator) Next() bool { return i.s != nil && i.s.next() }
 
 // Prev moves to the preceding key. On an iterator that is not Valid it
-// returns false. In prefix mode it is not supported: it fails with
+// returns false, where Pebble's, past the last key (a Next off the end),
+// moves back onto it. In prefix mode it is not supported: it fails with
 // ErrReversePrefixIteration, as Pebble's does, whether the iterator is
 // Valid or not (after a SeekPrefixGE that found nothing, or a Next that
 // reached the end of the prefix, too).

@@ -479,7 +479,8 @@ type IterOptions struct {
 	// (inclusive).
 	LowerBound []byte
 	// UpperBound, when not nil, is the key the iterator stops before
-	// (exclusive).
+	// (exclusive). Bounds with LowerBound at or above UpperBound show no
+	// key: the iterator is never Valid.
 	UpperBound []byte
 	// PrefixOnly makes every SeekGE a SeekPrefixGE (RocksDB's
 	// prefix_same_as_start): the seek asks the tables' filters about the
