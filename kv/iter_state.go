@@ -42,9 +42,10 @@ type iterState struct {
 	lowerBuf []byte
 	upperBuf []byte
 
-	// dir is +1 after a forward move, -1 after a backward one. Forward, merging
-	// sits on the entry shown; backward, on the last entry before the key
-	// shown.
+	// dir is +1 after a forward move, -1 after a backward one, 0 before
+	// any. Forward, merging sits on the entry shown; backward, on the last
+	// entry before the key shown. Once a move found no key, it says which
+	// end it ran off.
 	dir    int
 	valid  bool
 	key    []byte

@@ -79,18 +79,20 @@ func (i *Iterator) SeekGE(key []byte) bool { return i.s != nil && i.s.seekGE(key
 // SeekLT moves to the last key < key (and within the bounds).
 func (i *Iterator) SeekLT(key []byte) bool { return i.s != nil && i.s.seekLT(key) }
 
-// Next moves to the following key. On an iterator that is not Valid it
-// returns false, where Pebble's, before the first key (a SeekLT that
-// found none), moves onto it; seek again instead. In prefix mode it stops
-// at the end of the prefix.
+// Next moves to the following key. On an iterator that is not Valid
+// because a backward move ran off the first key (a Prev, a SeekLT or a
+// Last that found none), it moves to the first key, as Pebble's does;
+// otherwise it returns false (past the last key, or before any
+// positioning call). In prefix mode it stops at the end of the prefix.
 func (i *Iterator) Next() bool { return i.s != nil && i.s.next() }
 
-// Prev moves to the preceding key. On an iterator that is not Valid it
-// returns false, where Pebble's, past the last key (a Next off the end),
-// moves back onto it. In prefix mode it is not supported: it fails with
-// ErrReversePrefixIteration, as Pebble's does, whether the iterator is
-// Valid or not (after a SeekPrefixGE that found nothing, or a Next that
-// reached the end of the prefix, too).
+// Prev moves to the preceding key. On an iterator that is not Valid
+// because a forward move ran off the last key (a Next, a SeekGE or a
+// First that found none), it moves to the last key, as Pebble's does;
+// otherwise it returns false. In prefix mode it is not supported: it
+// fails with ErrReversePrefixIteration, as Pebble's does, whether the
+// iterator is Valid or not (after a SeekPrefixGE that found nothing, or a
+// Next that reached the end of the prefix, too).
 func (i *Iterator) Prev() bool { return i.s != nil && i.s.prev() }
 
 // Valid reports whether the iterator is at a key.
@@ -192,7 +194,15 @@ func (s *iterState) seekLT(key []byte) bool {
 
 // next is Iterator.Next.
 func (s *iterState) next() bool {
-	if !s.usable() || !s.valid {
+	if !s.usable() {
+		return false
+	}
+	if !s.valid {
+		// Before the first key, where a backward move ran out, Next
+		// moves onto it, as in Pebble; elsewhere it stays.
+		if s.dir < 0 && s.prefix == nil {
+			return s.first()
+		}
 		return false
 	}
 	if s.dir < 0 {
@@ -219,6 +229,11 @@ func (s *iterState) prev() bool {
 		return false
 	}
 	if !s.valid {
+		// Past the last key, where a forward move ran out, Prev moves
+		// back onto it, as in Pebble; elsewhere it stays.
+		if s.dir > 0 {
+			return s.last()
+		}
 		return false
 	}
 	if s.dir > 0 {

@@ -86,9 +86,9 @@ func (s *iterState) teardown() {
 }
 
 // unposition forgets the position and leaves prefix mode: Valid is false
-// until the next positioning call.
+// until the next positioning call, and Next and Prev find nothing.
 func (s *iterState) unposition() {
-	s.valid, s.key, s.value, s.prefix = false, nil, nil, nil
+	s.valid, s.key, s.value, s.prefix, s.dir = false, nil, nil, nil, 0
 }
 
 // Clone returns a new iterator over the same point-in-time view as i,

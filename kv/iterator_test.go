@@ -99,3 +99,43 @@ func checkRandomIter(t *testing.T, rng *rand.Rand, newIter func(*kv.IterOptions)
 		t.Fatalf("bounds %s: %s", boundsString(o), msg)
 	}
 }
+
+// TestIterator_StepsFromAnEnd checks Next and Prev on an iterator that is
+// not Valid: from the end a move ran off they step back onto the keys,
+// as Pebble's do; before any positioning call, and after SetBounds, they
+// find nothing.
+func TestIterator_StepsFromAnEnd(t *testing.T) {
+	db := openMemDB(t)
+	defer mustClose(t, db)
+	for _, k := range []string{"a", "b", "c"} {
+		must(t, db.Set([]byte(k), []byte(k), kv.NoSync))
+	}
+	it, err := db.NewIter(&kv.IterOptions{UpperBound: []byte("c")})
+	must(t, err)
+	defer mustClose(t, it)
+	at := func(what string, ok bool, want string) {
+		t.Helper()
+		switch {
+		case want == "" && (ok || it.Valid()):
+			t.Fatalf("%s: at %q, want no key", what, it.Key())
+		case want != "" && (!ok || string(it.Key()) != want):
+			t.Fatalf("%s: at %q (%v), want %q", what, it.Key(), ok, want)
+		}
+	}
+	at("Next before any positioning call", it.Next(), "")
+	at("Prev before any positioning call", it.Prev(), "")
+	at("Last", it.Last(), "b")
+	at("Next off the last key", it.Next(), "")
+	at("Next again", it.Next(), "")
+	at("Prev from past the last key", it.Prev(), "b")
+	at("SeekLT(a)", it.SeekLT([]byte("a")), "")
+	at("Prev again", it.Prev(), "")
+	at("Next from before the first key", it.Next(), "a")
+	at("SeekGE(bb)", it.SeekGE([]byte("bb")), "")
+	at("Prev from past the last key, within the bounds", it.Prev(), "b")
+	it.SetBounds(nil, nil)
+	at("Prev after SetBounds", it.Prev(), "")
+	at("First", it.First(), "a")
+	at("Prev off the first key", it.Prev(), "")
+	at("Next from before the first key", it.Next(), "a")
+}

@@ -18,13 +18,16 @@ import (
 )
 
 // iterModel is what an Iterator must show: the keys of a model map within
-// bounds, sorted, and a position among them.
+// bounds, sorted, and a position among them: -1 before the first,
+// len(keys) past the last. positioned is false until the first
+// positioning call.
 type iterModel struct {
-	keys  []string
-	vals  map[string]string
-	o     *kv.IterOptions
-	pos   int
-	valid bool
+	keys       []string
+	vals       map[string]string
+	o          *kv.IterOptions
+	pos        int
+	valid      bool
+	positioned bool
 }
 
 func newIterModel(m map[string]string, o *kv.IterOptions) *iterModel {
@@ -46,7 +49,7 @@ func newIterModel(m map[string]string, o *kv.IterOptions) *iterModel {
 func (im *iterModel) setBounds(o *kv.IterOptions) { *im = *newIterModel(im.vals, o) }
 
 func (im *iterModel) set(pos int) bool {
-	im.pos = pos
+	im.pos, im.positioned = max(-1, min(pos, len(im.keys))), true
 	im.valid = pos >= 0 && pos < len(im.keys)
 	return im.valid
 }
@@ -64,10 +67,11 @@ func (im *iterModel) seekLT(k string) bool {
 	return im.set(i - 1)
 }
 
-// next and prev on an exhausted iterator keep it exhausted, as
-// kv.Iterator documents.
-func (im *iterModel) next() bool { return im.valid && im.set(im.pos+1) }
-func (im *iterModel) prev() bool { return im.valid && im.set(im.pos-1) }
+// next and prev step from the position: from before the first key onto
+// it, and from past the last back onto it, as kv.Iterator documents.
+// Before any positioning call they find nothing.
+func (im *iterModel) next() bool { return im.positioned && im.pos < len(im.keys) && im.set(im.pos+1) }
+func (im *iterModel) prev() bool { return im.positioned && im.pos >= 0 && im.set(im.pos-1) }
 
 // iterMove is one positioning call, applied to both the iterator and its
 // model.

@@ -25,6 +25,7 @@ type diffIter struct {
 	inverted     bool  // the bounds are inverted: Pebble's iterator is not moved (see moveAlone)
 	prefix       bool  // in prefix mode: the last positioning call was SeekPrefixGE
 	keptErr      bool  // bloomkv's holds an error of prefix mode that Pebble's does not (see setBounds)
+	positioned   bool  // a positioning call moved both since NewIter, SetBounds or Clone (see moveAlone)
 	trail        opLog // its own moves since it was made
 }
 
@@ -153,7 +154,7 @@ func (r *diffRun) moveIterOnce(it *diffIter) {
 	if !mv.step {
 		it.prefix = mv.prefix
 	}
-	if it.inverted || mv.step && !it.k.Valid() && !it.prefix {
+	if it.inverted || mv.step && !it.k.Valid() && !it.prefix && (!it.positioned || it.keptErr) {
 		it.trail.add("%s (bloomkv only)", mv.name)
 		r.moveAlone(it, mv)
 		return
@@ -161,6 +162,7 @@ func (r *diffRun) moveIterOnce(it *diffIter) {
 	it.trail.add("%s", mv.name)
 	if !mv.step {
 		it.keptErr = false // cleared by the positioning call
+		it.positioned = true
 	}
 	kok, pok := mv.k(it.k), mv.p(it.p)
 	r.samePosition(it, mv.name, kok, pok)
@@ -220,15 +222,16 @@ func orNil(k []byte) []byte {
 
 // moveAlone makes a move on bloomkv's iterator alone, which must find
 // nothing: the iterator's bounds are inverted, or the move is a Next or
-// Prev on an iterator that is not Valid. It may fail, or go on failing,
-// as prefix mode does: a Prev in prefix mode
-// (ErrReversePrefixIteration), a prefix seek outside the bounds
+// Prev on an iterator that is not Valid and has not been positioned
+// since NewIter, SetBounds or Clone, or holds an error Pebble's does not.
+// It may fail, or go on failing, as prefix mode does: a Prev in prefix
+// mode (ErrReversePrefixIteration), a prefix seek outside the bounds
 // (ErrInvalidPrefixSeek), or an error kept since SetBounds.
 //
-// Iterator.Next and Iterator.Prev document that on an iterator that is
-// not Valid they return false (kv/iterator.go), where Pebble's step from
-// the position they ran off (Prev after an exhausting Next lands on the
-// last key) and leave a step after SetBounds or NewIter undefined.
+// Both engines step from the end a move ran off (Prev after an
+// exhausting Next lands on the last key), which is compared; Pebble
+// leaves a step before any positioning call undefined, where bloomkv's
+// finds nothing (kv/iterator.go).
 //
 // Pebble v1.1.5 does not check that LowerBound <= UpperBound, and its
 // internals assume it: with race or invariants builds, a seek under
@@ -267,7 +270,7 @@ func (r *diffRun) setBounds(it *diffIter) {
 	move := fmt.Sprintf("SetBounds(%s, %s)", fmtKey(lower), fmtKey(upper))
 	r.log.add("%s: %s", it.name(), move)
 	it.trail.add("%s", move)
-	it.lower, it.upper, it.inverted, it.prefix = lower, upper, inverted(lower, upper), false
+	it.lower, it.upper, it.inverted, it.prefix, it.positioned = lower, upper, inverted(lower, upper), false, false
 	it.k.SetBounds(lower, upper)
 	it.p.SetBounds(lower, upper)
 	it.keptErr = prefixMisuse(it.k.Error())
