@@ -28,6 +28,16 @@ func (fs slowSyncFS) Create(name string) (vfs.File, error) {
 	return slowSyncFile{File: f, delay: fs.delay}, nil
 }
 
+// OpenReadWrite wraps a WAL reopened for writing: a recycled one, or
+// the last one at Open.
+func (fs slowSyncFS) OpenReadWrite(name string, opts ...vfs.OpenOption) (vfs.File, error) {
+	f, err := fs.FS.OpenReadWrite(name, opts...)
+	if err != nil || !strings.HasSuffix(name, ".log") {
+		return f, err
+	}
+	return slowSyncFile{File: f, delay: fs.delay}, nil
+}
+
 type slowSyncFile struct {
 	vfs.File
 	delay time.Duration
@@ -172,4 +182,53 @@ func TestDB_SyncWritePublishedBeforeItsSync(t *testing.T) {
 	must(t, err)
 	defer mustClose(t, db)
 	checkContents(t, db, map[string]string{"s": "1", "n": "2"}, "after reopening")
+}
+
+// TestWALSink_SyncWritersAcrossRotations runs Sync writers that pause
+// between writes over syncs that take time, with memtables small enough
+// that the WAL switches every few writes, so that switches close WALs
+// while syncs gather the writers (see walSink.gatherLocked) and Sync
+// writers wait in syncTo. Every write must be there, after a reopen too.
+func TestWALSink_SyncWritersAcrossRotations(t *testing.T) {
+	const (
+		writers = 4
+		rounds  = 24
+	)
+	mem := vfs.NewMem()
+	opts := &kv.Options{FS: slowSyncFS{FS: mem, delay: 2 * time.Millisecond}, MemTableSize: 64 << 10}
+	db, err := kv.Open("db", opts)
+	must(t, err)
+	value := make([]byte, 8<<10)
+	want := map[string]string{}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range rounds {
+				k := fmt.Sprintf("w%d-%02d", w, i)
+				if err := db.Set([]byte(k), value, kv.Sync); err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				want[k] = string(value)
+				mu.Unlock()
+				time.Sleep(100 * time.Microsecond)
+			}
+		}()
+	}
+	wg.Wait()
+	m := db.Metrics()
+	if m.Flush.Count == 0 {
+		t.Fatalf("no memtable was flushed: the WAL never switched (%s)", m)
+	}
+	t.Logf("%d Sync writes, %d syncs, %d flushes", writers*rounds, m.WAL.Syncs, m.Flush.Count)
+	checkContents(t, db, want, "after the writes")
+	must(t, db.Close())
+	db, err = kv.Open("db", &kv.Options{FS: mem})
+	must(t, err)
+	defer mustClose(t, db)
+	checkContents(t, db, want, "after reopening")
 }
