@@ -118,8 +118,8 @@ func TestDB_Ingest_Event(t *testing.T) {
 // sequence number in the MANIFEST, would be skipped by recovery).
 func TestDB_Ingest_WriteInFlight(t *testing.T) {
 	mem := vfs.NewMem()
-	g := newWALGateFS(mem, false)
-	db, err := kv.Open("db", &kv.Options{FS: g})
+	g := newWALGate(false)
+	db, err := kv.Open("db", &kv.Options{FS: g.on(mem)})
 	must(t, err)
 	writeExternal(t, mem, "ext/i.sst", keyRange("i", 0, 10, "x"), sstable.WriterOptions{})
 	g.armed.Store(true)

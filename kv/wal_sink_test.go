@@ -12,30 +12,36 @@ import (
 	"github.com/cockroachdb/pebble/vfs"
 )
 
-// slowSyncFS makes each SyncData of its WAL files take delay, as a disk's
-// would: long against the time a writer takes to come back for its next
-// write.
-type slowSyncFS struct {
+// walFilesFS wraps the WAL files its FS creates or reopens for writing
+// (a recycled WAL, the last one at Open) with wrap.
+type walFilesFS struct {
 	vfs.FS
-	delay time.Duration
+	wrap func(vfs.File) vfs.File
 }
 
-func (fs slowSyncFS) Create(name string) (vfs.File, error) {
+func (fs walFilesFS) Create(name string) (vfs.File, error) {
 	f, err := fs.FS.Create(name)
-	if err != nil || !strings.HasSuffix(name, ".log") {
-		return f, err
-	}
-	return slowSyncFile{File: f, delay: fs.delay}, nil
+	return fs.wrapWAL(name, f, err)
 }
 
-// OpenReadWrite wraps a WAL reopened for writing: a recycled one, or
-// the last one at Open.
-func (fs slowSyncFS) OpenReadWrite(name string, opts ...vfs.OpenOption) (vfs.File, error) {
+func (fs walFilesFS) OpenReadWrite(name string, opts ...vfs.OpenOption) (vfs.File, error) {
 	f, err := fs.FS.OpenReadWrite(name, opts...)
+	return fs.wrapWAL(name, f, err)
+}
+
+// wrapWAL wraps f, opened as name, if it is a WAL.
+func (fs walFilesFS) wrapWAL(name string, f vfs.File, err error) (vfs.File, error) {
 	if err != nil || !strings.HasSuffix(name, ".log") {
 		return f, err
 	}
-	return slowSyncFile{File: f, delay: fs.delay}, nil
+	return fs.wrap(f), nil
+}
+
+// slowSyncFS makes each SyncData of fs's WAL files take delay, as a
+// disk's would: long against the time a writer takes to come back for
+// its next write.
+func slowSyncFS(fs vfs.FS, delay time.Duration) vfs.FS {
+	return walFilesFS{FS: fs, wrap: func(f vfs.File) vfs.File { return slowSyncFile{File: f, delay: delay} }}
 }
 
 type slowSyncFile struct {
@@ -61,7 +67,7 @@ func TestWALSink_SyncWritersShareEachSync(t *testing.T) {
 		rounds  = 8
 		think   = time.Millisecond
 	)
-	db, err := kv.Open("db", &kv.Options{FS: slowSyncFS{FS: vfs.NewMem(), delay: 40 * time.Millisecond}})
+	db, err := kv.Open("db", &kv.Options{FS: slowSyncFS(vfs.NewMem(), 40*time.Millisecond)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,32 +98,28 @@ func TestWALSink_SyncWritersShareEachSync(t *testing.T) {
 	t.Logf("%d Sync writes by %d writers, %d syncs", writers*rounds, writers, syncs)
 }
 
-// walGateFS holds the writes, or the syncs, of its WAL files, once
-// armed, until the gate opens.
-type walGateFS struct {
-	vfs.FS
+// walGate holds the writes, or the syncs, of the WAL files of the FS
+// it is on, once armed, until the gate opens.
+type walGate struct {
 	syncs  bool // hold SyncData, not Write
 	armed  atomic.Bool
 	held   chan struct{} // receives once a write or sync is held
 	opened chan struct{} // closed to let them through
 }
 
-// newWALGateFS returns a gate on fs's WAL files, holding their syncs if
-// syncs is set, their writes otherwise.
-func newWALGateFS(fs vfs.FS, syncs bool) *walGateFS {
-	return &walGateFS{FS: fs, syncs: syncs, held: make(chan struct{}, 1), opened: make(chan struct{})}
+// newWALGate returns a gate holding syncs if syncs is set, writes
+// otherwise.
+func newWALGate(syncs bool) *walGate {
+	return &walGate{syncs: syncs, held: make(chan struct{}, 1), opened: make(chan struct{})}
 }
 
-func (g *walGateFS) Create(name string) (vfs.File, error) {
-	f, err := g.FS.Create(name)
-	if err != nil || !strings.HasSuffix(name, ".log") {
-		return f, err
-	}
-	return walGateFile{File: f, g: g}, nil
+// on returns fs with g on its WAL files.
+func (g *walGate) on(fs vfs.FS) vfs.FS {
+	return walFilesFS{FS: fs, wrap: func(f vfs.File) vfs.File { return walGateFile{File: f, g: g} }}
 }
 
 // hold waits, when armed, until the gate opens.
-func (g *walGateFS) hold() {
+func (g *walGate) hold() {
 	if g.armed.Load() {
 		select {
 		case g.held <- struct{}{}:
@@ -129,7 +131,7 @@ func (g *walGateFS) hold() {
 
 type walGateFile struct {
 	vfs.File
-	g *walGateFS
+	g *walGate
 }
 
 func (f walGateFile) Write(p []byte) (int, error) {
@@ -153,8 +155,8 @@ func (f walGateFile) SyncData() error {
 // commitPipeline.run).
 func TestDB_SyncWritePublishedBeforeItsSync(t *testing.T) {
 	mem := vfs.NewMem()
-	g := newWALGateFS(mem, true)
-	db, err := kv.Open("db", &kv.Options{FS: g})
+	g := newWALGate(true)
+	db, err := kv.Open("db", &kv.Options{FS: g.on(mem)})
 	must(t, err)
 	g.armed.Store(true)
 	synced := make(chan error, 1)
@@ -195,7 +197,7 @@ func TestWALSink_SyncWritersAcrossRotations(t *testing.T) {
 		rounds  = 24
 	)
 	mem := vfs.NewMem()
-	opts := &kv.Options{FS: slowSyncFS{FS: mem, delay: 2 * time.Millisecond}, MemTableSize: 64 << 10}
+	opts := &kv.Options{FS: slowSyncFS(mem, 2*time.Millisecond), MemTableSize: 64 << 10}
 	db, err := kv.Open("db", opts)
 	must(t, err)
 	value := make([]byte, 8<<10)
