@@ -67,14 +67,14 @@ type walSink struct {
 	idle atomic.Bool
 	// What gatherLocked knows of the Sync writers: arrivals counts those
 	// that began waiting since the last sync began (read without mu by
-	// the gathering writer; changed under mu); lastSyncGroup is how many
-	// the last sync served, and carried how many arrived while it ran;
-	// syncNanos is a moving average of a sync's duration, 0 before the
-	// first; gather bounds the wait.
-	arrivals               atomic.Int32
-	lastSyncGroup, carried int32
-	syncNanos              int64
-	gather                 gatherBound
+	// the gathering writer; changed under mu); expected is how many the
+	// next sync waits for, those the last one served and those that
+	// arrived while it ran; syncNanos is a moving average of a sync's
+	// duration, 0 before the first; gather bounds the wait.
+	arrivals  atomic.Int32
+	expected  int32
+	syncNanos int64
+	gather    gatherBound
 }
 
 // maxSinkBuffer bounds the buffer a sink keeps for reuse.
@@ -277,7 +277,7 @@ func (s *walSink) gatherLocked() {
 	if s.syncNanos == 0 || s.l.closed.Load() {
 		return
 	}
-	want := s.carried + s.lastSyncGroup
+	want := s.expected
 	if s.arrivals.Load() >= want {
 		s.gather.ended(true)
 		return
@@ -328,7 +328,7 @@ func (g *gatherBound) ended(gathered bool) {
 
 // syncDone records a sync that served group writers and took d.
 func (s *walSink) syncDone(group int32, d time.Duration) {
-	s.lastSyncGroup, s.carried = group, s.arrivals.Load()
+	s.expected = group + s.arrivals.Load()
 	if s.syncNanos == 0 {
 		s.syncNanos = int64(d)
 	} else {
