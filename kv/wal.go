@@ -343,7 +343,7 @@ func (d *DB) replayWAL(num base.FileNum, apply func(batch []byte, where recordPo
 	defer f.Close()
 	r := record.NewLogReader(f, name, uint32(num), d.mu.versions.walFormat(num))
 	r.AllowUnwritten()
-	file := walPos(num, 0).file
+	file := walFile(num)
 	for {
 		rec, err := r.Next()
 		if errors.Is(err, io.EOF) {
@@ -458,8 +458,11 @@ type recordPos struct {
 
 // walPos names offset off of WAL num.
 func walPos(num base.FileNum, off int64) *recordPos {
-	return &recordPos{"WAL " + base.MakeFilename(base.FileTypeLog, num), off}
+	return &recordPos{walFile(num), off}
 }
+
+// walFile names WAL num in recordPos: "WAL 000012.log".
+func walFile(num base.FileNum) string { return "WAL " + base.MakeFilename(base.FileTypeLog, num) }
 
 // String returns "file: offset n".
 func (p recordPos) String() string { return fmt.Sprintf("%s: offset %d", p.file, p.offset) }
