@@ -195,8 +195,14 @@ func (o *benchOptions) checkMarkdown() error {
 	case o.prefix:
 		return usagef("--markdown: the page is of the point-lookup bench, not --prefix")
 	}
-	if _, err := vfs.Default.Stat(filepath.Dir(o.markdown)); err != nil {
-		return usagef("--markdown %s: %v", o.markdown, err)
+	return checkMarkdownDir(o.markdown)
+}
+
+// checkMarkdownDir checks that the directory of --markdown's page exists,
+// before a run rather than after it.
+func checkMarkdownDir(page string) error {
+	if _, err := vfs.Default.Stat(filepath.Dir(page)); err != nil {
+		return usagef("--markdown %s: %v", page, err)
 	}
 	return nil
 }

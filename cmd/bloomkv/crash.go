@@ -167,9 +167,7 @@ func (o *crashOptions) check() error {
 		}
 	}
 	if o.markdown != "" {
-		if _, err := vfs.Default.Stat(filepath.Dir(o.markdown)); err != nil {
-			return usagef("--markdown %s: %v", o.markdown, err)
-		}
+		return checkMarkdownDir(o.markdown)
 	}
 	return nil
 }
