@@ -22,8 +22,8 @@ type Config struct {
 	// when ChildEnv is set, typically this one.
 	Child []string
 
-	Duration time.Duration
-	Kills    int // if positive, the campaign stops after this many kills instead
+	Duration time.Duration // how long the campaign starts rounds for
+	Kills    int           // if positive, the campaign stops after this many kills instead
 	// Seed, if nonzero, is the seed of the one round to run, replaying a
 	// round of an earlier campaign with the same choices below (and, if
 	// its kills were cut short, Kills).
@@ -31,10 +31,10 @@ type Config struct {
 
 	// Each round draws its writers, share of Sync ops and memtable size
 	// from these.
-	Writers       []int
-	SyncShares    []float64
-	MemTableSizes []int64
-	BackgroundWAL bool // every round's store sets kv.Options.BackgroundWALWrites
+	Writers       []int     // counts of writing goroutines
+	SyncShares    []float64 // shares of ops acknowledged with kv.Sync, 0 to 1
+	MemTableSizes []int64   // kv.Options.MemTableSize
+	BackgroundWAL bool      // every round's store sets kv.Options.BackgroundWALWrites
 
 	KillWithin time.Duration // the longest a child lives before its kill, Open and check aside
 	Keep       bool          // keep the stores of rounds that pass too
@@ -45,12 +45,12 @@ type Config struct {
 
 // Summary is what a campaign ran and found.
 type Summary struct {
-	Rounds   []RoundResult `json:"rounds"`
-	Kills    Kills         `json:"kills"`
-	Acks     int           `json:"acks_checked"`
-	MostLost int           `json:"most_lost"` // bytes one kill lost at most, of acknowledged ops
-	Failures int           `json:"failures"`
-	Took     time.Duration `json:"took_ns"`
+	Rounds   []RoundResult `json:"rounds"`       // each round, in order
+	Kills    Kills         `json:"kills"`        // all rounds' kills
+	Acks     int           `json:"acks_checked"` // all rounds' acknowledged ops checked
+	MostLost int           `json:"most_lost"`    // bytes one kill lost at most, of acknowledged ops
+	Failures int           `json:"failures"`     // rounds that failed
+	Took     time.Duration `json:"took_ns"`      // the campaign's wall time
 }
 
 // Run runs the campaign cfg. A round that finds the store breaking a

@@ -17,17 +17,17 @@ import (
 // fields are drawn from Seed and the campaign's choices (Config), so a
 // round replays from its seed.
 type Round struct {
-	Seed          uint64  `json:"seed"`
-	Writers       int     `json:"writers"`
-	SyncShare     float64 `json:"sync_share"` // of ops acknowledged with kv.Sync
-	MemTableSize  int64   `json:"memtable_size"`
+	Seed          uint64  `json:"seed"`           // what the rest derive from
+	Writers       int     `json:"writers"`        // writing goroutines
+	SyncShare     float64 `json:"sync_share"`     // of ops acknowledged with kv.Sync
+	MemTableSize  int64   `json:"memtable_size"`  // kv.Options.MemTableSize
 	BackgroundWAL bool    `json:"background_wal"` // kv.Options.BackgroundWALWrites
 	Keys          int     `json:"keys"`           // per writer
 	Values        int     `json:"values"`         // value sizes: valuesSmall, valuesMixed or valuesLarge
 	BigShare      float64 `json:"big_share"`      // of ops of 1 MiB or more
 	BatchShare    float64 `json:"batch_share"`    // of ops that are a batch of 1 to 200 edits
 	FlushShare    float64 `json:"flush_share"`    // of ops that are a DB.Flush
-	Kills         int     `json:"kills"`
+	Kills         int     `json:"kills"`          // children killed, one after another
 }
 
 // newRound draws the round of seed from cfg's choices.
@@ -52,17 +52,17 @@ func pick[T any](rng *rand.Rand, xs []T) T { return xs[rng.IntN(len(xs))] }
 
 // RoundResult is what a round ran and found.
 type RoundResult struct {
-	Round Round  `json:"round"`
-	Dir   string `json:"dir"` // the store; kept after a failure
-	Kills Kills  `json:"kills"`
+	Round Round  `json:"round"` // what ran
+	Dir   string `json:"dir"`   // the store; kept after a failure
+	Kills Kills  `json:"kills"` // where the kills landed
 	// Acks counts the acknowledged ops checked: each child's, after its
 	// kill, and those the parent wrote before a Close.
 	Acks int `json:"acks_checked"`
 	// MostLost is the most bytes (Batch.Len) of acknowledged ops one kill
 	// lost; only BackgroundWALWrites may lose any.
 	MostLost int           `json:"most_lost"`
-	Reopens  int           `json:"reopens"` // checks in the parent, with a Close and an Open
-	Took     time.Duration `json:"took_ns"`
+	Reopens  int           `json:"reopens"`           // checks in the parent, with a Close and an Open
+	Took     time.Duration `json:"took_ns"`           // the round's wall time
 	Failure  string        `json:"failure,omitempty"` // what the round found wrong
 }
 
@@ -70,9 +70,9 @@ type RoundResult struct {
 type Kills struct {
 	Opening  int `json:"opening"`  // before Open returned
 	Checking int `json:"checking"` // while the child checked the store
-	Writing  int `json:"writing"`
-	Closing  int `json:"closing"` // while Close ran
-	Closed   int `json:"closed"`  // after Close returned
+	Writing  int `json:"writing"`  // while the child wrote
+	Closing  int `json:"closing"`  // while Close ran
+	Closed   int `json:"closed"`   // after Close returned
 }
 
 // Total returns the number of kills.
