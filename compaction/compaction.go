@@ -121,6 +121,17 @@ func (c *Compaction) ElideRangeTombstone(v *Version, cmp Compare) func(start, en
 	return func(start, end []byte) bool { return !below(start, end) }
 }
 
+// ZeroSeqNums reports whether Run may zero the sequence numbers of the
+// versions that every snapshot sees (RunConfig.ZeroSeqNums): the output
+// is below L0, and no level below it in v holds a table meeting
+// [Smallest, Largest]. No older version of an input key then remains
+// outside the input, and the versions and tombstones above the output
+// that meet the range are newer than every input version, as the levels'
+// order requires. v is as for ElideTombstone.
+func (c *Compaction) ZeroSeqNums(v *Version, cmp Compare) bool {
+	return c.OutputLevel > 0 && !c.below(v, cmp)(c.Smallest, c.Largest)
+}
+
 // below returns a function reporting whether a level below OutputLevel in
 // v holds a table meeting [start, end] (end inclusive: for a range
 // tombstone's exclusive end that errs toward keeping it).

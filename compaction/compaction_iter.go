@@ -38,6 +38,9 @@ type compactionIter struct {
 	elide     func(userKey []byte) bool
 	rangeDels []sstable.RangeTombstone // fragmented
 	stats     *RunStats
+	// zero sets the sequence number of each key's oldest kept version to
+	// 0 where it is a Set of the oldest stripe (RunConfig.ZeroSeqNums).
+	zero bool
 
 	started bool
 	err     error
@@ -144,6 +147,40 @@ func (i *compactionIter) readKey() {
 	}
 	i.dropRangeDeleted(i.key)
 	i.elideTombstones(i.key)
+	if i.zero {
+		i.zeroOldest()
+	}
+}
+
+// zeroOldest sets the sequence number of the oldest kept version to 0
+// when it is a Set that every snapshot sees. Every reader then still sees
+// it: a read's sequence number is at least that of every write in the
+// tables it reads, and a snapshot's at least the version's, being in its
+// stripe. The version stays the oldest of its key, and so last in
+// internal-key order.
+func (i *compactionIter) zeroOldest() {
+	n := len(i.kept)
+	if n == 0 {
+		return
+	}
+	k := base.InternalKey{Trailer: i.kept[n-1].trailer}
+	if k.Kind() != base.KindSet || k.SeqNum() == 0 || i.stripe(k.SeqNum()) != 0 {
+		return
+	}
+	i.kept[n-1].trailer = base.MakeTrailer(0, base.KindSet)
+	i.stats.SeqNumsZeroed++
+}
+
+// keepsOldestStripe reports whether kept, the range tombstones written
+// to the output, hold one of the oldest snapshot stripe: one that may be
+// older than a version it covers, which zeroing would put under it.
+func (i *compactionIter) keepsOldestStripe(kept []sstable.RangeTombstone) bool {
+	for _, t := range kept {
+		if i.stripe(t.Seq) == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // dropRangeDeleted drops the kept versions that a range tombstone of their

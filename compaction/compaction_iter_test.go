@@ -13,22 +13,27 @@ import (
 
 // TestCompactionIter runs testdata/compaction_iter. Command:
 //
-//	iter [snapshots=(s1,s2,...)] [elide=(k1,k2,...)|elide=all]
+//	iter [snapshots=(s1,s2,...)] [elide=(k1,k2,...)|elide=all] [zero]
 //	<entries, user#seq,KIND[:value], whitespace-separated; !err fails the next>
 //
-// It prints the kept versions, one user key per line, and the stats.
+// It prints the kept versions, one user key per line, and the stats;
+// zero sets compactionIter.zero (RunConfig.ZeroSeqNums).
 func TestCompactionIter(t *testing.T) {
 	datadriven.RunTest(t, "testdata/compaction_iter", func(t *testing.T, d *datadriven.TestData) string {
 		if d.Cmd != "iter" {
 			return fmt.Sprintf("unknown command %q", d.Cmd)
 		}
+		zero := hasArg(d, "zero")
+		d.CmdArgs = filterArgs(d.CmdArgs, "snapshots", "elide")
 		snapshots, elide := parseIterArgs(t, d)
 		// The entries parsed stay put: both ways of reading them, in
 		// place and copied, must yield the same.
 		var outs [2]string
 		for j, stable := range []bool{false, true} {
 			input := itertest.ParseEntries(t, strings.Join(strings.Fields(d.Input), " "))
-			outs[j] = drainCompactionIter(newCompactionIter(base.DefaultComparer, stable, input, snapshots, elide, nil, new(RunStats)))
+			ci := newCompactionIter(base.DefaultComparer, stable, input, snapshots, elide, nil, new(RunStats))
+			ci.zero = zero
+			outs[j] = drainCompactionIter(ci)
 		}
 		if outs[0] != outs[1] {
 			t.Fatalf("copied input:\n%s\ninput read in place:\n%s", outs[0], outs[1])
@@ -57,8 +62,22 @@ func drainCompactionIter(ci *compactionIter) string {
 	if err := ci.Error(); err != nil {
 		fmt.Fprintf(&b, "error: %v\n", err)
 	}
-	fmt.Fprintf(&b, "in=%d shadowed=%d elided=%d\n", ci.stats.EntriesIn, ci.stats.Shadowed, ci.stats.TombstonesElided)
+	fmt.Fprintf(&b, "in=%d shadowed=%d elided=%d", ci.stats.EntriesIn, ci.stats.Shadowed, ci.stats.TombstonesElided)
+	if ci.zero {
+		fmt.Fprintf(&b, " zeroed=%d", ci.stats.SeqNumsZeroed)
+	}
+	b.WriteString("\n")
 	return b.String()
+}
+
+// hasArg reports whether d's command has the argument key.
+func hasArg(d *datadriven.TestData, key string) bool {
+	for _, arg := range d.CmdArgs {
+		if arg.Key == key {
+			return true
+		}
+	}
+	return false
 }
 
 func parseIterArgs(t *testing.T, d *datadriven.TestData) ([]base.SeqNum, func([]byte) bool) {

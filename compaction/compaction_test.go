@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
 )
 
@@ -118,5 +119,20 @@ func TestExpandBoundaries(t *testing.T) {
 		if lo, hi := expandBoundaries(files, bytes.Compare, tc.lo, tc.hi); lo != tc.wantLo || hi != tc.wantHi {
 			t.Errorf("expandBoundaries(%d, %d) = %d, %d, want %d, %d", tc.lo, tc.hi, lo, hi, tc.wantLo, tc.wantHi)
 		}
+	}
+}
+
+// TestZeroSeqNums_NotInL0 checks that a merge within L0 zeroes no sequence
+// number even with nothing below it: L0's tables are ordered by theirs.
+func TestZeroSeqNums_NotInL0(t *testing.T) {
+	v := parseVersion(t, "L0\n  1:a-c\n  2:b-d\n")
+	c := &Compaction{StartLevel: 0, OutputLevel: 0, Inputs: [2][]*FileMetadata{v.Levels[0]},
+		Smallest: []byte("a"), Largest: []byte("d")}
+	if c.ZeroSeqNums(v, base.DefaultComparer.Compare) {
+		t.Fatal("a merge within L0 may zero sequence numbers")
+	}
+	c.OutputLevel = 1 // the same inputs into an empty L1
+	if !c.ZeroSeqNums(v, base.DefaultComparer.Compare) {
+		t.Fatal("a compaction into an empty L1, nothing below, may not zero sequence numbers")
 	}
 }

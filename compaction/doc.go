@@ -263,6 +263,17 @@
 // allowed, the kept D goes: the snapshot at 3 then finds nothing, as
 // before.
 //
+// Where no level below the output holds any key of the compaction's range
+// and the output is not L0 ([Compaction.ZeroSeqNums]), Run also sets to 0
+// the sequence number of each key's oldest kept version when it is a Set
+// of the oldest stripe (RunConfig.ZeroSeqNums), as Pebble and RocksDB do:
+// every reader sees it, before and after, and the tables' trailers then
+// repeat from key to key, so blocks compress better. It zeroes nothing
+// when it keeps a range tombstone of the oldest stripe, which may be
+// older than a version it spans. In the example, the S at 5 stays (the
+// snapshot at 3 must not see it), and with no snapshot the kept S at 7
+// would be written as a#0.
+//
 // Run writes the kept entries through sstable.Writer, each table with its
 // own per-block filters, and cuts tables near RunConfig.TargetFileSize,
 // where a grandparent starts when there are grandparents (between half

@@ -35,6 +35,7 @@ import (
 //	                     that stands for the compaction's output; prints the steps
 //	                     and the version they leave
 //	elide                one user key per line: may the last compaction drop its tombstones?
+//	zero                 may the last compaction zero sequence numbers (ZeroSeqNums)?
 func TestPicker(t *testing.T) {
 	checked := 0
 	for _, file := range []string{"testdata/picker", "testdata/shape"} {
@@ -120,6 +121,8 @@ func runPickerScript(t *testing.T, file string) (checked int) {
 				fmt.Fprintf(&b, "%s: %t\n", k, elide([]byte(k)))
 			}
 			return b.String()
+		case "zero":
+			return fmt.Sprintf("%t\n", last.ZeroSeqNums(v, base.DefaultComparer.Compare))
 		default:
 			return fmt.Sprintf("unknown command %q", d.Cmd)
 		}

@@ -71,6 +71,16 @@ type RunConfig struct {
 	// SplitBytes is the size from which Run cuts at a SplitBoundaries
 	// boundary; 0 means no such cuts.
 	SplitBytes int64
+	// ZeroSeqNums sets to 0 the sequence number of each key's oldest kept
+	// version where it is a Set that every snapshot sees (older than the
+	// oldest snapshot), as Pebble and RocksDB do at the bottom of the
+	// tree: the tables' trailers then repeat, so they compress better.
+	// Only for an output below L0 with nothing below it holding a key of
+	// the input's range (Compaction.ZeroSeqNums), where no older version
+	// of the key remains anywhere and every version or tombstone above it
+	// is newer. Run zeroes nothing when it keeps a range tombstone of the
+	// oldest stripe, which could then cover a zeroed version it did not.
+	ZeroSeqNums bool
 	// StableInput says that the input's keys and values stay valid, and
 	// unchanged, until Run returns, as a memtable's do: Run then writes
 	// them from where they are. Otherwise it copies each user key's
@@ -96,6 +106,9 @@ type RunStats struct {
 	// RangeDeleted counts the point versions dropped because a range
 	// tombstone of their snapshot stripe deletes them.
 	RangeDeleted int64
+	// SeqNumsZeroed counts the versions written with their sequence
+	// number set to 0 (RunConfig.ZeroSeqNums).
+	SeqNumsZeroed int64
 	// RangeDelsOut counts the range tombstones written, one per fragment
 	// part and sequence number as the tables store them; RangeDelsElided
 	// those (fragments and sequence numbers) dropped because no reader
@@ -220,6 +233,7 @@ func (r *runner) start(input InternalIterator) {
 	frags := rangedel.Fragment(cfg.Comparer.Compare, cfg.RangeDels)
 	r.iter = newCompactionIter(cfg.Comparer, cfg.StableInput, input, cfg.Snapshots, cfg.ElideTombstone, frags, r.stats)
 	r.pending = r.iter.keptRangeDels(frags, cfg.ElideRangeTombstone)
+	r.iter.zero = cfg.ZeroSeqNums && !r.iter.keepsOldestStripe(r.pending)
 	r.gp = grandparentLimiter{cmp: cfg.Comparer.Compare, files: cfg.Grandparents, limit: cfg.grandparentLimit()}
 	r.split = boundarySplitter{cmp: cfg.Comparer.Compare, files: cfg.SplitBoundaries, bytes: cfg.SplitBytes}
 }

@@ -136,13 +136,14 @@ func checkBoundaries(t testing.TB, tables []*manifest.FileMetadata) {
 //	run [target-file-size=N] [snapshots=(...)] [elide=(...)|elide=all]
 //	    [grandparents=(a-b:SIZE,...)] [max-overlap=SIZE]
 //	    [boundaries=(a-b,...)] [split-bytes=SIZE]
-//	    [range-dels=(a-c#5,...)] [below=(a-b,...)]
+//	    [range-dels=(a-c#5,...)] [below=(a-b,...)] [zero]
 //	<entries, as in testdata/compaction_iter>
 //
 // range-dels are the input's range tombstones; below, the key ranges the
 // levels below the output hold (range tombstones that meet none may be
-// elided; without below, none may). It prints each table written, read
-// back with its range tombstones, and the stats.
+// elided; without below, none may); zero sets RunConfig.ZeroSeqNums. It
+// prints each table written, read back with its range tombstones, and the
+// stats.
 func TestRun(t *testing.T) {
 	datadriven.RunTest(t, "testdata/run", func(t *testing.T, d *datadriven.TestData) string {
 		if d.Cmd != "run" {
@@ -174,6 +175,8 @@ func TestRun(t *testing.T) {
 				}
 			case "split-bytes":
 				cfg.SplitBytes = parseSize(t, arg.SingleVal(t))
+			case "zero":
+				cfg.ZeroSeqNums = true
 			}
 		}
 		d.CmdArgs = filterArgs(d.CmdArgs, "snapshots", "elide")
@@ -197,6 +200,9 @@ func TestRun(t *testing.T) {
 		}
 		fmt.Fprintf(&b, "in=%d out=%d shadowed=%d elided=%d tables=%d\n",
 			stats.EntriesIn, stats.EntriesOut, stats.Shadowed, stats.TombstonesElided, stats.Tables)
+		if cfg.ZeroSeqNums {
+			fmt.Fprintf(&b, "zeroed=%d\n", stats.SeqNumsZeroed)
+		}
 		if len(cfg.RangeDels) > 0 {
 			fmt.Fprintf(&b, "range-deleted=%d range-dels-out=%d range-dels-elided=%d\n",
 				stats.RangeDeleted, stats.RangeDelsOut, stats.RangeDelsElided)

@@ -127,6 +127,7 @@ func (d *DB) runCompaction(c *compaction.Compaction, job int) ([]*manifest.FileM
 		Snapshots:             d.mu.snaps.seqNums(),
 		ElideTombstone:        c.ElideTombstone(d.mu.versions.current, d.cmp.Compare),
 		ElideRangeTombstone:   c.ElideRangeTombstone(d.mu.versions.current, d.cmp.Compare),
+		ZeroSeqNums:           c.ZeroSeqNums(d.mu.versions.current, d.cmp.Compare),
 		TargetFileSize:        d.opts.TargetFileSize,
 		Grandparents:          c.Grandparents,
 		MaxGrandparentOverlap: c.MaxGrandparentOverlap,

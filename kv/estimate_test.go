@@ -22,7 +22,10 @@ func TestDB_EstimateDiskUsage(t *testing.T) {
 	const n = 20000
 	b := db.NewBatch()
 	for i := range n {
-		b.Set([]byte(fmt.Sprintf("k%06d", i)), []byte(strings.Repeat("v", 40)))
+		// A value that does not compress (the hex of a hash of i), so
+		// that the compacted store keeps several tables.
+		h := uint64(i+1) * 0x9e3779b97f4a7c15
+		b.Set([]byte(fmt.Sprintf("k%06d", i)), []byte(fmt.Sprintf("%016x%016x%08x", h, h*h, h>>32)))
 	}
 	if err := db.Apply(b, kv.NoSync); err != nil {
 		t.Fatal(err)
