@@ -45,10 +45,11 @@ type Iter struct {
 	compaction bool      // IterOptions.Compaction: blocks not cached are read into blockBuf
 	blockBuf   []byte    // the compaction iterator's block buffer, reused
 	ahead      readahead // the bytes read ahead, of a compaction or a scan
-	// lastRead is the last block read from the file, not the cache, and
-	// readsInRow how many such reads in a row were each of the block
-	// after the one before (see scanReadaheadAfter).
-	lastRead, readsInRow int
+	// lastRead is the last block read from the file, not the cache;
+	// readsInRow is how many such reads in a row were each of the block
+	// next to the one before, readStep away (+1 or -1): a scan, once
+	// there are scanReadaheadAfter.
+	lastRead, readsInRow, readStep int
 }
 
 // NewIter returns an iterator over the table's internal keys, configured
@@ -57,10 +58,11 @@ type Iter struct {
 // bytes themselves are immutable, except with opts.Compaction.
 //
 // Blocks the cache lacks are read from the file one at a time, as a seek
-// needs, until the iterator has read three in a row moving forward, each
-// the one after the last: a scan. It then reads 64 KiB of the file at a
-// time, and takes the next blocks from those bytes, caching each as
-// before; one system call per block took a quarter of a long scan's time.
+// needs, until the iterator has read three in a row, each next to the one
+// before in the same direction: a scan. It then reads 64 KiB of the file
+// at a time, ahead of it in its direction, and takes the next blocks from
+// those bytes, caching each as before; one system call per block took a
+// quarter of a long scan's time.
 //
 // Beyond the InternalIterator methods, the Iter has SeekPrefixGE, which
 // seeks as SeekGE does but lets the data blocks' filters rule out a prefix:

@@ -9,8 +9,10 @@ import (
 // compaction iterator, from the cache or read into its buffer through its
 // readahead (see IterOptions.Compaction); otherwise through the cache,
 // reading a block the cache lacks on its own (Reader.dataBlock) or, once
-// the iterator has read scanReadaheadAfter blocks in a row forward from
-// the file, through its readahead into a buffer of its own, then cached.
+// the iterator has read scanReadaheadAfter blocks in a row from the file,
+// each next to the one before in the same direction, through its
+// readahead (backward for a backward pass) into a buffer of its own, then
+// cached.
 // stats may be nil.
 func (it *Iter) dataBlock(i int, stats *LookupStats) ([]byte, error) {
 	r := it.r
@@ -18,8 +20,9 @@ func (it *Iter) dataBlock(i int, stats *LookupStats) ([]byte, error) {
 		if b := r.cachedBlock(i); b != nil {
 			return b, nil
 		}
-		if i == it.lastRead+1 {
+		if d := i - it.lastRead; (d == 1 || d == -1) && (it.readsInRow == 1 || d == it.readStep) {
 			it.readsInRow++
+			it.readStep = d
 		} else {
 			it.readsInRow = 1
 		}
@@ -31,7 +34,7 @@ func (it *Iter) dataBlock(i int, stats *LookupStats) ([]byte, error) {
 			stats.BlockCacheMisses++
 		}
 		d := &r.blocks[i]
-		b, err := it.ahead.block(r, d.handle, nil)
+		b, err := it.ahead.block(r, d.handle, nil, it.readStep < 0)
 		if c := r.opts.Cache; err == nil && c != nil {
 			c.set(r.opts.FileNum, d.handle.Offset, b, &d.cached)
 		}
@@ -40,7 +43,7 @@ func (it *Iter) dataBlock(i int, stats *LookupStats) ([]byte, error) {
 	if b := r.cachedBlock(i); b != nil {
 		return b, nil
 	}
-	b, err := it.ahead.block(r, r.blocks[i].handle, it.blockBuf)
+	b, err := it.ahead.block(r, r.blocks[i].handle, it.blockBuf, false)
 	if err == nil {
 		it.blockBuf = b
 	}
@@ -48,7 +51,8 @@ func (it *Iter) dataBlock(i int, stats *LookupStats) ([]byte, error) {
 }
 
 // scanReadaheadAfter is how many blocks in a row an iterator reads from
-// the file, each the one after the last, before it reads ahead: a scan,
+// the file, each next to the last in one direction, before it reads
+// ahead: a scan,
 // not a seek reading a block or two. A scan of a table the cache does not
 // hold then costs one system call per compactionReadahead bytes rather
 // than one per block, which took a quarter of a forward scan's time.
@@ -91,23 +95,29 @@ func (ra *readahead) release() {
 // block returns the contents of r's block h, in dst's memory as
 // Reader.readBlockInto describes, from the bytes held when they hold the
 // block and its trailer, else from compactionReadahead bytes (or the
-// block, if larger) read from h on, up to the footer.
-func (ra *readahead) block(r *Reader, h BlockHandle, dst []byte) ([]byte, error) {
+// block, if larger) read from h on, up to the footer; or, for a pass
+// moving backward (back), the bytes up to the end of h's trailer, from
+// the file's start on at most.
+func (ra *readahead) block(r *Reader, h BlockHandle, dst []byte, back bool) ([]byte, error) {
 	if err := r.checkHandle(h); err != nil {
 		return nil, err
 	}
 	end := h.Offset + h.Length + blockTrailerLen
 	if h.Offset < ra.off || end > ra.off+uint64(len(ra.buf)) {
-		n := max(min(compactionReadahead, r.dataEnd-h.Offset), end-h.Offset)
+		from, n := h.Offset, max(min(compactionReadahead, r.dataEnd-h.Offset), end-h.Offset)
+		if back {
+			n = max(min(compactionReadahead, end), end-h.Offset)
+			from = end - n
+		}
 		if ra.buf == nil && n <= compactionReadahead {
 			ra.buf = readaheadPool.Get().(*[compactionReadahead]byte)[:0]
 		}
 		ra.buf = slices.Grow(ra.buf[:0], int(n))[:n]
-		if err := r.readAt(ra.buf, h.Offset); err != nil {
+		if err := r.readAt(ra.buf, from); err != nil {
 			ra.reset()
 			return nil, err
 		}
-		ra.off = h.Offset
+		ra.off = from
 	}
 	return r.checkBlock(ra.buf[h.Offset-ra.off:end-ra.off], h.Offset, dst)
 }

@@ -82,11 +82,10 @@ func scanEntries(t *testing.T, r *Reader, forward bool) ([]testEntry, error) {
 	return got, it.Close()
 }
 
-// TestIter_ScanReadahead checks that an iterator scanning forward over
-// blocks the cache lacks reads the file compactionReadahead bytes at a
-// time once it has read scanReadaheadAfter blocks in a row, and caches
-// every block it reads, while a backward scan and seeks read block by
-// block.
+// TestIter_ScanReadahead checks that an iterator scanning over blocks the
+// cache lacks, forward or backward, reads the file compactionReadahead
+// bytes at a time once it has read scanReadaheadAfter blocks in a row,
+// and caches every block it reads, while seeks read block by block.
 func TestIter_ScanReadahead(t *testing.T) {
 	entries := fortyByteEntries(20000)
 	data := buildBytes(t, entries, WriterOptions{})
@@ -135,8 +134,50 @@ func TestIter_ScanReadahead(t *testing.T) {
 			t.Fatal(err)
 		}
 		requireEntries(t, got, entries)
-		if reads := f.reads.Load(); reads != int64(len(r.blocks)) {
-			t.Fatalf("a backward scan of %d blocks made %d reads, want one per block", len(r.blocks), reads)
+		windows := int64(r.dataEnd/compactionReadahead) + 1
+		if reads := f.reads.Load(); reads > scanReadaheadAfter+windows+1 {
+			t.Fatalf("a backward scan of %d blocks made %d reads, want at most %d", len(r.blocks), reads, scanReadaheadAfter+windows+1)
+		}
+	})
+	t.Run("zigzag", func(t *testing.T) {
+		// Prev and Next in turn across one block boundary: every move
+		// reads a block next to the last, but the direction turns each
+		// time, so no window is read.
+		const b = 5
+		var start []byte // block b's first key
+		{
+			it, err := openTable(t, data, ReaderOptions{}).NewIter(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ok := it.First()
+			for ok && it.block < b {
+				ok = it.Next()
+			}
+			if !ok {
+				t.Fatalf("no block %d: %v", b, it.Error())
+			}
+			start = bytes.Clone(it.Key().UserKey)
+			it.Close()
+		}
+		r, f := openCounting(t, data, ReaderOptions{})
+		it, err := r.NewIter(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer it.Close()
+		if !it.SeekGE(start) || it.block != b {
+			t.Fatalf("SeekGE(%q): block %d (%v)", start, it.block, it.Error())
+		}
+		blockBytes := int64(r.blocks[b].handle.Length + blockTrailerLen)
+		for range 20 {
+			if !it.Prev() || it.block != b-1 || !it.Next() || it.block != b {
+				t.Fatalf("stepping across blocks %d and %d: at block %d (%v)", b-1, b, it.block, it.Error())
+			}
+			blockBytes += int64(r.blocks[b-1].handle.Length + r.blocks[b].handle.Length + 2*blockTrailerLen)
+		}
+		if got := f.bytes.Load(); got != blockBytes {
+			t.Fatalf("reads of %d bytes, for blocks of %d bytes", got, blockBytes)
 		}
 	})
 	t.Run("seeks", func(t *testing.T) {
@@ -166,33 +207,52 @@ func TestIter_ScanReadahead(t *testing.T) {
 }
 
 // TestIter_ScanReadaheadCorruptBlock flips a byte in a data block that a
-// forward scan reads ahead: the blocks before it are read whole, and the
-// bad block is ErrCorruption at its own offset.
+// scan reads ahead, forward or backward: the blocks the scan passes
+// before it are read whole, and the bad block is ErrCorruption at its own
+// offset.
 func TestIter_ScanReadaheadCorruptBlock(t *testing.T) {
 	entries := fortyByteEntries(5000)
-	data := bytes.Clone(buildBytes(t, entries, WriterOptions{}))
-	clean := openTable(t, data, ReaderOptions{})
-	const bad = scanReadaheadAfter + 2 // read ahead, not the first of its window
-	h := clean.blocks[bad].handle
-	before := 0 // the entries of the blocks before the bad one
-	it, err := clean.NewIter(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for ok := it.First(); ok && it.block < bad; ok = it.Next() {
-		before++
-	}
-	if err := it.Close(); err != nil {
-		t.Fatal(err)
-	}
-	data[h.Offset+h.Length/2] ^= 0x10
-	r, f := openCounting(t, data, ReaderOptions{})
-	got, err := scanEntries(t, r, true)
-	if !errors.Is(err, base.ErrCorruption) || !strings.Contains(err.Error(), fmt.Sprintf("offset %d", h.Offset)) {
-		t.Fatalf("scan over a bad block at %s: %v", h, err)
-	}
-	requireEntries(t, got, entries[:before])
-	if reads := f.reads.Load(); reads != scanReadaheadAfter {
-		t.Fatalf("%d reads, want %d: %d blocks alone, then the window that holds the bad block", reads, scanReadaheadAfter, scanReadaheadAfter-1)
+	clean := buildBytes(t, entries, WriterOptions{})
+	blocks := len(openTable(t, clean, ReaderOptions{}).blocks)
+	for _, forward := range []bool{true, false} {
+		t.Run(fmt.Sprintf("forward=%t", forward), func(t *testing.T) {
+			// Read ahead, and not the block its window was read for.
+			bad := scanReadaheadAfter + 2
+			if !forward {
+				bad = blocks - 1 - bad
+			}
+			data := bytes.Clone(clean)
+			r := openTable(t, data, ReaderOptions{})
+			h := r.blocks[bad].handle
+			// The entries of the blocks the scan passes before the bad one.
+			n := 0
+			it, err := r.NewIter(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for ok := it.First(); ok; ok = it.Next() {
+				if forward && it.block < bad || !forward && it.block > bad {
+					n++
+				}
+			}
+			if err := it.Close(); err != nil {
+				t.Fatal(err)
+			}
+			passed := entries[:n]
+			if !forward {
+				passed = entries[len(entries)-n:]
+			}
+			data[h.Offset+h.Length/2] ^= 0x10
+			r, f := openCounting(t, data, ReaderOptions{})
+			got, err := scanEntries(t, r, forward)
+			if !errors.Is(err, base.ErrCorruption) || !strings.Contains(err.Error(), fmt.Sprintf("offset %d", h.Offset)) {
+				t.Fatalf("scan over a bad block at %s: %v", h, err)
+			}
+			requireEntries(t, got, passed)
+			if reads := f.reads.Load(); reads != scanReadaheadAfter {
+				t.Fatalf("%d reads, want %d: %d blocks alone, then the window that holds the bad block",
+					reads, scanReadaheadAfter, scanReadaheadAfter-1)
+			}
+		})
 	}
 }
