@@ -250,11 +250,25 @@ func (r *Reader) dataBlock(i int, stats *LookupStats) ([]byte, error) {
 	if b := r.cachedBlock(i); b != nil {
 		return b, nil
 	}
+	return r.readDataBlock(i, stats, nil, false)
+}
+
+// readDataBlock reads data block i, which the cache lacks, from the file,
+// or through ra when not nil (moving backward when back), into a buffer
+// of its own, counts the miss in stats (which may be nil) and caches the
+// block.
+func (r *Reader) readDataBlock(i int, stats *LookupStats, ra *readahead, back bool) ([]byte, error) {
 	if stats != nil {
 		stats.BlockCacheMisses++
 	}
 	d := &r.blocks[i]
-	b, err := r.readBlock(d.handle)
+	var b []byte
+	var err error
+	if ra != nil {
+		b, err = ra.block(r, d.handle, nil, back)
+	} else {
+		b, err = r.readBlock(d.handle)
+	}
 	if c := r.opts.Cache; err == nil && c != nil {
 		c.set(r.opts.FileNum, d.handle.Offset, b, &d.cached)
 	}

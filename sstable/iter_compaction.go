@@ -7,65 +7,53 @@ import (
 
 // dataBlock returns the contents of data block i for the iterator: for a
 // compaction iterator, from the cache or read into its buffer through its
-// readahead (see IterOptions.Compaction); otherwise through the cache,
-// reading a block the cache lacks on its own (Reader.dataBlock) or, once
-// the iterator has read scanReadaheadAfter blocks in a row from the file,
-// each next to the one before in the same direction, through its
-// readahead (backward for a backward pass) into a buffer of its own, then
-// cached.
-// stats may be nil.
+// readahead (see IterOptions.Compaction); otherwise from the cache, or
+// from the file and then cached, read on its own or, once the iterator
+// has read scanReadaheadAfter blocks in a row from the file, each next to
+// the one before in the same direction, through its readahead (backward
+// for a backward pass). stats may be nil.
 func (it *Iter) dataBlock(i int, stats *LookupStats) ([]byte, error) {
 	r := it.r
-	if !it.compaction {
-		if b := r.cachedBlock(i); b != nil {
-			return b, nil
-		}
-		if d := i - it.lastRead; (d == 1 || d == -1) && (it.readsInRow == 1 || d == it.readStep) {
-			it.readsInRow++
-			it.readStep = d
-		} else {
-			it.readsInRow = 1
-		}
-		it.lastRead = i
-		if it.readsInRow < scanReadaheadAfter {
-			return r.dataBlock(i, stats)
-		}
-		if stats != nil {
-			stats.BlockCacheMisses++
-		}
-		d := &r.blocks[i]
-		b, err := it.ahead.block(r, d.handle, nil, it.readStep < 0)
-		if c := r.opts.Cache; err == nil && c != nil {
-			c.set(r.opts.FileNum, d.handle.Offset, b, &d.cached)
-		}
-		return b, err
-	}
 	if b := r.cachedBlock(i); b != nil {
 		return b, nil
 	}
-	b, err := it.ahead.block(r, r.blocks[i].handle, it.blockBuf, false)
-	if err == nil {
-		it.blockBuf = b
+	if it.compaction {
+		b, err := it.ahead.block(r, r.blocks[i].handle, it.blockBuf, false)
+		if err == nil {
+			it.blockBuf = b
+		}
+		return b, err
 	}
-	return b, err
+	if d := i - it.lastRead; (d == 1 || d == -1) && (it.readsInRow == 1 || d == it.readStep) {
+		it.readsInRow++
+		it.readStep = d
+	} else {
+		it.readsInRow = 1
+	}
+	it.lastRead = i
+	var ra *readahead
+	if it.readsInRow >= scanReadaheadAfter {
+		ra = &it.ahead
+	}
+	return r.readDataBlock(i, stats, ra, it.readStep < 0)
 }
 
 // scanReadaheadAfter is how many blocks in a row an iterator reads from
 // the file, each next to the last in one direction, before it reads
-// ahead: a scan,
-// not a seek reading a block or two. A scan of a table the cache does not
-// hold then costs one system call per compactionReadahead bytes rather
-// than one per block, which took a quarter of a forward scan's time.
+// ahead: a scan, not a seek reading a block or two. A scan of a table the
+// cache does not hold then costs one system call per compactionReadahead
+// bytes rather than one per block, which took a quarter of a forward
+// scan's time.
 const scanReadaheadAfter = 3
 
 // compactionReadahead is how many bytes of the file a compaction
-// iterator, or a scanning one (see scanReadaheadAfter), reads at once, from the block it needs on: the blocks after
-// it, which a pass over the table reads next, come from memory, and a
-// table of 4 KiB blocks is read with one system call per 16 blocks
-// rather than one per block, which took a fifth of a scan's time when
-// the file is in the page cache (BenchmarkCompactionScan). Reading more
-// at once saved little more, and a compaction holds a readahead per L0
-// table it merges.
+// iterator, or a scanning one (see scanReadaheadAfter), reads at once,
+// from the block it needs on: the blocks after it, which a pass over the
+// table reads next, come from memory, and a table of 4 KiB blocks is read
+// with one system call per 16 blocks rather than one per block, which
+// took a fifth of a scan's time when the file is in the page cache
+// (BenchmarkCompactionScan). Reading more at once saved little more, and
+// a compaction holds a readahead per L0 table it merges.
 const compactionReadahead = 64 << 10
 
 // readahead holds bytes of one table's file read ahead of a forward pass
