@@ -56,8 +56,8 @@ const scanReadaheadAfter = 3
 // a compaction holds a readahead per L0 table it merges.
 const compactionReadahead = 64 << 10
 
-// readahead holds bytes of one table's file read ahead of a forward pass
-// over its blocks.
+// readahead holds bytes of one table's file read ahead of a pass over its
+// blocks: a compaction's, forward, or a scan's, either way.
 type readahead struct {
 	buf []byte // the file's bytes from off on
 	off uint64
@@ -67,9 +67,9 @@ type readahead struct {
 // read from the file, whichever table it belongs to.
 func (ra *readahead) reset() { ra.buf = ra.buf[:0] }
 
-// readaheadPool keeps the buffers of compaction iterators closed, of
-// compactionReadahead bytes, for the next: a compaction opens an
-// iterator per input table.
+// readaheadPool keeps the buffers of iterators closed, of
+// compactionReadahead bytes, for the next: a compaction opens an iterator
+// per input table, and a scan one per table it reaches.
 var readaheadPool = sync.Pool{New: func() any { return new([compactionReadahead]byte) }}
 
 // release hands the buffer to readaheadPool, if it came from there.
