@@ -23,7 +23,7 @@ func TestCompactionIter(t *testing.T) {
 		if d.Cmd != "iter" {
 			return fmt.Sprintf("unknown command %q", d.Cmd)
 		}
-		zero := hasArg(d, "zero")
+		zero := d.HasArg("zero")
 		d.CmdArgs = filterArgs(d.CmdArgs, "snapshots", "elide")
 		snapshots, elide := parseIterArgs(t, d)
 		// The entries parsed stay put: both ways of reading them, in
@@ -68,16 +68,6 @@ func drainCompactionIter(ci *compactionIter) string {
 	}
 	b.WriteString("\n")
 	return b.String()
-}
-
-// hasArg reports whether d's command has the argument key.
-func hasArg(d *datadriven.TestData, key string) bool {
-	for _, arg := range d.CmdArgs {
-		if arg.Key == key {
-			return true
-		}
-	}
-	return false
 }
 
 func parseIterArgs(t *testing.T, d *datadriven.TestData) ([]base.SeqNum, func([]byte) bool) {
