@@ -73,22 +73,26 @@ func testModel(t *testing.T, capped bool) {
 		}
 	}
 	forEachSeed(t, seeds, run)
+	// The moves checked since the test began, and whether they fall short
+	// of what it requires.
+	moves := func() (b, c, r int64, short bool) {
+		b, c, r = reuseMoves.setBounds.Load()-bounds, reuseMoves.clones.Load()-clones, reuseMoves.refreshes.Load()-refreshes
+		return b, c, r, b < int64(seeds*20) || c < int64(seeds*20) || r < int64(seeds*5)
+	}
 	// The moves of kept iterators are drawn at random: seeds that drew
 	// few of them are followed by more seeds, up to three, until the
 	// moves checked reach what the test requires.
-	short := func() bool {
-		return reuseMoves.setBounds.Load()-bounds < int64(seeds*20) || reuseMoves.clones.Load()-clones < int64(seeds*20) ||
-			reuseMoves.refreshes.Load()-refreshes < int64(seeds*5)
-	}
-	for extra := 0; extra < 3 && short() && !t.Failed() && testseed.Flag() == 0; extra++ {
+	for extra := 0; extra < 3 && !t.Failed() && testseed.Flag() == 0; extra++ {
+		if _, _, _, short := moves(); !short {
+			break
+		}
 		forEachSeed(t, 1, run)
 	}
-	bounds, clones = reuseMoves.setBounds.Load()-bounds, reuseMoves.clones.Load()-clones
-	refreshes = reuseMoves.refreshes.Load() - refreshes
-	if !t.Failed() && (bounds < int64(seeds*20) || clones < int64(seeds*20) || refreshes < int64(seeds*5)) {
-		t.Fatalf("only %d SetBounds, %d Clone and %d Refresh moves checked", bounds, clones, refreshes)
+	b, c, r, short := moves()
+	if !t.Failed() && short {
+		t.Fatalf("only %d SetBounds, %d Clone and %d Refresh moves checked", b, c, r)
 	}
-	t.Logf("checked %d SetBounds, %d Clone and %d Refresh moves", bounds, clones, refreshes)
+	t.Logf("checked %d SetBounds, %d Clone and %d Refresh moves", b, c, r)
 }
 
 // TestDB_Model_Disk runs the model test on the disk (vfs.Default), whose
