@@ -141,9 +141,5 @@ func TestDB_Ingest_WriteInFlight(t *testing.T) {
 	want := keyRange("i", 0, 10, "x")
 	want["w"] = "1"
 	checkContents(t, db, want, "after the write and the ingest")
-	must(t, db.Close())
-	db, err = kv.Open("db", &kv.Options{FS: mem})
-	must(t, err)
-	defer mustClose(t, db)
-	checkContents(t, db, want, "after reopening")
+	checkReopened(t, db, mem, want)
 }

@@ -136,6 +136,17 @@ func TestDB_Ingest(t *testing.T) {
 	checkContents(t, db, want, "after compacting")
 }
 
+// checkReopened closes db, opens the store "db" on fs again and checks
+// that it holds exactly want (see checkContents).
+func checkReopened(t *testing.T, db *kv.DB, fs vfs.FS, want map[string]string) {
+	t.Helper()
+	must(t, db.Close())
+	db, err := kv.Open("db", &kv.Options{FS: fs})
+	must(t, err)
+	defer mustClose(t, db)
+	checkContents(t, db, want, "after reopening")
+}
+
 // checkContents fails unless db holds exactly want, through an iterator
 // and through Get.
 func checkContents(t *testing.T, db *kv.DB, want map[string]string, what string) {

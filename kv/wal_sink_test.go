@@ -179,11 +179,7 @@ func TestDB_SyncWritePublishedBeforeItsSync(t *testing.T) {
 	g.armed.Store(false)
 	close(g.opened)
 	must(t, <-synced)
-	must(t, db.Close())
-	db, err = kv.Open("db", &kv.Options{FS: mem})
-	must(t, err)
-	defer mustClose(t, db)
-	checkContents(t, db, map[string]string{"s": "1", "n": "2"}, "after reopening")
+	checkReopened(t, db, mem, map[string]string{"s": "1", "n": "2"})
 }
 
 // TestWALSink_SyncWritersAcrossRotations runs Sync writers that pause
@@ -228,9 +224,5 @@ func TestWALSink_SyncWritersAcrossRotations(t *testing.T) {
 	}
 	t.Logf("%d Sync writes, %d syncs, %d flushes", writers*rounds, m.WAL.Syncs, m.Flush.Count)
 	checkContents(t, db, want, "after the writes")
-	must(t, db.Close())
-	db, err = kv.Open("db", &kv.Options{FS: mem})
-	must(t, err)
-	defer mustClose(t, db)
-	checkContents(t, db, want, "after reopening")
+	checkReopened(t, db, mem, want)
 }
