@@ -178,15 +178,8 @@ func TestCompaction_FlushSplitsAlongBaseLevel(t *testing.T) {
 			// Values that do not compress, so that the tables' count
 			// follows from the entries, as the checks below assume.
 			rng := rand.New(rand.NewPCG(1, 2))
-			value := func() []byte {
-				v := make([]byte, 20)
-				for j := range v {
-					v[j] = byte(rng.Uint32())
-				}
-				return v
-			}
 			for i := 0; i < 2000; i++ {
-				if err := d.Set(fmt.Appendf(nil, "k%05d", i*5), value(), NoSync); err != nil {
+				if err := d.Set(fmt.Appendf(nil, "k%05d", i*5), randomValue(rng, 20), NoSync); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -194,7 +187,7 @@ func TestCompaction_FlushSplitsAlongBaseLevel(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i := 0; i < 2000; i++ {
-				if err := d.Set(fmt.Appendf(nil, "k%05d", i*5+1), value(), NoSync); err != nil {
+				if err := d.Set(fmt.Appendf(nil, "k%05d", i*5+1), randomValue(rng, 20), NoSync); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -159,6 +159,17 @@ func overwriteValue(round, i, n int) []byte {
 	return v
 }
 
+// randomValue returns n bytes of rng's, which compression cannot shrink:
+// the tables of a test that counts them then hold as many entries as
+// their size says.
+func randomValue(rng *rand.Rand, n int) []byte {
+	v := make([]byte, n)
+	for i := range v {
+		v[i] = byte(rng.Uint32())
+	}
+	return v
+}
+
 func totalTableBytes(m Metrics) int64 {
 	var n int64
 	for _, l := range m.Levels {

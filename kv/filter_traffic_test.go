@@ -230,11 +230,8 @@ func TestFilterCap_HotTablesGetMoreBits(t *testing.T) {
 	defer d.Close()
 	// Values that do not compress, so that the bottom level's tables
 	// number as the entries' bytes make them.
-	val := make([]byte, 16)
 	for _, k := range rng.Perm(keys) {
-		binary.LittleEndian.PutUint64(val, rng.Uint64())
-		binary.LittleEndian.PutUint64(val[8:], rng.Uint64())
-		if err := d.Set(capKey(2*k), val, NoSync); err != nil {
+		if err := d.Set(capKey(2*k), randomValue(rng, 16), NoSync); err != nil {
 			t.Fatal(err)
 		}
 	}
