@@ -250,14 +250,13 @@ func (r *Reader) dataBlock(i int, stats *LookupStats) ([]byte, error) {
 	if b := r.cachedBlock(i); b != nil {
 		return b, nil
 	}
-	return r.readDataBlock(i, stats, nil, false)
+	return r.readDataBlock(i, stats, nil)
 }
 
 // readDataBlock reads data block i, which the cache lacks, from the file,
-// or through ra when not nil (moving backward when back), into a buffer
-// of its own, counts the miss in stats (which may be nil) and caches the
-// block.
-func (r *Reader) readDataBlock(i int, stats *LookupStats, ra *readahead, back bool) ([]byte, error) {
+// or through ra when not nil, into a buffer of its own, counts the miss
+// in stats (which may be nil) and caches the block.
+func (r *Reader) readDataBlock(i int, stats *LookupStats, ra *readahead) ([]byte, error) {
 	if stats != nil {
 		stats.BlockCacheMisses++
 	}
@@ -265,7 +264,7 @@ func (r *Reader) readDataBlock(i int, stats *LookupStats, ra *readahead, back bo
 	var b []byte
 	var err error
 	if ra != nil {
-		b, err = ra.block(r, d.handle, nil, back)
+		b, err = ra.block(r, d.handle, nil)
 	} else {
 		b, err = r.readBlock(d.handle)
 	}

@@ -45,11 +45,6 @@ type Iter struct {
 	compaction bool      // IterOptions.Compaction: blocks not cached are read into blockBuf
 	blockBuf   []byte    // the compaction iterator's block buffer, reused
 	ahead      readahead // the bytes read ahead, of a compaction or a scan
-	// lastRead is the last block read from the file, not the cache;
-	// readsInRow is how many such reads in a row were each of the block
-	// next to the one before, readStep away (+1 or -1): a scan, once
-	// there are scanReadaheadAfter.
-	lastRead, readsInRow, readStep int
 }
 
 // NewIter returns an iterator over the table's internal keys, configured
@@ -92,7 +87,7 @@ func (r *Reader) InitIter(it *Iter, opts *IterOptions) error {
 	data.release()
 	ahead.reset() // another table's bytes, or this one's from before
 	*it = Iter{r: r, cmp: r.cmp.Compare, lower: o.LowerBound, upper: o.UpperBound, stats: o.Stats, data: data,
-		filter: r.filter.Load(), ahead: ahead, lastRead: -2}
+		filter: r.filter.Load(), ahead: ahead}
 	if it.stats == nil {
 		it.stats = &it.ownStats
 	}
