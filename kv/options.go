@@ -258,10 +258,11 @@ type Options struct {
 	// KiB of them ([BackgroundWALLossBound]), counting the bytes of their
 	// records (each a batch's encoding, [Batch.Len], plus a few bytes of
 	// framing), so at most 256 KiB of batches. A record only partly in
-	// the file counts whole, as recovery drops it. A commit that would put the records not
-	// wholly in the file over 256 KiB waits for the background writer
-	// before it is acknowledged, so a batch bigger than that is
-	// acknowledged only once all of it is in the file, as by default.
+	// the file counts whole, as recovery drops it. A commit that would
+	// put the records not wholly in the file over 256 KiB waits for the
+	// background writer before it is acknowledged, so a batch bigger than
+	// that is acknowledged only once all of it is in the file, as by
+	// default.
 	// What survives any crash is still a prefix of the acknowledged
 	// writes, batches whole, never one with an earlier one missing. A
 	// Sync write keeps its full promise, and extends it to every write
