@@ -100,15 +100,7 @@ func TestIter_ScanReadahead(t *testing.T) {
 			if r.dataEnd < 4*compactionReadahead {
 				t.Fatalf("a table of %d bytes: under four windows", r.dataEnd)
 			}
-			got, err := scanEntries(t, r, true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			requireEntries(t, got, entries)
-			windows := int64(r.dataEnd/compactionReadahead) + 1
-			if reads := f.reads.Load(); reads > scanReadaheadAfter+windows+1 {
-				t.Fatalf("a forward scan of %d blocks made %d reads, want at most %d", blocks, reads, scanReadaheadAfter+windows+1)
-			}
+			scanInWindows(t, r, f, entries, true)
 			if !cached {
 				return
 			}
@@ -118,7 +110,8 @@ func TestIter_ScanReadahead(t *testing.T) {
 				}
 			}
 			f.reads.Store(0)
-			if got, err = scanEntries(t, r, true); err != nil {
+			got, err := scanEntries(t, r, true)
+			if err != nil {
 				t.Fatal(err)
 			}
 			requireEntries(t, got, entries)
@@ -129,15 +122,7 @@ func TestIter_ScanReadahead(t *testing.T) {
 	}
 	t.Run("backward", func(t *testing.T) {
 		r, f := openCounting(t, data, ReaderOptions{})
-		got, err := scanEntries(t, r, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		requireEntries(t, got, entries)
-		windows := int64(r.dataEnd/compactionReadahead) + 1
-		if reads := f.reads.Load(); reads > scanReadaheadAfter+windows+1 {
-			t.Fatalf("a backward scan of %d blocks made %d reads, want at most %d", len(r.blocks), reads, scanReadaheadAfter+windows+1)
-		}
+		scanInWindows(t, r, f, entries, false)
 	})
 	t.Run("zigzag", func(t *testing.T) {
 		// Prev and Next in turn across one block boundary: every move
@@ -204,6 +189,23 @@ func TestIter_ScanReadahead(t *testing.T) {
 			t.Fatalf("%d seeks read %d bytes, for blocks of %d bytes in all", seeks, got, blockBytes)
 		}
 	})
+}
+
+// scanInWindows scans r, whose file is f, forward or backward, and fails
+// unless it reads entries, with a read per block for the first
+// scanReadaheadAfter-1 blocks and one per readahead window after them.
+func scanInWindows(t *testing.T, r *Reader, f *readCountingFile, entries []testEntry, forward bool) {
+	t.Helper()
+	got, err := scanEntries(t, r, forward)
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireEntries(t, got, entries)
+	windows := int64(r.dataEnd/compactionReadahead) + 1
+	if reads := f.reads.Load(); reads > scanReadaheadAfter+windows+1 {
+		t.Fatalf("a scan of %d blocks (forward %t) made %d reads, want at most %d",
+			len(r.blocks), forward, reads, scanReadaheadAfter+windows+1)
+	}
 }
 
 // TestIter_ScanReadaheadCorruptBlock flips a byte in a data block that a
