@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bloomkv/bloomkv/internal/crashtest"
 	"github.com/cockroachdb/pebble/vfs"
@@ -75,5 +77,33 @@ func TestCrash_PrintsFailure(t *testing.T) {
 		"  replay: go run ./cmd/bloomkv crash --background-wal --dir /d --writers 2,4 --seed 42 --kills 3\n"
 	if got := out.String(); !strings.HasPrefix(got, "round 5, seed 42: 2 writers, ") || !strings.Contains(got, ": FAILED\n"+want) {
 		t.Errorf("a failed round printed:\n%s\nwant its line, FAILED, then:\n%s", got, want)
+	}
+}
+
+// TestCrashOptions_Check refuses, as usage errors, the options a campaign
+// cannot run with, --markdown into a directory that does not exist among
+// them (checked before the run, as bench checks it).
+func TestCrashOptions_Check(t *testing.T) {
+	ok := crashOptions{duration: time.Minute, writers: []int{1, 8}, memtables: []int64{1 << 20}, killWithin: time.Second}
+	if err := ok.check(); err != nil {
+		t.Fatalf("valid options: %v", err)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*crashOptions)
+	}{
+		{"--duration 0", func(o *crashOptions) { o.duration = 0 }},
+		{"--kills -1", func(o *crashOptions) { o.kills = -1 }},
+		{"--kill-within 1us", func(o *crashOptions) { o.killWithin = time.Microsecond }},
+		{"--writers 0", func(o *crashOptions) { o.writers = []int{0} }},
+		{"--memtable 512", func(o *crashOptions) { o.memtables = []int64{512} }},
+		{"--markdown no/such/dir/c.md", func(o *crashOptions) { o.markdown = "no/such/dir/c.md" }},
+	} {
+		o := ok
+		tc.edit(&o)
+		var u usageError
+		if err := o.check(); !errors.As(err, &u) {
+			t.Errorf("%s: got %v, want a usage error", tc.name, err)
+		}
 	}
 }
