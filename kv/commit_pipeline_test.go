@@ -3,6 +3,7 @@ package kv
 import (
 	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"strings"
 	"sync"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/testseed"
+	"github.com/bloomkv/bloomkv/memtable"
 	"github.com/bloomkv/bloomkv/sstable"
 	"github.com/cockroachdb/pebble/vfs"
 )
@@ -259,8 +262,7 @@ func TestPublisher_RingBound(t *testing.T) {
 	if got := q.slots[0].Load(); got != next {
 		t.Fatal("the writer pushed last is not in the slot the oldest left")
 	}
-	st := q.state.Load()
-	if head, tail := uint32(st>>32), uint32(st)&pubTailMask; head-tail != pubRingSize {
+	if head, tail := q.head, q.state.Load()&pubTailMask; head-tail != pubRingSize {
 		t.Fatalf("head %d, tail %d: want %d writers in the ring", head, tail, pubRingSize)
 	}
 }
@@ -308,8 +310,8 @@ func TestPublisher_RingWraps(t *testing.T) {
 			t.Fatalf("batches %d and %d: visibleSeq %d", seq-1, seq, d.visibleSeq.Load())
 		}
 	}
-	if st := q.state.Load(); uint32(st>>32)&pubTailMask != uint32(st)&pubTailMask {
-		t.Fatalf("writers left in the ring: head %d, tail %d", st>>32, st&pubTailMask)
+	if head, tail := q.head&pubTailMask, q.state.Load()&pubTailMask; head != tail {
+		t.Fatalf("writers left in the ring: head %d, tail %d", head, tail)
 	}
 }
 
@@ -345,5 +347,129 @@ func TestCommitPipeline_FailedInsertWithPipelineHeld(t *testing.T) {
 	}
 	if err := p.stickyErr(); !strings.Contains(err.Error(), "Compare fails") {
 		t.Fatalf("the error that stopped writes: %v, want the insert's", err)
+	}
+}
+
+// TestMemTable_HasRoomBound fills a memtable with random batches, each
+// inserted before the next asks for room, and checks every answer of
+// hasRoom against the memtable's Size: the bound a reservation counts
+// without reading Size must never let a batch in that Size would keep
+// out. The run must end with the memtable full, and read Size far fewer
+// times than it asked.
+func TestMemTable_HasRoomBound(t *testing.T) {
+	rng := rand.New(rand.NewPCG(testseed.Seed(t), 1))
+	m := newMemTable(base.DefaultComparer, 1)
+	m.limit = 1 << 20
+	var ins memtable.Inserter
+	asked, reads, seq := 0, 0, base.SeqNum(1)
+	for {
+		var b Batch
+		for range 1 + rng.IntN(4) {
+			key := make([]byte, 1+rng.IntN(40))
+			for i := range key {
+				key[i] = byte(rng.Uint32())
+			}
+			must(t, b.Set(key, make([]byte, rng.IntN(300))))
+		}
+		seen := m.sizeSeen
+		asked++
+		room := m.hasRoom(b.Len(), sizeBound(&b))
+		if m.sizeSeen != seen || m.reservedSince == 0 {
+			reads++
+		}
+		if want := m.batchBytes == 0 || m.Size()+int64(b.Len()) <= m.limit; room != want {
+			t.Fatalf("batch %d: hasRoom %v, want %v (Size %d, batch %d bytes, limit %d)", asked, room, want, m.Size(), b.Len(), m.limit)
+		}
+		if !room {
+			break
+		}
+		b.setSeqNum(seq)
+		seq += base.SeqNum(b.Count())
+		m.reserve(b.Len(), sizeBound(&b), seq-1)
+		must(t, m.insert(b.data, &ins))
+		m.writers.finish()
+	}
+	if m.Size() < m.limit/2 || reads > asked/4 {
+		t.Fatalf("full at %d of %d bytes, after %d batches and %d reads of Size", m.Size(), m.limit, asked, reads)
+	}
+	t.Logf("full at %d of %d bytes, after %d batches and %d reads of Size", m.Size(), m.limit, asked, reads)
+}
+
+// TestWriterCount_Wait: wait returns once every writer reserved has
+// finished, and not before, however the finishes race with its start.
+func TestWriterCount_Wait(t *testing.T) {
+	var c writerCount
+	c.reserved = 3
+	waited := make(chan struct{})
+	go func() {
+		c.wait(c.reserved)
+		close(waited)
+	}()
+	c.finish()
+	c.finish()
+	select {
+	case <-waited:
+		t.Fatal("wait returned with a writer still to finish")
+	case <-time.After(20 * time.Millisecond):
+	}
+	c.finish()
+	select {
+	case <-waited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("wait did not return once every writer finished")
+	}
+
+	for round := range 2000 {
+		c.reset()
+		writers := 1 + round%8
+		c.reserved = int64(writers)
+		for range writers {
+			go c.finish()
+		}
+		done := make(chan struct{})
+		go func() {
+			c.wait(c.reserved)
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("round %d: wait missed a finish: %d of %d done", round, c.done.Load(), writers)
+		}
+	}
+}
+
+// TestMemTable_RecoveredHasRoom: a memtable refilled by the WAL replay
+// at Open counts what it holds, so a batch that would take it past its
+// limit goes to a new memtable, as it would have before the reopen.
+func TestMemTable_RecoveredHasRoom(t *testing.T) {
+	fs := vfs.NewMem()
+	opts := &Options{FS: fs, MemTableSize: 1 << 20}
+	opts.private.fullSizeMemTables = true
+	d, err := Open("db", opts)
+	must(t, err)
+	value := make([]byte, 1000)
+	for i := 0; d.mu.mem.Size() < 800<<10; i++ {
+		must(t, d.Set([]byte(fmt.Sprintf("key%06d", i)), value, NoSync))
+	}
+	if len(d.mu.imm) != 0 || d.Metrics().Flush.Count != 0 {
+		t.Fatal("the memtable rotated while it was filled")
+	}
+	must(t, d.Close())
+
+	d, err = Open("db", opts)
+	must(t, err)
+	defer d.Close()
+	recovered := d.mu.mem
+	if recovered.Size() < 800<<10 {
+		t.Fatalf("the memtable recovered holds %d bytes, want the %d written", recovered.Size(), 800<<10)
+	}
+	var big Batch
+	for i := range 300 {
+		must(t, big.Set([]byte(fmt.Sprintf("big%06d", i)), value))
+	}
+	must(t, d.Apply(&big, NoSync))
+	if d.mu.mem == recovered {
+		t.Fatalf("a batch of %d bytes went into the memtable recovered, which now holds %d bytes, limit %d", big.Len(), recovered.Size(), recovered.limit)
 	}
 }

@@ -348,7 +348,10 @@ func TestCompaction_WriteStallCountsWaitingMemTables(t *testing.T) {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		d.mu.Lock()
-		queued, amp, full := len(d.mu.imm), d.l0ReadAmpLocked(), !d.mu.mem.hasRoom(one.Len())
+		// Full as hasRoom finds it, read without the commit pipeline's
+		// mu, which the writer holds: the memtable's own counters.
+		mem := d.mu.mem
+		queued, amp, full := len(d.mu.imm), d.l0ReadAmpLocked(), !mem.empty() && mem.Size()+int64(one.Len()) > mem.limit
 		d.mu.Unlock()
 		if queued == 0 && amp >= threshold && full {
 			break

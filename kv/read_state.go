@@ -30,9 +30,13 @@ type memTable struct {
 	// Open), only while the memtable is mutable; the flush reads it after
 	// the rotation, under d.mu, so it needs no atomic.
 	batchBytes int64
-	// writers counts the writers that reserved room in the memtable and
-	// have not finished inserting: a flush waits for them.
-	writers sync.WaitGroup
+	// sizeSeen is the MemTable's Size when a reservation last read it,
+	// and reservedSince bounds what the batches reserved since then add
+	// to it (see hasRoom). Written and read like batchBytes.
+	sizeSeen, reservedSince int64
+	// writers counts the writers that reserved room in the memtable, and
+	// those of them that finished inserting: a flush waits for them all.
+	writers writerCount
 	// limit is the size at which the memtable is full: a write that
 	// would take it past limit goes to the next one (see
 	// DB.takeMemSizeLocked).
@@ -42,6 +46,66 @@ type memTable struct {
 	// that lists it (a read holds its read state). The last release
 	// offers the memtable for reuse (see DB.releaseMem).
 	refs atomic.Int32
+}
+
+// cacheLinePad keeps the fields before it off the cache line of those
+// after it: 128 bytes, as adjacent lines are fetched in pairs on many
+// processors.
+type cacheLinePad [128]byte
+
+// writerCount counts the writers of a memtable: those reserved, under
+// the commit pipeline's mu, and those done, each once its batch is
+// inserted or failed. The count done is on a cache line of its own,
+// which every writer changes as it ends: the reservation, which every
+// other writer waits for, does not wait for it. A flush waits until
+// every writer reserved is done.
+type writerCount struct {
+	reserved int64 // under the commit pipeline's mu
+	_        cacheLinePad
+	done     atomic.Int64
+	// waiting is set while wait waits, for the writers' done to wake it
+	// through cond.
+	waiting atomic.Bool
+	mu      sync.Mutex
+	cond    sync.Cond
+	_       cacheLinePad
+}
+
+// finish counts one writer done, and wakes wait if it is waiting.
+func (c *writerCount) finish() {
+	c.done.Add(1)
+	if c.waiting.Load() {
+		c.mu.Lock()
+		c.cond.Broadcast()
+		c.mu.Unlock()
+	}
+}
+
+// wait returns once every writer reserved is done. It runs after the
+// memtable's rotation, when no writer reserves in it any more.
+func (c *writerCount) wait(reserved int64) {
+	if c.done.Load() >= reserved {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cond.L == nil {
+		c.cond.L = &c.mu
+	}
+	// Set before done is read, and finish reads it after adding: if this
+	// reads done before a writer's add, the writer sees waiting.
+	c.waiting.Store(true)
+	for c.done.Load() < reserved {
+		c.cond.Wait()
+	}
+	c.waiting.Store(false)
+}
+
+// reset zeroes the counts, for a memtable's reuse once every writer is
+// done.
+func (c *writerCount) reset() {
+	c.reserved = 0
+	c.done.Store(0)
 }
 
 // newMemTable returns an empty memtable whose writes go to the WALs logs
@@ -69,7 +133,8 @@ func (d *DB) newMemTableLocked(num base.FileNum, limit int64) *memTable {
 	// A new slice: the flush handed the old one on with the WALs to
 	// retire.
 	m.logs = []base.FileNum{num}
-	m.lastSeq, m.batchBytes = 0, 0
+	m.lastSeq, m.batchBytes, m.sizeSeen, m.reservedSince = 0, 0, 0, 0
+	m.writers.reset()
 	m.refs.Store(1)
 	return m
 }
@@ -124,22 +189,49 @@ func (m *memTable) logNum() base.FileNum {
 // empty reports whether no entry is inserted in m yet.
 func (m *memTable) empty() bool { return m.Len() == 0 }
 
-// hasRoom reports whether a batch of n bytes goes into m: m is empty, or
-// stays within its limit with it.
-func (m *memTable) hasRoom(n int) bool { return m.empty() || m.Size()+int64(n) <= m.limit }
+// hasRoom reports whether a batch of n bytes, which adds at most bound
+// bytes to the MemTable's Size, goes into m: no batch is reserved in m
+// yet, or m stays within its limit with it. Called under the commit
+// pipeline's mu, while m is mutable.
+//
+// It reads Size, which every insert adds to, only when the batches
+// reserved since it last did could take m past its limit: on many
+// cores, a counter that every insert changes is a cache line that the
+// reservation, which every other writer waits for, would wait for. As
+// when it read Size every time, the batches reserved but still being
+// inserted when it does are not counted yet.
+func (m *memTable) hasRoom(n int, bound int64) bool {
+	if m.batchBytes == 0 || m.sizeSeen+m.reservedSince+bound <= m.limit {
+		return true
+	}
+	m.sizeSeen, m.reservedSince = m.Size(), 0
+	return m.sizeSeen+int64(n) <= m.limit
+}
+
+// sizeBound returns the most that b, inserted, adds to a MemTable's Size.
+func sizeBound(b *Batch) int64 { return sizeBoundOf(b.Len(), b.Count()) }
+
+// sizeBoundOf returns the most that an encoded batch of n bytes holding
+// count entries, inserted, adds to a MemTable's Size: its keys and values
+// are among its bytes.
+func sizeBoundOf(n, count int) int64 {
+	return int64(n) + int64(count)*int64(memtable.MaxEntryOverhead)
+}
 
 // holdsWrites reports whether m holds a write: inserted, or reserved
 // (batchBytes counts it from then on) and still to be inserted. Read
 // batchBytes' way: under the commit pipeline's mu while m is mutable.
 func (m *memTable) holdsWrites() bool { return !m.empty() || m.batchBytes > 0 }
 
-// reserve counts a batch of n bytes, whose last sequence number is
-// lastSeq, as the memtable's, and its writer as one to wait for (see
-// writers). Called under the commit pipeline's mu.
-func (m *memTable) reserve(n int, lastSeq base.SeqNum) {
+// reserve counts a batch of n bytes, which adds at most bound bytes to
+// the MemTable's Size, and whose last sequence number is lastSeq, as the
+// memtable's, and its writer as one to wait for (see writers). Called
+// under the commit pipeline's mu.
+func (m *memTable) reserve(n int, bound int64, lastSeq base.SeqNum) {
 	m.batchBytes += int64(n)
+	m.reservedSince += bound
 	m.lastSeq = lastSeq
-	m.writers.Add(1)
+	m.writers.reserved++
 }
 
 // apply counts and inserts an encoded batch whose sequence number is set,
@@ -150,6 +242,7 @@ func (m *memTable) apply(batch []byte) error {
 		return err
 	}
 	m.batchBytes += int64(len(batch))
+	m.reservedSince += sizeBoundOf(len(batch), int(r.Count()))
 	if r.Count() > 0 {
 		m.lastSeq = r.SeqNum() + base.SeqNum(r.Count()) - 1
 	}

@@ -142,9 +142,11 @@ type prefaulter struct {
 	// want is the file offset up to which population is asked for, and
 	// from the offset of the writes when it was asked.
 	want, from atomic.Int64
-	kick       chan struct{} // a request is pending; closed at close
-	done       chan struct{} // closed when the goroutine returns
-	stopOnce   sync.Once
+	// due is set while a request waits for its wake (see wakeLater).
+	due      atomic.Bool
+	kick     chan struct{} // a request is pending; closed at close
+	done     chan struct{} // closed when the goroutine returns
+	stopOnce sync.Once
 
 	// mu is held while populating, and by remap and close while they
 	// change the mapping, which it guards, and the retired mappings.
@@ -221,14 +223,29 @@ func (pf *prefaulter) unmapRetired() {
 
 // ask asks the prefaulter to populate ahead of off, the offset of the
 // writes, when they have come within half of prefaultAhead of what it
-// was asked for last. Called under w.mu.
-func (pf *prefaulter) ask(off int64) {
+// was asked for last, and reports whether it did: the caller then wakes
+// the goroutine, at once (wake) or once it is out of the commit
+// pipeline's mu (wakeLater). Called under w.mu.
+func (pf *prefaulter) ask(off int64) bool {
 	if off+prefaultAhead/2 <= pf.want.Load() {
-		return
+		return false
 	}
 	pf.from.Store(off)
 	pf.want.Store(off + prefaultAhead)
-	pf.wake()
+	return true
+}
+
+// wakeLater leaves the wake of a request to wakeDue, which the writer that
+// asked calls once it has released the commit pipeline's mu: waking a
+// parked goroutine is a system call, which every writer queued on the
+// mu would wait for.
+func (pf *prefaulter) wakeLater() { pf.due.Store(true) }
+
+// wakeDue wakes the goroutine if a wake was left to it (wakeLater).
+func (pf *prefaulter) wakeDue() {
+	if pf.due.Load() && pf.due.Swap(false) {
+		pf.wake()
+	}
 }
 
 // wake makes the goroutine look for work.
@@ -313,7 +330,9 @@ func (w *walMmapWriter) Write(p []byte) (int, error) {
 		}
 		p = p[n:]
 	}
-	w.pf.ask(w.off)
+	if w.pf.ask(w.off) {
+		w.pf.wake()
+	}
 	return written, nil
 }
 
@@ -336,7 +355,9 @@ func (w *walMmapWriter) writeRecord(rw *record.Writer, p []byte) (ok bool, err e
 		return false, nil
 	}
 	w.off += int64(n)
-	w.pf.ask(w.off)
+	if w.pf.ask(w.off) {
+		w.pf.wakeLater() // the commit pipeline's mu is held
+	}
 	return true, nil
 }
 

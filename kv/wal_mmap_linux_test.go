@@ -4,12 +4,14 @@ package kv
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/bloomkv/bloomkv/internal/record"
+	"github.com/cockroachdb/pebble/vfs"
 )
 
 // TestWALMmapWriter_FaultIsError: a store that faults (the file was
@@ -151,4 +153,46 @@ func mappingsOf(t *testing.T, name string) int {
 		t.Skipf("no /proc/self/maps: %v", err)
 	}
 	return bytes.Count(maps, []byte(" "+name+"\n"))
+}
+
+// TestWALMmap_PrefaultsAheadOfCommits: records that commits encode in
+// place ask the prefaulter for pages under the commit pipeline's mu, and
+// the writers wake it once out of the mu; it then keeps the pages ahead
+// of the commits populated.
+func TestWALMmap_PrefaultsAheadOfCommits(t *testing.T) {
+	d, err := Open(t.TempDir(), &Options{FS: vfs.Default, MemTableSize: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	mw := d.commit.log.direct
+	if mw == nil {
+		t.Skipf("no mapped WAL here: writer %T", d.commit.log.space)
+	}
+	value := make([]byte, 100)
+	for i := 0; mw.off < 2*prefaultAhead; i++ {
+		if err := d.Set([]byte(fmt.Sprintf("key%08d", i)), value, NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d.commit.log.direct != mw || mw.pwrites != 0 {
+		t.Fatalf("records written with %d pwrites, or to another WAL: want every one copied in place", mw.pwrites)
+	}
+	off := mw.off
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mw.pf.mu.Lock()
+		next := mw.pf.next
+		mw.pf.mu.Unlock()
+		if next >= off {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("populated up to %d, records written up to %d: the kernel may lack MADV_POPULATE_WRITE, or the prefaulter was not woken", next, off)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if mw.pf.due.Load() {
+		t.Fatal("a wake is still due after the writes returned")
+	}
 }

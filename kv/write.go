@@ -48,10 +48,14 @@ import (
 // memTable.writers).
 
 type commitPipeline struct {
-	// mu orders reservations; it guards everything below but pub.
-	mu  sync.Mutex
-	pub publisher
-
+	// The fields a reservation reads and changes come first, together,
+	// on a cache line of their own: on many cores, each cache line that
+	// the last reservation changed is one that the next waits for while
+	// every other writer waits for it.
+	_ cacheLinePad
+	// mu orders reservations; it guards everything below but pub's
+	// state and slots, and the error.
+	mu     sync.Mutex
 	log    *walWriter  // the WAL of the mutable memtable
 	logSeq base.SeqNum // the last sequence number assigned
 	// sealedAt is log's size when its records end in a seal, or hold none
@@ -60,6 +64,8 @@ type commitPipeline struct {
 	// err is the sticky failure of a WAL write or sync, or of an insert:
 	// once set, nothing more is acknowledged.
 	err stickyError
+	// pub's head, which mu guards, comes first in it.
+	pub publisher
 	// walBuffers passes the buffers of BackgroundWALWrites from each
 	// WAL's flusher to the next's.
 	walBuffers walBuffers
@@ -218,6 +224,9 @@ func (p *commitPipeline) run(d *DB, w *writer) error {
 	if err != nil {
 		return err // never queued for publication
 	}
+	if w.copied {
+		log.direct.pf.wakeDue()
+	}
 	// Counted here, not under p.mu: the counters' cache line, which
 	// every writer adds to, is not one more that the next reservation
 	// waits for.
@@ -244,7 +253,7 @@ func (p *commitPipeline) run(d *DB, w *writer) error {
 // promises, and inserts w's batch into mem; the record's sync, if w asks
 // for one, is left to run.
 func (p *commitPipeline) apply(mem *memTable, log *walWriter, end int64, w *writer) error {
-	defer mem.writers.Done()
+	defer mem.writers.finish()
 	if !w.copied {
 		if err := log.sink.wait(end, w.sync); err != nil {
 			return p.err.set(walFailed(err)) // the sink's, set already
@@ -328,7 +337,8 @@ func (p *commitPipeline) reserveLocked(d *DB, w *writer) (*memTable, *walWriter,
 		return nil, nil, 0, err
 	}
 	b := w.batch
-	mem, err := d.makeRoomForWrite(b.Len())
+	bound := sizeBound(b)
+	mem, err := d.makeRoomForWrite(b.Len(), bound)
 	if err != nil {
 		return nil, nil, 0, err
 	}
@@ -343,7 +353,7 @@ func (p *commitPipeline) reserveLocked(d *DB, w *writer) (*memTable, *walWriter,
 	}
 	p.logSeq = seq + base.SeqNum(b.Count())
 	w.lastSeq, w.copied = p.logSeq, copied
-	mem.reserve(len(b.data), p.logSeq)
+	mem.reserve(len(b.data), bound, p.logSeq)
 	return mem, p.log, end, nil
 }
 
@@ -359,16 +369,20 @@ func (p *commitPipeline) reserveLocked(d *DB, w *writer) (*memTable, *walWriter,
 // ones it published kept every other writer waiting behind a system
 // call.
 type publisher struct {
-	// state packs the ring's head, the count of writers pushed, in its
-	// high 32 bits; publication's halt in bit 31; and the ring's tail,
-	// the count popped modulo 2^31, in the low 31. A pop sees in one
-	// load whether the ring is empty and whether publication halted, and
-	// moves the tail, halting if its batch failed, with one
-	// compare-and-swap.
-	state atomic.Uint64
+	// head counts the writers pushed, under the pipeline's mu, which it
+	// shares a cache line with: the pops, which every writer runs, do
+	// not read it, so a push does not wait for their cache line.
+	head uint32
+	_    cacheLinePad
+	// state packs publication's halt in bit 31 and the ring's tail, the
+	// count popped modulo 2^31, in the low 31. A pop sees in one load
+	// whether publication halted, and moves the tail, halting if its
+	// batch failed, with one compare-and-swap.
+	state atomic.Uint32
 	// slots holds the writers from tail to head, at their count modulo
 	// the ring's size. A slot is nil from its writer's pop until the
-	// next push; a push waits for it (see enqueue).
+	// next push; a push waits for it (see enqueue). So a pop finds the
+	// ring empty where the tail's slot is nil.
 	slots [pubRingSize]atomic.Pointer[writer]
 
 	// waitDone's waiters, woken by publications while doneWaiters > 0.
@@ -388,7 +402,7 @@ const (
 // power of two.
 const pubRingSize = 1 << 12
 
-// The fields of publisher.state below its head.
+// The fields of publisher.state.
 const (
 	pubHalted   = 1 << 31       // a batch failed: no batch from it on is visible
 	pubTailMask = pubHalted - 1 // the tail, modulo 2^31
@@ -409,13 +423,12 @@ func (q *publisher) halted() bool { return q.state.Load()&pubHalted != 0 }
 // laps the tail, and a pop never finds a slot's earlier occupant there.
 // Only more than pubRingSize writers at once wait here, holding p.mu.
 func (q *publisher) enqueue(w *writer) {
-	head := uint32(q.state.Load() >> 32)
-	slot := &q.slots[head%pubRingSize]
+	slot := &q.slots[q.head%pubRingSize]
 	for slot.Load() != nil {
 		runtime.Gosched()
 	}
 	slot.Store(w)
-	q.state.Add(1 << 32)
+	q.head++
 }
 
 // pop removes the writer at the ring's tail if its batch is inserted (or
@@ -431,25 +444,24 @@ func (q *publisher) enqueue(w *writer) {
 func (q *publisher) pop() (x *writer, visible bool) {
 	for {
 		st := q.state.Load()
-		head, tail := uint32(st>>32), uint32(st)&pubTailMask
-		if head&pubTailMask == tail {
-			return nil, false
-		}
-		slot := &q.slots[tail%pubRingSize]
-		x := slot.Load()
+		tail := st & pubTailMask
+		x := q.slots[tail%pubRingSize].Load()
 		if x == nil {
-			continue // popped since the load of state
+			if q.state.Load() != st {
+				continue // popped since the load of state
+			}
+			return nil, false // the ring is empty
 		}
 		outcome := x.outcome.Load()
 		if outcome == 0 {
 			return nil, false
 		}
-		next := st&^pubTailMask | uint64((tail+1)&pubTailMask)
+		next := st&^pubTailMask | (tail+1)&pubTailMask
 		if outcome == batchFailed {
 			next |= pubHalted
 		}
 		if q.state.CompareAndSwap(st, next) {
-			slot.Store(nil)
+			q.slots[tail%pubRingSize].Store(nil)
 			return x, next&pubHalted == 0
 		}
 	}
@@ -521,7 +533,8 @@ func (q *publisher) waitDone(d *DB, seq base.SeqNum) {
 // numbers can be read, not written.
 var errSeqNumsExhausted = errors.New("kv: sequence numbers exhausted")
 
-// makeRoomForWrite returns the memtable to write n bytes into. When the
+// makeRoomForWrite returns the memtable to write a batch of n bytes into,
+// which adds at most bound bytes to its Size (see memTable.hasRoom). When the
 // memtable is full it switches to a new one and a new WAL; it stalls while
 // too many memtables wait for a flush, or while L0's read amplification is
 // too high for compaction to keep up, and slows writes a little before
@@ -532,8 +545,8 @@ var errSeqNumsExhausted = errors.New("kv: sequence numbers exhausted")
 // slows writes (see writesUnslowed), so that a write's reservation, which
 // every other write waits for, does not wait for background work holding
 // d.mu, nor pull d.mu's cache line from the last core that held it.
-func (d *DB) makeRoomForWrite(n int) (*memTable, error) {
-	if mem := d.mu.mem; d.writesUnslowed.Load() && !d.closed.Load() && mem.hasRoom(n) {
+func (d *DB) makeRoomForWrite(n int, bound int64) (*memTable, error) {
+	if mem := d.mu.mem; d.writesUnslowed.Load() && !d.closed.Load() && mem.hasRoom(n, bound) {
 		return mem, nil
 	}
 	d.mu.Lock()
@@ -546,7 +559,7 @@ func (d *DB) makeRoomForWrite(n int) (*memTable, error) {
 			return nil, ErrClosed
 		case d.mu.bgErr != nil:
 			return nil, d.mu.bgErr
-		case d.mu.mem.hasRoom(n):
+		case d.mu.mem.hasRoom(n, bound):
 			if !slowed && d.l0StallLocked(d.opts.L0SlowdownWritesThreshold) {
 				slowed = true
 				d.mu.Unlock()

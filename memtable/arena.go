@@ -173,5 +173,11 @@ func nodeSize(height int) int {
 	case height <= 4:
 		return int(unsafe.Sizeof(node4{}))
 	}
-	return int(unsafe.Sizeof(node16{}))
+	return MaxEntryOverhead
 }
+
+// MaxEntryOverhead is the most an entry adds to a MemTable's Size beyond
+// the bytes of its user key and value: the node of the tallest class. A
+// writer that must not underestimate what a batch adds to Size, before
+// it is inserted, counts this much per entry.
+const MaxEntryOverhead = int(unsafe.Sizeof(node16{}))
