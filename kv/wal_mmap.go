@@ -143,8 +143,12 @@ type prefaulter struct {
 	// from the offset of the writes when it was asked.
 	want, from atomic.Int64
 	// due is set while a request waits for its wake (see wakeLater).
-	due      atomic.Bool
-	kick     chan struct{} // a request is pending; closed at close
+	due atomic.Bool
+	// kick holds a token while a request is pending. It is never closed:
+	// a writer may wake the prefaulter of a WAL closed since its record
+	// (see wakeDue), and the token then waits for nobody.
+	kick     chan struct{}
+	quit     chan struct{} // closed by stop
 	done     chan struct{} // closed when the goroutine returns
 	stopOnce sync.Once
 
@@ -162,24 +166,30 @@ type prefaulter struct {
 
 // startPrefaulter starts w's prefaulter goroutine.
 func (w *walMmapWriter) startPrefaulter() {
-	pf := &prefaulter{kick: make(chan struct{}, 1), done: make(chan struct{})}
+	pf := &prefaulter{kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
 	w.pf = pf
 	go pf.run()
 }
 
 // run removes the retired mappings and populates the pages asked for,
-// until kick is closed; then it removes the mappings retired last.
+// each time it is woken, until stop; then it removes the mappings
+// retired last.
 func (pf *prefaulter) run() {
 	defer close(pf.done)
 	populating := true
-	for range pf.kick {
+	for {
+		select {
+		case <-pf.kick:
+		case <-pf.quit:
+			pf.unmapRetired()
+			return
+		}
 		pf.unmapRetired()
 		if populating && pf.populate() != nil {
 			// Advice the kernel does not take: let the writes fault.
 			populating = false
 		}
 	}
-	pf.unmapRetired()
 }
 
 // populate populates the pages asked for, a step at a time, and returns
@@ -279,7 +289,7 @@ func (pf *prefaulter) retire(m []byte) {
 // under w.mu, before the mapping is removed; later calls do nothing
 // more.
 func (pf *prefaulter) stop() error {
-	pf.stopOnce.Do(func() { close(pf.kick) })
+	pf.stopOnce.Do(func() { close(pf.quit) })
 	<-pf.done
 	return pf.unmapErr
 }

@@ -5,6 +5,7 @@ package kv
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"syscall"
 	"testing"
@@ -195,4 +196,23 @@ func TestWALMmap_PrefaultsAheadOfCommits(t *testing.T) {
 	if mw.pf.due.Load() {
 		t.Fatal("a wake is still due after the writes returned")
 	}
+}
+
+// TestPrefaulter_WakeAfterClose: a writer wakes the prefaulter once out
+// of the commit pipeline's mu (wakeDue), so a rotation or Close may have
+// closed the WAL, and stopped its prefaulter, in between: the wake must
+// then do nothing. Before, it sent on the channel that stop closed.
+func TestPrefaulter_WakeAfterClose(t *testing.T) {
+	_, _, w := createMappedWAL(t, 1<<20, fallocate)
+	if ok, err := w.writeRecord(record.NewRecyclableWriterAt(io.Discard, 0, 1), []byte("record")); !ok || err != nil {
+		t.Fatalf("writeRecord: %v, %v", ok, err)
+	}
+	if !w.pf.due.Load() {
+		t.Fatal("the first record left no wake due")
+	}
+	if err := w.close(); err != nil {
+		t.Fatal(err)
+	}
+	w.pf.wakeDue()
+	w.pf.wake()
 }
