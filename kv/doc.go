@@ -336,4 +336,12 @@
 // records of a WAL still being written at a crash are not sealed, so
 // damage to them after the crash reads as a torn tail, as it does in
 // LevelDB and Pebble.
+//
+// A closed store's last WAL has no later WAL to vouch for it: cut short
+// with its seal, it would read as the torn tail of a crash, losing synced
+// writes. So Close records in the MANIFEST the WAL it sealed and synced
+// last, and its length. Open refuses that WAL missing, or ending before
+// its seal, as corruption naming it; the seal alone may be lost. Once an
+// Open continues the WAL, what it appends may be torn by a crash as
+// before.
 package kv

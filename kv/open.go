@@ -11,6 +11,7 @@ import (
 	"github.com/bloomkv/bloomkv/bloompolicy"
 	"github.com/bloomkv/bloomkv/compaction"
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/manifest"
 	"github.com/bloomkv/bloomkv/sstable"
 	"github.com/cockroachdb/pebble/vfs"
 )
@@ -287,8 +288,15 @@ func (d *DB) Close() error {
 
 	// Holding the commit pipeline, after every write that reserved before
 	// it, close the WAL: written out and synced.
+	var closed manifest.ClosedLog
 	walErr := d.commit.runExclusive(func() error {
+		if log := d.commit.log; log != nil {
+			closed = manifest.ClosedLog{Num: log.num}
+		}
 		sealErr := d.commit.sealLog()
+		if log := d.commit.log; log != nil {
+			closed.Size = log.w.Size()
+		}
 		err := d.commit.closeLog()
 		if err == nil {
 			err = sealErr
@@ -310,10 +318,32 @@ func (d *DB) Close() error {
 	d.waitEvents() // a listener's panic becomes bgErr
 	d.mu.Lock()
 	bgErr := d.mu.bgErr
+	var recordErr error
+	if walErr == nil && bgErr == nil {
+		recordErr = d.recordClosedLogLocked(closed)
+	}
 	d.mu.Unlock()
 	d.cleaner.disable()
 	d.releaseFiles()
-	return errors.Join(walErr, bgErr, leakErr)
+	return errors.Join(walErr, bgErr, recordErr, leakErr)
+}
+
+// recordClosedLogLocked records in the MANIFEST the WAL that Close has
+// just sealed and synced, and its length, when it holds records and the
+// MANIFEST does not say so already: a later Open then refuses it shorter
+// or missing (see checkClosedLogLength). A failure loses no write, all
+// synced in the WAL; the next Open reads a MANIFEST whose last edit is
+// torn, and the WAL as if it had not been recorded. d.mu is held.
+func (d *DB) recordClosedLogLocked(c manifest.ClosedLog) error {
+	vs := &d.mu.versions
+	if c.Num == 0 || c.Size == 0 || c.Num < vs.logNum || c == vs.closedLog {
+		return nil
+	}
+	if err := vs.logAndApply(&manifest.VersionEdit{ClosedLog: c}); err != nil {
+		return fmt.Errorf("kv: recording the length of WAL %s in the MANIFEST at Close (its writes are synced): %w",
+			base.MakeFilename(base.FileTypeLog, c.Num), err)
+	}
+	return nil
 }
 
 // leaks returns an error wrapping ErrLeaked when iterators or snapshots

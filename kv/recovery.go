@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
@@ -72,6 +73,9 @@ func (d *DB) recover() error {
 	if err := d.checkLogNumWAL(nums); err != nil {
 		return err
 	}
+	if err := d.checkClosedLogPresent(nums); err != nil {
+		return err
+	}
 	rec, err := d.replayWALs(nums)
 	if err != nil {
 		return err
@@ -93,6 +97,42 @@ func (d *DB) checkLogNumWAL(nums []base.FileNum) error {
 	}
 	return base.CorruptionErrorf("kv: WAL %s, the first whose writes the MANIFEST says are not in tables, is missing",
 		base.MakeFilename(base.FileTypeLog, vs.logNum))
+}
+
+// checkClosedLogPresent reports the WAL that the last Close sealed and
+// synced (see manifest.VersionEdit.ClosedLog) missing from nums, the WALs
+// found from the MANIFEST's log number on: while the log number has not
+// passed it, it holds writes that are in no table.
+func (d *DB) checkClosedLogPresent(nums []base.FileNum) error {
+	c := d.mu.versions.closedLog
+	if c.Num == 0 || c.Num < d.mu.versions.logNum || slices.Contains(nums, c.Num) {
+		return nil
+	}
+	return base.CorruptionErrorf("kv: WAL %s, which Close sealed and synced with %d bytes of records, is missing",
+		base.MakeFilename(base.FileTypeLog, c.Num), c.Size)
+}
+
+// checkClosedLogLength reports, as corruption, WAL num ending at tail
+// before the length the last Close recorded for it, if it recorded one:
+// the WAL lost records synced whole, where a crash in mid-append would
+// have left a torn tail. Only the seal may be lost, which adds nothing:
+// the records end where the seal began.
+func (d *DB) checkClosedLogLength(num base.FileNum, tail walTail) error {
+	c := d.mu.versions.closedLog
+	if c.Num != num || tail.end >= c.Size {
+		return nil
+	}
+	var w *record.Writer
+	if tail.recyclable || d.mu.versions.walFormat(num) == record.RecyclableFormat {
+		w = record.NewRecyclableWriterAt(io.Discard, tail.end, uint32(num))
+	} else {
+		w = record.NewWriterAt(io.Discard, tail.end)
+	}
+	if _, err := w.WriteRecord(make([]byte, batchHeaderLen)); err == nil && w.Size() == c.Size {
+		return nil // the seal alone is lost
+	}
+	return base.CorruptionErrorf("kv: %s: the WAL's records end here, but Close sealed and synced it with %d bytes of records: it was cut short or damaged",
+		*walPos(num, tail.end), c.Size)
 }
 
 // checkNoStoreLeft, for a directory without CURRENT, reports the files of
@@ -200,6 +240,9 @@ func (d *DB) replayWALs(nums []base.FileNum) (*recovered, error) {
 			return d.replayBatch(rec, batch, where)
 		})
 		if err != nil {
+			return nil, err
+		}
+		if err := d.checkClosedLogLength(num, tail); err != nil {
 			return nil, err
 		}
 		rec.tail = tail

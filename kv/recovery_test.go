@@ -407,7 +407,10 @@ func TestRecovery_LostCurrent(t *testing.T) {
 // later one holds records was cut short or damaged, not left by a crash:
 // Open refuses it with corruption naming that WAL, rather than replay the
 // later WAL's writes over the ones lost. Intact, the same files open, with
-// every write.
+// every write. Where the MANIFEST records the WAL's length (Close does,
+// see TestRecovery_ClosedWALCut), that finds the cut first; without it
+// (a WAL sealed at a memtable's rotation, or by an older version), the
+// missing seal does.
 func TestRecovery_UnsealedWALBeforeWrites(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -418,51 +421,90 @@ func TestRecovery_UnsealedWALBeforeWrites(t *testing.T) {
 		{"last batch cut short", func(offs []int64) int64 { return offs[len(offs)-2] + 5 }},
 		{"cut to its first batch", func(offs []int64) int64 { return offs[1] }},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			d, fs := openMem(t, &Options{})
-			for _, k := range []string{"a", "b", "c"} {
-				must(t, d.Set([]byte(k), []byte("v-"+k), Sync))
-			}
-			must(t, d.Close())
-			wal := liveWAL(t, fs)
-			data := readFile(t, fs, "db/"+wal)
-			_, num, _ := base.ParseFilename(wal)
-			r := record.NewLogReader(bytes.NewReader(data), wal, uint32(num), record.DetectFormat)
-			var offs []int64
-			for {
-				rec, err := r.Next()
-				if err != nil {
-					break
-				}
-				offs = append(offs, r.Offset())
-				if isSeal(rec) && len(offs) != 4 {
-					t.Fatalf("WAL %s: a seal at record %d, want it after the three writes", wal, len(offs))
-				}
-			}
-			if len(offs) != 4 {
-				t.Fatalf("WAL %s holds %d records, want three writes and a seal", wal, len(offs))
-			}
-			writeFile(t, fs, "db/000900.log", nil)
-			appendRecords(t, fs, "db/000900.log", encodedBatch(4, "d"))
-			if tc.cut == nil {
-				d, err := Open("db", &Options{FS: fs})
-				must(t, err)
-				defer d.Close()
-				for _, k := range []string{"a", "b", "c", "d"} {
-					if got, err := d.Get([]byte(k)); err != nil || string(got) != "v-"+k {
-						t.Fatalf("Get(%q) = %q, %v", k, got, err)
-					}
-				}
-				return
-			}
-			writeFile(t, fs, "db/"+wal, data[:tc.cut(offs)])
-			_, err := Open("db", &Options{FS: fs})
-			if !errors.Is(err, ErrCorruption) || !strings.Contains(err.Error(), wal+": offset") ||
-				!strings.Contains(err.Error(), "lacks its seal") {
-				t.Fatalf("Open with %s cut and a later WAL written: %v, want corruption naming %s as lacking its seal", wal, err, wal)
-			}
-		})
+		for _, recorded := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/length-recorded=%v", tc.name, recorded), func(t *testing.T) {
+				testUnsealedWALBeforeWrites(t, tc.cut, recorded)
+			})
+		}
 	}
+}
+
+func testUnsealedWALBeforeWrites(t *testing.T, cut func(offs []int64) int64, recorded bool) {
+	d, fs := openMem(t, &Options{})
+	for _, k := range []string{"a", "b", "c"} {
+		must(t, d.Set([]byte(k), []byte("v-"+k), Sync))
+	}
+	must(t, d.Close())
+	if !recorded {
+		forgetClosedLog(t, fs)
+	}
+	wal := liveWAL(t, fs)
+	data := readFile(t, fs, "db/"+wal)
+	_, num, _ := base.ParseFilename(wal)
+	r := record.NewLogReader(bytes.NewReader(data), wal, uint32(num), record.DetectFormat)
+	var offs []int64
+	for {
+		rec, err := r.Next()
+		if err != nil {
+			break
+		}
+		offs = append(offs, r.Offset())
+		if isSeal(rec) && len(offs) != 4 {
+			t.Fatalf("WAL %s: a seal at record %d, want it after the three writes", wal, len(offs))
+		}
+	}
+	if len(offs) != 4 {
+		t.Fatalf("WAL %s holds %d records, want three writes and a seal", wal, len(offs))
+	}
+	writeFile(t, fs, "db/000900.log", nil)
+	appendRecords(t, fs, "db/000900.log", encodedBatch(4, "d"))
+	if cut == nil {
+		d, err := Open("db", &Options{FS: fs})
+		must(t, err)
+		defer d.Close()
+		for _, k := range []string{"a", "b", "c", "d"} {
+			if got, err := d.Get([]byte(k)); err != nil || string(got) != "v-"+k {
+				t.Fatalf("Get(%q) = %q, %v", k, got, err)
+			}
+		}
+		return
+	}
+	writeFile(t, fs, "db/"+wal, data[:cut(offs)])
+	_, err := Open("db", &Options{FS: fs})
+	why := "lacks its seal"
+	if recorded && cut(offs) < offs[len(offs)-1] {
+		why = "Close sealed and synced it"
+	}
+	if !errors.Is(err, ErrCorruption) || !strings.Contains(err.Error(), wal+": offset") ||
+		!strings.Contains(err.Error(), why) {
+		t.Fatalf("Open with %s cut and a later WAL written: %v, want corruption naming %s: %q", wal, err, wal, why)
+	}
+}
+
+// forgetClosedLog removes from the MANIFEST of the store in fs's "db" its
+// last edit, which must be the one Close wrote to record the length of
+// its WAL: the store is then as an older version, or a crash just after
+// the WAL's close, leaves it.
+func forgetClosedLog(t *testing.T, fs vfs.FS) {
+	t.Helper()
+	name := "db/" + strings.TrimSpace(string(readFile(t, fs, "db/CURRENT")))
+	data := readFile(t, fs, name)
+	r := record.NewReader(bytes.NewReader(data), name)
+	last, lastOff := []byte(nil), int64(-1)
+	for {
+		rec, err := r.Next()
+		if err != nil {
+			break
+		}
+		if len(rec) > 0 {
+			last, lastOff = rec, r.Offset()
+		}
+	}
+	var e manifest.VersionEdit
+	if lastOff < 0 || e.Decode(last) != nil || e.ClosedLog.Num == 0 || len(e.NewFiles) > 0 || len(e.DeletedFiles) > 0 {
+		t.Fatalf("%s: the last edit, at %d, is not Close's record of its WAL: %+v", name, lastOff, e)
+	}
+	writeFile(t, fs, name, data[:lastOff])
 }
 
 // TestRecovery_LogNumWALMissing: the WAL the MANIFEST's log number names
@@ -518,4 +560,115 @@ func TestRecovery_FlushErrorNamesWAL(t *testing.T) {
 	if !errors.Is(err, errorfs.ErrInjected) || !strings.Contains(err.Error(), "WAL "+strings.TrimSuffix(wal, ".log")) {
 		t.Fatalf("Open failing to write a table of replayed writes: %v, want the injected error naming WAL %s", err, wal)
 	}
+}
+
+// TestRecovery_ClosedWALCut: Close records in the MANIFEST the length of
+// the WAL it sealed and synced, so the WAL of a closed store cut anywhere
+// before its seal is corruption naming it, where it would read as a torn
+// tail and lose synced writes; so is that WAL deleted. A refused Open
+// changes no file. Cut within its seal, it loses nothing and opens. Once
+// a later Open continues the WAL, a crash may tear what it appended.
+func TestRecovery_ClosedWALCut(t *testing.T) {
+	const keys = 20
+	fs := vfs.NewStrictMem()
+	d, err := Open("db", &Options{FS: fs})
+	must(t, err)
+	for i := range keys {
+		must(t, d.Set([]byte(fmt.Sprintf("k%02d", i)), bytes.Repeat([]byte{byte(i)}, 40), NoSync))
+	}
+	wal := "db/" + d.commit.log.name
+	must(t, d.Close())
+	data := readFile(t, fs, wal)
+	end := logEnd(t, fs, wal)
+	sealAt := end - walSealSize
+	manifestName := "db/" + strings.TrimSpace(string(readFile(t, fs, "db/CURRENT")))
+	manifestData := readFile(t, fs, manifestName)
+
+	checkAll := func(d *DB) {
+		t.Helper()
+		for i := range keys {
+			if v, err := d.Get([]byte(fmt.Sprintf("k%02d", i))); err != nil || !bytes.Equal(v, bytes.Repeat([]byte{byte(i)}, 40)) {
+				t.Fatalf("k%02d: %x, %v", i, v, err)
+			}
+		}
+	}
+	refused := 0
+	for cut := int64(0); cut <= end; cut++ {
+		cfs := memCopy(t, fs)
+		writeFile(t, cfs, wal, data[:cut])
+		d, err := Open("db", &Options{FS: cfs})
+		if cut >= sealAt {
+			if err != nil {
+				t.Fatalf("WAL cut at %d, within its seal (%d-%d): %v", cut, sealAt, end, err)
+			}
+			checkAll(d)
+			must(t, d.Close())
+			continue
+		}
+		if !errors.Is(err, ErrCorruption) || !strings.Contains(err.Error(), "Close sealed and synced it") {
+			t.Fatalf("WAL cut at %d of %d: Open: %v, want corruption", cut, end, err)
+		}
+		refused++
+		if got := readFile(t, cfs, wal); !bytes.Equal(got, data[:cut]) {
+			t.Fatalf("WAL cut at %d: the refused Open changed it", cut)
+		}
+		if got := readFile(t, cfs, manifestName); !bytes.Equal(got, manifestData) {
+			t.Fatalf("WAL cut at %d: the refused Open changed the MANIFEST", cut)
+		}
+	}
+	if refused != int(sealAt) {
+		t.Fatalf("%d cuts refused, want %d", refused, sealAt)
+	}
+
+	cfs := memCopy(t, fs)
+	must(t, cfs.Remove(wal))
+	if _, err := Open("db", &Options{FS: cfs}); !errors.Is(err, ErrCorruption) || !strings.Contains(err.Error(), "is missing") {
+		t.Fatalf("Open without the closed WAL: %v, want corruption", err)
+	}
+
+	// Continued by the next Open, closed without a write: no new edit.
+	d, err = Open("db", &Options{FS: fs})
+	must(t, err)
+	if "db/"+d.commit.log.name != wal {
+		t.Fatalf("Open writes to %s, want the closed WAL %s continued", d.commit.log.name, wal)
+	}
+	manifestName = "db/" + strings.TrimSpace(string(readFile(t, fs, "db/CURRENT")))
+	manifestData = readFile(t, fs, manifestName)
+	must(t, d.Close())
+	if got := readFile(t, fs, manifestName); !bytes.Equal(got, manifestData) {
+		t.Fatalf("a Close without writes changed the MANIFEST: %d bytes, were %d", len(got), len(manifestData))
+	}
+
+	// Continued, then a crash tears what that Open appended.
+	d, err = Open("db", &Options{FS: fs})
+	must(t, err)
+	must(t, d.Set([]byte("late"), bytes.Repeat([]byte("x"), 100), Sync))
+	fs.SetIgnoreSyncs(true)
+	must(t, d.Close())
+	fs.ResetToSyncedState()
+	fs.SetIgnoreSyncs(false)
+	truncateFile(t, fs, wal, 10)
+	d, err = Open("db", &Options{FS: fs})
+	if err != nil {
+		t.Fatalf("Open after a crash tore a record appended to the closed WAL: %v", err)
+	}
+	defer mustClose(t, d)
+	checkAll(d)
+	mustNotFind(t, d, "late")
+}
+
+// memCopy returns a new in-memory FS holding a copy of the files of the
+// store in src's "db".
+func memCopy(t *testing.T, src vfs.FS) vfs.FS {
+	t.Helper()
+	dst := vfs.NewMem()
+	must(t, dst.MkdirAll("db", 0o755))
+	names, err := src.List("db")
+	must(t, err)
+	for _, name := range names {
+		if name != "LOCK" {
+			writeFile(t, dst, "db/"+name, readFile(t, src, "db/"+name))
+		}
+	}
+	return dst
 }

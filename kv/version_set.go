@@ -36,6 +36,9 @@ type versionSet struct {
 	// recyclable chunks; 0 until a MANIFEST or this DB's first WAL says
 	// (see manifest.VersionEdit.RecyclableLogNum).
 	recyclableLogNum base.FileNum
+	// closedLog is the WAL the last Close sealed, with its length (see
+	// manifest.VersionEdit.ClosedLog); zero if no MANIFEST edit says.
+	closedLog manifest.ClosedLog
 
 	manifestNum  base.FileNum
 	manifestFile vfs.File
@@ -114,6 +117,9 @@ func (vs *versionSet) logAndApply(edit *manifest.VersionEdit) error {
 		vs.logNum = edit.LogNum
 	}
 	vs.recyclableLogNum = cmp.Or(vs.recyclableLogNum, edit.RecyclableLogNum)
+	if edit.ClosedLog.Num != 0 {
+		vs.closedLog = edit.ClosedLog
+	}
 	vs.lastSeq = edit.LastSeqNum
 	vs.install(next)
 	return nil
@@ -172,6 +178,10 @@ func (vs *versionSet) writeNewManifest(num base.FileNum, v *manifest.Version, ed
 		LastSeqNum:   edit.LastSeqNum,
 		// Every MANIFEST says it once known, so no later one forgets it.
 		RecyclableLogNum: cmp.Or(vs.recyclableLogNum, edit.RecyclableLogNum),
+		ClosedLog:        cmp.Or(edit.ClosedLog, vs.closedLog),
+	}
+	if snap.ClosedLog.Num < snap.LogNum {
+		snap.ClosedLog = manifest.ClosedLog{} // flushed: no longer read
 	}
 	for level, files := range v.Levels {
 		for _, f := range files {
@@ -300,6 +310,9 @@ func (vs *versionSet) replayEdit(b *manifest.Builder, rec []byte, where recordPo
 	vs.markFileNumUsed(max(e.NextFileNum, 1) - 1)
 	vs.lastSeq = max(vs.lastSeq, e.LastSeqNum)
 	vs.recyclableLogNum = cmp.Or(e.RecyclableLogNum, vs.recyclableLogNum)
+	if e.ClosedLog.Num != 0 {
+		vs.closedLog = e.ClosedLog
+	}
 	for _, nf := range e.NewFiles {
 		vs.markFileNumUsed(nf.Meta.FileNum)
 	}

@@ -31,6 +31,8 @@
 //	| 7         | recyclable log number: uv (every WAL from it on is in    |
 //	|           |   recyclable chunks; absent in older MANIFESTs)          |
 //	| 8         | ingested table: tag 6's payload | global seqnum uv (> 0) |
+//	| 9         | closed log: WAL number uv (> 0) | its length uv (the WAL |
+//	|           |   Close sealed and synced last; absent in older ones)    |
 //	+-----------+----------------------------------------------------------+
 //
 // Tags are never reused. An unknown tag, a truncated field or an

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -23,6 +24,7 @@ const (
 	// tagIngestedFile is tagNewFile's payload followed by the table's
 	// global sequence number (FileMetadata.GlobalSeqNum).
 	tagIngestedFile = 8
+	tagClosedLog    = 9
 )
 
 // VersionEdit is the difference between two Versions, plus the counters the
@@ -52,6 +54,19 @@ type VersionEdit struct {
 	// read as legacy. Zero means the MANIFEST does not say: a store
 	// written before the field existed, whose WALs' format is detected.
 	RecyclableLogNum base.FileNum
+	// ClosedLog is the WAL that Close sealed and synced last, with its
+	// length then; zero Num means the edit records none. Recovery
+	// refuses that WAL missing, or ending before that length: the store
+	// was closed, so the WAL lost synced records, where a crash would
+	// have left a torn tail.
+	ClosedLog ClosedLog
+}
+
+// ClosedLog is a WAL closed whole (see VersionEdit.ClosedLog): Size bytes
+// of records, its seal the last.
+type ClosedLog struct {
+	Num  base.FileNum
+	Size int64
 }
 
 // DeletedFileEntry names a table removed by a VersionEdit.
@@ -79,6 +94,11 @@ func (e *VersionEdit) Encode() []byte {
 	buf = appendTaggedUvarint(buf, tagNextFileNum, uint64(e.NextFileNum))
 	buf = appendTaggedUvarint(buf, tagLastSeqNum, uint64(e.LastSeqNum))
 	buf = appendTaggedUvarint(buf, tagWALFormat, uint64(e.RecyclableLogNum))
+	if c := e.ClosedLog; c.Num != 0 {
+		buf = binary.AppendUvarint(buf, tagClosedLog)
+		buf = binary.AppendUvarint(buf, uint64(c.Num))
+		buf = binary.AppendUvarint(buf, uint64(c.Size))
+	}
 	for _, d := range e.sortedDeletions() {
 		buf = binary.AppendUvarint(buf, tagDeletedFile)
 		buf = binary.AppendUvarint(buf, uint64(d.Level))
@@ -165,6 +185,8 @@ func (e *VersionEdit) Decode(buf []byte) error {
 			e.NewFiles = append(e.NewFiles, d.newFile())
 		case tag == tagWALFormat:
 			e.RecyclableLogNum = base.FileNum(d.uvarint("recyclable log number"))
+		case tag == tagClosedLog:
+			e.ClosedLog = d.closedLog()
 		case tag == tagIngestedFile:
 			nf := d.newFile()
 			nf.Meta.GlobalSeqNum = d.seqNum("global sequence number")
@@ -239,6 +261,27 @@ func (d *editDecoder) seqNum(what string) base.SeqNum {
 	return base.SeqNum(s)
 }
 
+// int64 reads a uvarint that must fit an int64: a length.
+func (d *editDecoder) int64(what string) int64 {
+	off := d.off
+	v := d.uvarint(what)
+	if d.err == nil && v > math.MaxInt64 {
+		d.fail(off, what+" out of range")
+	}
+	return int64(v)
+}
+
+// closedLog reads tag 9's payload; its log number is never zero.
+func (d *editDecoder) closedLog() ClosedLog {
+	off := d.off
+	c := ClosedLog{Num: base.FileNum(d.uvarint("closed log number"))}
+	if d.err == nil && c.Num == 0 {
+		d.fail(off, "closed log number 0")
+	}
+	c.Size = d.int64("closed log size")
+	return c
+}
+
 func (d *editDecoder) internalKey(what string) base.InternalKey {
 	off := d.off
 	p := d.bytes(what)
@@ -288,6 +331,9 @@ func (e *VersionEdit) String() string {
 	}
 	if e.RecyclableLogNum != 0 {
 		fmt.Fprintf(&sb, "recyclable-log-num %s\n", e.RecyclableLogNum)
+	}
+	if c := e.ClosedLog; c.Num != 0 {
+		fmt.Fprintf(&sb, "closed-log %s size=%d\n", c.Num, c.Size)
 	}
 	for _, d := range e.sortedDeletions() {
 		fmt.Fprintf(&sb, "del L%d %s\n", d.Level, d.FileNum)
