@@ -368,13 +368,15 @@ func readFile(t testing.TB, fs vfs.FS, name string) []byte {
 	return data
 }
 
+// writeFile creates name in fs holding data. It writes a copy: under
+// -race, vfs.File.Write may scribble over what it was given to write.
 func writeFile(t testing.TB, fs vfs.FS, name string, data []byte) {
 	t.Helper()
 	f, err := fs.Create(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.Write(data); err != nil {
+	if _, err := f.Write(bytes.Clone(data)); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.Close(); err != nil {
