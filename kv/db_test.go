@@ -412,7 +412,7 @@ func TestRecovery_ManifestTornTail(t *testing.T) {
 	must(t, d.Set([]byte("a"), []byte("1"), Sync))
 	must(t, d.Flush())
 	must(t, d.Close())
-	name := "db/" + strings.TrimSpace(string(readFile(t, fs, "db/CURRENT")))
+	name := currentManifest(t, fs)
 	data := readFile(t, fs, name)
 	writeFile(t, fs, name, append(data, 0x01, 0x02, 0x03))
 	d, err := Open("db", o)

@@ -337,11 +337,15 @@
 // damage to them after the crash reads as a torn tail, as it does in
 // LevelDB and Pebble.
 //
-// A closed store's last WAL has no later WAL to vouch for it: cut short
-// with its seal, it would read as the torn tail of a crash, losing synced
-// writes. So Close records in the MANIFEST the WAL it sealed and synced
-// last, and its length. Open refuses that WAL missing, or ending before
-// its seal, as corruption naming it; the seal alone may be lost. Once an
-// Open continues the WAL, what it appends may be torn by a crash as
+// A closed store's last WAL and last MANIFEST edits have nothing after
+// them to vouch for them: cut short, they would read as the torn tail of
+// a crash, and Open would drop synced writes, or the tables of the edits
+// cut off, deleting them as a crash's leftovers. So Close leaves a
+// MANIFEST of one edit, the whole Version, which records the WAL Close
+// sealed and synced last, and its length. That MANIFEST cut anywhere
+// before its seal holds no edit, and Open refuses it as corruption; Open
+// refuses the WAL missing, or ending before its seal, as corruption
+// naming it. A seal alone may be lost. Once an Open continues the WAL, or
+// appends edits to the MANIFEST, a crash may tear what it appended, as
 // before.
 package kv

@@ -320,7 +320,7 @@ func (d *DB) Close() error {
 	bgErr := d.mu.bgErr
 	var recordErr error
 	if walErr == nil && bgErr == nil {
-		recordErr = d.recordClosedLogLocked(closed)
+		recordErr = d.closeManifestLocked(closed)
 	}
 	d.mu.Unlock()
 	d.cleaner.disable()
@@ -328,20 +328,28 @@ func (d *DB) Close() error {
 	return errors.Join(walErr, bgErr, recordErr, leakErr)
 }
 
-// recordClosedLogLocked records in the MANIFEST the WAL that Close has
-// just sealed and synced, and its length, when it holds records and the
-// MANIFEST does not say so already: a later Open then refuses it shorter
-// or missing (see checkClosedLogLength). A failure loses no write, all
-// synced in the WAL; the next Open reads a MANIFEST whose last edit is
-// torn, and the WAL as if it had not been recorded. d.mu is held.
-func (d *DB) recordClosedLogLocked(c manifest.ClosedLog) error {
+// closeManifestLocked leaves, at Close, a MANIFEST whose only edit is the
+// whole Version, recording with it the WAL that Close has just sealed and
+// synced, and that WAL's length. Without a later edit or WAL to show them
+// synced, the last edits of a MANIFEST, or the last records of a WAL,
+// cut off would read as the torn tail of a crash, and Open would drop
+// them: the tables those edits added, deleted as a crash's leftovers;
+// the writes of the WAL. With one edit, a cut anywhere before the
+// MANIFEST's seal leaves no edit, which is corruption; and Open refuses
+// the WAL missing, or ending before the length recorded (see
+// checkClosedLogLength). Nothing is written when the MANIFEST is that
+// already. A failure loses nothing: the WAL is synced, and the MANIFEST
+// CURRENT names is the one before. d.mu is held.
+func (d *DB) closeManifestLocked(c manifest.ClosedLog) error {
 	vs := &d.mu.versions
-	if c.Num == 0 || c.Size == 0 || c.Num < vs.logNum || c == vs.closedLog {
+	if c.Size == 0 || c.Num < vs.logNum {
+		c = manifest.ClosedLog{} // no record to keep, or flushed already
+	}
+	if vs.edits == 0 && (c.Num == 0 || c == vs.closedLog) {
 		return nil
 	}
-	if err := vs.logAndApply(&manifest.VersionEdit{ClosedLog: c}); err != nil {
-		return fmt.Errorf("kv: recording the length of WAL %s in the MANIFEST at Close (its writes are synced): %w",
-			base.MakeFilename(base.FileTypeLog, c.Num), err)
+	if err := vs.logAndApplyFresh(&manifest.VersionEdit{ClosedLog: c}); err != nil {
+		return fmt.Errorf("kv: rewriting the MANIFEST at Close (every write is synced): %w", err)
 	}
 	return nil
 }

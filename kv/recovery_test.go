@@ -190,27 +190,26 @@ func TestRecovery_ManifestContradictions(t *testing.T) {
 		{"log number at next", func(_ *manifest.Version, next base.FileNum) *manifest.VersionEdit {
 			return &manifest.VersionEdit{LogNum: next + 5}
 		}, "not below the next file number"},
-		{"seqnum above last", func(_ *manifest.Version, next base.FileNum) *manifest.VersionEdit {
-			return &manifest.VersionEdit{NewFiles: []manifest.NewFileEntry{{Level: 0, Meta: table(next-2, "x", "y", 1000)}}}
+		{"seqnum above last", func(v *manifest.Version, _ base.FileNum) *manifest.VersionEdit {
+			return &manifest.VersionEdit{NewFiles: []manifest.NewFileEntry{{Level: 0, Meta: table(v.Levels[1][0].FileNum-1, "x", "y", 1000)}}}
 		}, "above the last seqnum"},
-		{"overlap in L1", func(v *manifest.Version, next base.FileNum) *manifest.VersionEdit {
+		{"overlap in L1", func(v *manifest.Version, _ base.FileNum) *manifest.VersionEdit {
 			f := v.Levels[1][0]
-			return &manifest.VersionEdit{NewFiles: []manifest.NewFileEntry{{Level: 1, Meta: table(next-2, string(f.Largest.UserKey), "zz", 1)}}}
+			return &manifest.VersionEdit{NewFiles: []manifest.NewFileEntry{{Level: 1, Meta: table(f.FileNum-1, string(f.Largest.UserKey), "zz", 1)}}}
 		}, "overlap"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			o := &Options{DisableAutomaticCompactions: true, StaticLevels: true}
 			d, fs := openCompacted(t, o)
-			v, next := d.mu.versions.current, d.mu.versions.nextFile
-			if len(v.Levels[1]) != 1 || v.Levels[1][0].FileNum != next-1 {
-				// The edits name next-2 as a number no table uses.
+			v := d.mu.versions.current
+			if next := d.mu.versions.nextFile; len(v.Levels[1]) != 1 || v.Levels[1][0].FileNum != next-1 {
+				// The edits name the number below it as one no table uses.
 				t.Fatalf("want one L1 table numbered %s:\n%s", next-1, d.Metrics())
 			}
-			manifestName := base.MakeFilename(base.FileTypeManifest, d.mu.versions.manifestNum)
-			edit := tt.edit(v, next)
 			must(t, d.Close())
-			off := appendRecords(t, fs, "db/"+manifestName, edit.Encode())[0]
+			manifestPath := currentManifest(t, fs)
+			off := appendRecords(t, fs, manifestPath, tt.edit(v, manifestNextFileNum(t, fs, manifestPath)).Encode())[0]
 			_, err := Open("db", o)
 			if tt.name == "overlap in L1" {
 				// The edit is sound on its own; the version it makes is not.
@@ -218,7 +217,7 @@ func TestRecovery_ManifestContradictions(t *testing.T) {
 					t.Fatalf("Open: %v", err)
 				}
 			} else {
-				requireCorruptionAt(t, err, manifestName, off, "Open")
+				requireCorruptionAt(t, err, strings.TrimPrefix(manifestPath, "db/"), off, "Open")
 			}
 			if !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("error %q does not say %q", err, tt.want)
@@ -263,9 +262,8 @@ func TestRecovery_TableContradictsManifest(t *testing.T) {
 	moved := &manifest.FileMetadata{FileNum: f.FileNum, Size: f.Size, Smallest: f.Smallest,
 		Largest:        base.MakeInternalKey([]byte("k2"), f.Largest.SeqNum(), f.Largest.Kind()),
 		SmallestSeqNum: f.SmallestSeqNum, LargestSeqNum: f.LargestSeqNum, NumEntries: f.NumEntries, FilterBytes: f.FilterBytes}
-	manifestName := base.MakeFilename(base.FileTypeManifest, d.mu.versions.manifestNum)
 	must(t, d.Close())
-	appendRecords(t, fs, "db/"+manifestName, (&manifest.VersionEdit{
+	appendRecords(t, fs, currentManifest(t, fs), (&manifest.VersionEdit{
 		DeletedFiles: map[manifest.DeletedFileEntry]bool{{Level: 1, FileNum: f.FileNum}: true},
 		NewFiles:     []manifest.NewFileEntry{{Level: 1, Meta: moved}},
 	}).Encode())
@@ -481,30 +479,35 @@ func testUnsealedWALBeforeWrites(t *testing.T, cut func(offs []int64) int64, rec
 	}
 }
 
-// forgetClosedLog removes from the MANIFEST of the store in fs's "db" its
-// last edit, which must be the one Close wrote to record the length of
-// its WAL: the store is then as an older version, or a crash just after
-// the WAL's close, leaves it.
+// forgetClosedLog rewrites the MANIFEST of the store in fs's "db", which
+// Close left as one edit, without the length of the WAL that Close
+// recorded in it: the store is then as an older version, or a crash just
+// after the WAL's close, leaves it.
 func forgetClosedLog(t *testing.T, fs vfs.FS) {
 	t.Helper()
-	name := "db/" + strings.TrimSpace(string(readFile(t, fs, "db/CURRENT")))
-	data := readFile(t, fs, name)
-	r := record.NewReader(bytes.NewReader(data), name)
-	last, lastOff := []byte(nil), int64(-1)
+	name := currentManifest(t, fs)
+	r := record.NewReader(bytes.NewReader(readFile(t, fs, name)), name)
+	var edits []manifest.VersionEdit
 	for {
 		rec, err := r.Next()
 		if err != nil {
 			break
 		}
 		if len(rec) > 0 {
-			last, lastOff = rec, r.Offset()
+			var e manifest.VersionEdit
+			must(t, e.Decode(rec))
+			edits = append(edits, e)
 		}
 	}
-	var e manifest.VersionEdit
-	if lastOff < 0 || e.Decode(last) != nil || e.ClosedLog.Num == 0 || len(e.NewFiles) > 0 || len(e.DeletedFiles) > 0 {
-		t.Fatalf("%s: the last edit, at %d, is not Close's record of its WAL: %+v", name, lastOff, e)
+	if len(edits) != 1 || edits[0].ClosedLog.Num == 0 {
+		t.Fatalf("%s: %d edits, want one recording the WAL Close sealed: %+v", name, len(edits), edits)
 	}
-	writeFile(t, fs, name, data[:lastOff])
+	edits[0].ClosedLog = manifest.ClosedLog{}
+	f, err := fs.Create(name)
+	must(t, err)
+	_, err = writeEdit(record.NewWriter(f), f, &edits[0])
+	must(t, err)
+	must(t, f.Close())
 }
 
 // TestRecovery_LogNumWALMissing: the WAL the MANIFEST's log number names
@@ -581,7 +584,7 @@ func TestRecovery_ClosedWALCut(t *testing.T) {
 	data := readFile(t, fs, wal)
 	end := logEnd(t, fs, wal)
 	sealAt := end - walSealSize
-	manifestName := "db/" + strings.TrimSpace(string(readFile(t, fs, "db/CURRENT")))
+	manifestName := currentManifest(t, fs)
 	manifestData := readFile(t, fs, manifestName)
 
 	checkAll := func(d *DB) {
@@ -632,7 +635,7 @@ func TestRecovery_ClosedWALCut(t *testing.T) {
 	if "db/"+d.commit.log.name != wal {
 		t.Fatalf("Open writes to %s, want the closed WAL %s continued", d.commit.log.name, wal)
 	}
-	manifestName = "db/" + strings.TrimSpace(string(readFile(t, fs, "db/CURRENT")))
+	manifestName = currentManifest(t, fs)
 	manifestData = readFile(t, fs, manifestName)
 	must(t, d.Close())
 	if got := readFile(t, fs, manifestName); !bytes.Equal(got, manifestData) {
@@ -657,6 +660,34 @@ func TestRecovery_ClosedWALCut(t *testing.T) {
 	mustNotFind(t, d, "late")
 }
 
+// manifestNextFileNum returns the next file number that the MANIFEST
+// name in fs records last.
+func manifestNextFileNum(t *testing.T, fs vfs.FS, name string) base.FileNum {
+	t.Helper()
+	r := record.NewReader(bytes.NewReader(readFile(t, fs, name)), name)
+	var next base.FileNum
+	for {
+		rec, err := r.Next()
+		if err != nil {
+			break
+		}
+		var e manifest.VersionEdit
+		must(t, e.Decode(rec))
+		next = max(next, e.NextFileNum)
+	}
+	if next == 0 {
+		t.Fatalf("%s records no next file number", name)
+	}
+	return next
+}
+
+// currentManifest returns the path of the MANIFEST that CURRENT names in
+// the store in fs's "db".
+func currentManifest(t *testing.T, fs vfs.FS) string {
+	t.Helper()
+	return "db/" + strings.TrimSpace(string(readFile(t, fs, "db/CURRENT")))
+}
+
 // memCopy returns a new in-memory FS holding a copy of the files of the
 // store in src's "db".
 func memCopy(t *testing.T, src vfs.FS) vfs.FS {
@@ -671,4 +702,63 @@ func memCopy(t *testing.T, src vfs.FS) vfs.FS {
 		}
 	}
 	return dst
+}
+
+// TestRecovery_ClosedManifestCut: Close leaves a MANIFEST of one edit,
+// the whole Version, so a closed store's MANIFEST cut anywhere before its
+// seal holds no edit and is corruption, where a MANIFEST of many edits
+// cut between two would read as a torn tail: Open would take the older
+// Version and delete the tables of the edits cut off, as a crash's
+// leftovers. A refused Open keeps every file. Cut within the seal, it
+// loses nothing and opens.
+func TestRecovery_ClosedManifestCut(t *testing.T) {
+	o := &Options{DisableAutomaticCompactions: true}
+	d, fs := openCompacted(t, o)
+	for i := range 5 {
+		must(t, d.Set(fmt.Appendf(nil, "f%d", i), []byte("v"), Sync))
+		must(t, d.Flush())
+	}
+	if n := len(d.mu.versions.current.Levels[0]); n != 5 {
+		t.Fatalf("%d L0 tables, want 5", n)
+	}
+	if d.mu.versions.edits == 0 {
+		t.Fatal("the MANIFEST holds no edit after its snapshot: the test would cut nothing Close rewrote")
+	}
+	must(t, d.Close())
+	name := currentManifest(t, fs)
+	data := readFile(t, fs, name)
+	sealAt := int64(len(data)) - 7 // a legacy chunk header, no payload
+	files, err := fs.List("db")
+	must(t, err)
+	slices.Sort(files)
+
+	refused := 0
+	for cut := int64(0); cut <= int64(len(data)); cut++ {
+		cfs := memCopy(t, fs)
+		writeFile(t, cfs, name, data[:cut])
+		d, err := Open("db", &Options{FS: cfs, DisableAutomaticCompactions: true})
+		if cut >= sealAt {
+			if err != nil {
+				t.Fatalf("MANIFEST cut at %d, within its seal (%d-%d): %v", cut, sealAt, len(data), err)
+			}
+			for _, k := range []string{"k0", "k4", "f0", "f4"} {
+				mustGet(t, d, k, "v")
+			}
+			must(t, d.Close())
+			continue
+		}
+		if !errors.Is(err, ErrCorruption) {
+			t.Fatalf("MANIFEST cut at %d of %d: Open: %v, want corruption", cut, len(data), err)
+		}
+		refused++
+		after, err := cfs.List("db")
+		must(t, err)
+		slices.Sort(after)
+		if !slices.Equal(after, files) {
+			t.Fatalf("MANIFEST cut at %d: the refused Open left %v, want %v", cut, after, files)
+		}
+	}
+	if refused != int(sealAt) {
+		t.Fatalf("%d cuts refused, want %d", refused, sealAt)
+	}
 }

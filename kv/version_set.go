@@ -44,7 +44,10 @@ type versionSet struct {
 	manifestFile vfs.File
 	manifest     *record.Writer
 	manifestSize int64
-	writing      bool
+	// edits counts the edits appended to the MANIFEST after the snapshot
+	// it starts with.
+	edits   int
+	writing bool
 }
 
 func (vs *versionSet) init(d *DB) {
@@ -78,6 +81,18 @@ func (vs *versionSet) markFileNumUsed(n base.FileNum) {
 // a new read state afterwards. On failure the Version is unchanged and the
 // error should stop the DB: whether the edit reached the disk is unknown.
 func (vs *versionSet) logAndApply(edit *manifest.VersionEdit) error {
+	return vs.apply(edit, false)
+}
+
+// logAndApplyFresh is logAndApply, but records edit by starting a new
+// MANIFEST, its snapshot of the new Version the only edit in it.
+func (vs *versionSet) logAndApplyFresh(edit *manifest.VersionEdit) error {
+	return vs.apply(edit, true)
+}
+
+// apply records edit and applies it (see logAndApply), in a new MANIFEST
+// if fresh is set or the current one is full.
+func (vs *versionSet) apply(edit *manifest.VersionEdit, fresh bool) error {
 	d := vs.d
 	for vs.writing {
 		d.mu.cond.Wait()
@@ -96,7 +111,7 @@ func (vs *versionSet) logAndApply(edit *manifest.VersionEdit) error {
 	if err != nil {
 		return fmt.Errorf("kv: applying version edit: %w", err)
 	}
-	rollover := vs.manifest == nil || vs.manifestSize >= d.opts.MaxManifestFileSize
+	rollover := fresh || vs.manifest == nil || vs.manifestSize >= d.opts.MaxManifestFileSize
 	var newNum base.FileNum
 	if rollover {
 		newNum = vs.nextFileNum()
@@ -138,6 +153,7 @@ func (vs *versionSet) appendEdit(edit *manifest.VersionEdit) error {
 	name := base.MakeFilename(base.FileTypeManifest, vs.manifestNum)
 	n, err := writeEdit(vs.manifest, vs.manifestFile, edit)
 	vs.manifestSize += n
+	vs.edits++
 	if err != nil {
 		return fmt.Errorf("kv: writing %s: %w", name, err)
 	}
@@ -202,7 +218,7 @@ func (vs *versionSet) writeNewManifest(num base.FileNum, v *manifest.Version, ed
 		return fmt.Errorf("kv: writing %s: %w", name, err)
 	}
 	oldNum, oldFile := vs.manifestNum, vs.manifestFile
-	vs.manifestNum, vs.manifestFile, vs.manifest, vs.manifestSize = num, f, w, size
+	vs.manifestNum, vs.manifestFile, vs.manifest, vs.manifestSize, vs.edits = num, f, w, size, 0
 	if oldFile != nil {
 		oldFile.Close()
 		d.cleaner.deleteFile(d, base.FileTypeManifest, oldNum)
