@@ -18,6 +18,9 @@ func TestBitFlip_Manifest(t *testing.T) {
 	}
 	s := buildTableSweepStore(t, rounds)
 	name := s.storeFile(t, func(n string) bool { return strings.HasPrefix(n, "MANIFEST-") })
+	if edits := readManifestEdits(t, s.fs, "db/"+name); len(edits) < 3 {
+		t.Fatalf("%s holds %d edits: want a snapshot, then flushes and compactions", name, len(edits))
+	}
 	size := len(readFile(t, s.fs, "db/"+name))
 	s.sweepBits(t, name, allBits, 8*size)
 }
@@ -36,11 +39,13 @@ func TestBitFlip_Current(t *testing.T) {
 // buildTableSweepStore builds a store in a MemFS with tables in L0 and
 // deeper, made of rounds of writes (sets, deletions, a range deletion),
 // each flushed, the first rounds compacted; a last round of writes stays
-// in the WAL. Every write is synced.
+// in the WAL. Every write is synced. The process then crashes, so the
+// MANIFEST keeps its edits to sweep: Close would rewrite it as one.
 func buildTableSweepStore(t *testing.T, rounds int) *sweepStore {
 	t.Helper()
+	mem := vfs.NewStrictMem()
 	s := &sweepStore{
-		fs:     vfs.NewMem(),
+		fs:     mem,
 		opts:   Options{MemTableSize: 64 << 10, BlockSize: 256, DisableAutomaticCompactions: true},
 		values: make(map[string]string),
 	}
@@ -70,9 +75,12 @@ func buildTableSweepStore(t *testing.T, rounds int) *sweepStore {
 			}
 		}
 	}
+	mem.SetIgnoreSyncs(true)
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
+	mem.ResetToSyncedState()
+	mem.SetIgnoreSyncs(false)
 	if len(s.gone) == 0 || len(s.values) < rounds*perRound/2 {
 		t.Fatalf("the store holds %d keys, %d deleted", len(s.values), len(s.gone))
 	}
@@ -86,10 +94,12 @@ func sweepKey(i int) string { return fmt.Sprintf("k%04d", i) }
 // edit is a flush that let the WAL it flushed be deleted (a WAL of an
 // earlier Open is not recycled): that edit lost as a torn tail would
 // leave the MANIFEST naming a WAL that is gone and a table it no longer
-// lists.
+// lists. The process crashes after the flush: Close would rewrite the
+// MANIFEST as one edit.
 func TestBitFlip_ManifestLastEdit(t *testing.T) {
+	mem := vfs.NewStrictMem()
 	s := &sweepStore{
-		fs:     vfs.NewMem(),
+		fs:     mem,
 		opts:   Options{MemTableSize: 64 << 10, DisableAutomaticCompactions: true},
 		values: make(map[string]string),
 	}
@@ -107,12 +117,18 @@ func TestBitFlip_ManifestLastEdit(t *testing.T) {
 			if err := d.Flush(); err != nil {
 				t.Fatal(err)
 			}
+			mem.SetIgnoreSyncs(true) // the crash: nothing Close writes lasts
 		}
 		if err := d.Close(); err != nil {
 			t.Fatal(err)
 		}
 	}
+	mem.ResetToSyncedState()
+	mem.SetIgnoreSyncs(false)
 	name := s.storeFile(t, func(n string) bool { return strings.HasPrefix(n, "MANIFEST-") })
+	if edits := readManifestEdits(t, s.fs, "db/"+name); len(edits) < 2 || len(edits[len(edits)-1].NewFiles) != 1 {
+		t.Fatalf("%s holds %d edits, the last %+v: want a snapshot, then the flush", name, len(edits), edits)
+	}
 	size := len(readFile(t, s.fs, "db/"+name))
 	s.sweepBits(t, name, allBits, 8*size)
 }

@@ -486,19 +486,7 @@ func testUnsealedWALBeforeWrites(t *testing.T, cut func(offs []int64) int64, rec
 func forgetClosedLog(t *testing.T, fs vfs.FS) {
 	t.Helper()
 	name := currentManifest(t, fs)
-	r := record.NewReader(bytes.NewReader(readFile(t, fs, name)), name)
-	var edits []manifest.VersionEdit
-	for {
-		rec, err := r.Next()
-		if err != nil {
-			break
-		}
-		if len(rec) > 0 {
-			var e manifest.VersionEdit
-			must(t, e.Decode(rec))
-			edits = append(edits, e)
-		}
-	}
+	edits := readManifestEdits(t, fs, name)
 	if len(edits) != 1 || edits[0].ClosedLog.Num == 0 {
 		t.Fatalf("%s: %d edits, want one recording the WAL Close sealed: %+v", name, len(edits), edits)
 	}
@@ -660,19 +648,28 @@ func TestRecovery_ClosedWALCut(t *testing.T) {
 	mustNotFind(t, d, "late")
 }
 
+// readManifestEdits returns the edits of the MANIFEST name in fs, its
+// seals left out.
+func readManifestEdits(t *testing.T, fs vfs.FS, name string) []manifest.VersionEdit {
+	t.Helper()
+	r := record.NewReader(bytes.NewReader(readFile(t, fs, name)), name)
+	var edits []manifest.VersionEdit
+	for rec, err := r.Next(); err == nil; rec, err = r.Next() {
+		if len(rec) > 0 {
+			var e manifest.VersionEdit
+			must(t, e.Decode(rec))
+			edits = append(edits, e)
+		}
+	}
+	return edits
+}
+
 // manifestNextFileNum returns the next file number that the MANIFEST
 // name in fs records last.
 func manifestNextFileNum(t *testing.T, fs vfs.FS, name string) base.FileNum {
 	t.Helper()
-	r := record.NewReader(bytes.NewReader(readFile(t, fs, name)), name)
 	var next base.FileNum
-	for {
-		rec, err := r.Next()
-		if err != nil {
-			break
-		}
-		var e manifest.VersionEdit
-		must(t, e.Decode(rec))
+	for _, e := range readManifestEdits(t, fs, name) {
 		next = max(next, e.NextFileNum)
 	}
 	if next == 0 {
