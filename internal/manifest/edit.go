@@ -65,7 +65,9 @@ type VersionEdit struct {
 // ClosedLog is a WAL closed whole (see VersionEdit.ClosedLog): Size bytes
 // of records, its seal the last.
 type ClosedLog struct {
-	Num  base.FileNum
+	// Num is the WAL's file number; never zero in an encoded edit.
+	Num base.FileNum
+	// Size is the length of the WAL's records, its seal included.
 	Size int64
 }
 
