@@ -759,3 +759,37 @@ func TestRecovery_ClosedManifestCut(t *testing.T) {
 		t.Fatalf("%d cuts refused, want %d", refused, sealAt)
 	}
 }
+
+// TestRecovery_ClosedWALMissing: the WAL that Close sealed is refused
+// missing even when an older WAL is live before it, which the log
+// number's check finds present. The older one is a WAL that the next
+// Open could not continue (a byte past its seal), so it wrote a new one.
+func TestRecovery_ClosedWALMissing(t *testing.T) {
+	o := &Options{}
+	d, fs := openMem(t, o)
+	must(t, d.Set([]byte("a"), []byte("1"), Sync))
+	older := "db/" + d.commit.log.name
+	must(t, d.Close())
+	writeFile(t, fs, older, append(readFile(t, fs, older), 0x01))
+
+	d, err := Open("db", o)
+	must(t, err)
+	closed := "db/" + d.commit.log.name
+	if closed == older {
+		t.Fatalf("Open continued %s, whose records are followed by a stray byte", older)
+	}
+	must(t, d.Set([]byte("b"), []byte("2"), Sync))
+	must(t, d.Close())
+
+	cfs := memCopy(t, fs)
+	must(t, cfs.Remove(closed))
+	if _, err := Open("db", &Options{FS: cfs}); !errors.Is(err, ErrCorruption) ||
+		!strings.Contains(err.Error(), "which Close sealed and synced") || !strings.Contains(err.Error(), "is missing") {
+		t.Fatalf("Open without %s, behind %s: %v, want corruption naming it missing", closed, older, err)
+	}
+	d, err = Open("db", o)
+	must(t, err)
+	defer mustClose(t, d)
+	mustGet(t, d, "a", "1")
+	mustGet(t, d, "b", "2")
+}
