@@ -585,7 +585,7 @@ func TestRecovery_ClosedWALCut(t *testing.T) {
 	}
 	refused := 0
 	for cut := int64(0); cut <= end; cut++ {
-		cfs := memCopy(t, fs)
+		cfs := cloneStore(t, fs)
 		writeFile(t, cfs, wal, data[:cut])
 		d, err := Open("db", &Options{FS: cfs})
 		if cut >= sealAt {
@@ -611,7 +611,7 @@ func TestRecovery_ClosedWALCut(t *testing.T) {
 		t.Fatalf("%d cuts refused, want %d", refused, sealAt)
 	}
 
-	cfs := memCopy(t, fs)
+	cfs := cloneStore(t, fs)
 	must(t, cfs.Remove(wal))
 	if _, err := Open("db", &Options{FS: cfs}); !errors.Is(err, ErrCorruption) || !strings.Contains(err.Error(), "is missing") {
 		t.Fatalf("Open without the closed WAL: %v, want corruption", err)
@@ -685,22 +685,6 @@ func currentManifest(t *testing.T, fs vfs.FS) string {
 	return "db/" + strings.TrimSpace(string(readFile(t, fs, "db/CURRENT")))
 }
 
-// memCopy returns a new in-memory FS holding a copy of the files of the
-// store in src's "db".
-func memCopy(t *testing.T, src vfs.FS) vfs.FS {
-	t.Helper()
-	dst := vfs.NewMem()
-	must(t, dst.MkdirAll("db", 0o755))
-	names, err := src.List("db")
-	must(t, err)
-	for _, name := range names {
-		if name != "LOCK" {
-			writeFile(t, dst, "db/"+name, readFile(t, src, "db/"+name))
-		}
-	}
-	return dst
-}
-
 // TestRecovery_ClosedManifestCut: Close leaves a MANIFEST of one edit,
 // the whole Version, so a closed store's MANIFEST cut anywhere before its
 // seal holds no edit and is corruption, where a MANIFEST of many edits
@@ -731,7 +715,7 @@ func TestRecovery_ClosedManifestCut(t *testing.T) {
 
 	refused := 0
 	for cut := int64(0); cut <= int64(len(data)); cut++ {
-		cfs := memCopy(t, fs)
+		cfs := cloneStore(t, fs)
 		writeFile(t, cfs, name, data[:cut])
 		d, err := Open("db", &Options{FS: cfs, DisableAutomaticCompactions: true})
 		if cut >= sealAt {
@@ -781,7 +765,7 @@ func TestRecovery_ClosedWALMissing(t *testing.T) {
 	must(t, d.Set([]byte("b"), []byte("2"), Sync))
 	must(t, d.Close())
 
-	cfs := memCopy(t, fs)
+	cfs := cloneStore(t, fs)
 	must(t, cfs.Remove(closed))
 	if _, err := Open("db", &Options{FS: cfs}); !errors.Is(err, ErrCorruption) ||
 		!strings.Contains(err.Error(), "which Close sealed and synced") || !strings.Contains(err.Error(), "is missing") {
