@@ -373,7 +373,7 @@ func TestMemTable_HasRoomBound(t *testing.T) {
 		}
 		seen := m.sizeSeen
 		asked++
-		room := m.hasRoom(b.Len(), sizeBound(&b))
+		room := m.hasRoom(&b)
 		if m.sizeSeen != seen || m.reservedSince == 0 {
 			reads++
 		}
@@ -385,7 +385,7 @@ func TestMemTable_HasRoomBound(t *testing.T) {
 		}
 		b.setSeqNum(seq)
 		seq += base.SeqNum(b.Count())
-		m.reserve(b.Len(), sizeBound(&b), seq-1)
+		m.reserve(&b, seq-1)
 		must(t, m.insert(b.data, &ins))
 		m.writers.finish()
 	}

@@ -189,9 +189,8 @@ func (m *memTable) logNum() base.FileNum {
 // empty reports whether no entry is inserted in m yet.
 func (m *memTable) empty() bool { return m.Len() == 0 }
 
-// hasRoom reports whether a batch of n bytes, which adds at most bound
-// bytes to the MemTable's Size, goes into m: no batch is reserved in m
-// yet, or m stays within its limit with it. Called under the commit
+// hasRoom reports whether b goes into m: no batch is reserved in m yet,
+// or m stays within its limit with it. Called under the commit
 // pipeline's mu, while m is mutable.
 //
 // It reads Size, which every insert adds to, only when the batches
@@ -200,12 +199,12 @@ func (m *memTable) empty() bool { return m.Len() == 0 }
 // reservation, which every other writer waits for, would wait for. As
 // when it read Size every time, the batches reserved but still being
 // inserted when it does are not counted yet.
-func (m *memTable) hasRoom(n int, bound int64) bool {
-	if m.batchBytes == 0 || m.sizeSeen+m.reservedSince+bound <= m.limit {
+func (m *memTable) hasRoom(b *Batch) bool {
+	if m.batchBytes == 0 || m.sizeSeen+m.reservedSince+sizeBound(b) <= m.limit {
 		return true
 	}
 	m.sizeSeen, m.reservedSince = m.Size(), 0
-	return m.sizeSeen+int64(n) <= m.limit
+	return m.sizeSeen+int64(b.Len()) <= m.limit
 }
 
 // sizeBound returns the most that b, inserted, adds to a MemTable's Size.
@@ -223,13 +222,12 @@ func sizeBoundOf(n, count int) int64 {
 // batchBytes' way: under the commit pipeline's mu while m is mutable.
 func (m *memTable) holdsWrites() bool { return !m.empty() || m.batchBytes > 0 }
 
-// reserve counts a batch of n bytes, which adds at most bound bytes to
-// the MemTable's Size, and whose last sequence number is lastSeq, as the
+// reserve counts b, whose last sequence number is lastSeq, as the
 // memtable's, and its writer as one to wait for (see writers). Called
 // under the commit pipeline's mu.
-func (m *memTable) reserve(n int, bound int64, lastSeq base.SeqNum) {
-	m.batchBytes += int64(n)
-	m.reservedSince += bound
+func (m *memTable) reserve(b *Batch, lastSeq base.SeqNum) {
+	m.batchBytes += int64(len(b.data))
+	m.reservedSince += sizeBound(b)
 	m.lastSeq = lastSeq
 	m.writers.reserved++
 }

@@ -337,8 +337,7 @@ func (p *commitPipeline) reserveLocked(d *DB, w *writer) (*memTable, *walWriter,
 		return nil, nil, 0, err
 	}
 	b := w.batch
-	bound := sizeBound(b)
-	mem, err := d.makeRoomForWrite(b.Len(), bound)
+	mem, err := d.makeRoomForWrite(b)
 	if err != nil {
 		return nil, nil, 0, err
 	}
@@ -353,7 +352,7 @@ func (p *commitPipeline) reserveLocked(d *DB, w *writer) (*memTable, *walWriter,
 	}
 	p.logSeq = seq + base.SeqNum(b.Count())
 	w.lastSeq, w.copied = p.logSeq, copied
-	mem.reserve(len(b.data), bound, p.logSeq)
+	mem.reserve(b, p.logSeq)
 	return mem, p.log, end, nil
 }
 
@@ -533,8 +532,7 @@ func (q *publisher) waitDone(d *DB, seq base.SeqNum) {
 // numbers can be read, not written.
 var errSeqNumsExhausted = errors.New("kv: sequence numbers exhausted")
 
-// makeRoomForWrite returns the memtable to write a batch of n bytes into,
-// which adds at most bound bytes to its Size (see memTable.hasRoom). When the
+// makeRoomForWrite returns the memtable to write b into. When the
 // memtable is full it switches to a new one and a new WAL; it stalls while
 // too many memtables wait for a flush, or while L0's read amplification is
 // too high for compaction to keep up, and slows writes a little before
@@ -545,8 +543,8 @@ var errSeqNumsExhausted = errors.New("kv: sequence numbers exhausted")
 // slows writes (see writesUnslowed), so that a write's reservation, which
 // every other write waits for, does not wait for background work holding
 // d.mu, nor pull d.mu's cache line from the last core that held it.
-func (d *DB) makeRoomForWrite(n int, bound int64) (*memTable, error) {
-	if mem := d.mu.mem; d.writesUnslowed.Load() && !d.closed.Load() && mem.hasRoom(n, bound) {
+func (d *DB) makeRoomForWrite(b *Batch) (*memTable, error) {
+	if mem := d.mu.mem; d.writesUnslowed.Load() && !d.closed.Load() && mem.hasRoom(b) {
 		return mem, nil
 	}
 	d.mu.Lock()
@@ -559,7 +557,7 @@ func (d *DB) makeRoomForWrite(n int, bound int64) (*memTable, error) {
 			return nil, ErrClosed
 		case d.mu.bgErr != nil:
 			return nil, d.mu.bgErr
-		case d.mu.mem.hasRoom(n, bound):
+		case d.mu.mem.hasRoom(b):
 			if !slowed && d.l0StallLocked(d.opts.L0SlowdownWritesThreshold) {
 				slowed = true
 				d.mu.Unlock()
