@@ -402,7 +402,7 @@ func TestWriterCount_Wait(t *testing.T) {
 	c.reserved = 3
 	waited := make(chan struct{})
 	go func() {
-		c.wait(c.reserved)
+		c.wait()
 		close(waited)
 	}()
 	c.finish()
@@ -428,7 +428,7 @@ func TestWriterCount_Wait(t *testing.T) {
 		}
 		done := make(chan struct{})
 		go func() {
-			c.wait(c.reserved)
+			c.wait()
 			close(done)
 		}()
 		select {

@@ -162,7 +162,7 @@ func (d *DB) flushOneLocked() (err error) {
 	defer func() { d.flushEnd(job, inputBytes, files, start, err) }()
 	d.unlockedDo(func() {
 		for _, m := range mems {
-			m.writers.wait(m.writers.reserved) // the writes reserved before the rotation
+			m.writers.wait() // the writes reserved before the rotation
 		}
 		d.commit.pub.waitDone(d, last.lastSeq)
 		files, err = d.writeL0(mems, snaps, job, d.cancelCheck())

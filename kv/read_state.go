@@ -63,42 +63,22 @@ type writerCount struct {
 	reserved int64 // under the commit pipeline's mu
 	_        cacheLinePad
 	done     atomic.Int64
-	// waiting is set while wait waits, for the writers' done to wake it
-	// through cond.
-	waiting atomic.Bool
-	mu      sync.Mutex
-	cond    sync.Cond
-	_       cacheLinePad
+	waiters  waiters // wait's, woken by each finish
+	_        cacheLinePad
 }
 
 // finish counts one writer done, and wakes wait if it is waiting.
 func (c *writerCount) finish() {
 	c.done.Add(1)
-	if c.waiting.Load() {
-		c.mu.Lock()
-		c.cond.Broadcast()
-		c.mu.Unlock()
-	}
+	c.waiters.wake()
 }
 
 // wait returns once every writer reserved is done. It runs after the
 // memtable's rotation, when no writer reserves in it any more.
-func (c *writerCount) wait(reserved int64) {
-	if c.done.Load() >= reserved {
-		return
+func (c *writerCount) wait() {
+	if c.done.Load() < c.reserved {
+		c.waiters.waitUntil(func() bool { return c.done.Load() >= c.reserved })
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.cond.L == nil {
-		c.cond.L = &c.mu
-	}
-	// Set before done is read, and finish reads it after adding: if this
-	// reads done before a writer's add, the writer sees waiting.
-	c.waiting.Store(true)
-	for c.done.Load() < reserved {
-		c.cond.Wait()
-	}
-	c.waiting.Store(false)
 }
 
 // reset zeroes the counts, for a memtable's reuse once every writer is

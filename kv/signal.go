@@ -2,6 +2,7 @@ package kv
 
 import (
 	"runtime"
+	"sync"
 	"sync/atomic"
 )
 
@@ -53,5 +54,41 @@ func (s *signal) wait() {
 	}
 	if s.state.CompareAndSwap(signalPending, signalParked) {
 		<-s.ch
+	}
+}
+
+// waiters are goroutines waiting, rarely, for a condition that goroutines
+// on a hot path make true: the publications that a flush waits for, say.
+// Those goroutines call wake after each change, which costs them one
+// atomic load while nobody waits. The zero value is ready to use.
+type waiters struct {
+	n    atomic.Int32 // the goroutines in waitUntil
+	mu   sync.Mutex
+	cond sync.Cond
+}
+
+// waitUntil returns once done reports true. done must turn true only by
+// changes each followed by a wake.
+func (w *waiters) waitUntil(done func() bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.cond.L == nil {
+		w.cond.L = &w.mu
+	}
+	// Counted before done is first called, and wake loads n after its
+	// change: if done misses a change, its wake sees the waiter.
+	w.n.Add(1)
+	for !done() {
+		w.cond.Wait()
+	}
+	w.n.Add(-1)
+}
+
+// wake wakes the goroutines in waitUntil, if any, to call done again.
+func (w *waiters) wake() {
+	if w.n.Load() > 0 {
+		w.mu.Lock()
+		w.cond.Broadcast()
+		w.mu.Unlock()
 	}
 }

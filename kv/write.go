@@ -384,10 +384,8 @@ type publisher struct {
 	// ring empty where the tail's slot is nil.
 	slots [pubRingSize]atomic.Pointer[writer]
 
-	// waitDone's waiters, woken by publications while doneWaiters > 0.
-	mu          sync.Mutex
-	cond        sync.Cond
-	doneWaiters atomic.Int32
+	// waitDone's waiters, woken by each publication.
+	done waiters
 }
 
 // The outcomes of a writer's batch (writer.outcome).
@@ -493,11 +491,7 @@ func (q *publisher) release(d *DB, w *writer, inserted bool) {
 				}
 			}
 		}
-		if q.doneWaiters.Load() > 0 {
-			q.mu.Lock()
-			q.cond.Broadcast()
-			q.mu.Unlock()
-		}
+		q.done.wake()
 		x.publishedSig.set() // w's own returns from wait at once
 	}
 }
@@ -515,16 +509,7 @@ func (q *publisher) await(w *writer) bool {
 // version such a reader needs, shadowed by one it does not see. Once
 // publication halted no later batch becomes visible, nor is any written.
 func (q *publisher) waitDone(d *DB, seq base.SeqNum) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.cond.L == nil {
-		q.cond.L = &q.mu
-	}
-	q.doneWaiters.Add(1)
-	for base.SeqNum(d.visibleSeq.Load()) < seq && !q.halted() {
-		q.cond.Wait()
-	}
-	q.doneWaiters.Add(-1)
+	q.done.waitUntil(func() bool { return base.SeqNum(d.visibleSeq.Load()) >= seq || q.halted() })
 }
 
 // errSeqNumsExhausted refuses writes once every sequence number up to
