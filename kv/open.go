@@ -290,12 +290,9 @@ func (d *DB) Close() error {
 	// it, close the WAL: written out and synced.
 	var closed manifest.ClosedLog
 	walErr := d.commit.runExclusive(func() error {
-		if log := d.commit.log; log != nil {
-			closed = manifest.ClosedLog{Num: log.num}
-		}
 		sealErr := d.commit.sealLog()
 		if log := d.commit.log; log != nil {
-			closed.Size = log.w.Size()
+			closed = manifest.ClosedLog{Num: log.num, Size: log.w.Size()}
 		}
 		err := d.commit.closeLog()
 		if err == nil {

@@ -442,7 +442,8 @@ func (q *publisher) pop() (x *writer, visible bool) {
 	for {
 		st := q.state.Load()
 		tail := st & pubTailMask
-		x := q.slots[tail%pubRingSize].Load()
+		slot := &q.slots[tail%pubRingSize]
+		x := slot.Load()
 		if x == nil {
 			if q.state.Load() != st {
 				continue // popped since the load of state
@@ -458,7 +459,7 @@ func (q *publisher) pop() (x *writer, visible bool) {
 			next |= pubHalted
 		}
 		if q.state.CompareAndSwap(st, next) {
-			q.slots[tail%pubRingSize].Store(nil)
+			slot.Store(nil)
 			return x, next&pubHalted == 0
 		}
 	}
