@@ -89,11 +89,14 @@
 // lock, which each writer takes for itself, it is assigned sequence
 // numbers and its record is appended to the write-ahead log's (WAL's)
 // buffer, in sequence order. Where the WAL is memory-mapped (vfs.Default
-// on Linux) the record is encoded straight into the file's pages, with
-// one copy of the batch, and the write is in the WAL file then; a
-// goroutine faults the pages in ahead of the writes, and unmaps the
-// chunks of the file they have left, so that neither costs the writers
-// waiting for the lock.
+// on Linux) a NoSync record is only given its place in the file under
+// the lock: its writer then encodes it straight into the file's pages,
+// with one copy of the batch, concurrently with the other writers, and
+// the record is completed (made valid) in WAL order before its write is
+// acknowledged, so the file never holds a valid record after one that is
+// not. A goroutine faults the pages in ahead of the writes, and unmaps
+// the chunks of the file they have left, so that neither costs the
+// writers.
 // Otherwise, concurrently with other writers, it waits until its record
 // is in the WAL file: whichever waiting writer finds no other writing
 // takes the buffer, every writer's record queued so far, and writes it

@@ -49,6 +49,9 @@ type walWriter struct {
 	// in sink.wait (or by the flusher), and a Sync write waits for its sync.
 	direct *walMmapWriter
 	route  *walRoute
+	// order keeps direct's file valid in stream order while writers
+	// encode their records into it at once (see walOrder).
+	order walOrder
 	// ends holds the stream offset at which the record being appended
 	// ends, for the flusher's loss bound; reused.
 	ends []int64
@@ -95,6 +98,7 @@ func (d *DB) newWALWriter(num base.FileNum, name string, f vfs.File, dst io.Writ
 	}
 	l.space = newWALSpace(d.opts.FS, f, dst, size, fileSize, walPreallocSize(memSize), maxMapped)
 	l.sink = newWALSink(l, size, &d.metrics, &d.commit.err)
+	l.order.start(size)
 	var out io.Writer = l.sink
 	switch mapped, ok := l.space.(*walMmapWriter); {
 	case d.opts.BackgroundWALWrites:
@@ -103,9 +107,10 @@ func (d *DB) newWALWriter(num base.FileNum, name string, f vfs.File, dst io.Writ
 	case ok:
 		// A record copied into the mapping is in the page cache: written,
 		// as the default mode promises, without a system call. So the
-		// record writer copies into it directly, in append, through a
-		// route that sends a Sync write's record, and those behind a
-		// record not yet in the file, to the sink instead.
+		// writers encode their records into it directly (see append and
+		// walOrder), and the record writer copies the rest into it
+		// through a route that sends a Sync write's record, and those
+		// behind a record not yet in the file, to the sink instead.
 		l.direct = mapped
 		l.route = &walRoute{l: l}
 		out = l.route
@@ -120,12 +125,14 @@ func (d *DB) newWALWriter(num base.FileNum, name string, f vfs.File, dst io.Writ
 
 // append adds batch as one record and hands it on: to the sink's buffer,
 // for the writer to wait for it there (sink.wait), into the mapped file
-// itself when direct, or with BackgroundWALWrites to the flusher, waiting
-// as its loss bound requires. It returns the stream offset at which the
-// record ends, and whether the record was copied into the mapping, so
-// that its writer has nothing to wait for (and counts it as a WAL write,
-// outside the mu: see commitPipeline.run). The commit pipeline calls it
-// under its mu, in sequence order.
+// when direct, or with BackgroundWALWrites to the flusher, waiting as its
+// loss bound requires. It returns the stream offset at which the record
+// ends, and either the place reserved for it in the mapping, for its
+// writer to encode it into (see walOrder), or whether the record was
+// copied into the mapping already. Either way its writer has nothing to
+// wait for (and counts it as a WAL write, outside the mu: see
+// commitPipeline.run). The commit pipeline calls it under its mu, in
+// sequence order.
 //
 // In direct mode a Sync write's record goes to the sink, whose writer
 // writes it with pwrite(2), together with the records of every other
@@ -137,39 +144,75 @@ func (d *DB) newWALWriter(num base.FileNum, name string, f vfs.File, dst io.Writ
 // the sink holds bytes not yet in the file go to the sink too, so the
 // file is written in stream order (see walRoute).
 //
-// A NoSync record that the route would copy into the mapping is encoded
-// there directly, without the record writer's buffer: one copy of the
-// batch, where Flush through the route would make two.
-func (l *walWriter) append(batch []byte, sync bool, m *dbMetrics) (end int64, copied bool, err error) {
+// A NoSync record that fits in the chunk mapped is only reserved: its
+// writer encodes it straight into the mapping, out of the mu, without
+// the record writer's buffer, one copy of the batch where Flush through
+// the route would make two. One that does not fit goes through the
+// route, which maps the next chunk.
+func (l *walWriter) append(batch []byte, sync bool, m *dbMetrics) (end int64, mapped mappedRecord, copied bool, err error) {
 	if r := l.route; r != nil {
 		if !sync && l.sink.idle.Load() {
-			ok, err := l.direct.writeRecord(l.w, batch)
-			if err != nil {
-				return 0, false, fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
-			}
-			if ok {
-				return l.w.Size(), true, nil
+			if rec, dst, ok := l.direct.reserveRecord(l.w, len(batch)); ok {
+				l.order.reserve()
+				return rec.End, mappedRecord{log: l, r: rec, dst: dst}, false, nil
 			}
 		}
 		r.toSink, r.routed = sync, false
 	}
 	if _, err := l.w.WriteRecord(batch); err != nil {
-		return 0, false, fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
+		return 0, mappedRecord{}, false, fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
 	}
 	if err := l.w.Flush(); err != nil {
-		return 0, false, fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
+		return 0, mappedRecord{}, false, fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
 	}
 	end = l.w.Size()
 	copied = l.route != nil && !l.route.routed
 	if l.flusher != nil {
 		l.ends = append(l.ends[:0], end)
 		if err := l.flusher.commit(l.ends); err != nil {
-			return 0, false, err
+			return 0, mappedRecord{}, false, err
 		}
 		l.sink.handedOn(end)
 		m.walWrites.Add(1)
 	}
-	return end, copied, nil
+	return end, mappedRecord{}, copied, nil
+}
+
+// mappedRecord is the place of a writer's record in a mapped WAL's file,
+// reserved under the commit pipeline's mu (walWriter.append). The writer
+// encodes the record there itself, out of the mu (encode), and whoever
+// publishes the writer completes it, in stream order (complete; see
+// walOrder). log is nil where the record was handed on otherwise.
+type mappedRecord struct {
+	log     *walWriter
+	r       record.Reservation
+	dst     []byte
+	encoded bool
+}
+
+// encode encodes batch, the record, into its place. A failure stops the
+// WAL's order, and the caller's writes.
+func (m *mappedRecord) encode(batch []byte) error {
+	if err := encodeRecord(m.r, m.dst, batch); err != nil {
+		err = fmt.Errorf("kv: writing WAL %s: %w", m.log.name, err)
+		m.log.order.fail(err)
+		return err
+	}
+	m.encoded = true
+	return nil
+}
+
+// complete completes the record once every record before it is, if it
+// was encoded, and settles it either way (see walOrder.completeReserved).
+// It returns the error that stopped the WAL's order, if any: then the
+// record may be incomplete, and its writer must not be acknowledged.
+func (m *mappedRecord) complete() error {
+	return m.log.order.completeReserved(m.r.Start, m.r.End, m.encoded, func() error {
+		if err := completeRecord(m.r, m.dst); err != nil {
+			return fmt.Errorf("kv: writing WAL %s: %w", m.log.name, err)
+		}
+		return nil
+	})
 }
 
 // walRoute is the output of a mapped WAL's record writer. It copies the
@@ -194,12 +237,18 @@ func (r *walRoute) Write(p []byte) (int, error) {
 		r.routed = true
 		return r.l.sink.writeAt(p, off)
 	}
-	return r.l.direct.Write(p)
+	n := 0
+	err := r.l.order.complete(off, off+int64(len(p)), func() (err error) {
+		n, err = r.l.direct.Write(p)
+		return err
+	})
+	return n, err
 }
 
-// writeOut writes data, the sink's buffered bytes, to the file. Only the
-// sink's writer of the moment calls it.
-func (l *walWriter) writeOut(data []byte) error {
+// writeOut writes data, the sink's buffered bytes, which end at stream
+// offset end, to the file: a mapped one's in its turn (see walOrder).
+// Only the sink's writer of the moment calls it.
+func (l *walWriter) writeOut(data []byte, end int64) error {
 	if len(data) == 0 {
 		return nil
 	}
@@ -207,10 +256,16 @@ func (l *walWriter) writeOut(data []byte) error {
 	if l.direct != nil {
 		write = l.direct.writeThrough
 	}
-	if _, err := write(data); err != nil {
-		return fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
+	store := func() error {
+		if _, err := write(data); err != nil {
+			return fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
+		}
+		return nil
 	}
-	return nil
+	if l.direct != nil {
+		return l.order.complete(end-int64(len(data)), end, store)
+	}
+	return store()
 }
 
 // syncOut syncs the file, once the flusher, if any, has written every
@@ -245,6 +300,9 @@ func (l *walWriter) writeAll() error {
 	if l.flusher != nil {
 		return l.flusher.drain()
 	}
+	if err := l.order.settle(); err != nil {
+		return err
+	}
 	return l.sink.wait(l.w.Size(), false)
 }
 
@@ -267,7 +325,10 @@ func (l *walWriter) close() error {
 	if l.route != nil {
 		l.route.toSink = true // written with the sync below, not mapped
 	}
-	err := l.w.Flush()
+	err := l.order.settle() // nothing stores into the mapping any more
+	if err == nil {
+		err = l.w.Flush()
+	}
 	if err == nil && l.direct != nil {
 		err = l.space.close() // see above; the close below does nothing more
 	}

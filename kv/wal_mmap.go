@@ -126,9 +126,9 @@ const prefaultStep = 64 << 10
 // A prefaulter takes the page faults of a mapped WAL off the writers'
 // path. The first store to each page of a shared file mapping faults:
 // the kernel finds or allocates the page-cache page and makes it
-// writable. Under the commit pipeline's mutex, one fault per 4 KiB of
-// records (a few microseconds) is serial work that every writer waits
-// for. So a goroutine populates the pages just ahead of the writes with
+// writable. One fault per 4 KiB of records (a few microseconds) holds up
+// the writer that takes it, and every writer published after it, whose
+// records are completed in stream order (see walOrder). So a goroutine populates the pages just ahead of the writes with
 // madvise(MADV_POPULATE_WRITE) (Linux 5.14 on), which faults them in
 // writable as a store would, and returns an error rather than raising
 // SIGBUS where a store would. It is advice: where the kernel lacks it,
@@ -346,29 +346,47 @@ func (w *walMmapWriter) Write(p []byte) (int, error) {
 	return written, nil
 }
 
-// writeRecord encodes p as the next record of rw, whose stream is this
-// file's bytes, straight into the mapping (see record.WriteRecordInto),
-// and reports whether it did: not when the record runs past the chunk
-// mapped, nor when the writes are past it already (writeThrough, the
-// sink's, does not map), which Write then maps. A memory fault while
-// storing (see above) is returned as an error, not a crash.
-func (w *walMmapWriter) writeRecord(rw *record.Writer, p []byte) (ok bool, err error) {
+// reserveRecord reserves the place of a record of n bytes, the next of
+// rw, whose stream is this file's bytes, in the mapping: it returns the
+// record's place and the mapped bytes it takes, for its writer to encode
+// the record into (encodeRecord) and then complete it in stream order
+// (see walOrder). ok is false when the record runs past the chunk
+// mapped, or the writes are past it already (writeThrough, the sink's,
+// does not map): Write then maps the next chunk.
+func (w *walMmapWriter) reserveRecord(rw *record.Writer, n int) (r record.Reservation, dst []byte, ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.mapped == nil || w.off < w.mapOff || w.off >= w.mapOff+int64(len(w.mapped)) {
-		return false, nil
+		return record.Reservation{}, nil, false
 	}
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer recoverFault(&err, func() int64 { return w.off })
-	var n int
-	if _, n, ok = rw.WriteRecordInto(w.mapped[w.off-w.mapOff:], p); !ok {
-		return false, nil
+	if r, ok = rw.Reserve(n, int(w.mapOff+int64(len(w.mapped))-w.off)); !ok {
+		return record.Reservation{}, nil, false
 	}
-	w.off += int64(n)
+	dst = w.mapped[r.Start-w.mapOff : r.End-w.mapOff]
+	w.off = r.End
 	if w.pf.ask(w.off) {
 		w.pf.wakeLater() // the commit pipeline's mu is held
 	}
-	return true, nil
+	return r, dst, true
+}
+
+// encodeRecord encodes p into dst, the mapped place r reserved for it,
+// incomplete (see record.Reservation). A memory fault while storing (see
+// above) is returned as an error, not a crash.
+func encodeRecord(r record.Reservation, dst, p []byte) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer recoverFault(&err, func() int64 { return r.Start })
+	r.Encode(dst, p)
+	return nil
+}
+
+// completeRecord completes the record encoded into dst, the mapped place
+// r reserved for it, as encodeRecord does.
+func completeRecord(r record.Reservation, dst []byte) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer recoverFault(&err, func() int64 { return r.Start })
+	r.Complete(dst)
+	return nil
 }
 
 // writeThrough writes p at the next offset with pwrite(2), not through

@@ -40,13 +40,13 @@ func TestWALMmapWriter_FaultIsError(t *testing.T) {
 func TestWALMmapWriter_FaultIsError_InPlace(t *testing.T) {
 	_, f, w := createMappedWAL(t, 1<<20, fallocate)
 	lw := record.NewRecyclableWriterAt(w, 0, 1)
-	if ok, err := w.writeRecord(lw, []byte("before")); !ok || err != nil {
+	if ok, err := writeRecordInPlace(w, lw, []byte("before")); !ok || err != nil {
 		t.Fatalf("first record: ok %v, %v", ok, err)
 	}
 	if err := syscall.Ftruncate(int(f.Fd()), 0); err != nil {
 		t.Fatal(err)
 	}
-	_, err := w.writeRecord(lw, make([]byte, 2*pageSize))
+	_, err := writeRecordInPlace(w, lw, make([]byte, 2*pageSize))
 	if err == nil {
 		t.Fatal("a record encoded into a truncated mapping succeeded")
 	}
@@ -204,8 +204,8 @@ func TestWALMmap_PrefaultsAheadOfCommits(t *testing.T) {
 // then do nothing. Before, it sent on the channel that stop closed.
 func TestPrefaulter_WakeAfterClose(t *testing.T) {
 	_, _, w := createMappedWAL(t, 1<<20, fallocate)
-	if ok, err := w.writeRecord(record.NewRecyclableWriterAt(io.Discard, 0, 1), []byte("record")); !ok || err != nil {
-		t.Fatalf("writeRecord: %v, %v", ok, err)
+	if ok, err := writeRecordInPlace(w, record.NewRecyclableWriterAt(io.Discard, 0, 1), []byte("record")); !ok || err != nil {
+		t.Fatalf("writeRecordInPlace: %v, %v", ok, err)
 	}
 	if !w.pf.due.Load() {
 		t.Fatal("the first record left no wake due")
@@ -215,4 +215,34 @@ func TestPrefaulter_WakeAfterClose(t *testing.T) {
 	}
 	w.pf.wakeDue()
 	w.pf.wake()
+}
+
+// TestWALMmap_EncodeFaultStopsWrites: a record that faults while its
+// writer encodes it into the mapping, out of the commit pipeline's mu
+// (the WAL was truncated under the store), fails that write and stops
+// every later one; Close then reports the failure, rather than waiting
+// for the record's completion, which never comes.
+func TestWALMmap_EncodeFaultStopsWrites(t *testing.T) {
+	d := openMapped(t, t.TempDir(), false)
+	if err := d.Set([]byte("before"), []byte("v"), NoSync); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Ftruncate(int(d.commit.log.file.Fd()), 0); err != nil {
+		t.Fatal(err)
+	}
+	// The next writes fault once they reach a page the truncation took.
+	var err error
+	for i := 0; err == nil && i < 1000; i++ {
+		err = d.Set([]byte(fmt.Sprintf("key%04d", i)), bytes.Repeat([]byte("v"), 1000), NoSync)
+	}
+	if err == nil {
+		t.Fatal("writes into a truncated WAL succeeded")
+	}
+	t.Logf("write after truncation: %v", err)
+	if err := d.Set([]byte("after"), []byte("v"), NoSync); err == nil {
+		t.Fatal("a write after the failed one succeeded")
+	}
+	if err := d.Close(); err == nil {
+		t.Fatal("Close after a failed WAL write reported nothing")
+	}
 }

@@ -120,8 +120,23 @@ func closeAndCheckRecords(t *testing.T, name string, f vfs.File, w *walMmapWrite
 	}
 }
 
+// writeRecordInPlace stores p as the next record of lw straight into w's
+// mapping, as a mapped WAL's writers do, one at a time: reserved,
+// encoded and completed. ok is false, and nothing stored, where the
+// record does not fit in the chunk mapped.
+func writeRecordInPlace(w *walMmapWriter, lw *record.Writer, p []byte) (ok bool, err error) {
+	r, dst, ok := w.reserveRecord(lw, len(p))
+	if !ok {
+		return false, nil
+	}
+	if err := encodeRecord(r, dst, p); err != nil {
+		return true, err
+	}
+	return true, completeRecord(r, dst)
+}
+
 // TestWALMmapWriter_RecordsEncodedInPlace writes records as a mapped WAL
-// does: encoded straight into the mapping (writeRecord) where they fit in
+// does: encoded straight into the mapping (writeRecordInPlace) where they fit in
 // the chunk mapped, through the record writer's buffer and Write, which
 // maps the next chunk, where they do not, and some through the buffer
 // anyway, as Sync records go. Every record reads back, in order.
@@ -132,7 +147,7 @@ func TestWALMmapWriter_RecordsEncodedInPlace(t *testing.T) {
 	direct := 0
 	for i := range n {
 		if i%5 != 0 {
-			ok, err := w.writeRecord(lw, testRecord(i))
+			ok, err := writeRecordInPlace(w, lw, testRecord(i))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -187,7 +202,7 @@ func TestWALMmapWriter_WrittenThroughPastChunk(t *testing.T) {
 	for i := range n {
 		if i%2 == 0 {
 			pastEnd := w.off >= w.mapOff+int64(len(w.mapped))
-			ok, err := w.writeRecord(lw, testRecord(i))
+			ok, err := writeRecordInPlace(w, lw, testRecord(i))
 			if err != nil {
 				t.Fatalf("record %d: %v", i, err)
 			}
@@ -583,14 +598,22 @@ func TestWALMmap_SyncRecordsThroughSink(t *testing.T) {
 		t.Skipf("no mapped WAL here: writer %T", l.space)
 	}
 	var m dbMetrics
-	appendRec := func(i int, sync, wantCopied bool) int64 {
+	appendRec := func(i int, sync, wantMapped bool) int64 {
 		t.Helper()
-		end, copied, err := l.append(testRecord(i), sync, &m)
+		end, mapped, copied, err := l.append(testRecord(i), sync, &m)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if copied != wantCopied {
-			t.Fatalf("record %d (sync %v): copied into the mapping %v, want %v", i, sync, copied, wantCopied)
+		if inMapping := copied || mapped.log != nil; inMapping != wantMapped {
+			t.Fatalf("record %d (sync %v): into the mapping %v, want %v", i, sync, inMapping, wantMapped)
+		}
+		if mapped.log != nil { // as its writer, and then whoever publishes it, would
+			if err := mapped.encode(testRecord(i)); err != nil {
+				t.Fatal(err)
+			}
+			if err := mapped.complete(); err != nil {
+				t.Fatal(err)
+			}
 		}
 		return end
 	}

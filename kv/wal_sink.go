@@ -29,13 +29,14 @@ import (
 // one released (gatherLocked). A NoSync writer waits for a write, never
 // for a sync.
 //
-// Where the WAL is memory-mapped (wal_mmap.go), the record writer copies
-// each NoSync record into the file's pages itself, under the pipeline's
-// mu, while the sink holds nothing unwritten: the record is written once
-// appended. A Sync record goes to the sink, and so does every record
-// appended while one is there, unwritten (walRoute): the sink then
-// writes them to the file with pwrite(2), as above, where a store into
-// the pages a sync just cleaned would fault.
+// Where the WAL is memory-mapped (wal_mmap.go), each NoSync record
+// appended while the sink holds nothing unwritten gets a place in the
+// file's pages, which its writer encodes it into (see walOrder): it does
+// not pass through the sink. A Sync record goes to the sink, and so does
+// every record appended while one is there, unwritten (walRoute): the
+// sink then writes them to the file with pwrite(2), as above, where a
+// store into the pages a sync just cleaned would fault, once the records
+// before them are complete.
 //
 // With Options.BackgroundWALWrites the records go to the WAL's flusher
 // instead, and count as written once handed to it (the flusher writes
@@ -99,9 +100,9 @@ func (s *walSink) Write(p []byte) (int, error) {
 }
 
 // writeAt buffers p, the bytes of a mapped WAL's stream from offset off
-// on: those before off, if the sink has not seen them, were copied into
-// the mapping while it held nothing unwritten, and are in the file. The
-// WAL's route calls it, under the pipeline's mu.
+// on: those before off, if the sink has not seen them, were given their
+// place in the mapping while it held nothing unwritten (see
+// copiedLocked). The WAL's route calls it, under the pipeline's mu.
 func (s *walSink) writeAt(p []byte, off int64) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -109,9 +110,12 @@ func (s *walSink) writeAt(p []byte, off int64) (int, error) {
 	return s.writeLocked(p)
 }
 
-// copiedLocked notes that a mapped WAL's stream up to off is in the file
-// when the sink holds nothing unwritten: the records past those it took
-// were copied into the mapping (walRoute copies only then).
+// copiedLocked notes that a mapped WAL's stream up to off is the
+// mapping's when the sink holds nothing unwritten: the records past
+// those it took were copied into the mapping, or given their place
+// there (walWriter.append does so only then). Those not complete yet
+// are before any byte the sink writes, which waits for them (see
+// walOrder); the WAL's close and writeAll wait for them too.
 func (s *walSink) copiedLocked(off int64) {
 	if s.l.direct != nil && s.written == s.appended && off > s.appended {
 		s.appended, s.written = off, off
@@ -188,7 +192,7 @@ func (s *walSink) writeOutLocked() {
 	data, target := s.buf, s.appended
 	s.buf, s.spare = s.spare[:0], nil
 	s.mu.Unlock()
-	err := s.l.writeOut(data)
+	err := s.l.writeOut(data, target)
 	s.mu.Lock()
 	s.writing = false
 	if cap(data) <= maxSinkBuffer {

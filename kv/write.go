@@ -17,21 +17,23 @@ import (
 //
 //  1. Reserve, under p.mu, held briefly: make room in the memtable, assign
 //     the batch its sequence numbers, append its WAL record (a copy of the
-//     batch's bytes) to the WAL's buffer, or straight into the file where
-//     the WAL is memory-mapped, and queue it for publication. The order of
-//     p.mu is the order of sequence numbers, of records in the WAL and of
-//     publication.
-//  2. Wait until the record is in the WAL file, and insert the batch into
-//     the memtable. Writers do both concurrently, each its own batch: the
-//     memtable takes concurrent inserts, and whichever writer finds its
-//     record not yet in the WAL file writes the buffer out for every
-//     writer queued so far, while the others wait for it (see walSink). A
-//     NoSync record copied into a mapped WAL's file is written already,
-//     and its writer does not wait.
+//     batch's bytes) to the WAL's buffer, or, for a NoSync record where
+//     the WAL is memory-mapped, reserve the record's place in the file,
+//     and queue it for publication. The order of p.mu is the order of
+//     sequence numbers, of records in the WAL and of publication.
+//  2. Put the record into the WAL file, and insert the batch into the
+//     memtable. Writers do both concurrently, each its own batch: the
+//     memtable takes concurrent inserts; a writer whose record has a
+//     place in a mapped file encodes it there itself; and whichever
+//     writer finds its record not yet in the WAL file writes the buffer
+//     out for every writer queued so far, while the others wait for it
+//     (see walSink).
 //  3. Publish: the visible sequence number moves past a batch only once
 //     it and every batch before it are inserted, so readers never see a
 //     later write before an earlier one, and see a batch whole or not at
-//     all.
+//     all. A record encoded into a mapped file is completed then, in
+//     stream order, so that the file never holds a valid record after
+//     one that is not (see walOrder).
 //  4. A Sync write waits for a sync of the WAL past its record, which
 //     one writer runs for all the Sync writers whose records are written
 //     (see walSink). The writer returns once its batch is published, and
@@ -88,9 +90,14 @@ type writer struct {
 	// publishedSig is set once the batch has left the publication
 	// queue (see signal).
 	publishedSig signal
-	// copied is set when the batch's record was copied into a mapped
-	// WAL's file: written, so only a sync could remain to wait for, and
-	// a Sync write's record never is (see walWriter.append).
+	// mapped is the place reserved for the batch's record in a mapped
+	// WAL's file, which the writer encodes the record into and whoever
+	// pops it completes; copied is set instead when the record was
+	// copied into the file under p.mu. Either way the record is written
+	// once the writer is published, and only a sync could remain to
+	// wait for, which a Sync write's record never is (see
+	// walWriter.append).
+	mapped mappedRecord
 	copied bool
 	// ins is the writer's memtable inserter, whose hint serves the
 	// batch's ascending runs.
@@ -119,6 +126,7 @@ func getWriter() *writer {
 // batch is published, or was never reserved.
 func putWriter(w *writer) {
 	w.batch, w.visible = nil, false
+	w.mapped = mappedRecord{} // no pooled writer pins a WAL
 	w.outcome.Store(0)
 	w.ins = memtable.Inserter{} // no pooled writer pins a flushed memtable
 	if cap(w.own.data) > maxPooledBatch {
@@ -224,15 +232,15 @@ func (p *commitPipeline) run(d *DB, w *writer) error {
 	if err != nil {
 		return err // never queued for publication
 	}
-	if w.copied {
+	if w.mapped.log != nil {
 		log.direct.pf.wakeDue()
 	}
 	// Counted here, not under p.mu: the counters' cache line, which
 	// every writer adds to, is not one more that the next reservation
 	// waits for.
 	d.metrics.walBytesIn.Add(int64(len(w.batch.data)))
-	if w.copied {
-		d.metrics.walWrites.Add(1) // copied into the file's pages
+	if w.mapped.log != nil || w.copied {
+		d.metrics.walWrites.Add(1) // stored into the file's pages
 	}
 	// Published as failed unless inserted whole: a failed insert must not
 	// publish the batch, nor leave the writers behind it waiting.
@@ -249,12 +257,18 @@ func (p *commitPipeline) run(d *DB, w *writer) error {
 	return err
 }
 
-// apply waits for w's record to be in the WAL file, as the default mode
-// promises, and inserts w's batch into mem; the record's sync, if w asks
-// for one, is left to run.
+// apply writes w's record into the WAL file, or waits until it is there,
+// as the default mode promises, and inserts w's batch into mem. A record
+// encoded into the mapping is completed when w is published (see
+// walOrder); the record's sync, if w asks for one, is left to run.
 func (p *commitPipeline) apply(mem *memTable, log *walWriter, end int64, w *writer) error {
 	defer mem.writers.finish()
-	if !w.copied {
+	switch {
+	case w.mapped.log != nil:
+		if err := w.mapped.encode(w.batch.data); err != nil {
+			return p.err.set(walFailed(err))
+		}
+	case !w.copied:
 		if err := log.sink.wait(end, w.sync); err != nil {
 			return p.err.set(walFailed(err)) // the sink's, set already
 		}
@@ -346,42 +360,47 @@ func (p *commitPipeline) reserveLocked(d *DB, w *writer) (*memTable, *walWriter,
 		return nil, nil, 0, fmt.Errorf("%w: %d is the last sequence number", errSeqNumsExhausted, seq)
 	}
 	b.setSeqNum(seq + 1)
-	end, copied, err := p.log.append(b.data, w.sync, &d.metrics)
+	end, mapped, copied, err := p.log.append(b.data, w.sync, &d.metrics)
 	if err != nil {
 		return nil, nil, 0, p.err.set(walFailed(err))
 	}
 	p.logSeq = seq + base.SeqNum(b.Count())
-	w.lastSeq, w.copied = p.logSeq, copied
+	w.lastSeq, w.mapped, w.copied = p.logSeq, mapped, copied
 	mem.reserve(b, p.logSeq)
 	return mem, p.log, end, nil
 }
 
 // publisher publishes batches in sequence order: d.visibleSeq moves past
-// a batch once it and every batch reserved before it are inserted.
+// a batch once it and every batch reserved before it are inserted, and
+// its record in a mapped WAL is completed (see walOrder).
 //
-// It takes no lock. Each writer pushes itself, under the pipeline's mu,
-// onto a ring in sequence order; a writer whose batch is inserted pops
-// every inserted batch at the ring's tail and publishes it, and waits for
-// its own batch's signal only when an earlier batch is still being
-// inserted: the writer inserting that one publishes both. A lock there
-// was taken by every writer, and a writer holding it while it woke the
-// ones it published kept every other writer waiting behind a system
-// call.
+// Each writer pushes itself, under the pipeline's mu, onto a ring in
+// sequence order. A writer whose batch is inserted publishes every
+// inserted batch at the ring's tail, its own and those after it, as the
+// ring's one publisher of the moment: it claims the ring with one
+// compare-and-swap, and a writer that finds it claimed leaves its batch
+// to the claimant, which looks at the tail again once it lets go. A
+// writer waits for its own batch's signal only when an earlier batch is
+// still being inserted, or another writer is publishing. One publisher
+// at a time completes the records in stream order without waiting for
+// any other goroutine; a lock there would make every writer wait while
+// the holder woke the ones it published.
 type publisher struct {
 	// head counts the writers pushed, under the pipeline's mu, which it
-	// shares a cache line with: the pops, which every writer runs, do
-	// not read it, so a push does not wait for their cache line.
+	// shares a cache line with: the publishing, which every writer
+	// takes part in, does not read it, so a push does not wait for
+	// their cache line.
 	head uint32
 	_    cacheLinePad
-	// state packs publication's halt in bit 31 and the ring's tail, the
-	// count popped modulo 2^31, in the low 31. A pop sees in one load
-	// whether publication halted, and moves the tail, halting if its
-	// batch failed, with one compare-and-swap.
+	// state packs publication's halt in bit 31, the claim of the
+	// publisher of the moment in bit 30, and the ring's tail, the count
+	// published modulo 2^30, in the low 30 bits. Only the claimant
+	// changes the halt and the tail.
 	state atomic.Uint32
 	// slots holds the writers from tail to head, at their count modulo
-	// the ring's size. A slot is nil from its writer's pop until the
-	// next push; a push waits for it (see enqueue). So a pop finds the
-	// ring empty where the tail's slot is nil.
+	// the ring's size. A slot is nil from its writer's publication
+	// until the next push; a push waits for it (see enqueue). So the
+	// ring is empty where the tail's slot is nil.
 	slots [pubRingSize]atomic.Pointer[writer]
 
 	// waitDone's waiters, woken by each publication.
@@ -401,8 +420,9 @@ const pubRingSize = 1 << 12
 
 // The fields of publisher.state.
 const (
-	pubHalted   = 1 << 31       // a batch failed: no batch from it on is visible
-	pubTailMask = pubHalted - 1 // the tail, modulo 2^31
+	pubHalted   = 1 << 31        // a batch failed: no batch from it on is visible
+	pubClaimed  = 1 << 30        // a writer is publishing
+	pubTailMask = pubClaimed - 1 // the tail, modulo 2^30
 )
 
 // halted reports whether a failed batch halted publication: no batch from
@@ -414,11 +434,11 @@ func (q *publisher) halted() bool { return q.state.Load()&pubHalted != 0 }
 // pusher at a time, in sequence order.
 //
 // The ring holds at most pubRingSize writers: a push waits until the
-// slot's last occupant, pubRingSize writers back, is popped and its
+// slot's last occupant, pubRingSize writers back, is published and its
 // slot cleared, which the writers in the ring do without p.mu (nothing
 // between a reservation and its publication takes it). So the head never
-// laps the tail, and a pop never finds a slot's earlier occupant there.
-// Only more than pubRingSize writers at once wait here, holding p.mu.
+// laps the tail. Only more than pubRingSize writers at once wait here,
+// holding p.mu.
 func (q *publisher) enqueue(w *writer) {
 	slot := &q.slots[q.head%pubRingSize]
 	for slot.Load() != nil {
@@ -428,62 +448,80 @@ func (q *publisher) enqueue(w *writer) {
 	q.head++
 }
 
-// pop removes the writer at the ring's tail if its batch is inserted (or
-// failed), and returns it with whether its batch is to be visible; it
-// returns nil if the tail's batch is still being inserted, or the ring
-// is empty.
-//
-// The writer read from the slot may have been popped and published by
-// another writer since state was loaded, and be serving its goroutine's
-// next write already: what pop reads of it counts only if the
-// compare-and-swap of state succeeds, which proves that no pop came
-// between, so pop has no other effect before it.
-func (q *publisher) pop() (x *writer, visible bool) {
-	for {
-		st := q.state.Load()
-		tail := st & pubTailMask
-		slot := &q.slots[tail%pubRingSize]
-		x := slot.Load()
-		if x == nil {
-			if q.state.Load() != st {
-				continue // popped since the load of state
-			}
-			return nil, false // the ring is empty
-		}
-		outcome := x.outcome.Load()
-		if outcome == 0 {
-			return nil, false
-		}
-		next := st&^pubTailMask | (tail+1)&pubTailMask
-		if outcome == batchFailed {
-			next |= pubHalted
-		}
-		if q.state.CompareAndSwap(st, next) {
-			slot.Store(nil)
-			return x, next&pubHalted == 0
-		}
-	}
-}
-
 // release marks w's batch inserted whole, or failed, and publishes every
-// batch at the ring's tail that is inserted; await then waits until w is
-// published. A failed batch leaves the ring unpublished, and halts
-// publication: no batch after it becomes visible either.
+// batch at the ring's tail that is inserted, unless another writer is
+// publishing, which then publishes them; await then waits until w is
+// published. A failed batch, or one whose record could not be
+// completed, leaves the ring unpublished, and halts publication: no
+// batch after it becomes visible either.
 //
-// Whoever pops a batch publishes it. Two writers may pop and publish
-// batches at once, the later batch's number reaching visibleSeq first:
-// both batches are inserted, so readers see them both, whole.
+// A writer that finds the ring claimed leaves: its outcome is stored
+// before its claim fails, which is before the claimant lets go and looks
+// at the tail again, so the claimant finds it.
 func (q *publisher) release(d *DB, w *writer, inserted bool) {
 	if inserted {
 		w.outcome.Store(batchApplied)
 	} else {
 		w.outcome.Store(batchFailed)
 	}
+	for q.ready() && q.claim() {
+		q.publishReady(d)
+		q.state.Add(^uint32(pubClaimed - 1)) // let go: clear the claim
+	}
+}
+
+// ready reports whether the batch at the ring's tail is inserted, or
+// failed.
+func (q *publisher) ready() bool {
+	x := q.slots[(q.state.Load()&pubTailMask)%pubRingSize].Load()
+	return x != nil && x.outcome.Load() != 0
+}
+
+// claim makes the caller the ring's publisher, unless another writer is.
+func (q *publisher) claim() bool {
 	for {
-		x, visible := q.pop()
-		if x == nil {
-			return
+		st := q.state.Load()
+		if st&pubClaimed != 0 {
+			return false
 		}
+		if q.state.CompareAndSwap(st, st|pubClaimed) {
+			return true
+		}
+	}
+}
+
+// publishReady publishes the batches at the ring's tail that are
+// inserted, or failed, in order, completing their records in a mapped
+// WAL first. Only the ring's claimant calls it.
+func (q *publisher) publishReady(d *DB) {
+	for {
+		st := q.state.Load()
+		tail := st & pubTailMask
+		slot := &q.slots[tail%pubRingSize]
+		x := slot.Load()
+		if x == nil {
+			return // the ring is empty
+		}
+		outcome := x.outcome.Load()
+		if outcome == 0 {
+			return // still being inserted
+		}
+		visible := st&pubHalted == 0 && outcome == batchApplied
+		if x.mapped.log != nil {
+			// Every byte before the record is whole in the file: the
+			// batches before it are published, and their records,
+			// whichever way they went, complete.
+			if err := x.mapped.complete(); err != nil && visible {
+				visible = false
+				d.commit.err.set(walFailed(err))
+			}
+		}
+		next := st&^pubTailMask | (tail+1)&pubTailMask
+		if !visible {
+			next |= pubHalted
+		}
+		q.state.Store(next)
+		slot.Store(nil)
 		if x.visible = visible; visible {
 			for seq := uint64(x.lastSeq); ; {
 				cur := d.visibleSeq.Load()
@@ -493,7 +531,7 @@ func (q *publisher) release(d *DB, w *writer, inserted bool) {
 			}
 		}
 		q.done.wake()
-		x.publishedSig.set() // w's own returns from wait at once
+		x.publishedSig.set()
 	}
 }
 

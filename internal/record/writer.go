@@ -105,7 +105,7 @@ func (w *Writer) WriteRecord(p []byte) (int64, error) {
 		}
 		frag := min(len(p), blockSize-w.n-w.hdr)
 		last := frag == len(p)
-		w.n += w.encodeChunk(w.block[w.n:], chunkType(first, last), p[:frag])
+		w.n += putChunk(w.block[w.n:], w.hdr, w.logNum, chunkType(first, last), p[:frag], uint16(frag))
 		p = p[frag:]
 		if w.n == blockSize {
 			if err := w.finishBlock(); err != nil {
@@ -118,45 +118,114 @@ func (w *Writer) WriteRecord(p []byte) (int64, error) {
 	}
 }
 
-// WriteRecordInto appends p as one record, as WriteRecord does, but
-// encodes it straight into dst, which stands for the stream's bytes from
-// Size() on (a mapping of the file, say), and not into the Writer's
-// buffer, so the record costs one copy and no Flush. Nothing may be
-// buffered: call it after Flush. It returns the stream offset of the
-// record's first chunk and the bytes of dst it filled, the zero padding
-// of a block's end included; ok is false, and nothing changed, when dst
-// is too short for the record, or the Writer has failed.
+// pendingLength is the length field of a chunk that Reservation.Encode
+// stores and Reservation.Complete overwrites: longer than any chunk's
+// payload, it makes the chunk invalid, whatever its other bytes hold.
+const pendingLength = 0xffff
+
+// A Reservation is the place in the stream of one record that
+// Writer.Reserve appended without encoding it. The record's bytes are
+// the caller's to store, in two steps and from any goroutine, while the
+// Writer appends more records after them:
 //
-// The chunks are stored in ascending order, each header before its
-// payload and its checksum last, so a process killed in mid-record leaves
-// a torn tail, never a valid chunk after damage.
-func (w *Writer) WriteRecordInto(dst, p []byte) (start int64, n int, ok bool) {
-	if w.err != nil || w.flushed != w.n || w.recordLen(len(p)) > len(dst) {
-		return 0, 0, false
+//   - Encode stores every byte of the record but each chunk's length
+//     field, which it leaves at pendingLength: no chunk of the record
+//     reads as valid yet, however much of it is stored.
+//   - Complete stores the length fields, first chunk first: from then on
+//     the record reads back whole.
+//
+// So several records may be encoded at once, each by its own writer,
+// and a reader never finds a valid chunk after an incomplete one as long
+// as the records are completed in stream order: a process killed in
+// mid-stream leaves a torn tail, as one writer would.
+type Reservation struct {
+	// Start and End are the stream offsets of the record's bytes: from
+	// the zero padding of a block's tail that it starts with, if any, to
+	// just past its last chunk.
+	Start, End int64
+	n          int // the record's length
+	hdr        int
+	logNum     uint32
+}
+
+// Reserve appends a record of n bytes to the stream, as WriteRecord
+// would, but leaves its bytes to the caller (see Reservation), who
+// stores them where the stream's bytes from Start on go. Nothing may be
+// buffered: call it after Flush. ok is false, and nothing changed, when
+// something is, when the record would take more than room bytes, or when
+// the Writer has failed.
+func (w *Writer) Reserve(n, room int) (r Reservation, ok bool) {
+	if w.err != nil || w.flushed != w.n {
+		return Reservation{}, false
 	}
+	length := w.recordLen(n)
+	if length > room {
+		return Reservation{}, false
+	}
+	r = Reservation{Start: w.Size(), n: n, hdr: w.hdr, logNum: w.logNum}
+	r.End = r.Start + int64(length)
+	w.blockStart = r.End - r.End%blockSize
+	w.n = int(r.End % blockSize)
+	w.flushed = w.n
+	return r, true
+}
+
+// Encode stores the record p, of the length reserved, into dst, the
+// stream's bytes from r.Start to r.End, with every chunk incomplete (see
+// Reservation). It stores in ascending order.
+func (r Reservation) Encode(dst, p []byte) {
+	if len(p) != r.n || len(dst) != int(r.End-r.Start) {
+		panic("record: Encode of a record other than the one reserved")
+	}
+	if r.oneChunk() {
+		putChunk(dst, r.hdr, r.logNum, chunkFull, p, pendingLength)
+		return
+	}
+	r.chunks(func(at int, typ byte, from, to int) {
+		if from == 0 {
+			clear(dst[:at]) // a block's tail too short for a header
+		}
+		putChunk(dst[at:], r.hdr, r.logNum, typ, p[from:to], pendingLength)
+	})
+}
+
+// Complete stores the length field of each chunk of the record that
+// Encode stored into dst, first chunk first: the record is then valid.
+func (r Reservation) Complete(dst []byte) {
+	if r.oneChunk() {
+		binary.LittleEndian.PutUint16(dst[4:6], uint16(r.n))
+		return
+	}
+	r.chunks(func(at int, _ byte, from, to int) {
+		binary.LittleEndian.PutUint16(dst[at+4:at+6], uint16(to-from))
+	})
+}
+
+// oneChunk reports whether the record is one chunk at r.Start, with no
+// padding before it (a second chunk, or padding, would take more bytes):
+// most are, and Encode and Complete store them without walking the
+// chunks.
+func (r Reservation) oneChunk() bool { return r.End-r.Start == int64(r.hdr+r.n) }
+
+// chunks calls fn for each chunk of the record, in order, with the
+// chunk's offset from r.Start, its type and the range of the record it
+// holds. Only the first chunk may follow padding: every other starts a
+// block.
+func (r Reservation) chunks(fn func(at int, typ byte, from, to int)) {
+	pos, at, from := int(r.Start%blockSize), 0, 0
 	for first := true; ; first = false {
-		if blockSize-w.n < w.hdr {
-			pad := blockSize - w.n
-			clear(dst[n : n+pad])
-			n += pad
-			w.n = blockSize
-			w.nextBlock()
+		if blockSize-pos < r.hdr {
+			at += blockSize - pos
+			pos = 0
 		}
-		if first {
-			start = w.Size()
-		}
-		frag := min(len(p), blockSize-w.n-w.hdr)
-		last := frag == len(p)
-		c := w.encodeChunk(dst[n:], chunkType(first, last), p[:frag])
-		n += c
-		w.n += c
-		w.flushed = w.n
-		p = p[frag:]
-		if w.n == blockSize {
-			w.nextBlock()
-		}
+		frag := min(r.n-from, blockSize-pos-r.hdr)
+		last := from+frag == r.n
+		fn(at, chunkType(first, last), from, from+frag)
+		at += r.hdr + frag
+		pos = (pos + r.hdr + frag) % blockSize
+		from += frag
 		if last {
-			return start, n, true
+			return
 		}
 	}
 }
@@ -191,18 +260,21 @@ func chunkType(first, last bool) byte {
 	return chunkMiddle
 }
 
-// encodeChunk stores one chunk of type typ holding payload at the start of
-// dst, which has room for it, and returns its length. The header is
-// stored before the payload and the checksum last (see WriteRecordInto).
-func (w *Writer) encodeChunk(dst []byte, typ byte, payload []byte) int {
-	h := dst[:w.hdr]
-	binary.LittleEndian.PutUint16(h[4:6], uint16(len(payload)))
+// putChunk stores a chunk of type typ (its legacy type) holding payload
+// at the start of dst, which has room for it, in the format of hdr bytes
+// of header, and returns its length. Its length field holds length: the
+// payload's, or pendingLength (see Reservation). The header is stored
+// before the payload and the checksum last, so a process killed in
+// mid-chunk leaves a chunk whose checksum fails.
+func putChunk(dst []byte, hdr int, logNum uint32, typ byte, payload []byte, length uint16) int {
+	h := dst[:hdr]
+	binary.LittleEndian.PutUint16(h[4:6], length)
 	h[6] = typ
-	if w.hdr == recyclableHeaderSize {
+	if hdr == recyclableHeaderSize {
 		h[6] += recyclableOffset
-		binary.LittleEndian.PutUint32(h[7:11], w.logNum)
+		binary.LittleEndian.PutUint32(h[7:11], logNum)
 	}
-	end := w.hdr + copy(dst[w.hdr:], payload)
+	end := hdr + copy(dst[hdr:], payload)
 	binary.LittleEndian.PutUint32(h[0:4], checksum(dst[6:end]))
 	return end
 }
