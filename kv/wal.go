@@ -50,8 +50,10 @@ type walWriter struct {
 	direct *walMmapWriter
 	route  *walRoute
 	// order keeps direct's file valid in stream order while writers
-	// encode their records into it at once (see walOrder).
+	// encode their records into it at once (see walOrder); drain waits
+	// until every writer reserved is published (publisher.waitDrained).
 	order walOrder
+	drain func()
 	// ends holds the stream offset at which the record being appended
 	// ends, for the flusher's loss bound; reused.
 	ends []int64
@@ -99,6 +101,7 @@ func (d *DB) newWALWriter(num base.FileNum, name string, f vfs.File, dst io.Writ
 	l.space = newWALSpace(d.opts.FS, f, dst, size, fileSize, walPreallocSize(memSize), maxMapped)
 	l.sink = newWALSink(l, size, &d.metrics, &d.commit.err)
 	l.order.start(size)
+	l.drain = d.commit.pub.waitDrained
 	var out io.Writer = l.sink
 	switch mapped, ok := l.space.(*walMmapWriter); {
 	case d.opts.BackgroundWALWrites:
@@ -127,12 +130,12 @@ func (d *DB) newWALWriter(num base.FileNum, name string, f vfs.File, dst io.Writ
 // for the writer to wait for it there (sink.wait), into the mapped file
 // when direct, or with BackgroundWALWrites to the flusher, waiting as its
 // loss bound requires. It returns the stream offset at which the record
-// ends, and either the place reserved for it in the mapping, for its
-// writer to encode it into (see walOrder), or whether the record was
-// copied into the mapping already. Either way its writer has nothing to
-// wait for (and counts it as a WAL write, outside the mu: see
-// commitPipeline.run). The commit pipeline calls it under its mu, in
-// sequence order.
+// ends, and either fills in mapped, the place reserved for the record in
+// the mapping, for its writer to encode it into (see walOrder), or
+// reports whether the record was copied into the mapping already. Either
+// way its writer has nothing to wait for (and counts it as a WAL write,
+// outside the mu: see commitPipeline.run). The commit pipeline calls it
+// under its mu, in sequence order.
 //
 // In direct mode a Sync write's record goes to the sink, whose writer
 // writes it with pwrite(2), together with the records of every other
@@ -144,38 +147,56 @@ func (d *DB) newWALWriter(num base.FileNum, name string, f vfs.File, dst io.Writ
 // the sink holds bytes not yet in the file go to the sink too, so the
 // file is written in stream order (see walRoute).
 //
-// A NoSync record that fits in the chunk mapped is only reserved: its
-// writer encodes it straight into the mapping, out of the mu, without
-// the record writer's buffer, one copy of the batch where Flush through
-// the route would make two. One that does not fit goes through the
-// route, which maps the next chunk.
-func (l *walWriter) append(batch []byte, sync bool, m *dbMetrics) (end int64, mapped mappedRecord, copied bool, err error) {
+// A NoSync record that fits in the chunk mapped is encoded straight
+// into the mapping, without the record writer's buffer, one copy of the
+// batch where Flush through the route would make two. Where writers
+// overlap (other writers wait for the mu, or a record before it is still
+// being stored by its writer), it is only reserved, and its own writer
+// encodes it, out of the mu, so that the writers waiting do not wait for
+// the copy. Otherwise it is stored whole here at once, which costs less
+// than two steps. One that does not fit goes through the route, which
+// maps the next chunk.
+func (l *walWriter) append(batch []byte, sync, overlapped bool, m *dbMetrics, mapped *mappedRecord) (end int64, copied bool, err error) {
 	if r := l.route; r != nil {
-		if !sync && l.sink.idle.Load() {
+		switch {
+		case sync || !l.sink.idle.Load():
+		case overlapped || l.order.pending():
 			if rec, dst, ok := l.direct.reserveRecord(l.w, len(batch)); ok {
-				l.order.reserve()
-				return rec.End, mappedRecord{log: l, r: rec, dst: dst}, false, nil
+				*mapped = mappedRecord{log: l, r: rec, dst: dst}
+				l.order.reserve(rec.End)
+				return rec.End, false, nil
+			}
+		default:
+			ok, err := l.direct.writeRecord(l.w, batch)
+			if err != nil {
+				err = fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
+				l.order.fail(err)
+				return 0, false, err
+			}
+			if ok {
+				l.order.wrote(l.w.Size())
+				return l.w.Size(), true, nil
 			}
 		}
 		r.toSink, r.routed = sync, false
 	}
 	if _, err := l.w.WriteRecord(batch); err != nil {
-		return 0, mappedRecord{}, false, fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
+		return 0, false, fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
 	}
 	if err := l.w.Flush(); err != nil {
-		return 0, mappedRecord{}, false, fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
+		return 0, false, fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
 	}
 	end = l.w.Size()
 	copied = l.route != nil && !l.route.routed
 	if l.flusher != nil {
 		l.ends = append(l.ends[:0], end)
 		if err := l.flusher.commit(l.ends); err != nil {
-			return 0, mappedRecord{}, false, err
+			return 0, false, err
 		}
 		l.sink.handedOn(end)
 		m.walWrites.Add(1)
 	}
-	return end, mappedRecord{}, copied, nil
+	return end, copied, nil
 }
 
 // mappedRecord is the place of a writer's record in a mapped WAL's file,
@@ -202,12 +223,15 @@ func (m *mappedRecord) encode(batch []byte) error {
 	return nil
 }
 
-// complete completes the record once every record before it is, if it
-// was encoded, and settles it either way (see walOrder.completeReserved).
-// It returns the error that stopped the WAL's order, if any: then the
-// record may be incomplete, and its writer must not be acknowledged.
+// complete completes the record, if it was encoded, once every record
+// before it is. It returns the error that stopped the WAL's order, if
+// the record is not complete: its writer must not be acknowledged then.
+// Called once per record, by whoever publishes its writer.
 func (m *mappedRecord) complete() error {
-	return m.log.order.completeReserved(m.r.Start, m.r.End, m.encoded, func() error {
+	if !m.encoded {
+		return m.log.order.err.get() // its encoding's failure
+	}
+	return m.log.order.complete(m.r.Start, m.r.End, func() error {
 		if err := completeRecord(m.r, m.dst); err != nil {
 			return fmt.Errorf("kv: writing WAL %s: %w", m.log.name, err)
 		}
@@ -233,6 +257,8 @@ type walRoute struct {
 // the sink, as above.
 func (r *walRoute) Write(p []byte) (int, error) {
 	off := r.l.w.Size() - int64(len(p)) // p is all the record writer holds unflushed
+	// The copy below, or the sink's write, waits for the bytes before it.
+	r.l.order.catchUp()
 	if r.toSink || !r.l.sink.idle.Load() {
 		r.routed = true
 		return r.l.sink.writeAt(p, off)
@@ -300,7 +326,7 @@ func (l *walWriter) writeAll() error {
 	if l.flusher != nil {
 		return l.flusher.drain()
 	}
-	if err := l.order.settle(); err != nil {
+	if err := l.order.settle(l.drain); err != nil {
 		return err
 	}
 	return l.sink.wait(l.w.Size(), false)
@@ -325,7 +351,7 @@ func (l *walWriter) close() error {
 	if l.route != nil {
 		l.route.toSink = true // written with the sync below, not mapped
 	}
-	err := l.order.settle() // nothing stores into the mapping any more
+	err := l.order.settle(l.drain) // nothing stores into the mapping any more
 	if err == nil {
 		err = l.w.Flush()
 	}

@@ -346,6 +346,32 @@ func (w *walMmapWriter) Write(p []byte) (int, error) {
 	return written, nil
 }
 
+// writeRecord encodes p as the next record of rw, whose stream is this
+// file's bytes, whole, straight into the mapping (see
+// record.Writer.WriteRecordInto), and reports whether it did: not when
+// the record runs past the chunk mapped, nor when the writes are past it
+// already (writeThrough, the sink's, does not map), which Write then
+// maps. A memory fault while storing (see above) is returned as an
+// error, not a crash.
+func (w *walMmapWriter) writeRecord(rw *record.Writer, p []byte) (ok bool, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.mapped == nil || w.off < w.mapOff || w.off >= w.mapOff+int64(len(w.mapped)) {
+		return false, nil
+	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer recoverFault(&err, func() int64 { return w.off })
+	var n int
+	if n, ok = rw.WriteRecordInto(w.mapped[w.off-w.mapOff:], p); !ok {
+		return false, nil
+	}
+	w.off += int64(n)
+	if w.pf.ask(w.off) {
+		w.pf.wakeLater() // the commit pipeline's mu is held
+	}
+	return true, nil
+}
+
 // reserveRecord reserves the place of a record of n bytes, the next of
 // rw, whose stream is this file's bytes, in the mapping: it returns the
 // record's place and the mapped bytes it takes, for its writer to encode

@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -40,13 +43,13 @@ func TestWALMmapWriter_FaultIsError(t *testing.T) {
 func TestWALMmapWriter_FaultIsError_InPlace(t *testing.T) {
 	_, f, w := createMappedWAL(t, 1<<20, fallocate)
 	lw := record.NewRecyclableWriterAt(w, 0, 1)
-	if ok, err := writeRecordInPlace(w, lw, []byte("before")); !ok || err != nil {
+	if ok, err := w.writeRecord(lw, []byte("before")); !ok || err != nil {
 		t.Fatalf("first record: ok %v, %v", ok, err)
 	}
 	if err := syscall.Ftruncate(int(f.Fd()), 0); err != nil {
 		t.Fatal(err)
 	}
-	_, err := writeRecordInPlace(w, lw, make([]byte, 2*pageSize))
+	_, err := w.writeRecord(lw, make([]byte, 2*pageSize))
 	if err == nil {
 		t.Fatal("a record encoded into a truncated mapping succeeded")
 	}
@@ -204,8 +207,8 @@ func TestWALMmap_PrefaultsAheadOfCommits(t *testing.T) {
 // then do nothing. Before, it sent on the channel that stop closed.
 func TestPrefaulter_WakeAfterClose(t *testing.T) {
 	_, _, w := createMappedWAL(t, 1<<20, fallocate)
-	if ok, err := writeRecordInPlace(w, record.NewRecyclableWriterAt(io.Discard, 0, 1), []byte("record")); !ok || err != nil {
-		t.Fatalf("writeRecordInPlace: %v, %v", ok, err)
+	if ok, err := w.writeRecord(record.NewRecyclableWriterAt(io.Discard, 0, 1), []byte("record")); !ok || err != nil {
+		t.Fatalf("writeRecord: %v, %v", ok, err)
 	}
 	if !w.pf.due.Load() {
 		t.Fatal("the first record left no wake due")
@@ -217,12 +220,13 @@ func TestPrefaulter_WakeAfterClose(t *testing.T) {
 	w.pf.wake()
 }
 
-// TestWALMmap_EncodeFaultStopsWrites: a record that faults while its
-// writer encodes it into the mapping, out of the commit pipeline's mu
-// (the WAL was truncated under the store), fails that write and stops
-// every later one; Close then reports the failure, rather than waiting
-// for the record's completion, which never comes.
-func TestWALMmap_EncodeFaultStopsWrites(t *testing.T) {
+// TestWALMmap_FaultStopsWrites: records that fault while stored into
+// the mapping (the WAL was truncated under the store), by writers that
+// overlap, so that most encode their own records out of the commit
+// pipeline's mu, fail their writes and stop every later one; Close then
+// reports the failure, once every writer that reserved a record is done
+// with it, rather than wait for records that are never completed.
+func TestWALMmap_FaultStopsWrites(t *testing.T) {
 	d := openMapped(t, t.TempDir(), false)
 	if err := d.Set([]byte("before"), []byte("v"), NoSync); err != nil {
 		t.Fatal(err)
@@ -231,18 +235,70 @@ func TestWALMmap_EncodeFaultStopsWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The next writes fault once they reach a page the truncation took.
-	var err error
-	for i := 0; err == nil && i < 1000; i++ {
-		err = d.Set([]byte(fmt.Sprintf("key%04d", i)), bytes.Repeat([]byte("v"), 1000), NoSync)
+	var wg sync.WaitGroup
+	var failed atomic.Int32
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 1000 {
+				k := []byte(fmt.Sprintf("w%d-%04d", w, i))
+				if err := d.Set(k, bytes.Repeat([]byte("v"), 1000), NoSync); err != nil {
+					if failed.Add(1) == 1 {
+						t.Logf("write after truncation: %v", err)
+					}
+					return
+				}
+			}
+		}()
 	}
-	if err == nil {
-		t.Fatal("writes into a truncated WAL succeeded")
+	wg.Wait()
+	if failed.Load() != 4 {
+		t.Fatalf("%d of 4 writers failed writing into a truncated WAL", failed.Load())
 	}
-	t.Logf("write after truncation: %v", err)
 	if err := d.Set([]byte("after"), []byte("v"), NoSync); err == nil {
-		t.Fatal("a write after the failed one succeeded")
+		t.Fatal("a write after the failed ones succeeded")
 	}
 	if err := d.Close(); err == nil {
 		t.Fatal("Close after a failed WAL write reported nothing")
+	}
+}
+
+// TestWALMmap_EncodeFaultStopsOrder: a record that faults while its
+// writer encodes it (the file was truncated under the mapping) stops the
+// WAL's order: the record after it is never completed, and closing the
+// WAL reports the failure.
+func TestWALMmap_EncodeFaultStopsOrder(t *testing.T) {
+	d := openMapped(t, t.TempDir(), false)
+	defer d.Close()
+	name := filepath.Join(t.TempDir(), "000001.log")
+	f, err := vfs.Default.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := d.newWALWriter(1, name, f, f, 0, 0, d.opts.MemTableSize, true)
+	if l.direct == nil {
+		l.abandon()
+		t.Skipf("no mapped WAL here: writer %T", l.space)
+	}
+	first, second := reserveForWriter(t, l, testRecord(0)), reserveForWriter(t, l, testRecord(1))
+	if err := syscall.Ftruncate(int(f.Fd()), 0); err != nil {
+		t.Fatal(err)
+	}
+	err = first.encode(testRecord(0))
+	if err == nil {
+		t.Fatal("a record encoded into a truncated mapping succeeded")
+	}
+	t.Logf("encoding after truncation: %v", err)
+	if err := first.complete(); err == nil {
+		t.Fatal("the failed record completed")
+	}
+	if err := second.encode(testRecord(1)); err == nil {
+		if err := second.complete(); err == nil {
+			t.Fatal("the record after the failed one completed")
+		}
+	}
+	if err := l.close(); err == nil {
+		t.Fatal("closing the WAL after a failed record reported nothing")
 	}
 }

@@ -24,7 +24,7 @@ import (
 // way (complete): the sink's writes with pwrite(2), the records that the
 // route copies while mapping the next chunk, which then retires the last
 // chunk's mapping. Closing the WAL, or copying it for a checkpoint, waits
-// until every record reserved has been completed or given up (settle).
+// until no goroutine stores into a reserved place any more (settle).
 //
 // A record whose encoding fails (a memory fault: see wal_mmap.go) stops
 // the order: nothing past it is ever stored, its writer's error stops
@@ -34,33 +34,62 @@ type walOrder struct {
 	// done is the stream offset up to which every byte is whole in the
 	// file.
 	done atomic.Int64
-	// settled counts the records reserved that were completed or given
-	// up, so that no goroutine stores into their place any more.
-	settled atomic.Int64
 	// err is what stopped the order, once it stopped.
 	err stickyError
-	// reserved counts the records reserved; the commit pipeline's mu
-	// guards it.
-	reserved int64
-	waiting  waiters
-	_        cacheLinePad
+	// reservedEnd is where the last record reserved ends, and wholeTo
+	// where the last record stored whole under the commit pipeline's mu
+	// ends, which done is not moved past until something waits for it
+	// (catchUp). The mu guards both.
+	reservedEnd, wholeTo int64
+	waiting              waiters
+	_                    cacheLinePad
 }
 
-// orderSpins is how many times a writer waiting for its turn yields
-// before it parks: the writer before it is usually storing a few bytes.
+// orderSpins is how many times a goroutine waiting for its turn yields
+// before it parks: the records before it are usually a few writers'
+// inserts away from complete.
 const orderSpins = 16
 
 // start readies o for a stream of size bytes, all whole in the file.
 func (o *walOrder) start(size int64) { o.done.Store(size) }
 
-// reserve counts a record reserved. Called under the commit pipeline's
+// pending reports whether a record reserved is not complete yet: then a
+// record appended may not be stored whole, ahead of it. Called under the
+// commit pipeline's mu.
+func (o *walOrder) pending() bool { return o.done.Load() < o.reservedEnd }
+
+// wrote notes a record stored whole under the commit pipeline's mu, with
+// none pending, ending at stream offset end. Writers that do not overlap
+// store every record so: that costs no atomic store.
+func (o *walOrder) wrote(end int64) { o.wholeTo = end }
+
+// catchUp moves done past the records stored whole, if none is pending:
+// before a record is reserved, or bytes are put into the file another
+// way, each of which waits for done. Called under the commit pipeline's
 // mu.
-func (o *walOrder) reserve() { o.reserved++ }
+func (o *walOrder) catchUp() {
+	if !o.pending() && o.done.Load() < o.wholeTo {
+		o.advance(o.wholeTo)
+	}
+}
+
+// reserve notes a record reserved, ending at stream offset end. Called
+// under the commit pipeline's mu.
+func (o *walOrder) reserve(end int64) {
+	o.catchUp()
+	o.reservedEnd = end
+}
+
+// advance moves the order past the bytes up to end, made whole.
+func (o *walOrder) advance(end int64) {
+	o.done.Store(end)
+	o.waiting.wake()
+}
 
 // complete waits until every byte before start is whole in the file,
 // then runs store, which makes the bytes from start to end whole, and
-// moves the order past them. It returns the error that stopped the
-// order, store's included, in which case store may not have run.
+// moves the order past them. It returns the error that stopped the order
+// before start, store's included, in which case store may not have run.
 func (o *walOrder) complete(start, end int64, store func() error) error {
 	if err := o.wait(start); err != nil {
 		return err
@@ -69,27 +98,12 @@ func (o *walOrder) complete(start, end int64, store func() error) error {
 		o.fail(err)
 		return err
 	}
-	o.done.Store(end)
-	o.waiting.wake()
+	o.advance(end)
 	return nil
 }
 
-// completeReserved completes a reserved record, as complete does, if it
-// was encoded, and counts it settled either way: its place is then no
-// goroutine's to store into. It returns the error that stopped the
-// order, if the record is not complete.
-func (o *walOrder) completeReserved(start, end int64, encoded bool, store func() error) error {
-	err := o.err.get() // its encoding's failure
-	if encoded {
-		err = o.complete(start, end, store)
-	}
-	o.settled.Add(1)
-	o.waiting.wake()
-	return err
-}
-
 // wait returns once every byte before off is whole in the file, or the
-// order stopped, with its error.
+// order stopped before off, with its error.
 func (o *walOrder) wait(off int64) error {
 	if o.done.Load() >= off {
 		return nil
@@ -107,13 +121,19 @@ func (o *walOrder) wait(off int64) error {
 	return o.err.get()
 }
 
-// settle waits until every record reserved is completed or given up, so
-// that nothing stores into the mapping any more, and returns the error
-// that stopped the order, if any. Called under the commit pipeline's mu.
-func (o *walOrder) settle() error {
-	reserved := o.reserved
-	o.waiting.waitUntil(func() bool { return o.settled.Load() >= reserved })
-	return o.err.get()
+// settle returns once no goroutine stores into a reserved place any more:
+// once every record reserved is complete or, if the order stopped before
+// one, once drain returns (every writer that reserved one published, so
+// its record encoded, and completed or given up: see publishReady).
+// It returns the error that stopped the order, if a record reserved is
+// not complete. Called under the commit pipeline's mu, so that nothing
+// is reserved meanwhile.
+func (o *walOrder) settle(drain func()) error {
+	if err := o.wait(o.reservedEnd); err != nil {
+		drain()
+		return err
+	}
+	return nil
 }
 
 // fail stops the order with err, unless it stopped already, and wakes

@@ -3,6 +3,7 @@ package kv
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -25,13 +26,11 @@ func stillRunning(done <-chan struct{}) bool {
 
 // TestWALOrder_CompletesInStreamOrder: records completed out of order
 // each wait for those before them, so their stores run in stream order,
-// and settle waits until every record reserved is settled.
+// and settle waits until every record reserved is complete.
 func TestWALOrder_CompletesInStreamOrder(t *testing.T) {
 	var o walOrder
 	o.start(100)
-	for range 3 {
-		o.reserve()
-	}
+	o.reserve(130) // three records of 10 bytes
 	var mu sync.Mutex
 	var stored []int
 	complete := func(i int) <-chan struct{} {
@@ -39,7 +38,7 @@ func TestWALOrder_CompletesInStreamOrder(t *testing.T) {
 		go func() {
 			defer close(done)
 			start := 100 + int64(i)*10
-			err := o.completeReserved(start, start+10, true, func() error {
+			err := o.complete(start, start+10, func() error {
 				mu.Lock()
 				stored = append(stored, i)
 				mu.Unlock()
@@ -55,7 +54,7 @@ func TestWALOrder_CompletesInStreamOrder(t *testing.T) {
 	settled := make(chan struct{})
 	go func() {
 		defer close(settled)
-		if err := o.settle(); err != nil {
+		if err := o.settle(func() { t.Error("settle drained the writers of an order that did not stop") }); err != nil {
 			t.Error(err)
 		}
 	}()
@@ -77,17 +76,16 @@ func TestWALOrder_CompletesInStreamOrder(t *testing.T) {
 // TestWALOrder_FailureStops: a record whose encoding failed stops the
 // order. The records after it are never stored, and their completion,
 // like any wait past it, returns the failure; the records before it
-// complete as before; settle still waits for every record to settle.
+// complete as before; settle returns the failure once the writers that
+// reserved records are drained, and not before.
 func TestWALOrder_FailureStops(t *testing.T) {
 	var o walOrder
 	o.start(0)
-	for range 3 {
-		o.reserve()
-	}
+	o.reserve(30) // three records of 10 bytes
 	failure := errors.New("a fault")
 	third := make(chan error, 1)
 	go func() {
-		third <- o.completeReserved(20, 30, true, func() error {
+		third <- o.complete(20, 30, func() error {
 			t.Error("a record past the failed one was stored")
 			return nil
 		})
@@ -96,35 +94,50 @@ func TestWALOrder_FailureStops(t *testing.T) {
 	if err := <-third; !errors.Is(err, failure) {
 		t.Fatalf("the third record's completion returned %v, want the failure", err)
 	}
+	stored := false
+	if err := o.complete(0, 10, func() error { stored = true; return nil }); err != nil || !stored {
+		t.Fatalf("the first record, before the failure: stored %v, %v", stored, err)
+	}
+	drained := make(chan struct{})
 	settled := make(chan struct{})
 	go func() {
 		defer close(settled)
-		if err := o.settle(); !errors.Is(err, failure) {
+		if err := o.settle(func() { <-drained }); !errors.Is(err, failure) {
 			t.Errorf("settle returned %v, want the failure", err)
 		}
 	}()
 	if !stillRunning(settled) {
-		t.Fatal("settled while two records were unsettled")
+		t.Fatal("settled before the writers were drained")
 	}
-	stored := false
-	if err := o.completeReserved(0, 10, true, func() error { stored = true; return nil }); err != nil || !stored {
-		t.Fatalf("the first record, before the failure: stored %v, %v", stored, err)
-	}
-	if err := o.completeReserved(10, 20, false, nil); !errors.Is(err, failure) {
-		t.Fatalf("the failed record's completion returned %v, want the failure", err)
-	}
+	close(drained)
 	<-settled
 	if err := o.wait(10); err != nil {
 		t.Fatalf("a wait for the bytes before the failure: %v", err)
 	}
 }
 
+// reserveForWriter reserves batch's place in l's mapping as append does
+// for a writer whose record follows one still being stored: the writer
+// encodes it, out of the commit pipeline's mu, and whoever publishes it
+// completes it.
+func reserveForWriter(t *testing.T, l *walWriter, batch []byte) mappedRecord {
+	t.Helper()
+	r, dst, ok := l.direct.reserveRecord(l.w, len(batch))
+	if !ok {
+		t.Fatal("no room reserved in the mapping")
+	}
+	l.order.reserve(r.End)
+	return mappedRecord{log: l, r: r, dst: dst}
+}
+
 // TestWALMmap_IncompleteRecordHoldsBackLaterOnes follows records through
-// a mapped WAL as concurrent writers store them: three NoSync records
-// reserved and encoded, then a Sync one for the sink. While the first is
-// incomplete, the second's completion and the sink's write wait for it,
-// and the file, read as a crash would leave it, ends before the first:
-// a torn tail, not corruption. Once it completes, everything follows.
+// a mapped WAL as concurrent writers store them: a NoSync record whose
+// writer has its place in the mapping but has not completed it, two more
+// NoSync ones, which append then only reserves too, and a Sync one for
+// the sink. While the first is incomplete, the second's completion and
+// the sink's write wait for it, and the file, read as a crash would leave
+// it, ends before the first: a torn tail, not corruption. Once it
+// completes, everything follows.
 func TestWALMmap_IncompleteRecordHoldsBackLaterOnes(t *testing.T) {
 	d := openMapped(t, t.TempDir(), false)
 	defer d.Close()
@@ -139,19 +152,18 @@ func TestWALMmap_IncompleteRecordHoldsBackLaterOnes(t *testing.T) {
 		t.Skipf("no mapped WAL here: writer %T", l.space)
 	}
 	var m dbMetrics
-	var recs []mappedRecord
-	for i := range 3 {
-		_, mapped, _, err := l.append(testRecord(i), false, &m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if mapped.log == nil {
-			t.Fatalf("record %d was not reserved in the mapping", i)
-		}
-		if err := mapped.encode(testRecord(i)); err != nil {
-			t.Fatal(err)
+	recs := []mappedRecord{reserveForWriter(t, l, testRecord(0))}
+	for i := 1; i < 3; i++ {
+		var mapped mappedRecord
+		if _, copied, err := l.append(testRecord(i), false, false, &m, &mapped); err != nil || copied || mapped.log == nil {
+			t.Fatalf("record %d, behind an incomplete one: copied %v, reserved %v, %v", i, copied, mapped.log != nil, err)
 		}
 		recs = append(recs, mapped)
+	}
+	for i := range recs {
+		if err := recs[i].encode(testRecord(i)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	second := make(chan struct{})
 	go func() {
@@ -160,9 +172,10 @@ func TestWALMmap_IncompleteRecordHoldsBackLaterOnes(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	end, mapped, _, err := l.append(testRecord(3), true, &m)
-	if err != nil || mapped.log != nil {
-		t.Fatalf("the Sync record: reserved in the mapping %v, %v", mapped.log != nil, err)
+	var mapped mappedRecord
+	end, copied, err := l.append(testRecord(3), true, false, &m, &mapped)
+	if err != nil || copied || mapped.log != nil {
+		t.Fatalf("the Sync record: copied %v, reserved %v, %v", copied, mapped.log != nil, err)
 	}
 	written := make(chan struct{})
 	go func() {
@@ -198,6 +211,61 @@ func TestWALMmap_IncompleteRecordHoldsBackLaterOnes(t *testing.T) {
 	for i, rec := range got {
 		if !bytes.Equal(rec, testRecord(i)) {
 			t.Fatalf("record %d reads back as %.40q", i, rec)
+		}
+	}
+}
+
+// TestWALMmap_WritersEncodeTheirOwnRecords: writers that overlap have
+// their records only reserved under the commit pipeline's mu and encode
+// them themselves, and a copy of the store taken while it is open, as a
+// crash of the process leaves it, holds every write acknowledged.
+func TestWALMmap_WritersEncodeTheirOwnRecords(t *testing.T) {
+	dir := t.TempDir()
+	opts := mmapTestOptions(false)
+	opts.MemTableSize = 64 << 20 // one WAL throughout
+	d, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if d.commit.log.direct == nil {
+		t.Skipf("no mapped WAL here: writer %T", d.commit.log.space)
+	}
+	const writers, each = 4, 3000
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				k := []byte(fmt.Sprintf("w%d-%05d", w, i))
+				if err := d.Set(k, k, NoSync); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	var reserved int64
+	d.commit.runExclusive(func() error {
+		reserved = d.commit.log.order.reservedEnd
+		return nil
+	})
+	if reserved == 0 {
+		t.Fatal("no record was left to its writer to encode: the writers never overlapped")
+	}
+	c, err := Open(copyOpenDir(t, d, dir), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for w := range writers {
+		for i := range each {
+			k := []byte(fmt.Sprintf("w%d-%05d", w, i))
+			if v, err := c.Get(k); err != nil || !bytes.Equal(v, k) {
+				t.Fatalf("%s in the copy: %q, %v", k, v, err)
+			}
 		}
 	}
 }

@@ -126,7 +126,9 @@ func getWriter() *writer {
 // batch is published, or was never reserved.
 func putWriter(w *writer) {
 	w.batch, w.visible = nil, false
-	w.mapped = mappedRecord{} // no pooled writer pins a WAL
+	if w.mapped.log != nil {
+		w.mapped = mappedRecord{} // no pooled writer pins a WAL
+	}
 	w.outcome.Store(0)
 	w.ins = memtable.Inserter{} // no pooled writer pins a flushed memtable
 	if cap(w.own.data) > maxPooledBatch {
@@ -232,7 +234,7 @@ func (p *commitPipeline) run(d *DB, w *writer) error {
 	if err != nil {
 		return err // never queued for publication
 	}
-	if w.mapped.log != nil {
+	if w.mapped.log != nil || w.copied {
 		log.direct.pf.wakeDue()
 	}
 	// Counted here, not under p.mu: the counters' cache line, which
@@ -330,10 +332,18 @@ func (e *stickyError) get() error {
 // would each wait twice per write, for the reservation and for the
 // publication, and with 16 writers those waits, and the wake-ups that
 // end them, took more time than the work.
+//
+// A writer that finds p.mu held is one of several at once, which p.mu
+// makes wait for each other: its record, where the WAL is mapped, is
+// then only given its place under p.mu, and encoded by the writer out of
+// it (see walWriter.append).
 func (p *commitPipeline) reserve(d *DB, w *writer) (mem *memTable, log *walWriter, end int64, err error) {
 	w.publishedSig.reset()
-	p.mu.Lock()
-	mem, log, end, err = p.reserveLocked(d, w)
+	overlapped := !p.mu.TryLock()
+	if overlapped {
+		p.mu.Lock()
+	}
+	mem, log, end, err = p.reserveLocked(d, w, overlapped)
 	if err == nil {
 		p.pub.enqueue(w)
 	}
@@ -345,8 +355,9 @@ func (p *commitPipeline) reserve(d *DB, w *writer) (mem *memTable, log *walWrite
 // sequence numbers and appends its record to the WAL, under p.mu; the
 // caller then queues it for publication. It returns the memtable to
 // insert into, which counts w among its writers, and the WAL with the
-// stream offset at which the record ends.
-func (p *commitPipeline) reserveLocked(d *DB, w *writer) (*memTable, *walWriter, int64, error) {
+// stream offset at which the record ends. overlapped says whether other
+// writers waited for p.mu with w (see walWriter.append).
+func (p *commitPipeline) reserveLocked(d *DB, w *writer, overlapped bool) (*memTable, *walWriter, int64, error) {
 	if err := p.err.get(); err != nil {
 		return nil, nil, 0, err
 	}
@@ -360,12 +371,12 @@ func (p *commitPipeline) reserveLocked(d *DB, w *writer) (*memTable, *walWriter,
 		return nil, nil, 0, fmt.Errorf("%w: %d is the last sequence number", errSeqNumsExhausted, seq)
 	}
 	b.setSeqNum(seq + 1)
-	end, mapped, copied, err := p.log.append(b.data, w.sync, &d.metrics)
+	end, copied, err := p.log.append(b.data, w.sync, overlapped, &d.metrics, &w.mapped)
 	if err != nil {
 		return nil, nil, 0, p.err.set(walFailed(err))
 	}
 	p.logSeq = seq + base.SeqNum(b.Count())
-	w.lastSeq, w.mapped, w.copied = p.logSeq, mapped, copied
+	w.lastSeq, w.copied = p.logSeq, copied
 	mem.reserve(b, p.logSeq)
 	return mem, p.log, end, nil
 }
@@ -466,7 +477,6 @@ func (q *publisher) release(d *DB, w *writer, inserted bool) {
 	}
 	for q.ready() && q.claim() {
 		q.publishReady(d)
-		q.state.Add(^uint32(pubClaimed - 1)) // let go: clear the claim
 	}
 }
 
@@ -492,21 +502,25 @@ func (q *publisher) claim() bool {
 
 // publishReady publishes the batches at the ring's tail that are
 // inserted, or failed, in order, completing their records in a mapped
-// WAL first. Only the ring's claimant calls it.
+// WAL first, and lets go of the ring. Only the ring's claimant calls it.
+// It stores the state once, at the end, with the claim cleared: until
+// then the tail it stores is its own, and a writer that reads the older
+// one meanwhile finds its slot cleared, or another writer's whose claim
+// fails or comes after, and the claimant looks at the tail again anyway.
 func (q *publisher) publishReady(d *DB) {
+	st := q.state.Load()
+	tail, halted := st&pubTailMask, st&pubHalted != 0
 	for {
-		st := q.state.Load()
-		tail := st & pubTailMask
 		slot := &q.slots[tail%pubRingSize]
 		x := slot.Load()
 		if x == nil {
-			return // the ring is empty
+			break // the ring is empty
 		}
 		outcome := x.outcome.Load()
 		if outcome == 0 {
-			return // still being inserted
+			break // still being inserted
 		}
-		visible := st&pubHalted == 0 && outcome == batchApplied
+		visible := !halted && outcome == batchApplied
 		if x.mapped.log != nil {
 			// Every byte before the record is whole in the file: the
 			// batches before it are published, and their records,
@@ -516,11 +530,8 @@ func (q *publisher) publishReady(d *DB) {
 				d.commit.err.set(walFailed(err))
 			}
 		}
-		next := st&^pubTailMask | (tail+1)&pubTailMask
-		if !visible {
-			next |= pubHalted
-		}
-		q.state.Store(next)
+		halted = halted || !visible
+		tail = (tail + 1) & pubTailMask
 		slot.Store(nil)
 		if x.visible = visible; visible {
 			for seq := uint64(x.lastSeq); ; {
@@ -533,6 +544,12 @@ func (q *publisher) publishReady(d *DB) {
 		q.done.wake()
 		x.publishedSig.set()
 	}
+	next := tail
+	if halted {
+		next |= pubHalted
+	}
+	q.state.Store(next)
+	q.done.wake() // the tail and halt that waitDone and waitDrained read
 }
 
 // await waits until w, released, is published, and reports whether
@@ -540,6 +557,16 @@ func (q *publisher) publishReady(d *DB) {
 func (q *publisher) await(w *writer) bool {
 	w.publishedSig.wait()
 	return w.visible
+}
+
+// waitDrained waits until every writer pushed is published. Called under
+// the pipeline's mu, so that none is pushed meanwhile.
+func (q *publisher) waitDrained() {
+	head := q.head & pubTailMask
+	q.done.waitUntil(func() bool {
+		st := q.state.Load()
+		return st&pubTailMask == head && st&pubClaimed == 0
+	})
 }
 
 // waitDone waits until every batch up to sequence number seq is
