@@ -89,10 +89,11 @@
 // lock, which each writer takes for itself, it is assigned sequence
 // numbers and its record is appended to the write-ahead log's (WAL's)
 // buffer, in sequence order. Where the WAL is memory-mapped (vfs.Default
-// on Linux) a NoSync record is only given its place in the file under
-// the lock: its writer then encodes it straight into the file's pages,
-// with one copy of the batch, concurrently with the other writers, and
-// the record is completed (made valid) in WAL order before its write is
+// on Linux) a NoSync record is encoded straight into the file's pages,
+// with one copy of the batch: under the lock when writers do not
+// overlap; otherwise the lock only gives the record its place, its
+// writer encodes it there concurrently with the other writers, and the
+// record is completed (made valid) in WAL order before its write is
 // acknowledged, so the file never holds a valid record after one that is
 // not. A goroutine faults the pages in ahead of the writes, and unmaps
 // the chunks of the file they have left, so that neither costs the

@@ -30,9 +30,9 @@ import (
 // for a sync.
 //
 // Where the WAL is memory-mapped (wal_mmap.go), each NoSync record
-// appended while the sink holds nothing unwritten gets a place in the
-// file's pages, which its writer encodes it into (see walOrder): it does
-// not pass through the sink. A Sync record goes to the sink, and so does
+// appended while the sink holds nothing unwritten is encoded into the
+// file's pages, under the pipeline's mu or by its writer (see
+// walOrder): it does not pass through the sink. A Sync record goes to the sink, and so does
 // every record appended while one is there, unwritten (walRoute): the
 // sink then writes them to the file with pwrite(2), as above, where a
 // store into the pages a sync just cleaned would fault, once the records

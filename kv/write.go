@@ -18,9 +18,10 @@ import (
 //  1. Reserve, under p.mu, held briefly: make room in the memtable, assign
 //     the batch its sequence numbers, append its WAL record (a copy of the
 //     batch's bytes) to the WAL's buffer, or, for a NoSync record where
-//     the WAL is memory-mapped, reserve the record's place in the file,
-//     and queue it for publication. The order of p.mu is the order of
-//     sequence numbers, of records in the WAL and of publication.
+//     the WAL is memory-mapped, encode it into the file, or only reserve
+//     its place there where writers overlap, and queue it for
+//     publication. The order of p.mu is the order of sequence numbers,
+//     of records in the WAL and of publication.
 //  2. Put the record into the WAL file, and insert the batch into the
 //     memtable. Writers do both concurrently, each its own batch: the
 //     memtable takes concurrent inserts; a writer whose record has a
@@ -31,9 +32,9 @@ import (
 //  3. Publish: the visible sequence number moves past a batch only once
 //     it and every batch before it are inserted, so readers never see a
 //     later write before an earlier one, and see a batch whole or not at
-//     all. A record encoded into a mapped file is completed then, in
-//     stream order, so that the file never holds a valid record after
-//     one that is not (see walOrder).
+//     all. A record its writer encoded into a mapped file is completed
+//     then, in stream order, so that the file never holds a valid record
+//     after one that is not (see walOrder).
 //  4. A Sync write waits for a sync of the WAL past its record, which
 //     one writer runs for all the Sync writers whose records are written
 //     (see walSink). The writer returns once its batch is published, and
