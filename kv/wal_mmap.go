@@ -127,8 +127,10 @@ const prefaultStep = 64 << 10
 // path. The first store to each page of a shared file mapping faults:
 // the kernel finds or allocates the page-cache page and makes it
 // writable. One fault per 4 KiB of records (a few microseconds) holds up
-// the writer that takes it, and every writer published after it, whose
-// records are completed in stream order (see walOrder). So a goroutine populates the pages just ahead of the writes with
+// the writer that takes it and every writer after it: those waiting for
+// the commit pipeline's mutex, under which the record is encoded, or,
+// where writers encode their own records, those whose records are
+// completed after it, in stream order (see walOrder). So a goroutine populates the pages just ahead of the writes with
 // madvise(MADV_POPULATE_WRITE) (Linux 5.14 on), which faults them in
 // writable as a store would, and returns an error rather than raising
 // SIGBUS where a store would. It is advice: where the kernel lacks it,

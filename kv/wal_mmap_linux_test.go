@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -271,21 +270,12 @@ func TestWALMmap_FaultStopsWrites(t *testing.T) {
 func TestWALMmap_EncodeFaultStopsOrder(t *testing.T) {
 	d := openMapped(t, t.TempDir(), false)
 	defer d.Close()
-	name := filepath.Join(t.TempDir(), "000001.log")
-	f, err := vfs.Default.Create(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := d.newWALWriter(1, name, f, f, 0, 0, d.opts.MemTableSize, true)
-	if l.direct == nil {
-		l.abandon()
-		t.Skipf("no mapped WAL here: writer %T", l.space)
-	}
+	l, _ := createMappedLog(t, d)
 	first, second := reserveForWriter(t, l, testRecord(0)), reserveForWriter(t, l, testRecord(1))
-	if err := syscall.Ftruncate(int(f.Fd()), 0); err != nil {
+	if err := syscall.Ftruncate(int(l.file.Fd()), 0); err != nil {
 		t.Fatal(err)
 	}
-	err = first.encode(testRecord(0))
+	err := first.encode(testRecord(0))
 	if err == nil {
 		t.Fatal("a record encoded into a truncated mapping succeeded")
 	}

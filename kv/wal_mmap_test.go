@@ -109,13 +109,20 @@ func closeAndCheckRecords(t *testing.T, name string, f vfs.File, w *walMmapWrite
 	if err := w.close(); err != nil {
 		t.Fatal(err)
 	}
+	checkTestRecords(t, name, n)
+}
+
+// checkTestRecords checks that the log in the file name reads back as
+// testRecord(0) to testRecord(n-1).
+func checkTestRecords(t *testing.T, name string, n int) {
+	t.Helper()
 	recs := readLog(t, name)
 	if len(recs) != n {
-		t.Fatalf("read %d records, want %d", len(recs), n)
+		t.Fatalf("%d records read back, want %d", len(recs), n)
 	}
 	for i, rec := range recs {
 		if !bytes.Equal(rec, testRecord(i)) {
-			t.Fatalf("record %d differs", i)
+			t.Fatalf("record %d reads back as %.40q", i, rec)
 		}
 	}
 }
@@ -583,6 +590,34 @@ func TestWALMmap_UnmappedBeforeLastSync(t *testing.T) {
 	checkMapped(t, d, 10)
 }
 
+// createMappedLog creates WAL 1 of d in a file of its own, mapped, for
+// the tests that drive a walWriter as the commit pipeline does. It skips
+// the test where no WAL is mapped.
+func createMappedLog(t *testing.T, d *DB) (l *walWriter, name string) {
+	t.Helper()
+	name = filepath.Join(t.TempDir(), "000001.log")
+	f, err := vfs.Default.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l = d.newWALWriter(1, name, f, f, 0, 0, d.opts.MemTableSize, true)
+	if l.direct == nil {
+		l.abandon()
+		t.Skipf("no mapped WAL here: writer %T", l.space)
+	}
+	return l, name
+}
+
+// closeAndCheckLog closes l, whose file is name, and checks that the
+// file reads back as testRecord(0) to testRecord(n-1).
+func closeAndCheckLog(t *testing.T, l *walWriter, name string, n int) {
+	t.Helper()
+	if err := l.close(); err != nil {
+		t.Fatal(err)
+	}
+	checkTestRecords(t, name, n)
+}
+
 // TestWALMmap_SyncRecordsThroughSink checks how a mapped WAL routes its
 // records: a NoSync record is copied into the mapping, a Sync record
 // goes to the sink, and so does every record appended while the sink
@@ -591,16 +626,7 @@ func TestWALMmap_UnmappedBeforeLastSync(t *testing.T) {
 func TestWALMmap_SyncRecordsThroughSink(t *testing.T) {
 	d := openMapped(t, t.TempDir(), false)
 	defer d.Close()
-	name := filepath.Join(t.TempDir(), "000001.log")
-	f, err := vfs.Default.Create(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := d.newWALWriter(1, name, f, f, 0, 0, d.opts.MemTableSize, true)
-	if l.direct == nil {
-		l.abandon()
-		t.Skipf("no mapped WAL here: writer %T", l.space)
-	}
+	l, name := createMappedLog(t, d)
 	var m dbMetrics
 	appendRec := func(i int, sync, wantMapped bool) int64 {
 		t.Helper()
@@ -630,18 +656,7 @@ func TestWALMmap_SyncRecordsThroughSink(t *testing.T) {
 		t.Fatalf("%d pwrites for records 1 and 2, want 1", l.direct.pwrites)
 	}
 	appendRec(3, false, true) // nothing unwritten: mapped again
-	if err := l.close(); err != nil {
-		t.Fatal(err)
-	}
-	recs := readLog(t, name)
-	if len(recs) != 4 {
-		t.Fatalf("%d records read back, want 4", len(recs))
-	}
-	for i, rec := range recs {
-		if !bytes.Equal(rec, testRecord(i)) {
-			t.Fatalf("record %d reads back as %.40q", i, rec)
-		}
-	}
+	closeAndCheckLog(t, l, name, 4)
 }
 
 // TestWAL_RetiredWithoutFillAhead checks that the last sync of a WAL that

@@ -4,13 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/cockroachdb/pebble/vfs"
 )
 
 // stillRunning reports whether done is still open after a moment: a wait
@@ -141,16 +138,7 @@ func reserveForWriter(t *testing.T, l *walWriter, batch []byte) mappedRecord {
 func TestWALMmap_IncompleteRecordHoldsBackLaterOnes(t *testing.T) {
 	d := openMapped(t, t.TempDir(), false)
 	defer d.Close()
-	name := filepath.Join(t.TempDir(), "000001.log")
-	f, err := vfs.Default.Create(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := d.newWALWriter(1, name, f, f, 0, 0, d.opts.MemTableSize, true)
-	if l.direct == nil {
-		l.abandon()
-		t.Skipf("no mapped WAL here: writer %T", l.space)
-	}
+	l, name := createMappedLog(t, d)
 	var m dbMetrics
 	recs := []mappedRecord{reserveForWriter(t, l, testRecord(0))}
 	for i := 1; i < 3; i++ {
@@ -201,18 +189,7 @@ func TestWALMmap_IncompleteRecordHoldsBackLaterOnes(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-written
-	if err := l.close(); err != nil {
-		t.Fatal(err)
-	}
-	got := readLog(t, name)
-	if len(got) != 4 {
-		t.Fatalf("%d records read back, want 4", len(got))
-	}
-	for i, rec := range got {
-		if !bytes.Equal(rec, testRecord(i)) {
-			t.Fatalf("record %d reads back as %.40q", i, rec)
-		}
-	}
+	closeAndCheckLog(t, l, name, 4)
 }
 
 // TestWALMmap_WritersEncodeTheirOwnRecords: writers that overlap have
