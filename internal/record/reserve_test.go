@@ -13,12 +13,13 @@ import (
 // and a reader of its stream.
 var reserveFormats = []struct {
 	name      string
+	hdr       int
 	newWriter func(w io.Writer) *Writer
 	read      func(log []byte) ([][]byte, error)
 }{
-	{"legacy", func(w io.Writer) *Writer { return NewWriter(w) },
+	{"legacy", headerSize, func(w io.Writer) *Writer { return NewWriter(w) },
 		func(log []byte) ([][]byte, error) { recs, _, err := readAll(log); return recs, err }},
-	{"recyclable", func(w io.Writer) *Writer { return NewRecyclableWriterAt(w, 0, 9) },
+	{"recyclable", recyclableHeaderSize, func(w io.Writer) *Writer { return NewRecyclableWriterAt(w, 0, 9) },
 		func(log []byte) ([][]byte, error) {
 			recs, err, _ := readLogAs(log, 9, RecyclableFormat)
 			return recs, err
@@ -36,7 +37,12 @@ func TestReservation_SameBytes(t *testing.T) {
 	sizes := []int{0, 1, 100, blockSize - headerSize, blockSize - recyclableHeaderSize,
 		blockSize - recyclableHeaderSize - 3, blockSize, 3 * blockSize, 70000}
 	for _, format := range reserveFormats {
-		for _, lead := range []int{0, 5, blockSize - 20, blockSize - 2*recyclableHeaderSize - 1} {
+		// The leads put the next record at a block's start, within it,
+		// past a tail too short for a header (padding), and where its
+		// first chunk's header fills a block's tail, holding nothing,
+		// in either format.
+		for _, lead := range []int{0, 5, blockSize - 20, blockSize - 2*recyclableHeaderSize - 1,
+			blockSize - 2*headerSize, blockSize - 2*recyclableHeaderSize} {
 			for _, n := range sizes {
 				t.Run(fmt.Sprintf("format=%s/lead=%d/n=%d", format.name, lead, n), func(t *testing.T) {
 					recs := [][]byte{payload(1, lead), payload(2, n), payload(3, n), payload(4, 40), payload(5, n), payload(6, n)}
@@ -124,7 +130,10 @@ func TestReservation_IncompleteIsTornTail(t *testing.T) {
 	for _, format := range reserveFormats {
 		for _, under := range []string{"zeros", "random", "older log"} {
 			t.Run(format.name+"/"+under, func(t *testing.T) {
-				recs := [][]byte{payload(1, 30), payload(2, blockSize-50), payload(3, 0), payload(4, 2*blockSize+7), payload(5, 90)}
+				// Record 2's first chunk is a header alone, filling the
+				// first block's tail.
+				recs := [][]byte{payload(1, 30), payload(2, blockSize-3*format.hdr-30), payload(3, 90),
+					payload(4, 0), payload(5, 2*blockSize+7), payload(6, 90)}
 				var out bytes.Buffer
 				w := format.newWriter(&out)
 				var rs []Reservation

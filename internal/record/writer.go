@@ -206,10 +206,10 @@ func (r Reservation) encode(dst, p []byte, complete bool) {
 		putChunk(dst, r.hdr, r.logNum, chunkFull, p, lengthField(len(p), complete))
 		return
 	}
+	if left := blockSize - int(r.Start%blockSize); left < r.hdr {
+		clear(dst[:left]) // a block's tail too short for a header
+	}
 	r.chunks(func(at int, typ byte, from, to int) {
-		if from == 0 {
-			clear(dst[:at]) // a block's tail too short for a header
-		}
 		putChunk(dst[at:], r.hdr, r.logNum, typ, p[from:to], lengthField(to-from, complete))
 	})
 }
@@ -243,7 +243,8 @@ func (r Reservation) oneChunk() bool { return r.End-r.Start == int64(r.hdr+r.n) 
 // chunks calls fn for each chunk of the record, in order, with the
 // chunk's offset from r.Start, its type and the range of the record it
 // holds. Only the first chunk may follow padding: every other starts a
-// block.
+// block. The first may hold nothing, where its header fills a block's
+// tail.
 func (r Reservation) chunks(fn func(at int, typ byte, from, to int)) {
 	pos, at, from := int(r.Start%blockSize), 0, 0
 	for first := true; ; first = false {
