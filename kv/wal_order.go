@@ -8,10 +8,11 @@ import (
 // walOrder keeps a mapped WAL's file valid in stream order while writers
 // store their records into it at once.
 //
-// A NoSync record bound for the mapping is only reserved under the commit
-// pipeline's mu (record.Writer.Reserve): its writer encodes it into its
-// place afterwards, concurrently with the others, each chunk's length
-// left invalid (record.Reservation). The record is completed, its lengths
+// Where writers overlap (see walWriter.append), a NoSync record bound
+// for the mapping is only reserved under the commit pipeline's mu
+// (record.Writer.Reserve): its writer encodes it into its place
+// afterwards, concurrently with the others, each chunk's length left
+// invalid (record.Reservation). The record is completed, its lengths
 // stored, by whoever publishes its writer, once every byte before it is
 // whole in the file. So the file never holds a valid record after one
 // that is not: a process killed at any point leaves a torn tail, as when
