@@ -130,7 +130,8 @@ const prefaultStep = 64 << 10
 // the writer that takes it and every writer after it: those waiting for
 // the commit pipeline's mutex, under which the record is encoded, or,
 // where writers encode their own records, those whose records are
-// completed after it, in stream order (see walOrder). So a goroutine populates the pages just ahead of the writes with
+// completed after it, in stream order (see walOrder). So a goroutine
+// populates the pages just ahead of the writes with
 // madvise(MADV_POPULATE_WRITE) (Linux 5.14 on), which faults them in
 // writable as a store would, and returns an error rather than raising
 // SIGBUS where a store would. It is advice: where the kernel lacks it,
