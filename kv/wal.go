@@ -169,7 +169,7 @@ func (l *walWriter) append(batch []byte, sync, overlapped bool, m *dbMetrics, ma
 		default:
 			ok, err := l.direct.writeRecord(l.w, batch)
 			if err != nil {
-				err = fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
+				err = l.writing(err)
 				l.order.fail(err)
 				return 0, false, err
 			}
@@ -181,10 +181,10 @@ func (l *walWriter) append(batch []byte, sync, overlapped bool, m *dbMetrics, ma
 		r.toSink, r.routed = sync, false
 	}
 	if _, err := l.w.WriteRecord(batch); err != nil {
-		return 0, false, fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
+		return 0, false, l.writing(err)
 	}
 	if err := l.w.Flush(); err != nil {
-		return 0, false, fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
+		return 0, false, l.writing(err)
 	}
 	end = l.w.Size()
 	copied = l.route != nil && !l.route.routed
@@ -214,8 +214,8 @@ type mappedRecord struct {
 // encode encodes batch, the record, into its place. A failure stops the
 // WAL's order, and the caller's writes.
 func (m *mappedRecord) encode(batch []byte) error {
-	if err := encodeRecord(m.r, m.dst, batch); err != nil {
-		err = fmt.Errorf("kv: writing WAL %s: %w", m.log.name, err)
+	if err := storeMapped(m.r.Start, func() { m.r.Encode(m.dst, batch) }); err != nil {
+		err = m.log.writing(err)
 		m.log.order.fail(err)
 		return err
 	}
@@ -232,10 +232,7 @@ func (m *mappedRecord) complete() error {
 		return m.log.order.err.get() // its encoding's failure
 	}
 	return m.log.order.complete(m.r.Start, m.r.End, func() error {
-		if err := completeRecord(m.r, m.dst); err != nil {
-			return fmt.Errorf("kv: writing WAL %s: %w", m.log.name, err)
-		}
-		return nil
+		return m.log.writing(storeMapped(m.r.Start, func() { m.r.Complete(m.dst) }))
 	})
 }
 
@@ -278,20 +275,23 @@ func (l *walWriter) writeOut(data []byte, end int64) error {
 	if len(data) == 0 {
 		return nil
 	}
-	write := l.space.Write
-	if l.direct != nil {
-		write = l.direct.writeThrough
+	if l.direct == nil {
+		_, err := l.space.Write(data)
+		return l.writing(err)
 	}
-	store := func() error {
-		if _, err := write(data); err != nil {
-			return fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
-		}
-		return nil
+	return l.order.complete(end-int64(len(data)), end, func() error {
+		_, err := l.direct.writeThrough(data)
+		return l.writing(err)
+	})
+}
+
+// writing returns err, a failure to write this WAL, naming it; nil if
+// err is nil.
+func (l *walWriter) writing(err error) error {
+	if err != nil {
+		return fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
 	}
-	if l.direct != nil {
-		return l.order.complete(end-int64(len(data)), end, store)
-	}
-	return store()
+	return nil
 }
 
 // syncOut syncs the file, once the flusher, if any, has written every
@@ -306,7 +306,7 @@ func (l *walWriter) syncOut() error {
 	}
 	if !l.closed.Load() {
 		if err := l.space.fillAhead(); err != nil {
-			return fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
+			return l.writing(err)
 		}
 	}
 	if err := l.file.SyncData(); err != nil {
@@ -321,7 +321,7 @@ func (l *walWriter) syncOut() error {
 // meanwhile.
 func (l *walWriter) writeAll() error {
 	if err := l.w.Flush(); err != nil {
-		return fmt.Errorf("kv: writing WAL %s: %w", l.name, err)
+		return l.writing(err)
 	}
 	if l.flusher != nil {
 		return l.flusher.drain()

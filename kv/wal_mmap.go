@@ -349,39 +349,29 @@ func (w *walMmapWriter) Write(p []byte) (int, error) {
 	return written, nil
 }
 
-// writeRecord encodes p as the next record of rw, whose stream is this
-// file's bytes, whole, straight into the mapping (see
-// record.Writer.WriteRecordInto), and reports whether it did: not when
-// the record runs past the chunk mapped, nor when the writes are past it
-// already (writeThrough, the sink's, does not map), which Write then
+// writeRecord stores p as the next record of rw, whose stream is this
+// file's bytes, whole, straight into the mapping, and reports whether it
+// did: not where reserveRecord finds no room for it, which Write then
 // maps. A memory fault while storing (see above) is returned as an
 // error, not a crash.
 func (w *walMmapWriter) writeRecord(rw *record.Writer, p []byte) (ok bool, err error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.mapped == nil || w.off < w.mapOff || w.off >= w.mapOff+int64(len(w.mapped)) {
+	r, dst, ok := w.reserveRecord(rw, len(p))
+	if !ok {
 		return false, nil
 	}
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer recoverFault(&err, func() int64 { return w.off })
-	var n int
-	if n, ok = rw.WriteRecordInto(w.mapped[w.off-w.mapOff:], p); !ok {
-		return false, nil
-	}
-	w.off += int64(n)
-	if w.pf.ask(w.off) {
-		w.pf.wakeLater() // the commit pipeline's mu is held
-	}
-	return true, nil
+	return true, storeMapped(r.Start, func() {
+		r.Encode(dst, p)
+		r.Complete(dst)
+	})
 }
 
 // reserveRecord reserves the place of a record of n bytes, the next of
 // rw, whose stream is this file's bytes, in the mapping: it returns the
-// record's place and the mapped bytes it takes, for its writer to encode
-// the record into (encodeRecord) and then complete it in stream order
-// (see walOrder). ok is false when the record runs past the chunk
-// mapped, or the writes are past it already (writeThrough, the sink's,
-// does not map): Write then maps the next chunk.
+// record's place and the mapped bytes it takes, for the record to be
+// encoded into and then completed (see record.Reservation, and walOrder
+// where its writer encodes it). ok is false when the record runs past
+// the chunk mapped, or the writes are past it already (writeThrough, the
+// sink's, does not map): Write then maps the next chunk.
 func (w *walMmapWriter) reserveRecord(rw *record.Writer, n int) (r record.Reservation, dst []byte, ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -399,22 +389,13 @@ func (w *walMmapWriter) reserveRecord(rw *record.Writer, n int) (r record.Reserv
 	return r, dst, true
 }
 
-// encodeRecord encodes p into dst, the mapped place r reserved for it,
-// incomplete (see record.Reservation). A memory fault while storing (see
-// above) is returned as an error, not a crash.
-func encodeRecord(r record.Reservation, dst, p []byte) (err error) {
+// storeMapped runs store, which stores into the mapping from file offset
+// at on, and returns a memory fault while storing (see above) as an
+// error, not a crash.
+func storeMapped(at int64, store func()) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer recoverFault(&err, func() int64 { return r.Start })
-	r.Encode(dst, p)
-	return nil
-}
-
-// completeRecord completes the record encoded into dst, the mapped place
-// r reserved for it, as encodeRecord does.
-func completeRecord(r record.Reservation, dst []byte) (err error) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer recoverFault(&err, func() int64 { return r.Start })
-	r.Complete(dst)
+	defer recoverFault(&err, func() int64 { return at })
+	store()
 	return nil
 }
 

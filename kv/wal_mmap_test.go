@@ -140,10 +140,10 @@ func writeRecordInPlace(w *walMmapWriter, lw *record.Writer, i int, p []byte) (o
 	if !ok {
 		return false, nil
 	}
-	if err := encodeRecord(r, dst, p); err != nil {
+	if err := storeMapped(r.Start, func() { r.Encode(dst, p) }); err != nil {
 		return true, err
 	}
-	return true, completeRecord(r, dst)
+	return true, storeMapped(r.Start, func() { r.Complete(dst) })
 }
 
 // TestWALMmapWriter_RecordsEncodedInPlace writes records as a mapped WAL

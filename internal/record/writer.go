@@ -148,28 +148,6 @@ type Reservation struct {
 	logNum     uint32
 }
 
-// WriteRecordInto appends p as one record, as WriteRecord does, but
-// encodes it straight into dst, which stands for the stream's bytes from
-// Size() on (a mapping of the file, say), and not into the Writer's
-// buffer, so the record costs one copy and no Flush. Nothing may be
-// buffered: call it after Flush. It returns the bytes of dst it filled,
-// the zero padding of a block's end included; ok is false, and nothing
-// changed, when dst is too short for the record, or the Writer has
-// failed.
-//
-// The chunks are stored in ascending order, each header before its
-// payload and its checksum last, so a process killed in mid-record leaves
-// a torn tail, never a valid chunk after damage.
-func (w *Writer) WriteRecordInto(dst, p []byte) (n int, ok bool) {
-	r, ok := w.Reserve(len(p), len(dst))
-	if !ok {
-		return 0, false
-	}
-	n = int(r.End - r.Start)
-	r.encode(dst[:n], p, true)
-	return n, true
-}
-
 // Reserve appends a record of n bytes to the stream, as WriteRecord
 // would, but leaves its bytes to the caller (see Reservation), who
 // stores them where the stream's bytes from Start on go. Nothing may be
@@ -195,32 +173,20 @@ func (w *Writer) Reserve(n, room int) (r Reservation, ok bool) {
 // Encode stores the record p, of the length reserved, into dst, the
 // stream's bytes from r.Start to r.End, with every chunk incomplete (see
 // Reservation). It stores in ascending order.
-func (r Reservation) Encode(dst, p []byte) { r.encode(dst, p, false) }
-
-// encode stores the record p into dst, as Encode does, or complete.
-func (r Reservation) encode(dst, p []byte, complete bool) {
+func (r Reservation) Encode(dst, p []byte) {
 	if len(p) != r.n || len(dst) != int(r.End-r.Start) {
 		panic("record: Encode of a record other than the one reserved")
 	}
 	if r.oneChunk() {
-		putChunk(dst, r.hdr, r.logNum, chunkFull, p, lengthField(len(p), complete))
+		putChunk(dst, r.hdr, r.logNum, chunkFull, p, pendingLength)
 		return
 	}
 	if left := blockSize - int(r.Start%blockSize); left < r.hdr {
 		clear(dst[:left]) // a block's tail too short for a header
 	}
 	r.chunks(func(at int, typ byte, from, to int) {
-		putChunk(dst[at:], r.hdr, r.logNum, typ, p[from:to], lengthField(to-from, complete))
+		putChunk(dst[at:], r.hdr, r.logNum, typ, p[from:to], pendingLength)
 	})
-}
-
-// lengthField returns the length field of a chunk of n bytes: n, or
-// pendingLength while the record is not complete.
-func lengthField(n int, complete bool) uint16 {
-	if complete {
-		return uint16(n)
-	}
-	return pendingLength
 }
 
 // Complete stores the length field of each chunk of the record that
