@@ -31,12 +31,12 @@ import (
 //
 // Where the WAL is memory-mapped (wal_mmap.go), each NoSync record
 // appended while the sink holds nothing unwritten is encoded into the
-// file's pages, under the pipeline's mu or by its writer (see
-// walOrder): it does not pass through the sink. A Sync record goes to the sink, and so does
-// every record appended while one is there, unwritten (walRoute): the
-// sink then writes them to the file with pwrite(2), as above, where a
-// store into the pages a sync just cleaned would fault, once the records
-// before them are complete.
+// file's pages, under the pipeline's mu or by its writer (see walOrder):
+// it does not pass through the sink. A Sync record goes to the sink, and
+// so does every record appended while one is there, unwritten
+// (walRoute): the sink then writes them to the file with pwrite(2), as
+// above, where a store into the pages a sync just cleaned would fault,
+// once the records before them are complete.
 //
 // With Options.BackgroundWALWrites the records go to the WAL's flusher
 // instead, and count as written once handed to it (the flusher writes

@@ -235,15 +235,13 @@ func (p *commitPipeline) run(d *DB, w *writer) error {
 	if err != nil {
 		return err // never queued for publication
 	}
-	if w.mapped.log != nil || w.copied {
-		log.direct.pf.wakeDue()
-	}
 	// Counted here, not under p.mu: the counters' cache line, which
 	// every writer adds to, is not one more that the next reservation
 	// waits for.
 	d.metrics.walBytesIn.Add(int64(len(w.batch.data)))
-	if w.mapped.log != nil || w.copied {
-		d.metrics.walWrites.Add(1) // stored into the file's pages
+	if w.mapped.log != nil || w.copied { // stored into the file's pages
+		log.direct.pf.wakeDue()
+		d.metrics.walWrites.Add(1)
 	}
 	// Published as failed unless inserted whole: a failed insert must not
 	// publish the batch, nor leave the writers behind it waiting.
@@ -542,7 +540,6 @@ func (q *publisher) publishReady(d *DB) {
 				}
 			}
 		}
-		q.done.wake()
 		x.publishedSig.set()
 	}
 	next := tail
@@ -550,7 +547,7 @@ func (q *publisher) publishReady(d *DB) {
 		next |= pubHalted
 	}
 	q.state.Store(next)
-	q.done.wake() // the tail and halt that waitDone and waitDrained read
+	q.done.wake() // waitDone's and waitDrained's, once per run
 }
 
 // await waits until w, released, is published, and reports whether
