@@ -14,7 +14,10 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"math/rand/v2"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
@@ -212,7 +215,7 @@ func newBloomkvDB(dir string) DB {
 	if err != nil {
 		log.Fatal(err)
 	}
-	return bloomkvDB{d: d, iters: &iterPool{}, ballast: make([]byte, 1<<30)}
+	return bloomkvDB{d: d, iters: newIterPool(), ballast: make([]byte, 1<<30)}
 }
 
 // Close closes the pooled iterators and the store. The driver never
@@ -249,12 +252,31 @@ func (b bloomkvDB) NewIter(opts *pebble.IterOptions) iterator {
 // the driver's own included, and given the bounds asked for with
 // SetBounds (skipped when it has none and none are asked for, as with all
 // of YCSB's reads). An iterator waiting in the pool holds the read state
-// of its last use, and so its tables; the pool holds no more iterators
-// than were ever open at once, one per driver thread.
+// of its last use, and so its tables.
+//
+// The pool is split into shards, twice as many as GOMAXPROCS, each with
+// its own lock: the driver's threads take and return an iterator per
+// read, and one lock for them all made 16 threads queue on it. A get
+// looks in every shard, from a random one, for an iterator, passing over
+// a shard whose lock another thread holds. Only if it finds none does it
+// lock every shard at once and look again, and open a new iterator if
+// the pool is empty even then. So, as with one lock, an iterator is
+// opened only when none is in the pool: the pool holds no more
+// iterators than were ever open at once, one per driver thread.
 type iterPool struct {
-	mu     sync.Mutex
-	free   []*pooledIter
-	closed bool
+	shards []iterPoolShard
+	closed atomic.Bool
+}
+
+// iterPoolShard is one shard of an iterPool, on cache lines of its own.
+type iterPoolShard struct {
+	mu   sync.Mutex
+	free []*pooledIter
+	_    [96]byte
+}
+
+func newIterPool() *iterPool {
+	return &iterPool{shards: make([]iterPoolShard, 2*runtime.GOMAXPROCS(0))}
 }
 
 // pooledIter is a kv.Iterator whose Close returns it to its pool.
@@ -267,13 +289,7 @@ type pooledIter struct {
 // get returns an iterator over d's current state within [lower, upper)
 // (nil: unbounded), from the pool if it holds one.
 func (p *iterPool) get(d *kv.DB, lower, upper []byte) *pooledIter {
-	p.mu.Lock()
-	var it *pooledIter
-	if n := len(p.free); n > 0 {
-		it = p.free[n-1]
-		p.free[n-1], p.free = nil, p.free[:n-1]
-	}
-	p.mu.Unlock()
+	it := p.take()
 	bounded := lower != nil || upper != nil
 	if it == nil {
 		kit, err := d.NewIter(&kv.IterOptions{LowerBound: lower, UpperBound: upper})
@@ -292,6 +308,50 @@ func (p *iterPool) get(d *kv.DB, lower, upper []byte) *pooledIter {
 	return it
 }
 
+// take removes an iterator from the pool, or returns nil when the pool
+// is empty.
+func (p *iterPool) take() *pooledIter {
+	start := rand.IntN(len(p.shards))
+	for i := range p.shards {
+		sh := &p.shards[(start+i)%len(p.shards)]
+		if !sh.mu.TryLock() {
+			continue
+		}
+		it := sh.pop()
+		sh.mu.Unlock()
+		if it != nil {
+			return it
+		}
+	}
+	// None found, maybe only passed over: look at all shards at once, each
+	// locked, in order (Close locks one).
+	for i := range p.shards {
+		p.shards[i].mu.Lock()
+	}
+	var it *pooledIter
+	for i := range p.shards {
+		if it = p.shards[i].pop(); it != nil {
+			break
+		}
+	}
+	for i := range p.shards {
+		p.shards[i].mu.Unlock()
+	}
+	return it
+}
+
+// pop removes the shard's last iterator, or returns nil if it has none.
+// The shard's lock must be held.
+func (sh *iterPoolShard) pop() *pooledIter {
+	n := len(sh.free)
+	if n == 0 {
+		return nil
+	}
+	it := sh.free[n-1]
+	sh.free[n-1], sh.free = nil, sh.free[:n-1]
+	return it
+}
+
 // Close hands the iterator back to its pool; one that met an error, or
 // whose pool is closed, is closed instead.
 func (it *pooledIter) Close() error {
@@ -299,25 +359,32 @@ func (it *pooledIter) Close() error {
 		return errors.Join(err, it.Iterator.Close())
 	}
 	p := it.pool
-	p.mu.Lock()
-	if !p.closed {
-		p.free = append(p.free, it)
-		p.mu.Unlock()
+	sh := &p.shards[rand.IntN(len(p.shards))]
+	sh.mu.Lock()
+	// close sets closed before it empties the shards, each under its
+	// lock: an iterator added here while closed is false is emptied.
+	if !p.closed.Load() {
+		sh.free = append(sh.free, it)
+		sh.mu.Unlock()
 		return nil
 	}
-	p.mu.Unlock()
+	sh.mu.Unlock()
 	return it.Iterator.Close()
 }
 
 // close closes the pooled iterators, and those handed back later.
 func (p *iterPool) close() {
-	p.mu.Lock()
-	free := p.free
-	p.free, p.closed = nil, true
-	p.mu.Unlock()
-	for _, it := range free {
-		if err := it.Iterator.Close(); err != nil {
-			log.Print(err)
+	p.closed.Store(true)
+	for i := range p.shards {
+		sh := &p.shards[i]
+		sh.mu.Lock()
+		free := sh.free
+		sh.free = nil
+		sh.mu.Unlock()
+		for _, it := range free {
+			if err := it.Iterator.Close(); err != nil {
+				log.Print(err)
+			}
 		}
 	}
 }
