@@ -266,21 +266,42 @@ type readState struct {
 	}
 }
 
-// readStateHolder publishes the current readState. Readers take it under a
-// mutex held only for a reference count increment; no read takes d.mu.
+// readStateHolder publishes the current readState. No read takes a
+// lock, not even d.mu: a read loads the pointer and adds one to the
+// state's count (see DB.loadReadState). A mutex there, which every read
+// takes, made reads on 16 cores queue on it and fall asleep.
 type readStateHolder struct {
-	mu  sync.Mutex
-	val *readState
+	val atomic.Pointer[readState]
 }
 
 // loadReadState returns the current read state, referenced. Call unref
 // when done.
+//
+// The state loaded is the current one when loaded, so the read sees every
+// write acknowledged before it began. The reference is taken only while
+// the count is above zero: a state replaced and released between the load
+// and the increment has let go of its memtables and Version, and the read
+// loads the state that replaced it instead.
 func (d *DB) loadReadState() *readState {
-	d.readState.mu.Lock()
-	rs := d.readState.val
-	rs.refs.Add(1)
-	d.readState.mu.Unlock()
-	return rs
+	for {
+		rs := d.readState.val.Load()
+		if rs.tryRef() {
+			return rs
+		}
+	}
+}
+
+// tryRef takes a reference on rs unless its last one was released.
+func (rs *readState) tryRef() bool {
+	for {
+		n := rs.refs.Load()
+		if n <= 0 {
+			return false
+		}
+		if rs.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
 }
 
 // updateReadStateLocked publishes a read state built from the current
@@ -298,10 +319,7 @@ func (d *DB) updateReadStateLocked() {
 	for _, m := range rs.imm {
 		m.refs.Add(1)
 	}
-	d.readState.mu.Lock()
-	old := d.readState.val
-	d.readState.val = rs
-	d.readState.mu.Unlock()
+	old := d.readState.val.Swap(rs)
 	if old != nil {
 		if old.current == rs.current {
 			rs.inheritTableDels(old)
