@@ -1,9 +1,11 @@
 package kv_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -279,6 +281,61 @@ func boolToUint(v bool) uint64 {
 		return 1
 	}
 	return 0
+}
+
+// BenchmarkSeekReaders reads present keys of a compacted store from 1,
+// 2, 4, 8 or 16 goroutines at once, each doing its share of b.N reads:
+// how reads scale with readers. A read is what YCSB's driver does for
+// one: a new iterator, SeekGE to the key, and Close. Compare a row's
+// ns/op (wall time over all the readers' reads) with the readers=1 row
+// of its engine; only a machine with as many cores as readers shows
+// what shared state costs them.
+func BenchmarkSeekReaders(b *testing.B) {
+	for _, eng := range benchEngines {
+		e := loadStore(b, eng.open, b.TempDir(), "compacted")
+		for _, readers := range []int{1, 2, 4, 8, 16} {
+			b.Run(fmt.Sprintf("readers=%d/engine=%s", readers, eng.name), func(b *testing.B) {
+				seekFromReaders(b, e, readers)
+			})
+		}
+		if err := e.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// seekFromReaders reads b.N present keys from readers goroutines, reader
+// r taking the reads i ≡ r (mod readers), each through a new iterator.
+func seekFromReaders(b *testing.B, e bench.Engine, readers int) {
+	var wg sync.WaitGroup
+	for r := range readers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var key []byte
+			for i := r; i < b.N; i += readers {
+				key = benchKey(key, 2*(mix64(uint64(i))%benchPrefill), true)
+				if err := seekOne(e, key); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// seekOne opens an iterator on e, seeks to key, which must be present,
+// and closes the iterator.
+func seekOne(e bench.Engine, key []byte) error {
+	it, err := e.NewIter()
+	if err != nil {
+		return err
+	}
+	if !it.SeekGE(key) || !bytes.Equal(it.Key(), key) {
+		err = fmt.Errorf("SeekGE(%q) did not find it: %w", key, it.Error())
+	}
+	return errors.Join(err, it.Close())
 }
 
 // BenchmarkScan iterates over a whole compacted store of benchPrefill keys.
