@@ -463,10 +463,7 @@ func formatFilters(d *DB) string {
 // tableFilterDesc describes the filter table f holds under the plan.
 func tableFilterDesc(d *DB, f *manifest.FileMetadata) string {
 	p, planned := d.filterMem.plan(f.FileNum)
-	c := d.tableCache
-	c.mu.RLock()
-	e, ok := c.entries[f.FileNum]
-	c.mu.RUnlock()
+	e, ok := d.tableCache.listedEntry(f.FileNum)
 	var held string
 	if ok && e.opened.Load() && e.err == nil && e.reader.FilterHeld() {
 		e.filterMu.Lock()

@@ -21,19 +21,47 @@ import (
 // (one not got since the hand last passed it). Entries are reference
 // counted: a reader in use by a lookup or an iterator stays open after
 // eviction until its last user releases it.
+//
+// A large cache is split into shards by file number, each with its own
+// lock, ring and share of the capacity (see tableCacheShards): on many
+// cores, one read lock that every read of every table takes is one cache
+// line that every read changes.
 type tableCache struct {
-	d        *DB
-	capacity int
+	d *DB
 
 	// indexBytes counts the memory the open tables' indexes take
 	// (sstable.Reader.IndexSize).
 	indexBytes atomic.Int64
 
-	mu      sync.RWMutex
-	entries map[base.FileNum]*tableEntry
-	clock   []*tableEntry // the ring of listed entries, at most capacity
-	hand    int           // index in clock of the entry the hand looks at next
+	shards []tableCacheShard
 }
+
+// tableCacheShard is the part of a tableCache that holds the tables
+// whose file numbers it is given.
+type tableCacheShard struct {
+	_        cacheLinePad
+	mu       sync.RWMutex
+	capacity int
+	entries  map[base.FileNum]*tableEntry
+	clock    []*tableEntry // the ring of listed entries, at most capacity
+	hand     int           // index in clock of the entry the hand looks at next
+}
+
+// tableCacheShards returns the number of shards of a cache of capacity
+// tables: one per minTablesPerShard tables, at most maxTableCacheShards.
+// A small cache is one shard, whose CLOCK sees every table. The number
+// depends on the capacity alone, not on the machine, so which tables a
+// store keeps open does not either.
+func tableCacheShards(capacity int) int {
+	return max(1, min(capacity/minTablesPerShard, maxTableCacheShards))
+}
+
+// minTablesPerShard is the least capacity of a table cache's shard, and
+// maxTableCacheShards the most shards (the default MaxOpenFiles makes 7).
+const (
+	minTablesPerShard   = 64
+	maxTableCacheShards = 16
+)
 
 // tableEntry is one table, opened at most once. ready is closed, and
 // opened set, when the open attempt finishes; reader or err tell how it
@@ -70,27 +98,46 @@ type tableEntry struct {
 }
 
 func newTableCache(d *DB, capacity int) *tableCache {
-	return &tableCache{d: d, capacity: capacity, entries: make(map[base.FileNum]*tableEntry)}
+	c := &tableCache{d: d, shards: make([]tableCacheShard, tableCacheShards(capacity))}
+	for i := range c.shards {
+		s := &c.shards[i]
+		// The first capacity % len(shards) shards take one table more.
+		s.capacity = capacity / len(c.shards)
+		if i < capacity%len(c.shards) {
+			s.capacity++
+		}
+		s.entries = make(map[base.FileNum]*tableEntry)
+	}
+	return c
+}
+
+// shard returns the shard that holds table num. The number is mixed
+// first: file numbers are not spread evenly over residues (a flush takes
+// one for its WAL and one for its table, say).
+func (c *tableCache) shard(num base.FileNum) *tableCacheShard {
+	h := uint64(num) * 0x9e3779b97f4a7c15 // Fibonacci hashing
+	return &c.shards[(h>>32)%uint64(len(c.shards))]
 }
 
 // get returns the open table of f, referenced; release it with release.
 func (c *tableCache) get(f *manifest.FileMetadata) (*tableEntry, error) {
-	c.mu.RLock()
-	e, ok := c.entries[f.FileNum]
+	s := c.shard(f.FileNum)
+	s.mu.RLock()
+	e, ok := s.entries[f.FileNum]
 	if ok {
-		c.refLocked(e)
+		refLocked(e)
 	}
-	c.mu.RUnlock()
+	s.mu.RUnlock()
 	if !ok {
-		return c.insert(f)
+		return c.insert(s, f)
 	}
 	return c.await(e)
 }
 
 // refLocked takes a user's reference on listed entry e and marks it
-// referenced. c.mu must be held, for reading or writing: the hand, which
-// drops the cache's reference, cannot run meanwhile.
-func (c *tableCache) refLocked(e *tableEntry) {
+// referenced. Its shard's mu must be held, for reading or writing: the
+// hand, which drops the cache's reference, cannot run meanwhile.
+func refLocked(e *tableEntry) {
 	e.refs.Add(1)
 	if !e.referenced.Load() {
 		e.referenced.Store(true)
@@ -110,26 +157,26 @@ func (c *tableCache) await(e *tableEntry) (*tableEntry, error) {
 	return e, nil
 }
 
-// insert lists a new entry for f, unless another get listed one first,
-// and opens it.
-func (c *tableCache) insert(f *manifest.FileMetadata) (*tableEntry, error) {
-	c.mu.Lock()
-	if e, ok := c.entries[f.FileNum]; ok {
-		c.refLocked(e)
-		c.mu.Unlock()
+// insert lists a new entry for f in its shard s, unless another get
+// listed one first, and opens it.
+func (c *tableCache) insert(s *tableCacheShard, f *manifest.FileMetadata) (*tableEntry, error) {
+	s.mu.Lock()
+	if e, ok := s.entries[f.FileNum]; ok {
+		refLocked(e)
+		s.mu.Unlock()
 		return c.await(e)
 	}
 	e := &tableEntry{num: f.FileNum, ready: make(chan struct{}), filterBytes: int64(f.FilterBytes)}
 	e.refs.Store(2)
 	var victim *tableEntry
-	if len(c.clock) < c.capacity {
-		e.slot = len(c.clock)
-		c.clock = append(c.clock, e)
+	if len(s.clock) < s.capacity {
+		e.slot = len(s.clock)
+		s.clock = append(s.clock, e)
 	} else {
-		victim = c.replaceLocked(e)
+		victim = s.replaceLocked(e)
 	}
-	c.entries[f.FileNum] = e
-	c.mu.Unlock()
+	s.entries[f.FileNum] = e
+	s.mu.Unlock()
 	if victim != nil {
 		c.closeEntry(victim)
 	}
@@ -155,21 +202,21 @@ func (c *tableCache) insert(f *manifest.FileMetadata) (*tableEntry, error) {
 // bit is clear, clearing the bits it passes (so it stops within one turn
 // of the ring), puts e in that entry's slot and moves the hand past it.
 // It unlists the entry e replaces and returns it if that dropped its last
-// reference, to be closed. c.mu must be held for writing.
-func (c *tableCache) replaceLocked(e *tableEntry) (victim *tableEntry) {
-	for ; ; c.hand++ {
-		if c.hand >= len(c.clock) {
-			c.hand = 0
+// reference, to be closed. s.mu must be held for writing.
+func (s *tableCacheShard) replaceLocked(e *tableEntry) (victim *tableEntry) {
+	for ; ; s.hand++ {
+		if s.hand >= len(s.clock) {
+			s.hand = 0
 		}
-		old := c.clock[c.hand]
+		old := s.clock[s.hand]
 		if old.referenced.Load() {
 			old.referenced.Store(false)
 			continue
 		}
-		delete(c.entries, old.num)
-		e.slot = c.hand
-		c.clock[c.hand] = e
-		c.hand++
+		delete(s.entries, old.num)
+		e.slot = s.hand
+		s.clock[s.hand] = e
+		s.hand++
 		if old.refs.Add(-1) == 0 {
 			return old
 		}
@@ -234,16 +281,16 @@ func sameKey(a, b base.InternalKey) bool {
 	return a.Trailer == b.Trailer && bytes.Equal(a.UserKey, b.UserKey)
 }
 
-// unlistLocked removes e from the cache, moving the last entry of the
+// unlistLocked removes e from the shard, moving the last entry of the
 // ring into its slot, and drops the cache's reference; it reports whether
-// that was the last one. c.mu must be held for writing.
-func (c *tableCache) unlistLocked(e *tableEntry) bool {
-	delete(c.entries, e.num)
-	last := len(c.clock) - 1
-	c.clock[e.slot] = c.clock[last]
-	c.clock[e.slot].slot = e.slot
-	c.clock[last] = nil
-	c.clock = c.clock[:last]
+// that was the last one. s.mu must be held for writing.
+func (s *tableCacheShard) unlistLocked(e *tableEntry) bool {
+	delete(s.entries, e.num)
+	last := len(s.clock) - 1
+	s.clock[e.slot] = s.clock[last]
+	s.clock[e.slot].slot = e.slot
+	s.clock[last] = nil
+	s.clock = s.clock[:last]
 	return e.refs.Add(-1) == 0
 }
 
@@ -269,10 +316,11 @@ func (c *tableCache) closeEntry(e *tableEntry) {
 // evict drops table num from the cache, and its blocks from the block
 // cache. A reader still in use closes when its last user is done.
 func (c *tableCache) evict(num base.FileNum) {
-	c.mu.Lock()
-	e, ok := c.entries[num]
-	last := ok && c.unlistLocked(e)
-	c.mu.Unlock()
+	s := c.shard(num)
+	s.mu.Lock()
+	e, ok := s.entries[num]
+	last := ok && s.unlistLocked(e)
+	s.mu.Unlock()
 	if last {
 		c.closeEntry(e)
 	}
@@ -281,15 +329,18 @@ func (c *tableCache) evict(num base.FileNum) {
 
 // close drops every entry. Readers still in use close when released.
 func (c *tableCache) close() {
-	c.mu.Lock()
 	var victims []*tableEntry
-	for len(c.clock) > 0 {
-		if e := c.clock[len(c.clock)-1]; c.unlistLocked(e) {
-			victims = append(victims, e)
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		for len(s.clock) > 0 {
+			if e := s.clock[len(s.clock)-1]; s.unlistLocked(e) {
+				victims = append(victims, e)
+			}
 		}
+		s.hand = 0
+		s.mu.Unlock()
 	}
-	c.hand = 0
-	c.mu.Unlock()
 	for _, e := range victims {
 		c.closeEntry(e)
 	}
@@ -398,14 +449,17 @@ func (t *tableIter) Close() error {
 // (without marking it referenced for the clock); release them with
 // releaseAll.
 func (c *tableCache) refAll() []*tableEntry {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
 	var out []*tableEntry
-	for _, e := range c.clock {
-		if e.opened.Load() && e.err == nil {
-			e.refs.Add(1)
-			out = append(out, e)
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.RLock()
+		for _, e := range s.clock {
+			if e.opened.Load() && e.err == nil {
+				e.refs.Add(1)
+				out = append(out, e)
+			}
 		}
+		s.mu.RUnlock()
 	}
 	return out
 }
@@ -417,21 +471,22 @@ func (c *tableCache) releaseAll(entries []*tableEntry) {
 	}
 }
 
-// openWhileRoom opens the tables of v that are not open, while the cache
+// openWhileRoom opens the tables of v that are not open, where the cache
 // has room for them, so that a pass over the filters under a cap gives
 // them their filters before a lookup needs them. A table that fails to
 // open is left for a lookup to report.
 func (c *tableCache) openWhileRoom(v *manifest.Version) {
 	for _, files := range v.Levels {
 		for _, f := range files {
-			c.mu.RLock()
-			_, listed := c.entries[f.FileNum]
-			full := len(c.clock) >= c.capacity
-			c.mu.RUnlock()
-			if full || c.d.closed.Load() {
+			if c.d.closed.Load() {
 				return
 			}
-			if listed {
+			s := c.shard(f.FileNum)
+			s.mu.RLock()
+			_, listed := s.entries[f.FileNum]
+			full := len(s.clock) >= s.capacity
+			s.mu.RUnlock()
+			if listed || full {
 				continue
 			}
 			if e, err := c.get(f); err == nil {

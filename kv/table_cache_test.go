@@ -43,8 +43,14 @@ func (f *countedFile) Close() error {
 // returns the store and the tables, oldest first.
 func tableCacheStore(t *testing.T, n int) (*DB, *openTablesFS, []*manifest.FileMetadata) {
 	t.Helper()
+	return tableCacheStoreOf(t, n, MinMaxOpenFiles)
+}
+
+// tableCacheStoreOf is tableCacheStore with a cache of maxOpen tables.
+func tableCacheStoreOf(t *testing.T, n, maxOpen int) (*DB, *openTablesFS, []*manifest.FileMetadata) {
+	t.Helper()
 	fs := &openTablesFS{FS: vfs.NewMem()}
-	d, err := Open("db", &Options{FS: fs, DisableAutomaticCompactions: true, MaxOpenFiles: MinMaxOpenFiles})
+	d, err := Open("db", &Options{FS: fs, DisableAutomaticCompactions: true, MaxOpenFiles: maxOpen})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,14 +93,32 @@ func checkTable(t *testing.T, d *DB, files []*manifest.FileMetadata, i int) *tab
 
 // listed reports which of files the table cache lists.
 func listed(d *DB, files []*manifest.FileMetadata) []bool {
-	c := d.tableCache
-	c.mu.RLock()
-	defer c.mu.RUnlock()
 	in := make([]bool, len(files))
 	for i, f := range files {
-		_, in[i] = c.entries[f.FileNum]
+		_, in[i] = d.tableCache.listedEntry(f.FileNum)
 	}
 	return in
+}
+
+// listedEntry returns table num's entry, if the cache lists it.
+func (c *tableCache) listedEntry(num base.FileNum) (*tableEntry, bool) {
+	s := c.shard(num)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	e, ok := s.entries[num]
+	return e, ok
+}
+
+// listedCount returns the number of tables the cache lists.
+func (c *tableCache) listedCount() int {
+	n := 0
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.RLock()
+		n += len(s.entries)
+		s.mu.RUnlock()
+	}
+	return n
 }
 
 // TestTableCache_Capacity reads 20 tables through a cache of 8, twice
@@ -108,6 +132,49 @@ func TestTableCache_Capacity(t *testing.T) {
 				t.Fatalf("after table %d: %d tables open, capacity %d", i, n, MinMaxOpenFiles)
 			}
 		}
+	}
+}
+
+// TestTableCache_Shards reads 300 tables, twice round, through a cache
+// of 128, which is split into two shards of 64: no more than 128 tables
+// are ever open, each reads its key, no shard lists more than its share,
+// and at the end both are full.
+func TestTableCache_Shards(t *testing.T) {
+	const maxOpen = 2 * minTablesPerShard
+	if n := tableCacheShards(maxOpen); n != 2 {
+		t.Fatalf("a cache of %d tables has %d shards, want 2", maxOpen, n)
+	}
+	if n := tableCacheShards(MinMaxOpenFiles); n != 1 {
+		t.Fatalf("a cache of %d tables has %d shards, want 1", MinMaxOpenFiles, n)
+	}
+	d, fs, files := tableCacheStoreOf(t, 300, maxOpen)
+	c := d.tableCache
+	total := 0
+	for i := range c.shards {
+		total += c.shards[i].capacity
+	}
+	if len(c.shards) != 2 || total != maxOpen {
+		t.Fatalf("%d shards holding %d tables, want 2 holding %d", len(c.shards), total, maxOpen)
+	}
+	for range 2 {
+		for i := range files {
+			c.release(checkTable(t, d, files, i))
+			if n := fs.open.Load(); n > maxOpen {
+				t.Fatalf("after table %d: %d tables open, capacity %d", i, n, maxOpen)
+			}
+			for j := range c.shards {
+				s := &c.shards[j]
+				s.mu.RLock()
+				listed, capacity := len(s.entries), s.capacity
+				s.mu.RUnlock()
+				if listed > capacity {
+					t.Fatalf("after table %d: shard %d lists %d tables, capacity %d", i, j, listed, capacity)
+				}
+			}
+		}
+	}
+	if n := c.listedCount(); n != maxOpen {
+		t.Fatalf("%d tables listed after reading 300, want %d", n, maxOpen)
 	}
 }
 
@@ -177,7 +244,7 @@ func TestTableCache_Concurrent(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if n := len(d.tableCache.entries); n != MinMaxOpenFiles {
+	if n := d.tableCache.listedCount(); n != MinMaxOpenFiles {
 		t.Fatalf("%d tables listed, want %d", n, MinMaxOpenFiles)
 	}
 	if n := fs.open.Load(); n != MinMaxOpenFiles {
