@@ -257,8 +257,8 @@ func (b bloomkvDB) NewIter(opts *pebble.IterOptions) iterator {
 // The pool is split into shards, twice as many as GOMAXPROCS, each with
 // its own lock: the driver's threads take and return an iterator per
 // read, and one lock for them all made 16 threads queue on it. A get
-// looks in every shard, from a random one, for an iterator, passing over
-// a shard whose lock another thread holds. Only if it finds none does it
+// looks in every shard, from its processor's home shard on (see home),
+// for an iterator, passing over a shard whose lock another thread holds. Only if it finds none does it
 // lock every shard at once and look again, and open a new iterator if
 // the pool is empty even then. So, as with one lock, an iterator is
 // opened only when none is in the pool: the pool holds no more
@@ -266,6 +266,14 @@ func (b bloomkvDB) NewIter(opts *pebble.IterOptions) iterator {
 type iterPool struct {
 	shards []iterPoolShard
 	closed atomic.Bool
+	// home holds each processor's home shard, as a hint (*int): an
+	// iterator closed on a processor goes to its home shard, and a get
+	// looks there first. A driver thread mostly stays on its processor,
+	// so it mostly gets back the iterator it closed, still in its
+	// processor's cache, as from one stack. A sync.Pool keeps one per
+	// processor without a lock; the garbage collector may drop a hint,
+	// and a new one is then picked at random.
+	home sync.Pool
 }
 
 // iterPoolShard is one shard of an iterPool, on cache lines of its own.
@@ -308,10 +316,23 @@ func (p *iterPool) get(d *kv.DB, lower, upper []byte) *pooledIter {
 	return it
 }
 
+// homeShard returns this processor's home shard, which the caller
+// hands back with p.home.Put.
+func (p *iterPool) homeShard() *int {
+	if h, ok := p.home.Get().(*int); ok {
+		return h
+	}
+	h := new(int)
+	*h = rand.IntN(len(p.shards))
+	return h
+}
+
 // take removes an iterator from the pool, or returns nil when the pool
 // is empty.
 func (p *iterPool) take() *pooledIter {
-	start := rand.IntN(len(p.shards))
+	h := p.homeShard()
+	start := *h
+	p.home.Put(h)
 	for i := range p.shards {
 		sh := &p.shards[(start+i)%len(p.shards)]
 		if !sh.mu.TryLock() {
@@ -359,7 +380,9 @@ func (it *pooledIter) Close() error {
 		return errors.Join(err, it.Iterator.Close())
 	}
 	p := it.pool
-	sh := &p.shards[rand.IntN(len(p.shards))]
+	h := p.homeShard()
+	sh := &p.shards[*h]
+	p.home.Put(h)
 	sh.mu.Lock()
 	// close sets closed before it empties the shards, each under its
 	// lock: an iterator added here while closed is false is emptied.
