@@ -154,7 +154,12 @@
 // Get looks in the memtable, the immutable memtables newest first, the L0
 // tables newest first, and then in L1..L6 at the one table per level whose
 // key range covers the key, stopping at the newest version visible at the
-// read's sequence number.
+// read's sequence number. A read takes no lock that every read takes,
+// so that readers on many cores do not queue on one: it takes the read
+// state (the memtables and the Version) with an atomic load and a
+// compare-and-swap on its reference count, and each table from the
+// table cache, which is split into shards by file number, each with its
+// own lock.
 //
 // # Filters
 //
