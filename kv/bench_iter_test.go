@@ -1,6 +1,7 @@
 package kv_test
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"testing"
@@ -148,25 +149,32 @@ type seekBuffers struct{ key, sink []byte }
 
 // seekOnce is benchSeeks' operation i.
 func seekOnce(b *testing.B, e bench.Engine, buf *seekBuffers, i, keys, n int) {
+	if err := seekRead(e, buf, i, keys, n); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// seekRead opens an iterator on e, seeks to present key i of keys
+// (mixed), which it must land on, reads n entries from there and closes
+// the iterator.
+func seekRead(e bench.Engine, buf *seekBuffers, i, keys, n int) error {
 	j := mix64(uint64(i)) % uint64(keys)
 	buf.key = benchKey(buf.key, 2*j, true)
 	it, err := e.NewIter()
 	if err != nil {
-		b.Fatal(err)
+		return err
 	}
 	ok := it.SeekGE(buf.key)
 	if !ok || string(it.Key()) != string(buf.key) {
-		b.Fatalf("SeekGE(%s) landed on %q (%v)", buf.key, it.Key(), it.Error())
+		err = fmt.Errorf("SeekGE(%s) landed on %q (%v)", buf.key, it.Key(), it.Error())
 	}
-	for read := 0; ok && read < n; read++ {
+	for read := 0; err == nil && ok && read < n; read++ {
 		buf.sink = append(append(buf.sink[:0], it.Key()...), it.Value()...)
 		if read+1 < n {
 			ok = it.Next()
 		}
 	}
-	if err := it.Close(); err != nil {
-		b.Fatal(err)
-	}
+	return errors.Join(err, it.Close())
 }
 
 // benchFullScans walks the whole store of keys keys once per operation,
@@ -275,11 +283,11 @@ var pairedOps = []struct {
 	run   func(b *testing.B, e bench.Engine, buf *seekBuffers, i int)
 }{
 	{"get-present", pairSlice, func(b *testing.B, e bench.Engine, buf *seekBuffers, i int) {
-		buf.key = benchKey(buf.key, 2*(mix64(uint64(i))%benchPrefill), true)
+		buf.key = lookupKey(buf.key, i, true)
 		checkGet(b, e, buf.key, true)
 	}},
 	{"get-absent", pairSlice, func(b *testing.B, e bench.Engine, buf *seekBuffers, i int) {
-		buf.key = benchKey(buf.key, 2*(mix64(uint64(i))%benchPrefill)+1, true)
+		buf.key = lookupKey(buf.key, i, false)
 		checkGet(b, e, buf.key, false)
 	}},
 	{"seek-one", pairSlice, func(b *testing.B, e bench.Engine, buf *seekBuffers, i int) {

@@ -1,7 +1,6 @@
 package kv_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -261,12 +260,18 @@ func benchGets(b *testing.B, e bench.Engine, present bool) {
 	before := counters(e)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		j := mix64(uint64(i)) % benchPrefill
-		key = benchKey(key, 2*j+boolToUint(!present), true)
+		key = lookupKey(key, i, present)
 		checkGet(b, e, key, present)
 	}
 	b.StopTimer()
 	reportCounters(b, before, counters(e))
+}
+
+// lookupKey returns the key of lookup i, a present or an absent one of
+// the benchPrefill loaded, in an order that mixes them.
+func lookupKey(buf []byte, i int, present bool) []byte {
+	j := mix64(uint64(i)) % benchPrefill
+	return benchKey(buf, 2*j+boolToUint(!present), true)
 }
 
 // checkGet looks key up in e and fails b on an error or a wrong answer.
@@ -305,17 +310,17 @@ func BenchmarkSeekReaders(b *testing.B) {
 }
 
 // seekFromReaders reads b.N present keys from readers goroutines, reader
-// r taking the reads i ≡ r (mod readers), each through a new iterator.
+// r taking the reads i ≡ r (mod readers), each through a new iterator
+// (seekRead, one entry).
 func seekFromReaders(b *testing.B, e bench.Engine, readers int) {
 	var wg sync.WaitGroup
 	for r := range readers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var key []byte
+			var buf seekBuffers
 			for i := r; i < b.N; i += readers {
-				key = benchKey(key, 2*(mix64(uint64(i))%benchPrefill), true)
-				if err := seekOne(e, key); err != nil {
+				if err := seekRead(e, &buf, i, benchPrefill, 1); err != nil {
 					b.Error(err)
 					return
 				}
@@ -323,19 +328,6 @@ func seekFromReaders(b *testing.B, e bench.Engine, readers int) {
 		}()
 	}
 	wg.Wait()
-}
-
-// seekOne opens an iterator on e, seeks to key, which must be present,
-// and closes the iterator.
-func seekOne(e bench.Engine, key []byte) error {
-	it, err := e.NewIter()
-	if err != nil {
-		return err
-	}
-	if !it.SeekGE(key) || !bytes.Equal(it.Key(), key) {
-		err = fmt.Errorf("SeekGE(%q) did not find it: %w", key, it.Error())
-	}
-	return errors.Join(err, it.Close())
 }
 
 // BenchmarkScan iterates over a whole compacted store of benchPrefill keys.
