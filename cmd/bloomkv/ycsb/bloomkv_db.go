@@ -274,6 +274,8 @@ type iterPool struct {
 	// processor without a lock; the garbage collector may drop a hint,
 	// and a new one is then picked at random.
 	home sync.Pool
+	// hintsMade counts the home shards picked, for tests.
+	hintsMade atomic.Int64
 }
 
 // iterPoolShard is one shard of an iterPool, on cache lines of its own.
@@ -316,23 +318,22 @@ func (p *iterPool) get(d *kv.DB, lower, upper []byte) *pooledIter {
 	return it
 }
 
-// homeShard returns this processor's home shard, which the caller
-// hands back with p.home.Put.
-func (p *iterPool) homeShard() *int {
-	if h, ok := p.home.Get().(*int); ok {
-		return h
+// homeShard returns the index of this processor's home shard.
+func (p *iterPool) homeShard() int {
+	h, ok := p.home.Get().(*int)
+	if !ok {
+		h = new(int)
+		*h = rand.IntN(len(p.shards))
+		p.hintsMade.Add(1)
 	}
-	h := new(int)
-	*h = rand.IntN(len(p.shards))
-	return h
+	p.home.Put(h)
+	return *h
 }
 
 // take removes an iterator from the pool, or returns nil when the pool
 // is empty.
 func (p *iterPool) take() *pooledIter {
-	h := p.homeShard()
-	start := *h
-	p.home.Put(h)
+	start := p.homeShard()
 	for i := range p.shards {
 		sh := &p.shards[(start+i)%len(p.shards)]
 		if !sh.mu.TryLock() {
@@ -380,9 +381,7 @@ func (it *pooledIter) Close() error {
 		return errors.Join(err, it.Iterator.Close())
 	}
 	p := it.pool
-	h := p.homeShard()
-	sh := &p.shards[*h]
-	p.home.Put(h)
+	sh := &p.shards[p.homeShard()]
 	sh.mu.Lock()
 	// close sets closed before it empties the shards, each under its
 	// lock: an iterator added here while closed is false is emptied.

@@ -208,6 +208,45 @@ func TestBloomkvBinding_ConcurrentReaders(t *testing.T) {
 	}
 }
 
+// TestBloomkvBinding_PoolGivesBackLastClosed checks the pool's home
+// shards: a goroutine that closes three iterators and then asks for one
+// gets back the last it closed, as from one stack, rather than one from
+// wherever the pool put it. A trial in which the pool picked a home shard
+// anew (the garbage collector, or the race detector, dropped the hint) is
+// not counted; a few that the scheduler moved to another processor may
+// fail.
+func TestBloomkvBinding_PoolGivesBackLastClosed(t *testing.T) {
+	db := openBinding(t)
+	p := db.iters
+	counted, last := 0, 0
+	for range 200 {
+		its := []*pooledIter{p.get(db.d, nil, nil), p.get(db.d, nil, nil), p.get(db.d, nil, nil)}
+		hints := p.hintsMade.Load()
+		for _, it := range its {
+			if err := it.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got := p.get(db.d, nil, nil)
+		if p.hintsMade.Load() == hints {
+			counted++
+			if got == its[2] {
+				last++
+			}
+		}
+		if err := got.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("%d of %d counted trials got back the last iterator closed", last, counted)
+	if counted < 20 || last < counted*9/10 {
+		t.Fatalf("%d of %d counted trials got back the last iterator closed; want at least 20 counted, 90%% of them", last, counted)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+}
+
 // loadBenchBinding commits the benchmarks' 10,000 keys, flushing once
 // key flushAt is in (the keys after it stay in the memtable), and
 // returns the keys.
