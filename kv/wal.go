@@ -160,6 +160,7 @@ func (l *walWriter) append(batch []byte, sync, overlapped bool, m *dbMetrics, ma
 	if r := l.route; r != nil {
 		switch {
 		case sync || !l.sink.idle.Load():
+			// Through the sink, below.
 		case overlapped || l.order.pending():
 			if rec, dst, ok := l.direct.reserveRecord(l.w, len(batch)); ok {
 				*mapped = mappedRecord{log: l, r: rec, dst: dst}
@@ -174,8 +175,9 @@ func (l *walWriter) append(batch []byte, sync, overlapped bool, m *dbMetrics, ma
 				return 0, false, err
 			}
 			if ok {
-				l.order.wrote(l.w.Size())
-				return l.w.Size(), true, nil
+				end := l.w.Size()
+				l.order.wrote(end)
+				return end, true, nil
 			}
 		}
 		r.toSink, r.routed = sync, false
