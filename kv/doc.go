@@ -117,7 +117,9 @@
 // before it starts it waits a little (half an fsync's time at most) for
 // the Sync writers the last one released to come back, so that
 // concurrent Sync writers share each fsync all together instead of
-// taking turns in two halves. With
+// taking turns in two halves; the records of those that come back
+// meanwhile are written all at once, before the fsync, and their
+// batches inserted while it runs. With
 // BackgroundWALWrites the records go to a buffer that a goroutine of the
 // WAL writes to the file, many writes in one call; a Sync write waits for
 // it to catch up before the fsync.

@@ -26,8 +26,8 @@ import (
 // it waits, and the next sync covers it. Concurrent Sync writers thus
 // share fsyncs: those that arrive while one runs are covered by the
 // next, all together, and the next waits a little for those the last
-// one released (gatherLocked). A NoSync writer waits for a write, never
-// for a sync.
+// one released (gatherLocked), writing all their records at once. A
+// NoSync writer waits for a write, never for a sync.
 //
 // Where the WAL is memory-mapped (wal_mmap.go), each NoSync record
 // appended while the sink holds nothing unwritten is encoded into the
@@ -51,17 +51,28 @@ type walSink struct {
 	// flusher would write it), and no later write is acknowledged.
 	stop *stickyError
 
-	mu   sync.Mutex
-	cond sync.Cond // signalled when a writer finishes a write or a sync
+	mu sync.Mutex
+	// wrote is signalled when a writer finishes a write, or the sink
+	// fails.
+	wrote sync.Cond
+	// syncEnded, made by the first writer to wait for the sync running,
+	// is closed when that sync ends (nil while no writer waits: a writer
+	// alone allocates nothing). The Sync writers waiting for it are woken
+	// by it alone, not by the writes that end meanwhile, and the writers
+	// it served return without taking mu (they read synced).
+	syncEnded chan struct{}
 	// buf holds the bytes appended and not yet taken by a writer; spare
 	// is the buffer of the last write, for reuse.
 	buf, spare []byte
 	// Stream offsets: appended ends the bytes appended, written those in
 	// the file (or handed to the flusher), synced those synced (-1: none
-	// yet, so the first sync asked for always runs).
-	appended, written, synced int64
-	writing, syncing          bool  // a writer is writing, syncing
-	err                       error // the first failed write or sync; sticky
+	// yet, so the first sync asked for always runs; changed under mu,
+	// read without it by the writers a sync woke).
+	appended, written int64
+	synced            atomic.Int64
+	writing, syncing  bool  // a writer is writing, syncing
+	gathering         bool  // the syncing writer is in gatherLocked
+	err               error // the first failed write or sync; sticky
 	// idle is set while every byte appended is written (written ==
 	// appended, and no error): a mapped WAL's route may then copy
 	// records into the file itself. Read without mu.
@@ -84,8 +95,9 @@ const maxSinkBuffer = 1 << 20
 // newWALSink returns the sink of l, whose stream has size bytes in the
 // file already, which records its failure in stop.
 func newWALSink(l *walWriter, size int64, m *dbMetrics, stop *stickyError) *walSink {
-	s := &walSink{l: l, m: m, stop: stop, appended: size, written: size, synced: -1}
-	s.cond.L = &s.mu
+	s := &walSink{l: l, m: m, stop: stop, appended: size, written: size}
+	s.wrote.L = &s.mu
+	s.synced.Store(-1)
 	s.idle.Store(true)
 	return s
 }
@@ -144,7 +156,10 @@ func (s *walSink) handedOn(end int64) {
 // it itself when no other writer is. A Sync writer (sync set) then waits
 // in syncTo for its record to be synced; in between it inserts its batch
 // and lets it be published, so that the writes after it wait for its
-// record to be written, not synced. It returns the sink's error, if any.
+// record to be written, not synced. A Sync writer that arrives while a
+// sync gathers writers (gatherLocked) leaves its record to the syncing
+// writer, which writes every record gathered with one write before it
+// syncs. It returns the sink's error, if any.
 func (s *walSink) wait(end int64, sync bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -158,8 +173,8 @@ func (s *walSink) wait(end int64, sync bool) error {
 			return s.err
 		case s.written >= end:
 			return nil
-		case s.writing:
-			s.cond.Wait()
+		case s.writing, sync && s.gathering:
+			s.wrote.Wait()
 		default:
 			s.writeOutLocked()
 		}
@@ -171,15 +186,26 @@ func (s *walSink) wait(end int64, sync bool) error {
 // the sink's error, if any.
 func (s *walSink) syncTo(end int64) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	for {
 		switch {
 		case s.err != nil:
-			return s.err
-		case s.synced >= end:
+			err := s.err
+			s.mu.Unlock()
+			return err
+		case s.synced.Load() >= end:
+			s.mu.Unlock()
 			return nil
 		case s.syncing:
-			s.cond.Wait()
+			if s.syncEnded == nil {
+				s.syncEnded = make(chan struct{})
+			}
+			ended := s.syncEnded
+			s.mu.Unlock()
+			<-ended
+			if s.synced.Load() >= end {
+				return nil
+			}
+			s.mu.Lock()
 		default:
 			s.syncLocked()
 		}
@@ -207,7 +233,7 @@ func (s *walSink) writeOutLocked() {
 			s.m.walWrites.Add(1)
 		}
 	}
-	s.cond.Broadcast()
+	s.wrote.Broadcast()
 }
 
 // syncLocked syncs the file, with s.mu released, up to every byte
@@ -218,14 +244,13 @@ func (s *walSink) syncLocked() {
 	s.syncing = true
 	s.gatherLocked()
 	for s.writing && s.err == nil {
-		s.cond.Wait()
+		s.wrote.Wait()
 	}
 	if s.err == nil && len(s.buf) > 0 {
 		s.writeOutLocked()
 	}
 	if s.err != nil {
-		s.syncing = false
-		s.cond.Broadcast()
+		s.endSyncLocked()
 		return
 	}
 	target := s.written
@@ -234,15 +259,24 @@ func (s *walSink) syncLocked() {
 	s.mu.Unlock()
 	err := s.l.syncOut()
 	s.mu.Lock()
-	s.syncing = false
 	if err != nil {
 		s.failLocked(err)
 	} else {
-		s.synced = max(s.synced, target)
+		s.synced.Store(max(s.synced.Load(), target))
 		s.m.walSyncs.Add(1)
 		s.syncDone(group, time.Since(start))
 	}
-	s.cond.Broadcast()
+	s.endSyncLocked()
+}
+
+// endSyncLocked ends the sync running: it wakes the writers waiting for
+// it.
+func (s *walSink) endSyncLocked() {
+	s.syncing = false
+	if s.syncEnded != nil {
+		close(s.syncEnded)
+		s.syncEnded = nil
+	}
 }
 
 // failLocked records err, a failed write or sync: the sink's and the
@@ -252,6 +286,7 @@ func (s *walSink) failLocked(err error) {
 		s.err = err
 	}
 	s.stop.set(walFailed(err))
+	s.wrote.Broadcast()
 }
 
 // gatherLocked, before a sync, lets the Sync writers that the last sync
@@ -274,6 +309,13 @@ func (s *walSink) failLocked(err error) {
 // for come back slowly (Sync writes among many NoSync ones, say), the
 // wait is a loss, and its bound adapts (gatherBound).
 //
+// The Sync writers that come back meanwhile do not write their records
+// one by one (see wait): the syncing writer writes them all with one
+// write once it stops waiting, and they insert and publish their batches
+// while the sync runs. Coming back then costs each only its append, so
+// that all of them are back sooner; on few processors, where they come
+// back one after another, that is most of the wait.
+//
 // It spins, yielding the processor: a timer's wake-up would take longer
 // than the wait, and on few processors the yield is what runs the
 // writers it waits for.
@@ -287,11 +329,13 @@ func (s *walSink) gatherLocked() {
 		return
 	}
 	deadline := time.Now().Add(s.gather.next(s.syncNanos))
+	s.gathering = true
 	s.mu.Unlock()
 	for s.arrivals.Load() < want && !s.l.closed.Load() && time.Now().Before(deadline) {
 		runtime.Gosched()
 	}
 	s.mu.Lock()
+	s.gathering = false
 	s.gather.ended(s.arrivals.Load() >= want)
 }
 
