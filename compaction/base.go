@@ -32,9 +32,9 @@ type Compare = base.Compare
 
 // Comparer orders user keys. It is the same type as the comparer of every
 // bloomkv package: [github.com/bloomkv/bloomkv/sstable.Comparer] documents
-// its fields (Compare, Separator, Successor, Split, SplitName, Name), and
-// [github.com/bloomkv/bloomkv/sstable.Split] the invariants a Split must
-// keep.
+// its fields (Compare, Separator, Successor, Split, SplitName,
+// AbbreviatedKey, Name), and [github.com/bloomkv/bloomkv/sstable.Split]
+// the invariants a Split must keep.
 type Comparer = base.Comparer
 
 // InternalIterator walks internal keys in order: user keys ascending, the

@@ -64,7 +64,9 @@ type Options struct {
 	// Comparer orders the keys. nil means sstable.DefaultComparer
 	// (bytewise). Its Name is stored in the MANIFEST and in every table: a
 	// store must always be opened with the comparer it was created with.
-	// With a Split (and its SplitName), filters hold key prefixes, Get asks
+	// A comparer other than bytewise may give an AbbreviatedKey, as
+	// Pebble's may: the memtable then decides most steps of its searches
+	// by the keys' summaries, without calling Compare. With a Split (and its SplitName), filters hold key prefixes, Get asks
 	// them about Split(key), and Iterator.SeekPrefixGE skips every table
 	// whose filter rules the prefix out. Tables whose filters were built
 	// under another Split, or none, stay readable without their filters

@@ -33,9 +33,9 @@ const maxHeight = 16
 type node struct {
 	// next0 is the next entry at level 0. It must stay the first field.
 	next0 atomic.Pointer[node]
-	// prefix is keyPrefix(key.UserKey) under a bytewise order, else 0:
-	// a search step decides most compares from it, without reading the
-	// key's bytes elsewhere in memory.
+	// prefix is keyPrefix(key.UserKey): the key's summary under the
+	// list's comparer, else 0. A search step decides most compares from
+	// it, without reading the key's bytes elsewhere in memory.
 	prefix  uint64
 	trailer uint64
 	// data is the key's first byte, followed by the value's: keyLen and
@@ -103,9 +103,9 @@ type skiplist struct {
 	cmp    *base.Comparer
 	head   *node
 	height atomic.Int32 // levels in use, 1..maxHeight
-	// bytewise is set when cmp orders keys as bytes.Compare does, and
-	// nodes carry their key prefixes.
-	bytewise bool
+	// abbreviate, when not nil, summarizes a user key in the order of
+	// cmp (Comparer.Abbreviator); nodes then carry their keys' summaries.
+	abbreviate func(key []byte) uint64
 }
 
 // splice is where a key goes: at each level i, between prev[i] and
@@ -117,7 +117,7 @@ type splice struct {
 
 func (l *skiplist) init(cmp *Comparer) {
 	l.cmp, l.head = cmp, &new(node16).n
-	l.bytewise = cmp.Bytewise()
+	l.abbreviate = cmp.Abbreviator()
 	l.height.Store(1)
 }
 
@@ -369,13 +369,14 @@ func (l *skiplist) brackets(spl *splice, key base.InternalKey, kp uint64) bool {
 	return n == nil || l.compare(n, key, kp) >= 0
 }
 
-// keyPrefix returns base.KeyPrefix(userKey) under a bytewise order, else
-// 0 (every node then ties on it and compare falls through to the keys).
+// keyPrefix returns userKey's summary under the list's comparer (see
+// Comparer.Abbreviator), or 0 where it has none (every node then ties on
+// it and compare falls through to the keys).
 func (l *skiplist) keyPrefix(userKey []byte) uint64 {
-	if !l.bytewise {
+	if l.abbreviate == nil {
 		return 0
 	}
-	return base.KeyPrefix(userKey)
+	return l.abbreviate(userKey)
 }
 
 // compare orders n's key against key, whose keyPrefix is kp; n is not the

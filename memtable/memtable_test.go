@@ -2,6 +2,7 @@ package memtable
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -252,6 +253,48 @@ func TestMemTable_KeyPrefix_Order(t *testing.T) {
 	reverse := New(&base.Comparer{Compare: func(a, b []byte) int { return bytes.Compare(b, a) }, Name: "reverse"})
 	if p := reverse.points.keyPrefix([]byte("abcdefgh")); p != 0 {
 		t.Fatalf("reverse comparer: prefix %x, want none", p)
+	}
+}
+
+// TestMemTable_AbbreviatedKey checks that a comparer's AbbreviatedKey
+// spares the comparer's Compare: keys whose summaries all differ are
+// inserted without a single call, where without the summaries every step
+// of every insert's search calls it; and that seeks find the keys.
+func TestMemTable_AbbreviatedKey(t *testing.T) {
+	const n = 2000
+	keys := make([][]byte, n)
+	for i := range keys {
+		keys[i] = binary.BigEndian.AppendUint64(nil, uint64(i)*0x9E3779B97F4A7C15) // distinct first 8 bytes
+	}
+	// compares inserts the keys under a comparer with abbreviate as its
+	// AbbreviatedKey, and returns how many times that comparer's Compare
+	// was called; then it seeks each of the first 100 keys.
+	compares := func(abbreviate func([]byte) uint64) int {
+		var calls int
+		m := New(&Comparer{Compare: func(a, b []byte) int { calls++; return bytes.Compare(a, b) }, AbbreviatedKey: abbreviate, Name: "counting"})
+		var ins Inserter
+		for i, k := range keys {
+			if err := ins.Add(m, base.MakeInternalKey(k, base.SeqNum(i+1), base.KindSet), k); err != nil {
+				t.Fatal(err)
+			}
+		}
+		inserting := calls
+		it := m.NewIter(nil, nil)
+		for _, k := range keys[:100] {
+			if !it.SeekGE(k) || !bytes.Equal(it.Key().UserKey, k) {
+				t.Fatalf("SeekGE(%x) does not find it", k)
+			}
+		}
+		if err := it.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return inserting
+	}
+	if calls := compares(nil); calls < 10*n {
+		t.Fatalf("without AbbreviatedKey, %d inserts called Compare %d times; want at least %d", n, calls, 10*n)
+	}
+	if calls := compares(base.KeyPrefix); calls != 0 {
+		t.Fatalf("with AbbreviatedKey, %d inserts called Compare %d times; want none", n, calls)
 	}
 }
 

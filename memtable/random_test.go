@@ -47,10 +47,44 @@ func randomKey(rng *rand.Rand) []byte {
 	return k
 }
 
+// wrappedBytewise orders keys as bytes.Compare does, through a function
+// of its own, so that the memtable does not take it for bytewise: its
+// nodes carry no key prefixes unless abbreviate is given as its
+// AbbreviatedKey.
+func wrappedBytewise(abbreviate func([]byte) uint64) *Comparer {
+	return &Comparer{Compare: func(a, b []byte) int { return bytes.Compare(a, b) }, AbbreviatedKey: abbreviate, Name: "wrapped"}
+}
+
+// firstByte summarizes a key by its first byte alone: many keys share a
+// summary, so searches fall through to the keys often.
+func firstByte(k []byte) uint64 {
+	if len(k) == 0 {
+		return 0
+	}
+	return uint64(k[0]) + 1
+}
+
+// TestMemTable_RandomAgainstModel checks the table against the model
+// under the default (bytewise) comparer, under a comparer that orders
+// the same way but that the table cannot summarize keys for, and under
+// one whose AbbreviatedKey summarizes them coarsely.
 func TestMemTable_RandomAgainstModel(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		cmp  *Comparer
+	}{
+		{"bytewise", nil},
+		{"unabbreviated", wrappedBytewise(nil)},
+		{"abbreviated", wrappedBytewise(firstByte)},
+	} {
+		t.Run(c.name, func(t *testing.T) { testRandomAgainstModel(t, c.cmp) })
+	}
+}
+
+func testRandomAgainstModel(t *testing.T, cmp *Comparer) {
 	seed := testseed.Seed(t)
 	rng := rand.New(rand.NewPCG(seed, seed))
-	m := New(nil)
+	m := New(cmp)
 	var md model
 	n := 3000
 	if testing.Short() {

@@ -129,13 +129,22 @@ type Split = base.Split
 //	    filters: a reader whose comparer splits differently (or not at
 //	    all) reads such a table without its filter, correct but slower.
 //	    Change it whenever Split changes.
+//	AbbreviatedKey func(key []byte) uint64
+//	    when not nil, a fixed-length summary of a user key that orders as
+//	    the keys do wherever summaries differ: AbbreviatedKey(a) <
+//	    AbbreviatedKey(b) implies Compare(a, b) < 0, and > implies > 0
+//	    (Pebble's contract).
+//	    It must hold for every key the store is given, sought or written.
+//	    The memtable decides most steps of a search by it. A bytewise
+//	    comparer needs none.
 //	Name      string
 //	    identifies the ordering.
 //
 // Its methods: Prefix(key) returns key[:Split(key)], or key itself without
 // a Split; CheckSplit reports an error when only one of Split and
 // SplitName is set; Bytewise reports whether Compare is bytes.Compare
-// itself. [NewSplitComparer] builds the common one: bytewise, with a
+// itself; Abbreviator returns the summary function the memtable uses (the
+// first 8 bytes under a bytewise Compare, else AbbreviatedKey). [NewSplitComparer] builds the common one: bytewise, with a
 // Split.
 type Comparer = base.Comparer
 

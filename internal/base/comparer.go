@@ -62,8 +62,30 @@ type Comparer struct {
 	// all) reads such a table without its filter, correct but slower.
 	// Change it whenever Split changes.
 	SplitName string
+	// AbbreviatedKey, when not nil, returns a fixed-length summary of a
+	// user key that orders as the keys do wherever summaries differ: for
+	// all keys a and b, AbbreviatedKey(a) < AbbreviatedKey(b) implies
+	// Compare(a, b) < 0, and > implies > 0. Keys whose summaries are
+	// equal are compared whole. It is Pebble's Comparer.AbbreviatedKey,
+	// with the same contract, which must hold for every key the store is
+	// given: the keys written, and those of lookups, seeks and bounds.
+	// The memtable keeps each key's summary beside its links and decides
+	// most steps of a search by it, without reading the key, which lies
+	// elsewhere in memory. A bytewise comparer needs none: the first 8
+	// bytes of its keys serve (see Abbreviator).
+	AbbreviatedKey func(key []byte) uint64
 	// Name identifies the ordering.
 	Name string
+}
+
+// Abbreviator returns the function whose summaries of user keys order
+// them as c does wherever summaries differ (see AbbreviatedKey): KeyPrefix
+// for a bytewise comparer, else c's AbbreviatedKey, which may be nil.
+func (c *Comparer) Abbreviator() func(key []byte) uint64 {
+	if c.Bytewise() {
+		return KeyPrefix
+	}
+	return c.AbbreviatedKey
 }
 
 // ErrInvalidSplit marks the error of a comparer whose Split broke its

@@ -130,23 +130,24 @@ const bloomkvBitsPerKey = 10
 const bloomkvL0Threshold = 1
 
 // bloomkvComparer returns the comparer --bloomkv-comparer names. "mvcc"
-// is cmd/pebble's mvccComparer: the same functions, so both engines order
-// and split YCSB's MVCC-encoded keys with the same code. "bytewise" is
-// bloomkv's default comparer, whose order is the same for these keys
-// (they all end in the same 10-byte timestamp, after a 0 byte that sorts
-// a key before any longer one it prefixes), and which bloomkv's memtable
-// and tables search faster. Both split off the timestamp, so filters
-// hold the keys' prefixes, as Pebble's do.
+// is cmd/pebble's mvccComparer: the same functions, so both engines order,
+// split and abbreviate YCSB's MVCC-encoded keys with the same code.
+// "bytewise" is bloomkv's default comparer, whose order is the same for
+// these keys (they all end in the same 10-byte timestamp, after a 0 byte
+// that sorts a key before any longer one it prefixes), and whose tables
+// bloomkv searches faster. Both split off the timestamp, so filters hold
+// the keys' prefixes, as Pebble's do.
 func bloomkvComparer() (*sstable.Comparer, error) {
 	var split func(key []byte) int = mvccComparer.Split
 	switch bloomkvOrder {
 	case "mvcc":
 		var (
-			sep  func(dst, a, b []byte) []byte = mvccComparer.Separator
-			succ func(dst, a []byte) []byte    = mvccComparer.Successor
+			sep    func(dst, a, b []byte) []byte = mvccComparer.Separator
+			succ   func(dst, a []byte) []byte    = mvccComparer.Successor
+			abbrev func(key []byte) uint64       = mvccComparer.AbbreviatedKey
 		)
 		return &sstable.Comparer{Compare: mvccCompare, Separator: sep, Successor: succ,
-			Split: split, SplitName: "cockroach_mvcc_split", Name: mvccComparer.Name}, nil
+			Split: split, SplitName: "cockroach_mvcc_split", AbbreviatedKey: abbrev, Name: mvccComparer.Name}, nil
 	case "bytewise":
 		c := *sstable.DefaultComparer
 		c.Split, c.SplitName = split, "cockroach_mvcc_split"
