@@ -1,6 +1,7 @@
 package kv_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -235,4 +236,79 @@ func TestWALSink_SyncWritersAcrossRotations(t *testing.T) {
 	t.Logf("%d Sync writes, %d syncs, %d flushes", writers*rounds, m.WAL.Syncs, m.Flush.Count)
 	checkContents(t, db, want, "after the writes")
 	checkReopened(t, db, mem, want)
+}
+
+// failingWritesFile fails every Write of a WAL file once fail is set,
+// and makes each SyncData take delay.
+type failingWritesFile struct {
+	vfs.File
+	fail  *atomic.Bool
+	delay time.Duration
+}
+
+var errInjectedWrite = errors.New("injected WAL write failure")
+
+func (f failingWritesFile) Write(p []byte) (int, error) {
+	if f.fail.Load() {
+		return 0, errInjectedWrite
+	}
+	return f.File.Write(p)
+}
+
+func (f failingWritesFile) SyncData() error {
+	time.Sleep(f.delay)
+	return f.File.SyncData()
+}
+
+// TestWALSink_GatheredWritersHearAFailedWrite runs Sync writers that
+// come back while each sync gathers them, so that they leave their
+// records to the syncing writer (see walSink.wait), and then fails the
+// WAL's writes: every writer must return the failure, none may wait
+// forever for a write that will not come, and the store must refuse
+// writes from then on.
+func TestWALSink_GatheredWritersHearAFailedWrite(t *testing.T) {
+	const writers = 4
+	var fail atomic.Bool
+	fs := walFilesFS{FS: vfs.NewMem(), wrap: func(f vfs.File) vfs.File {
+		return failingWritesFile{File: f, fail: &fail, delay: 20 * time.Millisecond}
+	}}
+	db, err := kv.Open("db", &kv.Options{FS: fs})
+	must(t, err)
+	defer db.Close()
+	var acked atomic.Int64
+	errs := make(chan error, writers)
+	for w := range writers {
+		go func() {
+			for i := 0; ; i++ {
+				if err := db.Set(fmt.Appendf(nil, "w%d-%d", w, i), []byte("v"), kv.Sync); err != nil {
+					errs <- err
+					return
+				}
+				acked.Add(1)
+				time.Sleep(time.Millisecond)
+			}
+		}()
+	}
+	for db.Metrics().WAL.Syncs < 6 {
+		time.Sleep(time.Millisecond)
+	}
+	fail.Store(true)
+	for range writers {
+		select {
+		case err := <-errs:
+			if !errors.Is(err, errInjectedWrite) {
+				t.Fatalf("a writer returned %v, want the injected write failure", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a Sync writer did not return after the WAL's writes failed")
+		}
+	}
+	if err := db.Set([]byte("after"), []byte("v"), kv.NoSync); err == nil {
+		t.Fatal("a write after the WAL failed was accepted")
+	}
+	m := db.Metrics().WAL
+	if m.Writes >= acked.Load() {
+		t.Fatalf("%d Sync writes took %d WAL writes: the gathered writers wrote their records one by one", acked.Load(), m.Writes)
+	}
+	t.Logf("%d Sync writes acknowledged, %d syncs, %d WAL writes before the failure", acked.Load(), m.Syncs, m.Writes)
 }
