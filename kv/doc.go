@@ -351,12 +351,15 @@
 // A closed store's last WAL and last MANIFEST edits have nothing after
 // them to vouch for them: cut short, they would read as the torn tail of
 // a crash, and Open would drop synced writes, or the tables of the edits
-// cut off, deleting them as a crash's leftovers. So Close leaves a
-// MANIFEST of one edit, the whole Version, which records the WAL Close
-// sealed and synced last, and its length. That MANIFEST cut anywhere
-// before its seal holds no edit, and Open refuses it as corruption; Open
-// refuses the WAL missing, or ending before its seal, as corruption
-// naming it. A seal alone may be lost. Once an Open continues the WAL, or
-// appends edits to the MANIFEST, a crash may tear what it appended, as
-// before.
+// cut off, deleting them as a crash's leftovers. Nor would a WAL among
+// others that went missing leave a trace. So Close leaves a MANIFEST of
+// one edit, the whole Version, which records every WAL that holds writes
+// in no table, with its length: the one Close sealed and synced last, and
+// those of the memtables waiting for a flush (sealed at their rotation)
+// or replayed at Open. That MANIFEST cut anywhere before its seal holds
+// no edit, and Open refuses it as corruption; Open refuses a WAL it
+// records missing, or ending before its seal, as corruption naming it.
+// The last one's seal alone may be lost. Once an Open continues the last
+// WAL, or appends edits to the MANIFEST, a crash may tear what it
+// appended, as before.
 package kv

@@ -194,7 +194,7 @@ func (d *DB) flushOneLocked() (err error) {
 	d.metrics.levels[0].bytesWritten.Add(written)
 	d.metrics.levels[0].bytesFlushed.Add(written)
 	for _, m := range mems {
-		d.retireWALs(m.logs)
+		d.retireWALs(m.logNums())
 		d.releaseMem(m) // the DB's hold
 	}
 	d.mu.cond.Broadcast()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -288,11 +289,11 @@ func (d *DB) Close() error {
 
 	// Holding the commit pipeline, after every write that reserved before
 	// it, close the WAL: written out and synced.
-	var closed manifest.ClosedLog
+	var live manifest.ClosedLog
 	walErr := d.commit.runExclusive(func() error {
 		sealErr := d.commit.sealLog()
 		if log := d.commit.log; log != nil {
-			closed = manifest.ClosedLog{Num: log.num, Size: log.w.Size()}
+			live = manifest.ClosedLog{Num: log.num, Size: log.w.Size()}
 		}
 		err := d.commit.closeLog()
 		if err == nil {
@@ -317,7 +318,7 @@ func (d *DB) Close() error {
 	bgErr := d.mu.bgErr
 	var recordErr error
 	if walErr == nil && bgErr == nil {
-		recordErr = d.closeManifestLocked(closed)
+		recordErr = d.closeManifestLocked(d.closedLogsLocked(live))
 	}
 	d.mu.Unlock()
 	d.cleaner.disable()
@@ -326,29 +327,48 @@ func (d *DB) Close() error {
 }
 
 // closeManifestLocked leaves, at Close, a MANIFEST whose only edit is the
-// whole Version, recording with it the WAL that Close has just sealed and
-// synced, and that WAL's length. Without a later edit or WAL to show them
-// synced, the last edits of a MANIFEST, or the last records of a WAL,
-// cut off would read as the torn tail of a crash, and Open would drop
-// them: the tables those edits added, deleted as a crash's leftovers;
-// the writes of the WAL. With one edit, a cut anywhere before the
-// MANIFEST's seal leaves no edit, which is corruption; and Open refuses
-// the WAL missing, or ending before the length recorded (see
-// checkClosedLogLength). Nothing is written when the MANIFEST is that
-// already. A failure loses nothing: the WAL is synced, and the MANIFEST
-// CURRENT names is the one before. d.mu is held.
-func (d *DB) closeManifestLocked(c manifest.ClosedLog) error {
+// whole Version, recording with it the WALs that Close leaves live,
+// sealed and synced, and their lengths (see closedLogsLocked). Without a
+// later edit or WAL to show them synced, the last edits of a MANIFEST, or
+// the last records of a WAL, cut off would read as the torn tail of a
+// crash, and Open would drop them: the tables those edits added, deleted
+// as a crash's leftovers; the writes of the WAL. With one edit, a cut
+// anywhere before the MANIFEST's seal leaves no edit, which is
+// corruption; and Open refuses a WAL recorded missing, or ending before
+// the length recorded (see checkClosedLogLength). Nothing is written
+// when the MANIFEST is that already. A failure loses nothing: the WALs
+// are synced, and the MANIFEST CURRENT names is the one before. d.mu is
+// held.
+func (d *DB) closeManifestLocked(logs []manifest.ClosedLog) error {
 	vs := &d.mu.versions
-	if c.Size == 0 || c.Num < vs.logNum {
-		c = manifest.ClosedLog{} // no record to keep, or flushed already
-	}
-	if vs.edits == 0 && (c.Num == 0 || c == vs.closedLog) {
+	if vs.edits == 0 && (len(logs) == 0 || slices.Equal(logs, vs.closedLogs)) {
 		return nil
 	}
-	if err := vs.logAndApplyFresh(&manifest.VersionEdit{ClosedLog: c}); err != nil {
+	if err := vs.logAndApplyFresh(&manifest.VersionEdit{ClosedLogs: logs}); err != nil {
 		return fmt.Errorf("kv: rewriting the MANIFEST at Close (every write is synced): %w", err)
 	}
 	return nil
+}
+
+// closedLogsLocked returns the WALs that hold writes in no table as Close
+// leaves them, ascending, each with the length of its records: those of
+// the memtables waiting for a flush, sealed at their rotation or replayed
+// at Open, and live, the WAL that Close has just sealed and synced. A WAL
+// holding no record is left out: missing, it loses nothing. d.mu is held.
+func (d *DB) closedLogsLocked(live manifest.ClosedLog) []manifest.ClosedLog {
+	var logs []manifest.ClosedLog
+	for _, m := range append(d.mu.imm[:len(d.mu.imm):len(d.mu.imm)], d.mu.mem) {
+		for _, l := range m.logs {
+			c := manifest.ClosedLog{Num: l.num, Size: l.size}
+			if l.num == live.Num {
+				c.Size = live.Size
+			}
+			if c.Size > 0 && c.Num >= d.mu.versions.logNum {
+				logs = append(logs, c)
+			}
+		}
+	}
+	return logs
 }
 
 // leaks returns an error wrapping ErrLeaked when iterators or snapshots

@@ -19,7 +19,7 @@ type memTable struct {
 	// memtable created by a rotation has one; the one recovered at Open has
 	// the WALs it was replayed from, and possibly a new one taking its new
 	// writes. They are deleted once the memtable is flushed.
-	logs []base.FileNum
+	logs []memLog
 	// lastSeq is the sequence number of the last write reserved in it: a
 	// flush records it as the MANIFEST's last sequence number. Written
 	// and read like batchBytes.
@@ -88,10 +88,23 @@ func (c *writerCount) reset() {
 	c.done.Store(0)
 }
 
-// newMemTable returns an empty memtable whose writes go to the WALs logs
-// (none yet while the WAL replay fills it at Open), held by the DB.
-func newMemTable(cmp *base.Comparer, logs ...base.FileNum) *memTable {
-	m := &memTable{MemTable: memtable.New(cmp), logs: logs}
+// memLog is one of the WALs holding a memtable's writes.
+type memLog struct {
+	num base.FileNum
+	// size is the length of the WAL's records once it takes no more
+	// writes, sealed and synced at a rotation, or replayed at Open; 0
+	// while it takes writes. Close records it (see DB.closedLogsLocked).
+	size int64
+}
+
+// newMemTable returns an empty memtable, held by the DB, whose writes go
+// to WAL num, or to none yet (num 0) while the WAL replay fills it at
+// Open.
+func newMemTable(cmp *base.Comparer, num base.FileNum) *memTable {
+	m := &memTable{MemTable: memtable.New(cmp)}
+	if num != 0 {
+		m.logs = []memLog{{num: num}}
+	}
 	m.refs.Store(1)
 	return m
 }
@@ -112,7 +125,7 @@ func (d *DB) newMemTableLocked(num base.FileNum, limit int64) *memTable {
 	m.limit = limit
 	// A new slice: the flush handed the old one on with the WALs to
 	// retire.
-	m.logs = []base.FileNum{num}
+	m.logs = []memLog{{num: num}}
 	m.lastSeq, m.batchBytes, m.sizeSeen, m.reservedSince = 0, 0, 0, 0
 	m.writers.reset()
 	m.refs.Store(1)
@@ -163,7 +176,16 @@ func (m *memTable) logNum() base.FileNum {
 	if len(m.logs) == 0 {
 		return 0
 	}
-	return m.logs[0]
+	return m.logs[0].num
+}
+
+// logNums returns the numbers of the WALs holding the memtable's writes.
+func (m *memTable) logNums() []base.FileNum {
+	nums := make([]base.FileNum, len(m.logs))
+	for i, l := range m.logs {
+		nums[i] = l.num
+	}
+	return nums
 }
 
 // empty reports whether no entry is inserted in m yet.

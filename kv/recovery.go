@@ -73,7 +73,7 @@ func (d *DB) recover() error {
 	if err := d.checkLogNumWAL(nums); err != nil {
 		return err
 	}
-	if err := d.checkClosedLogPresent(nums); err != nil {
+	if err := d.checkClosedLogsPresent(nums); err != nil {
 		return err
 	}
 	rec, err := d.replayWALs(nums)
@@ -99,17 +99,19 @@ func (d *DB) checkLogNumWAL(nums []base.FileNum) error {
 		base.MakeFilename(base.FileTypeLog, vs.logNum))
 }
 
-// checkClosedLogPresent reports the WAL that the last Close sealed and
-// synced (see manifest.VersionEdit.ClosedLog) missing from nums, the WALs
-// found from the MANIFEST's log number on: while the log number has not
-// passed it, it holds writes that are in no table.
-func (d *DB) checkClosedLogPresent(nums []base.FileNum) error {
-	c := d.mu.versions.closedLog
-	if c.Num == 0 || c.Num < d.mu.versions.logNum || slices.Contains(nums, c.Num) {
-		return nil
+// checkClosedLogsPresent reports a WAL that the last Close left live,
+// sealed and synced (see manifest.VersionEdit.ClosedLogs), missing from
+// nums, the WALs found from the MANIFEST's log number on: while the log
+// number has not passed it, it holds writes that are in no table.
+func (d *DB) checkClosedLogsPresent(nums []base.FileNum) error {
+	vs := &d.mu.versions
+	for _, c := range vs.closedLogs {
+		if c.Num >= vs.logNum && !slices.Contains(nums, c.Num) {
+			return base.CorruptionErrorf("kv: WAL %s, which Close sealed and synced with %d bytes of records, is missing",
+				base.MakeFilename(base.FileTypeLog, c.Num), c.Size)
+		}
 	}
-	return base.CorruptionErrorf("kv: WAL %s, which Close sealed and synced with %d bytes of records, is missing",
-		base.MakeFilename(base.FileTypeLog, c.Num), c.Size)
+	return nil
 }
 
 // checkClosedLogLength reports, as corruption, WAL num ending at tail
@@ -118,8 +120,12 @@ func (d *DB) checkClosedLogPresent(nums []base.FileNum) error {
 // have left a torn tail. Only the seal may be lost, which adds nothing:
 // the records end where the seal began.
 func (d *DB) checkClosedLogLength(num base.FileNum, tail walTail) error {
-	c := d.mu.versions.closedLog
-	if c.Num != num || tail.end >= c.Size {
+	i := slices.IndexFunc(d.mu.versions.closedLogs, func(c manifest.ClosedLog) bool { return c.Num == num })
+	if i < 0 {
+		return nil
+	}
+	c := d.mu.versions.closedLogs[i]
+	if tail.end >= c.Size {
 		return nil
 	}
 	var w *record.Writer
@@ -210,7 +216,7 @@ func (d *DB) checkTablesPresent(names []string) error {
 // memtable, writing it out as L0 tables whenever it fills up.
 func (d *DB) replayWALs(nums []base.FileNum) (*recovered, error) {
 	rec := &recovered{
-		mem:     newMemTable(d.cmp),
+		mem:     newMemTable(d.cmp, 0),
 		edit:    &manifest.VersionEdit{ComparerName: d.cmp.Name},
 		lastSeq: d.mu.versions.lastSeq,
 	}
@@ -225,7 +231,7 @@ func (d *DB) replayWALs(nums []base.FileNum) (*recovered, error) {
 		records := false
 		// Listed before its replay, so that a flush the replay makes
 		// (see replayBatch) names it.
-		rec.mem.logs = append(rec.mem.logs, num)
+		rec.mem.logs = append(rec.mem.logs, memLog{num: num})
 		tail, err := d.replayWAL(num, func(batch []byte, where recordPos) error {
 			if unwritten != nil {
 				return base.CorruptionErrorf("kv: %s: a record after %s, where pages were never written: that WAL was synced before this one was written, so its damage is not a crash's",
@@ -244,6 +250,11 @@ func (d *DB) replayWALs(nums []base.FileNum) (*recovered, error) {
 		}
 		if err := d.checkClosedLogLength(num, tail); err != nil {
 			return nil, err
+		}
+		if logs := rec.mem.logs; len(logs) > 0 && logs[len(logs)-1].num == num {
+			// Its records' length, for Close to record while the WAL
+			// stays live (startFresh clears it for the WAL it continues).
+			logs[len(logs)-1].size = tail.end
 		}
 		rec.tail = tail
 		// A WAL this version wrote (recyclable, see walFormat) that holds
@@ -321,7 +332,7 @@ func (d *DB) flushRecovered(rec *recovered) error {
 			rec.edit.NewFiles = append(rec.edit.NewFiles, manifest.NewFileEntry{Level: 0, Meta: f})
 		}
 	}
-	rec.mem = newMemTable(d.cmp)
+	rec.mem = newMemTable(d.cmp, 0)
 	rec.edit.LastSeqNum = rec.lastSeq
 	return nil
 }
@@ -347,8 +358,10 @@ func (d *DB) startFresh(rec *recovered) error {
 	if err != nil {
 		return err
 	}
-	if len(mem.logs) == 0 || mem.logs[len(mem.logs)-1] != log.num {
-		mem.logs = append(mem.logs, log.num)
+	if n := len(mem.logs); n > 0 && mem.logs[n-1].num == log.num {
+		mem.logs[n-1].size = 0 // continued: it takes writes again
+	} else {
+		mem.logs = append(mem.logs, memLog{num: log.num})
 	}
 	d.commit.log = log
 	d.commit.logSeq = rec.lastSeq
@@ -373,7 +386,7 @@ func (d *DB) startFresh(rec *recovered) error {
 // says so already wins: see versionSet.walFormat).
 func (d *DB) openLogForRecovered(rec *recovered) (*walWriter, error) {
 	if logs := rec.mem.logs; len(logs) > 0 && rec.tail.clean {
-		num := logs[len(logs)-1]
+		num := logs[len(logs)-1].num
 		d.commit.recycler.start(num+1, d.opts.MemTableStopWritesThreshold+1)
 		if rec.tail.recyclable || rec.tail.end == 0 {
 			rec.edit.RecyclableLogNum = num

@@ -480,17 +480,17 @@ func testUnsealedWALBeforeWrites(t *testing.T, cut func(offs []int64) int64, rec
 }
 
 // forgetClosedLog rewrites the MANIFEST of the store in fs's "db", which
-// Close left as one edit, without the length of the WAL that Close
+// Close left as one edit, without the lengths of the WALs that Close
 // recorded in it: the store is then as an older version, or a crash just
 // after the WAL's close, leaves it.
 func forgetClosedLog(t *testing.T, fs vfs.FS) {
 	t.Helper()
 	name := currentManifest(t, fs)
 	edits := readManifestEdits(t, fs, name)
-	if len(edits) != 1 || edits[0].ClosedLog.Num == 0 {
+	if len(edits) != 1 || len(edits[0].ClosedLogs) == 0 {
 		t.Fatalf("%s: %d edits, want one recording the WAL Close sealed: %+v", name, len(edits), edits)
 	}
-	edits[0].ClosedLog = manifest.ClosedLog{}
+	edits[0].ClosedLogs = nil
 	f, err := fs.Create(name)
 	must(t, err)
 	_, err = writeEdit(record.NewWriter(f), f, &edits[0])
@@ -776,4 +776,111 @@ func TestRecovery_ClosedWALMissing(t *testing.T) {
 	defer mustClose(t, d)
 	mustGet(t, d, "a", "1")
 	mustGet(t, d, "b", "2")
+}
+
+// TestRecovery_ClosedWALsAllRecorded: Close records the length of every
+// WAL it leaves live, not only the one it sealed last: those of the
+// memtables waiting for a flush (a store's first, small memtables wait
+// for each other), sealed at their rotation, and, after a reopen, those
+// the recovered memtable was replayed from. Any of them missing, or cut
+// before its seal, is corruption naming it, where a WAL among others
+// missing, or cut with only empty WALs after it, would lose synced
+// writes without a word. A refused Open changes no file; a WAL cut
+// within its seal loses nothing and opens.
+func TestRecovery_ClosedWALsAllRecorded(t *testing.T) {
+	o := &Options{MemTableSize: 4 << 20}
+	d, fs := openMem(t, o)
+	var n int
+	for range 3 {
+		fillMemTable(t, d, &n)
+	}
+	must(t, d.Set([]byte("last"), []byte("v"), Sync))
+	d.mu.Lock()
+	imm := len(d.mu.imm)
+	d.mu.Unlock()
+	if imm != 3 {
+		t.Fatalf("%d memtables wait for a flush, want the 3 ramp memtables", imm)
+	}
+	checkAll := func(d *DB) {
+		t.Helper()
+		for i := 1; i <= n; i++ {
+			if _, err := d.Get(evenKey(i)); err != nil {
+				t.Fatalf("Get(%s): %v", evenKey(i), err)
+			}
+		}
+		mustGet(t, d, "last", "v")
+	}
+	must(t, d.Close())
+	checkRecorded(t, fs, 4, checkAll)
+
+	// Reopened, the WALs are replayed into one memtable that keeps them
+	// and continues the last: Close records the replayed ones' lengths.
+	d, err := Open("db", o)
+	must(t, err)
+	must(t, d.Set([]byte("later"), []byte("v"), Sync))
+	must(t, d.Close())
+	checkRecorded(t, fs, 4, func(d *DB) {
+		t.Helper()
+		checkAll(d)
+		mustGet(t, d, "later", "v")
+	})
+}
+
+// checkRecorded checks that the closed store in fs's "db" records wals
+// WALs, each with the length of its records, and that Open refuses each
+// of them missing or cut before its seal, changing no file, and opens the
+// last cut within its seal, the store then passing check (the others'
+// seals come before records in later WALs).
+func checkRecorded(t *testing.T, fs vfs.FS, wals int, check func(*DB)) {
+	t.Helper()
+	edits := readManifestEdits(t, fs, currentManifest(t, fs))
+	if len(edits) != 1 || len(edits[0].ClosedLogs) != wals {
+		t.Fatalf("the closed store's MANIFEST: %d edits, want one recording %d WALs: %v", len(edits), wals, edits)
+	}
+	files, err := fs.List("db")
+	must(t, err)
+	slices.Sort(files)
+	for i, c := range edits[0].ClosedLogs {
+		name := "db/" + base.MakeFilename(base.FileTypeLog, c.Num)
+		if end := logEnd(t, fs, name); end != c.Size {
+			t.Fatalf("%s: %d bytes of records, recorded %d", name, end, c.Size)
+		}
+		refused := func(cfs vfs.FS, want, how string) {
+			t.Helper()
+			_, err := Open("db", &Options{FS: cfs})
+			if !errors.Is(err, ErrCorruption) || !strings.Contains(err.Error(), base.MakeFilename(base.FileTypeLog, c.Num)) ||
+				!strings.Contains(err.Error(), want) {
+				t.Fatalf("Open with %s %s: %v, want corruption naming it", name, how, err)
+			}
+			after, err := cfs.List("db")
+			must(t, err)
+			slices.Sort(after)
+			if how != "missing" && !slices.Equal(after, files) {
+				t.Fatalf("the refused Open with %s %s left %v, want %v", name, how, after, files)
+			}
+		}
+		cfs := cloneStore(t, fs)
+		must(t, cfs.Remove(name))
+		refused(cfs, "is missing", "missing")
+		data := readFile(t, fs, name)
+		for _, cut := range []int64{0, c.Size / 2, c.Size - walSealSize - 1} {
+			cfs := cloneStore(t, fs)
+			writeFile(t, cfs, name, data[:cut])
+			refused(cfs, "Close sealed and synced it", fmt.Sprintf("cut at %d of %d", cut, c.Size))
+		}
+		cfs = cloneStore(t, fs)
+		writeFile(t, cfs, name, data[:c.Size-walSealSize])
+		if i < len(edits[0].ClosedLogs)-1 {
+			// Records follow in a later WAL: the seal was synced before
+			// they were written.
+			refused(cfs, "lacks its seal", "cut within its seal, before another WAL's records")
+			continue
+		}
+		d, err := Open("db", &Options{FS: cfs})
+		if err != nil {
+			t.Fatalf("Open with %s cut within its seal: %v", name, err)
+		}
+		check(d)
+		must(t, d.Close())
+	}
 }

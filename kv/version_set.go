@@ -36,9 +36,10 @@ type versionSet struct {
 	// recyclable chunks; 0 until a MANIFEST or this DB's first WAL says
 	// (see manifest.VersionEdit.RecyclableLogNum).
 	recyclableLogNum base.FileNum
-	// closedLog is the WAL the last Close sealed, with its length (see
-	// manifest.VersionEdit.ClosedLog); zero if no MANIFEST edit says.
-	closedLog manifest.ClosedLog
+	// closedLogs are the WALs the last Close left live, sealed, with
+	// their lengths (see manifest.VersionEdit.ClosedLogs); none if no
+	// MANIFEST edit says.
+	closedLogs []manifest.ClosedLog
 
 	manifestNum  base.FileNum
 	manifestFile vfs.File
@@ -132,8 +133,8 @@ func (vs *versionSet) apply(edit *manifest.VersionEdit, fresh bool) error {
 		vs.logNum = edit.LogNum
 	}
 	vs.recyclableLogNum = cmp.Or(vs.recyclableLogNum, edit.RecyclableLogNum)
-	if edit.ClosedLog.Num != 0 {
-		vs.closedLog = edit.ClosedLog
+	if len(edit.ClosedLogs) > 0 {
+		vs.closedLogs = edit.ClosedLogs
 	}
 	vs.lastSeq = edit.LastSeqNum
 	vs.install(next)
@@ -194,10 +195,15 @@ func (vs *versionSet) writeNewManifest(num base.FileNum, v *manifest.Version, ed
 		LastSeqNum:   edit.LastSeqNum,
 		// Every MANIFEST says it once known, so no later one forgets it.
 		RecyclableLogNum: cmp.Or(vs.recyclableLogNum, edit.RecyclableLogNum),
-		ClosedLog:        cmp.Or(edit.ClosedLog, vs.closedLog),
 	}
-	if snap.ClosedLog.Num < snap.LogNum {
-		snap.ClosedLog = manifest.ClosedLog{} // flushed: no longer read
+	closed := edit.ClosedLogs
+	if len(closed) == 0 {
+		closed = vs.closedLogs
+	}
+	for _, c := range closed {
+		if c.Num >= snap.LogNum { // else flushed: no longer read
+			snap.ClosedLogs = append(snap.ClosedLogs, c)
+		}
 	}
 	for level, files := range v.Levels {
 		for _, f := range files {
@@ -326,8 +332,8 @@ func (vs *versionSet) replayEdit(b *manifest.Builder, rec []byte, where recordPo
 	vs.markFileNumUsed(max(e.NextFileNum, 1) - 1)
 	vs.lastSeq = max(vs.lastSeq, e.LastSeqNum)
 	vs.recyclableLogNum = cmp.Or(e.RecyclableLogNum, vs.recyclableLogNum)
-	if e.ClosedLog.Num != 0 {
-		vs.closedLog = e.ClosedLog
+	if len(e.ClosedLogs) > 0 {
+		vs.closedLogs = e.ClosedLogs
 	}
 	for _, nf := range e.NewFiles {
 		vs.markFileNumUsed(nf.Meta.FileNum)

@@ -686,6 +686,10 @@ func (d *DB) rotateMemTableLocked() error {
 	if err != nil {
 		return p.err.set(fmt.Errorf("kv: switching WAL, the DB accepts no more writes: %w", err))
 	}
+	// The old WAL is sealed and synced: its length is for Close to
+	// record, should it still be live then.
+	old := d.mu.mem.logs
+	old[len(old)-1].size = p.log.w.Size()
 	p.log, p.sealedAt = newLog, 0
 	d.mu.imm = append(d.mu.imm, d.mu.mem)
 	d.mu.mem = d.newMemTableLocked(num, limit)

@@ -13,8 +13,9 @@
 // unsigned varint (LEB128, as encoding/binary.AppendUvarint writes it);
 // "bytes" is a uvarint length followed by that many bytes; an internal key
 // is stored as bytes holding its encoding (user key, then the 8-byte
-// little-endian trailer). Zero scalars are omitted; a field may repeat, the
-// last occurrence wins.
+// little-endian trailer). Zero scalars are omitted. A scalar may repeat, the
+// last occurrence winning; each occurrence of tags 5, 6, 8 and 9 adds one
+// more entry.
 //
 //	+-----------+----------------------------------------------------------+
 //	| tag (uv)  | payload                                                  |
@@ -31,8 +32,9 @@
 //	| 7         | recyclable log number: uv (every WAL from it on is in    |
 //	|           |   recyclable chunks; absent in older MANIFESTs)          |
 //	| 8         | ingested table: tag 6's payload | global seqnum uv (> 0) |
-//	| 9         | closed log: WAL number uv (> 0) | its length uv (the WAL |
-//	|           |   Close sealed and synced last; absent in older ones)    |
+//	| 9         | closed log: WAL number uv (> 0) | its length uv (one     |
+//	|           |   per WAL that the last Close left live, sealed and      |
+//	|           |   synced; absent in older MANIFESTs)                     |
 //	+-----------+----------------------------------------------------------+
 //
 // Tags are never reused. An unknown tag, a truncated field or an

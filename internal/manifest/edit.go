@@ -54,15 +54,16 @@ type VersionEdit struct {
 	// read as legacy. Zero means the MANIFEST does not say: a store
 	// written before the field existed, whose WALs' format is detected.
 	RecyclableLogNum base.FileNum
-	// ClosedLog is the WAL that Close sealed and synced last, with its
-	// length then; zero Num means the edit records none. Recovery
-	// refuses that WAL missing, or ending before that length: the store
-	// was closed, so the WAL lost synced records, where a crash would
-	// have left a torn tail.
-	ClosedLog ClosedLog
+	// ClosedLogs are the WALs that the last Close left holding writes in
+	// no table, each sealed and synced, with its length then, ascending
+	// by number; an edit without any records none, and one with some
+	// replaces those recorded before. Recovery refuses such a WAL
+	// missing, or ending before its length: the store was closed, so the
+	// WAL lost synced records, where a crash would have left a torn tail.
+	ClosedLogs []ClosedLog
 }
 
-// ClosedLog is a WAL closed whole (see VersionEdit.ClosedLog): Size bytes
+// ClosedLog is a WAL closed whole (see VersionEdit.ClosedLogs): Size bytes
 // of records, its seal the last.
 type ClosedLog struct {
 	// Num is the WAL's file number; never zero in an encoded edit.
@@ -96,7 +97,7 @@ func (e *VersionEdit) Encode() []byte {
 	buf = appendTaggedUvarint(buf, tagNextFileNum, uint64(e.NextFileNum))
 	buf = appendTaggedUvarint(buf, tagLastSeqNum, uint64(e.LastSeqNum))
 	buf = appendTaggedUvarint(buf, tagWALFormat, uint64(e.RecyclableLogNum))
-	if c := e.ClosedLog; c.Num != 0 {
+	for _, c := range e.ClosedLogs {
 		buf = binary.AppendUvarint(buf, tagClosedLog)
 		buf = binary.AppendUvarint(buf, uint64(c.Num))
 		buf = binary.AppendUvarint(buf, uint64(c.Size))
@@ -188,7 +189,7 @@ func (e *VersionEdit) Decode(buf []byte) error {
 		case tag == tagWALFormat:
 			e.RecyclableLogNum = base.FileNum(d.uvarint("recyclable log number"))
 		case tag == tagClosedLog:
-			e.ClosedLog = d.closedLog()
+			e.ClosedLogs = append(e.ClosedLogs, d.closedLog())
 		case tag == tagIngestedFile:
 			nf := d.newFile()
 			nf.Meta.GlobalSeqNum = d.seqNum("global sequence number")
@@ -334,7 +335,7 @@ func (e *VersionEdit) String() string {
 	if e.RecyclableLogNum != 0 {
 		fmt.Fprintf(&sb, "recyclable-log-num %s\n", e.RecyclableLogNum)
 	}
-	if c := e.ClosedLog; c.Num != 0 {
+	for _, c := range e.ClosedLogs {
 		fmt.Fprintf(&sb, "closed-log %s size=%d\n", c.Num, c.Size)
 	}
 	for _, d := range e.sortedDeletions() {

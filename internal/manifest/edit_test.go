@@ -64,8 +64,9 @@ func TestVersionEdit_RoundTrip(t *testing.T) {
 		{"next-file-num", VersionEdit{NextFileNum: 1 << 50}},
 		{"last-seq-num", VersionEdit{LastSeqNum: base.SeqNumMax}},
 		{"recyclable-log-num", VersionEdit{RecyclableLogNum: 5}},
-		{"closed-log", VersionEdit{ClosedLog: ClosedLog{Num: 12, Size: 1 << 40}}},
-		{"closed-log-empty", VersionEdit{ClosedLog: ClosedLog{Num: 1}}},
+		{"closed-log", VersionEdit{ClosedLogs: []ClosedLog{{Num: 12, Size: 1 << 40}}}},
+		{"closed-log-empty", VersionEdit{ClosedLogs: []ClosedLog{{Num: 1}}}},
+		{"closed-logs", VersionEdit{ClosedLogs: []ClosedLog{{Num: 3, Size: 70}, {Num: 5, Size: 1 << 20}, {Num: 9, Size: 12}}}},
 		{"deleted", VersionEdit{DeletedFiles: map[DeletedFileEntry]bool{
 			{Level: 0, FileNum: 3}: true, {Level: 6, FileNum: 1 << 60}: true}}},
 		{"new-file-every-field", VersionEdit{NewFiles: []NewFileEntry{{Level: 6, Meta: full}}}},
@@ -77,7 +78,7 @@ func TestVersionEdit_RoundTrip(t *testing.T) {
 			Meta: &FileMetadata{FileNum: 1, Smallest: base.MakeInternalKey([]byte{}, 0, 0), Largest: base.MakeInternalKey([]byte{}, 0, 0)}}}}},
 		{"everything", VersionEdit{
 			ComparerName: "c", LogNum: 4, NextFileNum: 9, LastSeqNum: 77, RecyclableLogNum: 3,
-			ClosedLog:    ClosedLog{Num: 4, Size: 4096},
+			ClosedLogs:   []ClosedLog{{Num: 4, Size: 4096}},
 			DeletedFiles: map[DeletedFileEntry]bool{{Level: 1, FileNum: 2}: true},
 			NewFiles: []NewFileEntry{
 				{Level: 2, Meta: meta(5, "a#3,SET", "c#9,DEL")},
@@ -180,7 +181,7 @@ func TestVersionEdit_Decode_Errors(t *testing.T) {
 func TestVersionEdit_String(t *testing.T) {
 	e := VersionEdit{
 		ComparerName: "leveldb.BytewiseComparator", LogNum: 4, NextFileNum: 13, LastSeqNum: 9, RecyclableLogNum: 4,
-		ClosedLog:    ClosedLog{Num: 11, Size: 300},
+		ClosedLogs:   []ClosedLog{{Num: 10, Size: 4096}, {Num: 11, Size: 300}},
 		DeletedFiles: map[DeletedFileEntry]bool{{Level: 1, FileNum: 7}: true, {Level: 0, FileNum: 8}: true},
 		NewFiles:     []NewFileEntry{{Level: 1, Meta: meta(12, "a#5,SET", "k#3,DEL")}},
 	}
@@ -189,6 +190,7 @@ log-num 000004
 next-file-num 000013
 last-seq-num 9
 recyclable-log-num 000004
+closed-log 000010 size=4096
 closed-log 000011 size=300
 del L0 000008
 del L1 000007
@@ -238,7 +240,7 @@ func FuzzVersionEditDecode(f *testing.F) {
 	ingested := meta(14, "m#9,SET", "p#9,SET")
 	ingested.SmallestSeqNum, ingested.LargestSeqNum, ingested.GlobalSeqNum = 9, 9, 9
 	f.Add((&VersionEdit{NewFiles: []NewFileEntry{{Level: 6, Meta: ingested}}}).Encode())
-	f.Add((&VersionEdit{ClosedLog: ClosedLog{Num: 15, Size: 4 << 20}, NextFileNum: 16}).Encode())
+	f.Add((&VersionEdit{ClosedLogs: []ClosedLog{{Num: 14, Size: 300}, {Num: 15, Size: 4 << 20}}, NextFileNum: 16}).Encode())
 	f.Fuzz(func(t *testing.T, buf []byte) {
 		var e VersionEdit
 		if err := e.Decode(buf); err != nil {
