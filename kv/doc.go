@@ -341,6 +341,10 @@
 // synced before the next WAL takes a write, so a WAL that lacks it while a
 // later WAL holds records was cut short or damaged: corruption naming it,
 // not a torn tail with the later WAL's writes replayed over the ones lost.
+// A seal also holds the last sequence number assigned when it was
+// written, and the batch replayed after it must take the next one: a WAL
+// missing between a seal and a later WAL's records is corruption too, in
+// a crashed store as in a closed one.
 // A WAL left unsealed by a crash is continued by the next Open when it
 // ends cleanly, and otherwise made obsolete by writing its writes to
 // tables, so no later WAL finds it live. One case is left: the last

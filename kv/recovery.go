@@ -36,6 +36,17 @@ type recovered struct {
 	// whether its last record is a seal (see sealLog).
 	tail   walTail
 	sealed bool
+	// seal is the last record replayed when it is the seal of a WAL this
+	// version wrote (recyclable), nil otherwise: the next batch must take
+	// the sequence number after the seal's (see replayBatch).
+	seal *sealMark
+}
+
+// sealMark is a seal replayed: where it is, and the last sequence number
+// assigned when it was written.
+type sealMark struct {
+	at  recordPos
+	seq base.SeqNum
 }
 
 // recover rebuilds the store's state at Open: the Version from the
@@ -229,6 +240,7 @@ func (d *DB) replayWALs(nums []base.FileNum) (*recovered, error) {
 	for _, num := range nums {
 		rec.sealed = false
 		records := false
+		recyclable := d.mu.versions.walFormat(num) == record.RecyclableFormat
 		// Listed before its replay, so that a flush the replay makes
 		// (see replayBatch) names it.
 		rec.mem.logs = append(rec.mem.logs, memLog{num: num})
@@ -243,7 +255,7 @@ func (d *DB) replayWALs(nums []base.FileNum) (*recovered, error) {
 			}
 			records = true
 			rec.sealed = isSeal(batch)
-			return d.replayBatch(rec, batch, where)
+			return d.replayBatch(rec, batch, where, recyclable)
 		})
 		if err != nil {
 			return nil, err
@@ -297,8 +309,21 @@ func (d *DB) replayWALs(nums []base.FileNum) (*recovered, error) {
 }
 
 // replayBatch applies one batch read from a WAL at where (file and offset)
-// to rec.mem, after checking it comes after everything recovered so far.
-func (d *DB) replayBatch(rec *recovered, batch []byte, where recordPos) error {
+// to rec.mem, after checking it comes after everything recovered so far,
+// and, after a seal, right after it. recyclable says whether the WAL is
+// one this version wrote.
+//
+// A seal holds the last sequence number assigned when it was written,
+// and the batch after it, in the same WAL or the next one that holds
+// any, takes the one after: nothing assigns a sequence number between a
+// WAL's seal and its next record, or the first of the next WAL, but a
+// write whose record goes there. (An ingestion does, but only once every
+// memtable is flushed, so its WALs are not replayed; a reopen restarts
+// the numbers after the last one replayed.) So a batch that skips
+// numbers after a seal follows a WAL that went missing between the two,
+// or a WAL that came from elsewhere: corruption, where the replay would
+// otherwise drop those writes without a word.
+func (d *DB) replayBatch(rec *recovered, batch []byte, where recordPos, recyclable bool) error {
 	r, err := newBatchReader(batch)
 	if err != nil {
 		return base.CorruptionErrorf("kv: %s: %w", where, err)
@@ -306,6 +331,17 @@ func (d *DB) replayBatch(rec *recovered, batch []byte, where recordPos) error {
 	if r.Count() > 0 && r.SeqNum() <= rec.lastSeq {
 		return base.CorruptionErrorf("kv: %s: batch seqnum %d is not above %d, the last already recovered (a repeated or overlapping WAL)",
 			where, r.SeqNum(), rec.lastSeq)
+	}
+	switch s := rec.seal; {
+	case r.Count() == 0 && recyclable:
+		rec.seal = &sealMark{at: where, seq: r.SeqNum()}
+	case r.Count() == 0:
+		rec.seal = nil
+	case s != nil && r.SeqNum() != s.seq+1:
+		return base.CorruptionErrorf("kv: %s: batch seqnum %d follows the seal at %s, written when seqnum %d was the last: the writes between them are missing (a WAL deleted, or one from elsewhere)",
+			where, r.SeqNum(), s.at, s.seq)
+	default:
+		rec.seal = nil
 	}
 	if err := rec.mem.apply(batch); err != nil {
 		return base.CorruptionErrorf("kv: %s: %w", where, err)
