@@ -140,7 +140,10 @@ const prefaultStep = 64 << 10
 // The same goroutine removes the mappings of the chunks the writes have
 // left (see remap): unmapping a chunk of populated pages costs the kernel
 // a page-table walk and a flush of every processor's TLB, half a
-// millisecond or more, which would otherwise be serial work too.
+// millisecond or more, which would otherwise be serial work too. And it
+// starts the writeback of the pages the writes have left well behind
+// (writeBack), so that the WAL's sync when its memtable rotates, which
+// every writer waits for, has little left to write.
 type prefaulter struct {
 	// want is the file offset up to which population is asked for, and
 	// from the offset of the writes when it was asked.
@@ -165,11 +168,18 @@ type prefaulter struct {
 	// unmapErr is the first failure to remove one.
 	retired  [][]byte
 	unmapErr error
+
+	// fd is the file's, for writeBack; writtenBack is the file offset up
+	// to which it has started the writeback (stored by run's goroutine
+	// alone).
+	fd          uintptr
+	writtenBack atomic.Int64
 }
 
 // startPrefaulter starts w's prefaulter goroutine.
 func (w *walMmapWriter) startPrefaulter() {
-	pf := &prefaulter{kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
+	pf := &prefaulter{kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}), fd: w.fd}
+	pf.writtenBack.Store(w.off)
 	w.pf = pf
 	go pf.run()
 }
@@ -192,7 +202,36 @@ func (pf *prefaulter) run() {
 			// Advice the kernel does not take: let the writes fault.
 			populating = false
 		}
+		pf.writeBack()
 	}
+}
+
+// writeBackBehind is how far behind the writes the prefaulter starts the
+// writeback of the file's pages, and writeBackStep the least it starts
+// at once.
+const (
+	writeBackBehind = 256 << 10
+	writeBackStep   = 1 << 20
+)
+
+// writeBack starts the writeback of the pages the writes have left well
+// behind (sync_file_range(2), SYNC_FILE_RANGE_WRITE: it does not wait
+// for it), a step at a time. A sync of the WAL waits for every dirty page
+// to reach the disk: at a memtable's rotation every writer waits for it,
+// and without this the whole memtable's worth of WAL (megabytes) would
+// be written then. It is advice, as populate is: it changes what is
+// durable only in making it so sooner, and its failure changes nothing.
+// The pages it cleans are write-protected again; writeBackBehind keeps
+// it clear of the records still being encoded or completed just behind
+// the writes (see walOrder), whose stores would fault.
+func (pf *prefaulter) writeBack() {
+	from := pf.writtenBack.Load()
+	to := (pf.from.Load() - writeBackBehind) / writeBackStep * writeBackStep
+	if to-from < writeBackStep {
+		return
+	}
+	startWriteBack(pf.fd, from, to-from)
+	pf.writtenBack.Store(to)
 }
 
 // populate populates the pages asked for, a step at a time, and returns

@@ -69,3 +69,12 @@ func populateWrite(b []byte) error {
 		return e
 	}
 }
+
+// syncFileRangeWrite is SYNC_FILE_RANGE_WRITE.
+const syncFileRangeWrite = 2
+
+// startWriteBack starts the writeback of the file's dirty pages from off
+// to off+n, without waiting for it. It is advice: its error is dropped.
+func startWriteBack(fd uintptr, off, n int64) {
+	syscall.Syscall6(syscall.SYS_SYNC_FILE_RANGE, fd, uintptr(off), uintptr(n), syncFileRangeWrite, 0, 0)
+}

@@ -200,6 +200,45 @@ func TestWALMmap_PrefaultsAheadOfCommits(t *testing.T) {
 	}
 }
 
+// TestWALMmap_WritesBackBehind: as the records move on, the prefaulter
+// starts the writeback of the file's pages well behind them, a step at a
+// time, so that the WAL's sync at the next rotation has less to write;
+// and it never starts it within writeBackBehind of the records.
+func TestWALMmap_WritesBackBehind(t *testing.T) {
+	d, err := Open(t.TempDir(), &Options{FS: vfs.Default, MemTableSize: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	mw := d.commit.log.direct
+	if mw == nil {
+		t.Skipf("no mapped WAL here: writer %T", d.commit.log.space)
+	}
+	value := make([]byte, 1000)
+	const want = 3 * writeBackStep
+	for i := 0; mw.off < want+writeBackBehind+prefaultAhead; i++ {
+		if err := d.Set([]byte(fmt.Sprintf("key%08d", i)), value, NoSync); err != nil {
+			t.Fatal(err)
+		}
+		if back := mw.pf.writtenBack.Load(); back > max(0, mw.off-writeBackBehind) { // a new WAL: from 0
+			t.Fatalf("writeback started up to %d, records written up to %d: within %d of them", back, mw.off, writeBackBehind)
+		}
+	}
+	if d.commit.log.direct != mw {
+		t.Fatal("the WAL rotated while it was written")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for back := mw.pf.writtenBack.Load(); back < want; back = mw.pf.writtenBack.Load() {
+		if time.Now().After(deadline) {
+			t.Fatalf("writeback started up to %d, records written up to %d: want it started up to %d", back, mw.off, want)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for i := 0; i < 10; i++ {
+		mustGet(t, d, fmt.Sprintf("key%08d", i), string(value))
+	}
+}
+
 // TestPrefaulter_WakeAfterClose: a writer wakes the prefaulter once out
 // of the commit pipeline's mu (wakeDue), so a rotation or Close may have
 // closed the WAL, and stopped its prefaulter, in between: the wake must

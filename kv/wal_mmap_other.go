@@ -18,3 +18,6 @@ func munmap(m []byte) error { return errWALMmapUnavailable }
 
 // populateWrite is never called off Linux.
 func populateWrite(b []byte) error { return errWALMmapUnavailable }
+
+// startWriteBack is never called off Linux.
+func startWriteBack(fd uintptr, off, n int64) {}
