@@ -163,15 +163,8 @@ func mappingsOf(t *testing.T, name string) int {
 // the writers wake it once out of the mu; it then keeps the pages ahead
 // of the commits populated.
 func TestWALMmap_PrefaultsAheadOfCommits(t *testing.T) {
-	d, err := Open(t.TempDir(), &Options{FS: vfs.Default, MemTableSize: 64 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, mw := openLargeMapped(t)
 	defer d.Close()
-	mw := d.commit.log.direct
-	if mw == nil {
-		t.Skipf("no mapped WAL here: writer %T", d.commit.log.space)
-	}
 	value := make([]byte, 100)
 	for i := 0; mw.off < 2*prefaultAhead; i++ {
 		if err := d.Set([]byte(fmt.Sprintf("key%08d", i)), value, NoSync); err != nil {
@@ -200,20 +193,30 @@ func TestWALMmap_PrefaultsAheadOfCommits(t *testing.T) {
 	}
 }
 
+// openLargeMapped opens a store in a temporary directory on the disk,
+// with memtables (and WALs) of 64 MiB, and returns it with its mapped
+// WAL's writer; it skips the test where the WAL is not mapped.
+func openLargeMapped(t *testing.T) (*DB, *walMmapWriter) {
+	t.Helper()
+	d, err := Open(t.TempDir(), &Options{FS: vfs.Default, MemTableSize: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mw := d.commit.log.direct
+	if mw == nil {
+		d.Close()
+		t.Skipf("no mapped WAL here: writer %T", d.commit.log.space)
+	}
+	return d, mw
+}
+
 // TestWALMmap_WritesBackBehind: as the records move on, the prefaulter
 // starts the writeback of the file's pages well behind them, a step at a
 // time, so that the WAL's sync at the next rotation has less to write;
 // and it never starts it within writeBackBehind of the records.
 func TestWALMmap_WritesBackBehind(t *testing.T) {
-	d, err := Open(t.TempDir(), &Options{FS: vfs.Default, MemTableSize: 64 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, mw := openLargeMapped(t)
 	defer d.Close()
-	mw := d.commit.log.direct
-	if mw == nil {
-		t.Skipf("no mapped WAL here: writer %T", d.commit.log.space)
-	}
 	value := make([]byte, 1000)
 	const want = 3 * writeBackStep
 	for i := 0; mw.off < want+writeBackBehind+prefaultAhead; i++ {
