@@ -129,14 +129,12 @@ func (d *DB) captureCheckpoint() (*checkpointState, error) {
 		st.version = vs.current
 		st.version.Ref()
 		st.logNum, st.nextFile, st.lastSeq, st.manifest = vs.logNum, vs.nextFile, vs.lastSeq, vs.manifestNum
-		for _, m := range append(d.mu.imm[:len(d.mu.imm):len(d.mu.imm)], d.mu.mem) {
-			for _, l := range m.logs {
-				w := walExtent{num: l.num, size: -1}
-				if l.num == live.num {
-					w = live
-				}
-				st.wals = append(st.wals, w)
+		for l := range d.liveLogsLocked() {
+			w := walExtent{num: l.num, size: -1}
+			if l.num == live.num {
+				w = live
 			}
+			st.wals = append(st.wals, w)
 		}
 		d.mu.checkpoints.n++
 		return nil

@@ -357,15 +357,13 @@ func (d *DB) closeManifestLocked(logs []manifest.ClosedLog) error {
 // holding no record is left out: missing, it loses nothing. d.mu is held.
 func (d *DB) closedLogsLocked(live manifest.ClosedLog) []manifest.ClosedLog {
 	var logs []manifest.ClosedLog
-	for _, m := range append(d.mu.imm[:len(d.mu.imm):len(d.mu.imm)], d.mu.mem) {
-		for _, l := range m.logs {
-			c := manifest.ClosedLog{Num: l.num, Size: l.size}
-			if l.num == live.Num {
-				c.Size = live.Size
-			}
-			if c.Size > 0 && c.Num >= d.mu.versions.logNum {
-				logs = append(logs, c)
-			}
+	for l := range d.liveLogsLocked() {
+		c := manifest.ClosedLog{Num: l.num, Size: l.size}
+		if l.num == live.Num {
+			c.Size = live.Size
+		}
+		if c.Size > 0 && c.Num >= d.mu.versions.logNum {
+			logs = append(logs, c)
 		}
 	}
 	return logs

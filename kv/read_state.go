@@ -2,6 +2,7 @@ package kv
 
 import (
 	"fmt"
+	"iter"
 	"sync"
 	"sync/atomic"
 
@@ -177,6 +178,21 @@ func (m *memTable) logNum() base.FileNum {
 		return 0
 	}
 	return m.logs[0].num
+}
+
+// liveLogsLocked yields the WALs that hold writes in no table, oldest
+// first: those of the memtables waiting for a flush, then the mutable
+// one's. d.mu is held.
+func (d *DB) liveLogsLocked() iter.Seq[memLog] {
+	return func(yield func(memLog) bool) {
+		for _, m := range append(d.mu.imm[:len(d.mu.imm):len(d.mu.imm)], d.mu.mem) {
+			for _, l := range m.logs {
+				if !yield(l) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // logNums returns the numbers of the WALs holding the memtable's writes.

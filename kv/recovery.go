@@ -332,16 +332,13 @@ func (d *DB) replayBatch(rec *recovered, batch []byte, where recordPos, recyclab
 		return base.CorruptionErrorf("kv: %s: batch seqnum %d is not above %d, the last already recovered (a repeated or overlapping WAL)",
 			where, r.SeqNum(), rec.lastSeq)
 	}
-	switch s := rec.seal; {
-	case r.Count() == 0 && recyclable:
-		rec.seal = &sealMark{at: where, seq: r.SeqNum()}
-	case r.Count() == 0:
-		rec.seal = nil
-	case s != nil && r.SeqNum() != s.seq+1:
+	if s := rec.seal; s != nil && r.Count() > 0 && r.SeqNum() != s.seq+1 {
 		return base.CorruptionErrorf("kv: %s: batch seqnum %d follows the seal at %s, written when seqnum %d was the last: the writes between them are missing (a WAL deleted, or one from elsewhere)",
 			where, r.SeqNum(), s.at, s.seq)
-	default:
-		rec.seal = nil
+	}
+	rec.seal = nil
+	if r.Count() == 0 && recyclable {
+		rec.seal = &sealMark{at: where, seq: r.SeqNum()}
 	}
 	if err := rec.mem.apply(batch); err != nil {
 		return base.CorruptionErrorf("kv: %s: %w", where, err)

@@ -225,13 +225,13 @@ const (
 // it clear of the records still being encoded or completed just behind
 // the writes (see walOrder), whose stores would fault.
 func (pf *prefaulter) writeBack() {
-	from := pf.writtenBack.Load()
-	to := (pf.from.Load() - writeBackBehind) / writeBackStep * writeBackStep
-	if to-from < writeBackStep {
+	start := pf.writtenBack.Load()
+	end := (pf.from.Load() - writeBackBehind) / writeBackStep * writeBackStep
+	if end-start < writeBackStep {
 		return
 	}
-	startWriteBack(pf.fd, from, to-from)
-	pf.writtenBack.Store(to)
+	startWriteBack(pf.fd, start, end-start)
+	pf.writtenBack.Store(end)
 }
 
 // populate populates the pages asked for, a step at a time, and returns
