@@ -208,41 +208,52 @@ func TestWALMmap_WritersEncodeTheirOwnRecords(t *testing.T) {
 	if d.commit.log.direct == nil {
 		t.Skipf("no mapped WAL here: writer %T", d.commit.log.space)
 	}
-	const writers, each = 4, 3000
-	var wg sync.WaitGroup
-	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range each {
-				k := []byte(fmt.Sprintf("w%d-%05d", w, i))
-				if err := d.Set(k, k, NoSync); err != nil {
-					t.Error(err)
-					return
+	// Whether writers overlap is the scheduler's choice: on a busy
+	// machine one round of them may take turns throughout, so rounds go
+	// on, each with keys of its own, until one overlapped.
+	const writers, each, maxRounds = 4, 3000, 20
+	rounds := 0
+	for reserved := int64(0); reserved == 0; rounds++ {
+		if rounds == maxRounds {
+			t.Fatalf("no record was left to its writer to encode in %d rounds: the writers never overlapped", maxRounds)
+		}
+		var wg sync.WaitGroup
+		for w := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range each {
+					k := encodeOwnKey(rounds, w, i)
+					if err := d.Set(k, k, NoSync); err != nil {
+						t.Error(err)
+						return
+					}
 				}
-			}
-		}()
-	}
-	wg.Wait()
-	var reserved int64
-	d.commit.runExclusive(func() error {
-		reserved = d.commit.log.order.reservedEnd
-		return nil
-	})
-	if reserved == 0 {
-		t.Fatal("no record was left to its writer to encode: the writers never overlapped")
+			}()
+		}
+		wg.Wait()
+		d.commit.runExclusive(func() error {
+			reserved = d.commit.log.order.reservedEnd
+			return nil
+		})
 	}
 	c, err := Open(copyOpenDir(t, d, dir), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	for w := range writers {
-		for i := range each {
-			k := []byte(fmt.Sprintf("w%d-%05d", w, i))
-			if v, err := c.Get(k); err != nil || !bytes.Equal(v, k) {
-				t.Fatalf("%s in the copy: %q, %v", k, v, err)
+	for r := range rounds {
+		for w := range writers {
+			for i := range each {
+				k := encodeOwnKey(r, w, i)
+				if v, err := c.Get(k); err != nil || !bytes.Equal(v, k) {
+					t.Fatalf("%s in the copy: %q, %v", k, v, err)
+				}
 			}
 		}
 	}
 }
+
+// encodeOwnKey is the key, and value, of TestWALMmap_WritersEncodeTheirOwnRecords's
+// round r, writer w, write i.
+func encodeOwnKey(r, w, i int) []byte { return []byte(fmt.Sprintf("r%d-w%d-%05d", r, w, i)) }
