@@ -8,12 +8,14 @@ import (
 	"maps"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
 	"github.com/bloomkv/bloomkv/internal/testseed"
 	"github.com/bloomkv/bloomkv/kv"
+	"github.com/bloomkv/bloomkv/sstable"
 	"github.com/cockroachdb/pebble/vfs"
 )
 
@@ -23,7 +25,9 @@ import (
 // open across writes, flushes and compactions (each checked against a copy
 // of the map taken when it was opened); flushes, manual compactions, and
 // close/reopen, sometimes with the filters switched off or to another
-// policy. Memtables and tables are tiny, so flushes, compactions and
+// policy; and the day-two API: indexed batches read between their writes,
+// tables ingested (with range deletions at times), and checkpoints opened
+// and checked whole. Memtables and tables are tiny, so flushes, compactions and
 // MANIFEST rollovers happen all the time. Each seed is logged and named in
 // every failure; -seed replays one.
 func TestDB_Model(t *testing.T) {
@@ -47,10 +51,15 @@ func testModel(t *testing.T, capped bool) {
 		}
 	}
 	cut, heldUnderCap := 0, 0
+	var done dayTwoCounts
 	defer func() {
 		if capped && !t.Failed() && (cut == 0 || heldUnderCap == 0) {
 			t.Fatalf("Metrics saw filters left out or held smaller by the cap %d times, held under a cap %d times", cut, heldUnderCap)
 		}
+		if !t.Failed() && testseed.Flag() == 0 && done.short() {
+			t.Fatalf("too few day-two operations checked: %+v", done)
+		}
+		t.Logf("day-two operations checked: %+v", done)
 	}()
 	bounds, clones, refreshes := reuseMoves.setBounds.Load(), reuseMoves.clones.Load(), reuseMoves.refreshes.Load()
 	run := func(t *testing.T, seed uint64) {
@@ -66,6 +75,7 @@ func testModel(t *testing.T, capped bool) {
 			}
 		}
 		r.checkFull()
+		done.add(r.done)
 		if capped {
 			t.Logf("Metrics calls saw filters held under a cap %d times, filters left out or held smaller %d times", r.heldUnderCapSeen, r.cutSeen)
 			cut += r.cutSeen
@@ -167,6 +177,29 @@ type modelRun struct {
 	cutSeen int
 	// heldUnderCapSeen counts those that saw filters held under a cap.
 	heldUnderCapSeen int
+	// done counts the day-two operations checked.
+	done dayTwoCounts
+}
+
+// dayTwoCounts counts the checks of the operations beyond reads and
+// writes: a test that requires them fails when too few ran.
+type dayTwoCounts struct {
+	indexedReads, indexedApplied int // reads through indexed batches; batches applied
+	ingested, ingestedRangeDels  int // tables ingested; those with a range deletion
+	checkpoints                  int // checkpoints opened and checked
+}
+
+func (c *dayTwoCounts) add(o dayTwoCounts) {
+	c.indexedReads += o.indexedReads
+	c.indexedApplied += o.indexedApplied
+	c.ingested += o.ingested
+	c.ingestedRangeDels += o.ingestedRangeDels
+	c.checkpoints += o.checkpoints
+}
+
+// short reports whether any count is 0.
+func (c dayTwoCounts) short() bool {
+	return min(c.indexedReads, c.indexedApplied, c.ingested, c.ingestedRangeDels, c.checkpoints) == 0
 }
 
 // modelSnap is an open snapshot and the model as it was when taken;
@@ -325,28 +358,34 @@ func (r *modelRun) step() {
 		r.del()
 	case p < 390:
 		r.delRange()
-	case p < 500:
+	case p < 490:
 		r.batch()
-	case p < 680:
+	case p < 510:
+		r.indexedBatch()
+	case p < 660:
 		r.get()
-	case p < 780:
+	case p < 760:
 		r.iterate()
-	case p < 810:
+	case p < 790:
 		r.openIter()
-	case p < 860:
+	case p < 840:
 		r.checkIters()
-	case p < 885:
+	case p < 865:
 		r.newSnapshot()
-	case p < 905:
+	case p < 885:
 		r.closeSnapshot()
-	case p < 955:
+	case p < 935:
 		r.checkSnapshot()
-	case p < 975:
+	case p < 955:
 		r.log.add("Flush")
 		r.check(r.db.Flush(), "Flush")
-	case p < 985:
+	case p < 965:
 		r.compact()
-	case p < 992:
+	case p < 975:
+		r.ingest()
+	case p < 980:
+		r.checkpoint()
+	case p < 987:
 		r.reopen()
 	default:
 		r.metrics()
@@ -416,6 +455,178 @@ func (r *modelRun) batch() {
 	r.log.add("Apply(sync=%v) [%s]", o.Sync, strings.Join(desc, ", "))
 	r.check(r.db.Apply(b, o), "Apply")
 	crashWrite{delRanges: ranges, kvs: pending}.apply(r.model)
+}
+
+// indexedBatch writes into an indexed batch, and reads it between its
+// writes: its Get and iterators must show the DB with the batch's writes
+// over it, in the order they were made, and an iterator kept open across
+// later writes only those made before it opened. The batch is then
+// applied, or closed unapplied.
+func (r *modelRun) indexedBatch() {
+	b := r.db.NewIndexedBatch()
+	defer b.Close()
+	over := maps.Clone(r.model) // the DB's state read through the batch
+	var kept *kv.Iterator
+	var keptModel *iterModel
+	var desc []string
+	for n := 1 + r.rng.IntN(10); n > 0; n-- {
+		switch p := r.rng.IntN(12); {
+		case p < 5:
+			k, v := r.randKey(), r.randValue()
+			r.check(b.Set(k, v), "IndexedBatch.Set")
+			over[string(k)] = string(v)
+			desc = append(desc, fmt.Sprintf("set %q=%s", k, short(v)))
+		case p < 7:
+			k := r.randKey()
+			r.check(b.Delete(k), "IndexedBatch.Delete")
+			delete(over, string(k))
+			desc = append(desc, fmt.Sprintf("del %q", k))
+		case p < 8:
+			lo, hi := r.randRange()
+			r.check(b.DeleteRange(lo, hi), "IndexedBatch.DeleteRange")
+			crashWrite{delRanges: [][2]string{{string(lo), string(hi)}}}.apply(over)
+			desc = append(desc, fmt.Sprintf("del-range %q-%q", lo, hi))
+		case p < 10:
+			k := r.randKey()
+			desc = append(desc, fmt.Sprintf("get %q", k))
+			r.checkGet("IndexedBatch.Get", b.Get, over, k)
+			r.done.indexedReads++
+		case p < 11:
+			o := r.randBounds()
+			desc = append(desc, "iterate "+boundsString(o))
+			it, err := b.NewIter(o)
+			r.check(err, "IndexedBatch.NewIter")
+			if msg := checkIterReuse(r.rng, it, newIterModel(over, o), 5+r.rng.IntN(20), r.seekKey); msg != "" {
+				r.fatalf("indexed batch [%s]: iterator %s: %s", strings.Join(desc, ", "), boundsString(o), msg)
+			}
+			r.done.indexedReads++
+			r.check(it.Close(), "Iterator.Close")
+		default:
+			if kept != nil {
+				break
+			}
+			o := r.randBounds()
+			desc = append(desc, "keep an iterator "+boundsString(o))
+			var err error
+			kept, err = b.NewIter(o)
+			r.check(err, "IndexedBatch.NewIter")
+			keptModel = newIterModel(maps.Clone(over), o)
+		}
+	}
+	if kept != nil {
+		if msg := scanBoth(kept, keptModel); msg != "" {
+			r.fatalf("indexed batch [%s]: kept iterator: %s", strings.Join(desc, ", "), msg)
+		}
+		r.check(kept.Close(), "Iterator.Close")
+	}
+	if r.rng.IntN(4) == 0 {
+		r.log.add("IndexedBatch, closed unapplied [%s]", strings.Join(desc, ", "))
+		return
+	}
+	o := r.writeOpts()
+	r.log.add("IndexedBatch Apply(sync=%v) [%s]", o.Sync, strings.Join(desc, ", "))
+	r.check(r.db.Apply(b, o), "Apply of an indexed batch")
+	r.model = over
+	r.done.indexedApplied++
+}
+
+// ingest writes one or two tables outside the store, at sequence number
+// 0, of random sets and deletes and sometimes a range deletion, in key
+// ranges apart, and ingests them: their writes shadow every older one, a
+// range deletion every older version in its span but not its own table's.
+func (r *modelRun) ingest() {
+	picked := map[string]bool{}
+	for range 1 + r.rng.IntN(16) {
+		picked[string(r.randKey())] = true
+	}
+	keys := slices.Sorted(maps.Keys(picked))
+	cuts := []int{0, len(keys)}
+	if len(keys) > 1 && r.rng.IntN(2) == 0 {
+		cuts = []int{0, 1 + r.rng.IntN(len(keys)-1), len(keys)}
+	}
+	dir := r.fs.PathJoin(r.fs.PathDir(r.dir), "ingest")
+	r.check(r.fs.MkdirAll(dir, 0o755), "MkdirAll")
+	defer func() { r.check(r.fs.RemoveAll(dir), "RemoveAll") }()
+	var paths, desc []string
+	var writes []crashWrite
+	prevEnd := "" // the end of the last table's span; tables must not overlap
+	for i := range len(cuts) - 1 {
+		w := crashWrite{kvs: map[string]*string{}}
+		last := keys[cuts[i+1]-1]
+		if r.rng.IntN(3) == 0 {
+			// A range deletion past the table's keys is kept within the
+			// gap to the next table's first key.
+			dlo, dhi := r.randRange()
+			ok := string(dlo) < string(dhi) && (i == 0 || string(dlo) >= prevEnd) &&
+				(i+1 == len(cuts)-1 || string(dhi) <= keys[cuts[i+1]])
+			if ok {
+				w.delRanges = [][2]string{{string(dlo), string(dhi)}}
+				desc = append(desc, fmt.Sprintf("t%d del-range %q-%q", i, dlo, dhi))
+			}
+		}
+		path := r.fs.PathJoin(dir, fmt.Sprintf("%d-%d.sst", r.log.n, i))
+		paths = append(paths, path)
+		r.writeExternalTable(path, keys[cuts[i]:cuts[i+1]], &w, &desc)
+		prevEnd = last + "\x00"
+		if len(w.delRanges) > 0 && w.delRanges[0][1] > prevEnd {
+			prevEnd = w.delRanges[0][1]
+		}
+		writes = append(writes, w)
+	}
+	r.log.add("Ingest %d tables [%s]", len(paths), strings.Join(desc, ", "))
+	r.check(r.db.Ingest(paths), "Ingest")
+	for _, w := range writes {
+		w.apply(r.model)
+		r.done.ingested++
+		if len(w.delRanges) > 0 {
+			r.done.ingestedRangeDels++
+		}
+	}
+}
+
+// writeExternalTable writes keys, in order, into a table at path, each a
+// set of a random value or, one in four, a delete, with w's range
+// deletion, all at sequence number 0, and records them in w.
+func (r *modelRun) writeExternalTable(path string, keys []string, w *crashWrite, desc *[]string) {
+	f, err := r.fs.Create(path)
+	r.check(err, "Create")
+	o := sstable.WriterOptions{BlockSize: r.opts.BlockSize}
+	if r.rng.IntN(2) == 0 {
+		p, err := bloompolicy.NewBitsPerKey(10)
+		r.check(err, "NewBitsPerKey")
+		o.FilterPolicy = p
+	}
+	tw := sstable.NewWriter(f, o)
+	for _, d := range w.delRanges {
+		r.check(tw.AddRangeDel(sstable.RangeTombstone{Start: []byte(d[0]), End: []byte(d[1])}), "AddRangeDel")
+	}
+	for _, k := range keys {
+		if r.rng.IntN(4) == 0 {
+			r.check(tw.Add(sstable.MakeInternalKey([]byte(k), 0, sstable.KindDelete), nil), "Writer.Add")
+			w.kvs[k] = nil
+			*desc = append(*desc, fmt.Sprintf("del %q", k))
+			continue
+		}
+		v := string(r.randValue())
+		r.check(tw.Add(sstable.MakeInternalKey([]byte(k), 0, sstable.KindSet), []byte(v)), "Writer.Add")
+		w.kvs[k] = &v
+		*desc = append(*desc, fmt.Sprintf("set %q=%s", k, short([]byte(v))))
+	}
+	r.check(tw.Close(), "Writer.Close")
+}
+
+// checkpoint checkpoints the store into a new directory, and opens the
+// copy: it must hold the model, as the store does.
+func (r *modelRun) checkpoint() {
+	dst := r.fs.PathJoin(r.fs.PathDir(r.dir), fmt.Sprintf("checkpoint-%d", r.log.n))
+	r.log.add("Checkpoint")
+	r.check(r.db.Checkpoint(dst), "Checkpoint")
+	db, err := kv.Open(dst, r.opts)
+	r.check(err, "Open of the checkpoint")
+	r.checkStore(db, "checkpoint: ")
+	r.check(db.Close(), "Close of the checkpoint")
+	r.check(r.fs.RemoveAll(dst), "RemoveAll")
+	r.done.checkpoints++
 }
 
 // checkGet compares one Get (of the DB or a snapshot) with a model.
