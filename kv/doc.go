@@ -230,8 +230,9 @@
 // A store's directory holds these files, numbered from one counter that
 // never reuses a number (six digits at least, zero-padded):
 //
-//	000012.log      WAL: one record per committed batch, then a seal (internal/record framing,
-//	                recyclable chunks, each carrying the WAL's number)
+//	000012.log      WAL: the mark of a switch (after a sealed WAL), one record per committed
+//	                batch, then a seal (internal/record framing, recyclable chunks, each
+//	                carrying the WAL's number)
 //	000010.sst      a table (see package sstable)
 //	MANIFEST-000011 log of version edits, each followed by a seal (internal/record framing)
 //	CURRENT         "MANIFEST-000011\n": the manifest in use, switched atomically
@@ -344,13 +345,18 @@
 // A seal also holds the last sequence number assigned when it was
 // written, and the batch replayed after it must take the next one: a WAL
 // missing between a seal and a later WAL's records is corruption too, in
-// a crashed store as in a closed one.
+// a crashed store as in a closed one. Once the seal is synced, the next
+// WAL starts with the mark of the switch, a copy of the seal: so though
+// nothing was written after the switch, a WAL before it cut short,
+// emptied, or missing between the two (its seal's number not the mark's)
+// is corruption, not a crash's torn tail.
 // A WAL left unsealed by a crash is continued by the next Open when it
 // ends cleanly, and otherwise made obsolete by writing its writes to
 // tables, so no later WAL finds it live. One case is left: the last
 // records of a WAL still being written at a crash are not sealed, so
 // damage to them after the crash reads as a torn tail, as it does in
-// LevelDB and Pebble.
+// LevelDB and Pebble (so does damage to a sealed WAL whose next one lost
+// its mark, which only a crash of the machine in the switch can do).
 //
 // A closed store's last WAL and last MANIFEST edits have nothing after
 // them to vouch for them: cut short, they would read as the torn tail of

@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -237,9 +238,10 @@ func (d *DB) replayWALs(nums []base.FileNum) (*recovered, error) {
 	// does, and unsealedNum its number.
 	var unwritten, unsealed *recordPos
 	var unsealedNum base.FileNum
+	var prev *replayedWAL // the WAL replayed before, if any
 	for _, num := range nums {
 		rec.sealed = false
-		records := false
+		cur := &replayedWAL{num: num}
 		recyclable := d.mu.versions.walFormat(num) == record.RecyclableFormat
 		// Listed before its replay, so that a flush the replay makes
 		// (see replayBatch) names it.
@@ -253,13 +255,25 @@ func (d *DB) replayWALs(nums []base.FileNum) (*recovered, error) {
 				return base.CorruptionErrorf("kv: %s: a record after the end of %s, which lacks its seal: a WAL is sealed and synced before the next one is written, so that one was cut short or damaged",
 					where, *unsealed)
 			}
-			records = true
+			first := !cur.records
+			cur.records = true
 			rec.sealed = isSeal(batch)
+			if rec.sealed {
+				cur.sealSeq = base.SeqNum(binary.LittleEndian.Uint64(batch[:8]))
+			}
+			if first && rec.sealed && recyclable {
+				// The mark of a switch (see markSwitch): it adds
+				// nothing, and the batch after it follows the seal of
+				// the WAL before, if that one is replayed.
+				return checkSwitchMark(cur.sealSeq, where, prev)
+			}
 			return d.replayBatch(rec, batch, where, recyclable)
 		})
 		if err != nil {
 			return nil, err
 		}
+		cur.sealed = rec.sealed
+		prev = cur
 		if err := d.checkClosedLogLength(num, tail); err != nil {
 			return nil, err
 		}
@@ -273,7 +287,7 @@ func (d *DB) replayWALs(nums []base.FileNum) (*recovered, error) {
 		// records is sealed before the next WAL takes any, unless it was
 		// the last at a crash; then Open either continues it, or makes it
 		// obsolete (see below).
-		if records && !rec.sealed && d.mu.versions.walFormat(num) == record.RecyclableFormat {
+		if cur.records && !rec.sealed && recyclable {
 			unsealed = walPos(num, tail.end)
 			unsealedNum = num
 		}
@@ -306,6 +320,41 @@ func (d *DB) replayWALs(nums []base.FileNum) (*recovered, error) {
 		}
 	}
 	return rec, nil
+}
+
+// replayedWAL is what the replay found of one WAL: whether it holds
+// records, and whether the last is a seal, holding sealSeq.
+type replayedWAL struct {
+	num     base.FileNum
+	records bool
+	sealed  bool
+	sealSeq base.SeqNum
+}
+
+// checkSwitchMark checks the mark of a WAL switch at where, the first
+// record of its WAL, holding seq, against prev, the WAL replayed before
+// it, if any: the mark was written once a WAL ending in a seal that holds
+// seq was synced (see markSwitch). So prev without records, or ending
+// in another seal, was cut short or damaged, or the WAL sealed there is
+// missing between the two. (prev ending without a seal is reported as
+// the mark is read: see replayWALs.) With no WAL replayed before, the
+// sealed one is in tables, or missing where the MANIFEST's log number
+// names it (see checkLogNumWAL).
+func checkSwitchMark(seq base.SeqNum, where recordPos, prev *replayedWAL) error {
+	switch {
+	case prev == nil:
+		return nil
+	case !prev.records:
+		return base.CorruptionErrorf("kv: %s: a WAL started once the one before it was sealed and synced, but %s holds no record: it was cut short or damaged",
+			where, base.MakeFilename(base.FileTypeLog, prev.num))
+	case !prev.sealed:
+		return base.CorruptionErrorf("kv: %s: a WAL started once the one before it was sealed and synced, but %s does not end in its seal: it was cut short or damaged",
+			where, base.MakeFilename(base.FileTypeLog, prev.num))
+	case prev.sealSeq != seq:
+		return base.CorruptionErrorf("kv: %s: a WAL started once the one before it was sealed and synced with seqnum %d the last, but %s was sealed at seqnum %d: the WAL between them is missing",
+			where, seq, base.MakeFilename(base.FileTypeLog, prev.num), prev.sealSeq)
+	}
+	return nil
 }
 
 // replayBatch applies one batch read from a WAL at where (file and offset)

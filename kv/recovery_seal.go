@@ -17,6 +17,35 @@ import (
 // a torn tail that loses nothing. An empty batch is a valid WAL record to
 // any reader, this one's or an older one's: replaying it adds nothing.
 
+// The mark of a WAL switch. A seal read where a crash could also have cut
+// the WAL looks the same as a seal lost with the records before it: the
+// last WAL replayed ends at a torn tail either way. So a WAL that
+// follows a sealed one starts with a mark, written only once the seal
+// before it is synced: a copy of that seal (an empty batch holding the
+// last sequence number assigned). Recovery then knows that the WAL
+// replayed before one that starts with a mark ended in that seal, though
+// every WAL after it is empty: a WAL before it cut short or emptied, or
+// missing between two, is corruption, not a crash's torn tail. A WAL
+// that starts without a mark, as the first of a store, one made at Open
+// or one created by an older version, makes no such promise.
+
+// markSwitch writes the mark of a WAL switch into newLog, the WAL that
+// takes over from the pipeline's, which is sealed and synced. Called
+// under the pipeline's mu, before newLog takes any write.
+func (p *commitPipeline) markSwitch(d *DB, newLog *walWriter) error {
+	var mark [batchHeaderLen]byte
+	binary.LittleEndian.PutUint64(mark[:8], uint64(p.logSeq))
+	var mapped mappedRecord // a record appended alone is never left to encode
+	end, copied, err := newLog.append(mark[:], false, false, &d.metrics, &mapped)
+	if err == nil && !copied {
+		err = newLog.sink.wait(end, false) // in the file, as a write is once acknowledged
+	}
+	if err != nil {
+		return fmt.Errorf("kv: marking WAL %s: %w", newLog.name, err)
+	}
+	return nil
+}
+
 // sealLog appends the seal to the WAL of the pipeline, unless it already
 // ends in one (or holds no record), and notes that it does. The caller
 // holds the pipeline's mu, and closes the WAL next, which writes out and

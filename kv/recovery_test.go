@@ -886,13 +886,12 @@ func checkRecorded(t *testing.T, fs vfs.FS, wals int, check func(*DB)) {
 }
 
 // TestRecovery_CrashedWALMissing: a WAL's seal holds the last sequence
-// number assigned when it was written, and the next batch replayed must
-// take the one after it, so a WAL missing between two others is
-// corruption in a crashed store too, where no Close recorded the WALs:
-// the replay would otherwise go on to the next WAL and drop the missing
-// one's writes without a word. (The first WAL missing is the log
-// number's, refused already.) The store whole opens with every synced
-// write.
+// number assigned when it was written, and so does the mark that starts
+// the WAL after it, so a WAL missing between two others is corruption in
+// a crashed store too, where no Close recorded the WALs: the replay would
+// otherwise go on to the next WAL and drop the missing one's writes
+// without a word. (The first WAL missing is the log number's, refused
+// already.) The store whole opens with every synced write.
 func TestRecovery_CrashedWALMissing(t *testing.T) {
 	fs := vfs.NewStrictMem()
 	o := &Options{FS: fs, MemTableSize: 4 << 20}
@@ -923,7 +922,7 @@ func TestRecovery_CrashedWALMissing(t *testing.T) {
 		cfs := cloneStore(t, fs)
 		must(t, cfs.Remove(missing))
 		_, err := Open("db", &Options{FS: cfs, MemTableSize: 4 << 20})
-		why := "the writes between them are missing"
+		why := "the WAL between them is missing"
 		if i == 0 {
 			why = "the first whose writes the MANIFEST says are not in tables, is missing" // the log number's
 		}
@@ -940,4 +939,101 @@ func TestRecovery_CrashedWALMissing(t *testing.T) {
 		}
 	}
 	mustGet(t, d, "last", "v")
+}
+
+// TestRecovery_CrashedWALCut: a WAL that a memtable switch sealed and
+// synced, cut short, emptied or missing in a crashed store, is
+// corruption, though the WAL after it holds nothing but the mark of the
+// switch: without the mark that WAL's end reads as a crash's torn tail,
+// and its writes were lost without a word. The copy whole opens with
+// every write.
+func TestRecovery_CrashedWALCut(t *testing.T) {
+	fs := vfs.NewStrictMem()
+	d, err := Open("db", &Options{FS: fs, MemTableSize: 4 << 20})
+	must(t, err)
+	defer mustClose(t, d)
+	// Two memtables of 100 writes, each switched from by hand: the WAL
+	// of the third holds the mark alone. The two wait for a flush
+	// together, until they add up to half of MemTableSize.
+	value := make([]byte, 1<<10)
+	var wals []string
+	for m := range 2 {
+		for i := range 100 {
+			must(t, d.Set(evenKey(100*m+i), value, NoSync))
+		}
+		d.mu.Lock()
+		wals = append(wals, "db/"+base.MakeFilename(base.FileTypeLog, d.mu.mem.logNum()))
+		d.mu.Unlock()
+		must(t, d.commit.runExclusive(func() error {
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			return d.rotateMemTableLocked()
+		}))
+	}
+	d.mu.Lock()
+	imm, last := len(d.mu.imm), "db/"+base.MakeFilename(base.FileTypeLog, d.mu.mem.logNum())
+	d.mu.Unlock()
+	if imm != 2 {
+		t.Fatalf("%d memtables wait for a flush, want 2", imm)
+	}
+	// A crash of the process: the files as they are, synced or not.
+	crashed := cloneStore(t, fs)
+	marked := recordEnds(t, crashed, last)
+	if len(marked) != 1 {
+		t.Fatalf("%s holds %d records, want the mark of the switch alone", last, len(marked))
+	}
+
+	ends := recordEnds(t, crashed, wals[1])
+	for _, c := range []struct {
+		name string
+		cut  func(fs vfs.FS)
+		why  string
+	}{
+		{"cut within its records", func(fs vfs.FS) { cutTo(t, fs, wals[1], ends[len(ends)/2]) }, "which lacks its seal"},
+		{"cut before its seal", func(fs vfs.FS) { cutTo(t, fs, wals[1], ends[len(ends)-2]) }, "which lacks its seal"},
+		{"emptied", func(fs vfs.FS) { cutTo(t, fs, wals[1], 0) }, "holds no record"},
+		{"missing", func(fs vfs.FS) { must(t, fs.Remove(wals[1])) }, "the WAL between them is missing"},
+	} {
+		cfs := cloneStore(t, crashed)
+		c.cut(cfs)
+		_, err := Open("db", &Options{FS: cfs, MemTableSize: 4 << 20})
+		if !errors.Is(err, ErrCorruption) || !strings.Contains(err.Error(), c.why) {
+			t.Fatalf("Open of the crashed store with %s %s: %v, want corruption: %q", wals[1], c.name, err, c.why)
+		}
+	}
+	c, err := Open("db", &Options{FS: cloneStore(t, crashed), MemTableSize: 4 << 20})
+	must(t, err)
+	defer mustClose(t, c)
+	for i := range 200 {
+		mustGet(t, c, string(evenKey(i)), string(value))
+	}
+}
+
+// recordEnds returns the stream offsets at which the records of WAL name
+// of fs, in recyclable chunks, end, in order.
+func recordEnds(t *testing.T, fs vfs.FS, name string) []int64 {
+	t.Helper()
+	f, err := fs.Open(name)
+	must(t, err)
+	defer f.Close()
+	_, num, ok := base.ParseFilename(fs.PathBase(name))
+	if !ok {
+		t.Fatalf("%s is not a WAL's name", name)
+	}
+	r := record.NewLogReader(f, name, uint32(num), record.RecyclableFormat)
+	var ends []int64
+	for {
+		_, err := r.Next()
+		if err == io.EOF {
+			return ends
+		}
+		must(t, err)
+		ends = append(ends, r.End())
+	}
+}
+
+// cutTo cuts file name of fs to its first n bytes.
+func cutTo(t *testing.T, fs vfs.FS, name string, n int64) {
+	t.Helper()
+	writeFile(t, fs, name, readFile(t, fs, name)[:n])
 }

@@ -675,8 +675,12 @@ func (d *DB) rotateMemTableLocked() error {
 	newLog, err := d.createWAL(num, limit)
 	if err == nil {
 		sealErr := p.sealLog()
+		sealed := sealErr == nil && p.log.w.Size() > 0 && p.log.w.Size() == p.sealedAt
 		if err = p.log.close(); err == nil {
 			err = sealErr
+		}
+		if err == nil && sealed {
+			err = p.markSwitch(d, newLog)
 		}
 		if err != nil {
 			newLog.abandon()
@@ -690,7 +694,9 @@ func (d *DB) rotateMemTableLocked() error {
 	// record, should it still be live then.
 	old := d.mu.mem.logs
 	old[len(old)-1].size = p.log.w.Size()
-	p.log, p.sealedAt = newLog, 0
+	// The new WAL holds no record, or the switch's mark, which serves as
+	// its seal while no write follows it.
+	p.log, p.sealedAt = newLog, newLog.w.Size()
 	d.mu.imm = append(d.mu.imm, d.mu.mem)
 	d.mu.mem = d.newMemTableLocked(num, limit)
 	d.updateReadStateLocked()
