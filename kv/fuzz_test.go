@@ -2,6 +2,7 @@ package kv
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
 	"strings"
@@ -37,6 +38,13 @@ func FuzzOpenWALs(f *testing.F) {
 	f.Add([]byte{}, wals[1])
 	sealed := [][]byte{sealedRecyclableWAL(f, wals[0], 1), sealedRecyclableWAL(f, wals[1], 2)}
 	f.Add(sealed[0], sealed[1])
+	// As a memtable switch leaves them: the second WAL marked, then with
+	// the mark alone, and after an emptied first.
+	marked := markedRecyclableWAL(f, wals[1], 2)
+	f.Add(sealed[0], marked)
+	markEnd := len(marked) - len(sealedRecyclableWAL(f, wals[1], 2))
+	f.Add(sealed[0], marked[:markEnd])
+	f.Add([]byte{}, marked[:markEnd])
 	for _, bit := range []int{0, 1, 2} {
 		f.Add(flipBit(wals[0], 6, bit), wals[1])
 		f.Add(flipBit(sealed[0], 6, bit), sealed[1])
@@ -58,11 +66,22 @@ func FuzzOpenWALs(f *testing.F) {
 }
 
 // sealedRecyclableWAL returns the records of the legacy log data as WAL
-// logNum writes them: recyclable chunks, and a seal.
+// logNum writes them: recyclable chunks, and a seal holding the last
+// sequence number of its batches.
 func sealedRecyclableWAL(t testing.TB, data []byte, logNum uint32) []byte {
+	return recyclableWAL(t, data, logNum, false)
+}
+
+// markedRecyclableWAL returns sealedRecyclableWAL's WAL started by the
+// mark of a WAL switch (see markSwitch), holding the sequence number
+// before its first batch's.
+func markedRecyclableWAL(t testing.TB, data []byte, logNum uint32) []byte {
+	return recyclableWAL(t, data, logNum, true)
+}
+
+func recyclableWAL(t testing.TB, data []byte, logNum uint32, marked bool) []byte {
 	r := record.NewReader(bytes.NewReader(data), "golden")
-	var buf bytes.Buffer
-	w := record.NewRecyclableWriterAt(&buf, 0, logNum)
+	var recs [][]byte
 	for {
 		rec, err := r.Next()
 		if err == io.EOF {
@@ -71,9 +90,26 @@ func sealedRecyclableWAL(t testing.TB, data []byte, logNum uint32) []byte {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w.WriteRecord(rec)
+		recs = append(recs, bytes.Clone(rec))
 	}
-	w.WriteRecord(make([]byte, batchHeaderLen))
+	var buf bytes.Buffer
+	w := record.NewRecyclableWriterAt(&buf, 0, logNum)
+	emptyBatch := func(seq uint64) []byte {
+		b := make([]byte, batchHeaderLen)
+		binary.LittleEndian.PutUint64(b, seq)
+		return b
+	}
+	if marked && len(recs) > 0 {
+		w.WriteRecord(emptyBatch(binary.LittleEndian.Uint64(recs[0]) - 1))
+	}
+	var last uint64
+	for _, rec := range recs {
+		w.WriteRecord(rec)
+		if n := binary.LittleEndian.Uint32(rec[8:12]); n > 0 {
+			last = binary.LittleEndian.Uint64(rec) + uint64(n) - 1
+		}
+	}
+	w.WriteRecord(emptyBatch(last))
 	if err := w.Flush(); err != nil {
 		t.Fatal(err)
 	}

@@ -241,8 +241,8 @@ func (d *DB) replayWALs(nums []base.FileNum) (*recovered, error) {
 	var prev *replayedWAL // the WAL replayed before, if any
 	for _, num := range nums {
 		rec.sealed = false
-		cur := &replayedWAL{num: num}
 		recyclable := d.mu.versions.walFormat(num) == record.RecyclableFormat
+		cur := &replayedWAL{num: num, recyclable: recyclable}
 		// Listed before its replay, so that a flush the replay makes
 		// (see replayBatch) names it.
 		rec.mem.logs = append(rec.mem.logs, memLog{num: num})
@@ -323,12 +323,14 @@ func (d *DB) replayWALs(nums []base.FileNum) (*recovered, error) {
 }
 
 // replayedWAL is what the replay found of one WAL: whether it holds
-// records, and whether the last is a seal, holding sealSeq.
+// records, and whether the last is a seal, holding sealSeq; recyclable
+// says whether it is one this version wrote (see walFormat).
 type replayedWAL struct {
-	num     base.FileNum
-	records bool
-	sealed  bool
-	sealSeq base.SeqNum
+	num        base.FileNum
+	recyclable bool
+	records    bool
+	sealed     bool
+	sealSeq    base.SeqNum
 }
 
 // checkSwitchMark checks the mark of a WAL switch at where, the first
@@ -339,10 +341,13 @@ type replayedWAL struct {
 // missing between the two. (prev ending without a seal is reported as
 // the mark is read: see replayWALs.) With no WAL replayed before, the
 // sealed one is in tables, or missing where the MANIFEST's log number
-// names it (see checkLogNumWAL).
+// names it (see checkLogNumWAL). A prev that this version did not write,
+// as the MANIFEST tells, vouches for nothing: the WAL after it was not
+// known to be this version's either when the store last opened, and
+// then read without its mark's promise.
 func checkSwitchMark(seq base.SeqNum, where recordPos, prev *replayedWAL) error {
 	switch {
-	case prev == nil:
+	case prev == nil || !prev.recyclable:
 		return nil
 	case !prev.records:
 		return base.CorruptionErrorf("kv: %s: a WAL started once the one before it was sealed and synced, but %s holds no record: it was cut short or damaged",
