@@ -46,7 +46,8 @@ func (a *app) crashCommand() *cobra.Command {
 		Short: "Kill processes writing to stores and check what the stores kept",
 		Long: "crash checks the store's promises after a crash of the process, on this machine's disk and " +
 			"file system: in rounds, each a new store, a child process (this program again) writes from " +
-			"several goroutines (Set, Delete, DeleteRange, batches, some Sync, some Flush) and reports each " +
+			"several goroutines (Set, Delete, DeleteRange, batches, some Sync, some Flush, some batches as " +
+			"tables ingested) and reports each " +
 			"write acknowledged; it is killed with SIGKILL at a random moment, in Open, while writing, in Close " +
 			"or after it, and the next child reopens the store and checks it before it writes on. The store must " +
 			"hold every acknowledged write (with --background-wal: a prefix of them, missing at most the " +

@@ -116,7 +116,8 @@ func writeCrashMarkdown(path string, rep *crashReport, now time.Time) error {
 // crashMethod says what a round does, for the page.
 const crashMethod = "Each round opens a new store (`internal/crashtest`). A child process writes to it " +
 	"from several goroutines (Set, Delete, DeleteRange, batches of up to 200 edits, values up to 1 MiB, " +
-	"some writes Sync, a few Flush) and reports each write once it is acknowledged; it is killed with " +
+	"some writes Sync, a few Flush, a few batches written into a table and ingested) and reports each " +
+	"write once it is acknowledged; it is killed with " +
 	"SIGKILL at a random moment: in Open, while it checks the store, while it writes, in Close or after it. " +
 	"The next child opens the store, checks it and writes on; last, the parent opens it, checks it, writes, " +
 	"closes it and checks it again after another Open. A check reads every key (an iterator, and a Get of " +

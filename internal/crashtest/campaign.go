@@ -74,6 +74,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		res, err := runRound(ctx, &cfg, seed, maxKills)
 		if res.Failure == "" && !cfg.Keep || err != nil {
 			_ = vfs.Default.RemoveAll(res.Dir)
+			_ = vfs.Default.RemoveAll(ingestDir(res.Dir))
 		}
 		if err != nil {
 			return s, err

@@ -33,7 +33,7 @@ func openPlanted(t *testing.T, r *Round, last ...int) *kv.DB {
 	t.Cleanup(func() { db.Close() })
 	for w, m := range last {
 		for n := range m + 1 {
-			if err := r.apply(db, w, n); err != nil {
+			if err := r.apply(db, "db", w, n); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -158,7 +158,7 @@ func TestCheck_NotAPrefix(t *testing.T) {
 // openPlantedMore applies ops from to last of writer w.
 func openPlantedMore(db *kv.DB, r *Round, w, from, last int) error {
 	for n := from; n <= last; n++ {
-		if err := r.apply(db, w, n); err != nil {
+		if err := r.apply(db, "db", w, n); err != nil {
 			return err
 		}
 	}
@@ -173,7 +173,7 @@ func TestCheckStore_TornBatch(t *testing.T) {
 	db := openPlanted(t, &r, 9, 9)
 	n := 10
 	for ; !tearable(r.op(0, n)); n++ {
-		if err := r.apply(db, 0, n); err != nil {
+		if err := r.apply(db, "db", 0, n); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -275,4 +275,50 @@ func TestWorkload_BatchLen(t *testing.T) {
 			b.Close()
 		}
 	}
+}
+
+// TestIngestLeavesTheBatchState: an op that ingests its edits as a table
+// leaves its writer's keys as the same edits applied as a batch do, so
+// the history's states hold for rounds that ingest: ranges that delete
+// keys set before them in the op, keys set after them, repeated keys.
+func TestIngestLeavesTheBatchState(t *testing.T) {
+	r := plantRound(t)
+	r.IngestShare, r.Keys = 0.3, 20 // small key ranges: the edits meet
+	dir := t.TempDir() + "/db"
+	db, err := kv.Open(dir, r.options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	const ops = 300
+	ingested, ranged := 0, 0
+	for n := range ops {
+		for w := range r.Writers {
+			if err := r.apply(db, dir, w, n); err != nil {
+				t.Fatalf("op %d of writer %d: %v", n, w, err)
+			}
+			if o := r.op(w, n); o.ingest {
+				ingested++
+				if slices.ContainsFunc(o.edits, func(e edit) bool { return e.kind == editDeleteRange }) {
+					ranged++
+				}
+			}
+		}
+		if n%50 != 49 {
+			continue
+		}
+		got, err := readStore(db, &r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for w := range r.Writers {
+			if states := statesIn(&r, got, w, n, n); len(states) == 0 {
+				t.Fatalf("after op %d writer %d's keys are not the state its ops leave: %s", n, w, nearest(&r, got, w, n))
+			}
+		}
+	}
+	if ingested < ops/10 || ranged == 0 {
+		t.Fatalf("%d ops ingested, %d of them with a range deletion: want %d and some", ingested, ranged, ops/10)
+	}
+	t.Logf("%d ops of %d ingested, %d of them with a range deletion", ingested, 2*ops, ranged)
 }

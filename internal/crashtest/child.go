@@ -1,10 +1,13 @@
 package crashtest
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,6 +15,8 @@ import (
 	"time"
 
 	"github.com/bloomkv/bloomkv/kv"
+	"github.com/bloomkv/bloomkv/sstable"
+	"github.com/cockroachdb/pebble/vfs"
 )
 
 // ChildEnv is the environment variable that hands a child its work: Run
@@ -123,7 +128,7 @@ func (s *childSpec) startWriters(db *kv.DB, found [][]int, out *lineWriter) *wri
 			defer ws.wg.Done()
 			for n := ms[len(ms)-1] + 1; !ws.stopping.Load(); n++ {
 				start := time.Since(began).Nanoseconds()
-				if err := s.Round.apply(db, w, n); err != nil {
+				if err := s.Round.apply(db, s.Dir, w, n); err != nil {
 					ws.errc <- fmt.Errorf("crashtest: op %d of writer %d: %w", n, w, err)
 					return
 				}
@@ -153,11 +158,15 @@ func (r *Round) options() *kv.Options {
 	return &kv.Options{MemTableSize: r.MemTableSize, BackgroundWALWrites: r.BackgroundWAL}
 }
 
-// apply issues op n of writer w, as the workload draws it.
-func (r *Round) apply(db *kv.DB, w, n int) error {
+// apply issues op n of writer w, as the workload draws it, to db, the
+// store in dir.
+func (r *Round) apply(db *kv.DB, dir string, w, n int) error {
 	o := r.op(w, n)
 	if o.flush {
 		return db.Flush()
+	}
+	if o.ingest {
+		return r.ingest(db, dir, w, n, o.edits)
 	}
 	opts := kv.NoSync
 	if o.sync {
@@ -249,4 +258,91 @@ func joinInts(xs []int) string {
 		s[i] = strconv.Itoa(x)
 	}
 	return strings.Join(s, ",")
+}
+
+// ingestDir is where the tables a round ingests into its store in dir
+// are written first: beside it, on the same file system.
+func ingestDir(dir string) string { return dir + ".ingest" }
+
+// ingest writes the edits of op n of writer w into a table outside the
+// store in dir, as a batch of them leaves the keys (the last edit of a
+// key wins, and a range deletion deletes what comes before it in the
+// batch), and ingests it.
+func (r *Round) ingest(db *kv.DB, dir string, w, n int, edits []edit) error {
+	fs := vfs.Default
+	if err := fs.MkdirAll(ingestDir(dir), 0o755); err != nil {
+		return err
+	}
+	path := fs.PathJoin(ingestDir(dir), fmt.Sprintf("w%02d.sst", w))
+	f, err := fs.Create(path)
+	if err != nil {
+		return err
+	}
+	t := sstable.NewWriter(f, sstable.WriterOptions{})
+	if err := r.writeIngested(t, w, n, edits); err != nil {
+		t.Close()
+		return err
+	}
+	if err := t.Close(); err != nil {
+		return err
+	}
+	if err := db.Ingest([]string{path}); err != nil {
+		return err
+	}
+	return fs.Remove(path)
+}
+
+// writeIngested adds to t the entries of a table that leaves writer w's
+// keys as edits, op n's, applied as a batch would: one range deletion
+// per span the ranges cover (deleting what the store holds before the
+// table), and for each key its last edit, a set or a delete, unless a
+// range deletion after it covers it (which the table's own range
+// deletion, at the same sequence number, does not do).
+func (r *Round) writeIngested(t *sstable.Writer, w, n int, edits []edit) error {
+	type last struct {
+		j   int  // the edit
+		set bool // a set, else a delete
+	}
+	final := map[int]last{}
+	var spans [][2]int // the ranges, merged, in order
+	for j, e := range edits {
+		switch e.kind {
+		case editSet, editDelete:
+			final[e.key] = last{j, e.kind == editSet}
+		case editDeleteRange:
+			for k := range final {
+				if e.key <= k && k < e.end {
+					delete(final, k)
+				}
+			}
+			spans = append(spans, [2]int{e.key, e.end})
+		}
+	}
+	slices.SortFunc(spans, func(a, b [2]int) int { return cmp.Compare(a[0], b[0]) })
+	var merged [][2]int
+	for _, s := range spans {
+		if m := len(merged); m > 0 && s[0] <= merged[m-1][1] {
+			merged[m-1][1] = max(merged[m-1][1], s[1])
+			continue
+		}
+		merged = append(merged, s)
+	}
+	for _, s := range merged {
+		if err := t.AddRangeDel(sstable.RangeTombstone{Start: key(w, s[0]), End: key(w, s[1])}); err != nil {
+			return err
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(final)) {
+		e := final[k]
+		var err error
+		if e.set {
+			err = t.Add(sstable.MakeInternalKey(key(w, k), 0, sstable.KindSet), r.value(w, n, e.j, edits[e.j].valueLen))
+		} else {
+			err = t.Add(sstable.MakeInternalKey(key(w, k), 0, sstable.KindDelete), nil)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

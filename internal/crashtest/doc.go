@@ -23,8 +23,10 @@
 //
 // Writer w owns its keys, "wWW/kKKKKKK", and issues ops 0, 1, 2, ...,
 // each one DB call: a Set, Delete or DeleteRange, a Batch of 1 to 200
-// edits, a big op of 1 to 9 MiB, or a Flush; some acknowledged with
-// kv.Sync. Op n of writer w is a function of the seed, w and n alone,
+// edits, a big op of 1 to 9 MiB, a Flush, or an Ingest of a table that
+// leaves the keys as a Batch of 1 to 200 edits would; some acknowledged
+// with kv.Sync. An acknowledged Ingest, which flushes the memtables
+// first, is never lost, as a Sync write or a Flush is not. Op n of writer w is a function of the seed, w and n alone,
 // and every value names the Set that wrote it ("WW:NNNNNNNNN:JJJ|") and
 // goes on with filler bytes drawn from those numbers. So the parent
 // needs no copy of what was written: the numbers of the ops acknowledged

@@ -156,7 +156,7 @@ func (h *history) writerLoss(w, m int) loss {
 		o := h.r.op(w, n)
 		l.ops++
 		l.bytes += o.size
-		if o.sync || o.flush {
+		if o.sync || o.flush || o.ingest { // an Ingest flushes the memtables first
 			l.synced++
 		}
 	}
@@ -169,7 +169,7 @@ func (h *history) describe(states []int) string {
 	for w, m := range states {
 		if la := h.lastAcked(w); m < la {
 			l := h.writerLoss(w, m)
-			parts = append(parts, fmt.Sprintf("writer %d holds the state of op %d, but ops up to %d were acknowledged: %d lost (%d bytes, %d Sync or Flush)",
+			parts = append(parts, fmt.Sprintf("writer %d holds the state of op %d, but ops up to %d were acknowledged: %d lost (%d bytes, %d Sync, Flush or Ingest)",
 				w, m, la, l.ops, l.bytes, l.synced))
 		}
 	}

@@ -27,6 +27,7 @@ type Round struct {
 	BigShare      float64 `json:"big_share"`      // of ops of 1 MiB or more
 	BatchShare    float64 `json:"batch_share"`    // of ops that are a batch of 1 to 200 edits
 	FlushShare    float64 `json:"flush_share"`    // of ops that are a DB.Flush
+	IngestShare   float64 `json:"ingest_share"`   // of ops that ingest a table of 1 to 200 edits
 	Kills         int     `json:"kills"`          // children killed, one after another
 }
 
@@ -45,6 +46,7 @@ func newRound(seed uint64, cfg *Config) Round {
 		BatchShare:    pick(rng, []float64{0.1, 0.4, 0.8}),
 		FlushShare:    pick(rng, []float64{0, 0.0005, 0.005}),
 		Kills:         1 + rng.IntN(4),
+		IngestShare:   pick(rng, []float64{0, 0.0005, 0.005}),
 	}
 }
 
@@ -124,8 +126,10 @@ func runRound(ctx context.Context, cfg *Config, seed uint64, maxKills int) (Roun
 // run kills a child after another, checking what each kill left, and
 // checks the store in this process between kills now and then, and last.
 func (res *RoundResult) run(ctx context.Context, cfg *Config) error {
-	if err := vfs.Default.RemoveAll(res.Dir); err != nil {
-		return err
+	for _, dir := range []string{res.Dir, ingestDir(res.Dir)} {
+		if err := vfs.Default.RemoveAll(dir); err != nil {
+			return err
+		}
 	}
 	rng := rand.New(rand.NewPCG(res.Round.Seed, 0xbb67ae8584caa73b))
 	h := newHistory(&res.Round)
@@ -254,7 +258,7 @@ func (res *RoundResult) checkAndWrite(db *kv.DB, h *history, rng *rand.Rand) ([]
 		go func() {
 			defer wg.Done()
 			for n := from + 1; n <= last[w] && errs[w] == nil; n++ {
-				errs[w] = h.r.apply(db, w, n)
+				errs[w] = h.r.apply(db, res.Dir, w, n)
 			}
 		}()
 	}

@@ -50,11 +50,12 @@ type edit struct {
 // op is one DB call of a writer: a Flush, one Set, Delete or DeleteRange,
 // or a Batch of edits applied at once.
 type op struct {
-	edits []edit
-	flush bool
-	batch bool
-	sync  bool // acknowledged with kv.Sync, else kv.NoSync
-	size  int  // Batch.Len of the edits: what the loss bound counts
+	edits  []edit
+	flush  bool
+	batch  bool
+	ingest bool // the edits go into a table, ingested (see Round.ingest)
+	sync   bool // acknowledged with kv.Sync, else kv.NoSync
+	size   int  // Batch.Len of the edits: what the loss bound counts
 }
 
 // op returns op n of writer w.
@@ -63,21 +64,33 @@ func (r *Round) op(w, n int) op {
 	if rng.Float64() < r.FlushShare {
 		return op{flush: true}
 	}
+	if rng.Float64() < r.IngestShare {
+		o := op{ingest: true, batch: true}
+		o.edits = r.batchEdits(rng)
+		o.size = batchLen(o.edits)
+		return o
+	}
 	o := op{sync: rng.Float64() < r.SyncShare}
 	switch {
 	case rng.Float64() < r.BigShare:
 		o.edits, o.batch = r.bigEdits(rng)
 	case rng.Float64() < r.BatchShare:
-		// From 1 to 200 edits, as many batches of each order of magnitude.
-		o.batch = true
-		for range max(1, min(200, int(math.Exp(rng.Float64()*math.Log(200.99))))) {
-			o.edits = append(o.edits, r.edit(rng))
-		}
+		o.edits, o.batch = r.batchEdits(rng), true
 	default:
 		o.edits = []edit{r.edit(rng)}
 	}
 	o.size = batchLen(o.edits)
 	return o
+}
+
+// batchEdits draws the edits of a batch: from 1 to 200, as many batches
+// of each order of magnitude.
+func (r *Round) batchEdits(rng *rand.Rand) []edit {
+	var edits []edit
+	for range max(1, min(200, int(math.Exp(rng.Float64()*math.Log(200.99))))) {
+		edits = append(edits, r.edit(rng))
+	}
+	return edits
 }
 
 // edit draws one edit: three Sets in four, then Deletes, a few ranges.
