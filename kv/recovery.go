@@ -272,7 +272,6 @@ func (d *DB) replayWALs(nums []base.FileNum) (*recovered, error) {
 		if err != nil {
 			return nil, err
 		}
-		cur.sealed = rec.sealed
 		prev = cur
 		if err := d.checkClosedLogLength(num, tail); err != nil {
 			return nil, err
@@ -323,23 +322,23 @@ func (d *DB) replayWALs(nums []base.FileNum) (*recovered, error) {
 }
 
 // replayedWAL is what the replay found of one WAL: whether it holds
-// records, and whether the last is a seal, holding sealSeq; recyclable
-// says whether it is one this version wrote (see walFormat).
+// records, and the sequence number of its last seal; recyclable says
+// whether it is one this version wrote (see walFormat).
 type replayedWAL struct {
 	num        base.FileNum
 	recyclable bool
 	records    bool
-	sealed     bool
 	sealSeq    base.SeqNum
 }
 
 // checkSwitchMark checks the mark of a WAL switch at where, the first
 // record of its WAL, holding seq, against prev, the WAL replayed before
 // it, if any: the mark was written once a WAL ending in a seal that holds
-// seq was synced (see markSwitch). So prev without records, or ending
-// in another seal, was cut short or damaged, or the WAL sealed there is
-// missing between the two. (prev ending without a seal is reported as
-// the mark is read: see replayWALs.) With no WAL replayed before, the
+// seq was synced (see markSwitch). So prev without records was cut
+// short or damaged, and prev ending in another seal is followed by a
+// missing WAL, the one sealed there. (prev holding records, but not
+// ending in a seal, is reported as the mark is read, as any record after
+// it is: see replayWALs.) With no WAL replayed before, the
 // sealed one is in tables, or missing where the MANIFEST's log number
 // names it (see checkLogNumWAL). A prev that this version did not write,
 // as the MANIFEST tells, vouches for nothing: the WAL after it was not
@@ -351,9 +350,6 @@ func checkSwitchMark(seq base.SeqNum, where recordPos, prev *replayedWAL) error 
 		return nil
 	case !prev.records:
 		return base.CorruptionErrorf("kv: %s: a WAL started once the one before it was sealed and synced, but %s holds no record: it was cut short or damaged",
-			where, base.MakeFilename(base.FileTypeLog, prev.num))
-	case !prev.sealed:
-		return base.CorruptionErrorf("kv: %s: a WAL started once the one before it was sealed and synced, but %s does not end in its seal: it was cut short or damaged",
 			where, base.MakeFilename(base.FileTypeLog, prev.num))
 	case prev.sealSeq != seq:
 		return base.CorruptionErrorf("kv: %s: a WAL started once the one before it was sealed and synced with seqnum %d the last, but %s was sealed at seqnum %d: the WAL between them is missing",
