@@ -89,11 +89,11 @@ func testModel(t *testing.T, capped bool) {
 		b, c, r = reuseMoves.setBounds.Load()-bounds, reuseMoves.clones.Load()-clones, reuseMoves.refreshes.Load()-refreshes
 		return b, c, r, b < int64(seeds*20) || c < int64(seeds*20) || r < int64(seeds*5)
 	}
-	// The moves of kept iterators are drawn at random: seeds that drew
-	// few of them are followed by more seeds, up to three, until the
-	// moves checked reach what the test requires.
+	// The moves of kept iterators, and the day-two operations, are drawn
+	// at random: seeds that drew few of them are followed by more seeds,
+	// up to three, until those checked reach what the test requires.
 	for extra := 0; extra < 3 && !t.Failed() && testseed.Flag() == 0; extra++ {
-		if _, _, _, short := moves(); !short {
+		if _, _, _, short := moves(); !short && !done.short() {
 			break
 		}
 		forEachSeed(t, 1, run)
