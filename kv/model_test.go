@@ -27,9 +27,9 @@ import (
 // close/reopen, sometimes with the filters switched off or to another
 // policy; and the day-two API: indexed batches read between their writes,
 // tables ingested (with range deletions at times), and checkpoints opened
-// and checked whole. Memtables and tables are tiny, so flushes, compactions and
-// MANIFEST rollovers happen all the time. Each seed is logged and named in
-// every failure; -seed replays one.
+// and checked whole. Memtables and tables are tiny, so flushes,
+// compactions and MANIFEST rollovers happen all the time. Each seed is
+// logged and named in every failure; -seed replays one.
 func TestDB_Model(t *testing.T) {
 	testModel(t, false)
 }
