@@ -122,10 +122,15 @@ func (d *DB) captureCheckpoint() (*checkpointState, error) {
 		}
 		d.mu.Lock()
 		defer d.mu.Unlock()
+		vs := &d.mu.versions
+		// A MANIFEST being written changes its number with d.mu released:
+		// wait for it to be done (it never waits for the pipeline's mu).
+		for vs.writing {
+			d.mu.cond.Wait()
+		}
 		if err := d.checkOpen(); err != nil {
 			return err
 		}
-		vs := &d.mu.versions
 		st.version = vs.current
 		st.version.Ref()
 		st.logNum, st.nextFile, st.lastSeq, st.manifest = vs.logNum, vs.nextFile, vs.lastSeq, vs.manifestNum
