@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
 	"github.com/bloomkv/bloomkv/internal/record"
 	"github.com/bloomkv/bloomkv/sstable"
@@ -94,22 +95,19 @@ func recyclableWAL(t testing.TB, data []byte, logNum uint32, marked bool) []byte
 	}
 	var buf bytes.Buffer
 	w := record.NewRecyclableWriterAt(&buf, 0, logNum)
-	emptyBatch := func(seq uint64) []byte {
-		b := make([]byte, batchHeaderLen)
-		binary.LittleEndian.PutUint64(b, seq)
-		return b
-	}
 	if marked && len(recs) > 0 {
-		w.WriteRecord(emptyBatch(binary.LittleEndian.Uint64(recs[0]) - 1))
+		mark := sealRecord(base.SeqNum(binary.LittleEndian.Uint64(recs[0])) - 1)
+		w.WriteRecord(mark[:])
 	}
-	var last uint64
+	var last base.SeqNum
 	for _, rec := range recs {
 		w.WriteRecord(rec)
 		if n := binary.LittleEndian.Uint32(rec[8:12]); n > 0 {
-			last = binary.LittleEndian.Uint64(rec) + uint64(n) - 1
+			last = base.SeqNum(binary.LittleEndian.Uint64(rec)) + base.SeqNum(n) - 1
 		}
 	}
-	w.WriteRecord(emptyBatch(last))
+	seal := sealRecord(last)
+	w.WriteRecord(seal[:])
 	if err := w.Flush(); err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package kv
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -259,7 +258,7 @@ func (d *DB) replayWALs(nums []base.FileNum) (*recovered, error) {
 			cur.records = true
 			rec.sealed = isSeal(batch)
 			if rec.sealed {
-				cur.sealSeq = base.SeqNum(binary.LittleEndian.Uint64(batch[:8]))
+				cur.sealSeq = sealSeqNum(batch)
 			}
 			if first && rec.sealed && recyclable {
 				// The mark of a switch (see markSwitch): it adds

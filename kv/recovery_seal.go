@@ -3,6 +3,8 @@ package kv
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/bloomkv/bloomkv/internal/base"
 )
 
 // The seal of a WAL. Recovery takes a damaged last record with nothing
@@ -33,8 +35,7 @@ import (
 // takes over from the pipeline's, which is sealed and synced. Called
 // under the pipeline's mu, before newLog takes any write.
 func (p *commitPipeline) markSwitch(d *DB, newLog *walWriter) error {
-	var mark [batchHeaderLen]byte
-	binary.LittleEndian.PutUint64(mark[:8], uint64(p.logSeq))
+	mark := sealRecord(p.logSeq)
 	var mapped mappedRecord // a record appended alone is never left to encode
 	end, copied, err := newLog.append(mark[:], false, false, &d.metrics, &mapped)
 	if err == nil && !copied {
@@ -54,14 +55,24 @@ func (p *commitPipeline) sealLog() error {
 	if p.log == nil || p.log.closed.Load() || p.err.get() != nil || p.log.w.Size() == p.sealedAt {
 		return nil
 	}
-	var seal [batchHeaderLen]byte
-	binary.LittleEndian.PutUint64(seal[:8], uint64(p.logSeq))
+	seal := sealRecord(p.logSeq)
 	if _, err := p.log.w.WriteRecord(seal[:]); err != nil {
 		return fmt.Errorf("kv: sealing WAL %s: %w", p.log.name, err)
 	}
 	p.sealedAt = p.log.w.Size()
 	return nil
 }
+
+// sealRecord returns a seal, or a mark, holding seq, the last sequence
+// number assigned: an empty batch.
+func sealRecord(seq base.SeqNum) [batchHeaderLen]byte {
+	var seal [batchHeaderLen]byte
+	binary.LittleEndian.PutUint64(seal[:8], uint64(seq))
+	return seal
+}
+
+// sealSeqNum returns the sequence number a seal, or a mark, holds.
+func sealSeqNum(seal []byte) base.SeqNum { return base.SeqNum(binary.LittleEndian.Uint64(seal[:8])) }
 
 // isSeal reports whether the WAL record batch adds nothing: a seal, or
 // an empty batch that serves as one.

@@ -13,20 +13,26 @@ import (
 
 // walRecords returns the records of WAL num in fs's "db".
 func walRecords(t *testing.T, fs vfs.FS, num base.FileNum) [][]byte {
+	recs, _ := walRecordEnds(t, fs, num)
+	return recs
+}
+
+// walRecordEnds returns walRecords' records, and the stream offset at
+// which each ends.
+func walRecordEnds(t *testing.T, fs vfs.FS, num base.FileNum) (recs [][]byte, ends []int64) {
 	t.Helper()
 	name := base.MakeFilename(base.FileTypeLog, num)
 	data := readFile(t, fs, "db/"+name)
 	r := record.NewLogReader(bytes.NewReader(data), name, uint32(num), record.RecyclableFormat)
-	var recs [][]byte
 	for {
 		rec, err := r.Next()
 		if err == io.EOF {
-			return recs
+			return recs, ends
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		recs = append(recs, rec)
+		recs, ends = append(recs, rec), append(ends, r.End())
 	}
 }
 

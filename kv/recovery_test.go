@@ -956,13 +956,13 @@ func TestRecovery_CrashedWALCut(t *testing.T) {
 	// of the third holds the mark alone. The two wait for a flush
 	// together, until they add up to half of MemTableSize.
 	value := make([]byte, 1<<10)
-	var wals []string
+	var nums []base.FileNum
 	for m := range 2 {
 		for i := range 100 {
 			must(t, d.Set(evenKey(100*m+i), value, NoSync))
 		}
 		d.mu.Lock()
-		wals = append(wals, "db/"+base.MakeFilename(base.FileTypeLog, d.mu.mem.logNum()))
+		nums = append(nums, d.mu.mem.logNum())
 		d.mu.Unlock()
 		must(t, d.commit.runExclusive(func() error {
 			d.mu.Lock()
@@ -971,34 +971,34 @@ func TestRecovery_CrashedWALCut(t *testing.T) {
 		}))
 	}
 	d.mu.Lock()
-	imm, last := len(d.mu.imm), "db/"+base.MakeFilename(base.FileTypeLog, d.mu.mem.logNum())
+	imm, last := len(d.mu.imm), d.mu.mem.logNum()
 	d.mu.Unlock()
 	if imm != 2 {
 		t.Fatalf("%d memtables wait for a flush, want 2", imm)
 	}
 	// A crash of the process: the files as they are, synced or not.
 	crashed := cloneStore(t, fs)
-	marked := recordEnds(t, crashed, last)
-	if len(marked) != 1 {
-		t.Fatalf("%s holds %d records, want the mark of the switch alone", last, len(marked))
+	if marked := walRecords(t, crashed, last); len(marked) != 1 {
+		t.Fatalf("WAL %s holds %d records, want the mark of the switch alone", last, len(marked))
 	}
 
-	ends := recordEnds(t, crashed, wals[1])
+	wal := "db/" + base.MakeFilename(base.FileTypeLog, nums[1])
+	_, ends := walRecordEnds(t, crashed, nums[1])
 	for _, c := range []struct {
 		name string
 		cut  func(fs vfs.FS)
 		why  string
 	}{
-		{"cut within its records", func(fs vfs.FS) { cutTo(t, fs, wals[1], ends[len(ends)/2]) }, "which lacks its seal"},
-		{"cut before its seal", func(fs vfs.FS) { cutTo(t, fs, wals[1], ends[len(ends)-2]) }, "which lacks its seal"},
-		{"emptied", func(fs vfs.FS) { cutTo(t, fs, wals[1], 0) }, "holds no record"},
-		{"missing", func(fs vfs.FS) { must(t, fs.Remove(wals[1])) }, "the WAL between them is missing"},
+		{"cut within its records", func(fs vfs.FS) { cutTo(t, fs, wal, ends[len(ends)/2]) }, "which lacks its seal"},
+		{"cut before its seal", func(fs vfs.FS) { cutTo(t, fs, wal, ends[len(ends)-2]) }, "which lacks its seal"},
+		{"emptied", func(fs vfs.FS) { cutTo(t, fs, wal, 0) }, "holds no record"},
+		{"missing", func(fs vfs.FS) { must(t, fs.Remove(wal)) }, "the WAL between them is missing"},
 	} {
 		cfs := cloneStore(t, crashed)
 		c.cut(cfs)
 		_, err := Open("db", &Options{FS: cfs, MemTableSize: 4 << 20})
 		if !errors.Is(err, ErrCorruption) || !strings.Contains(err.Error(), c.why) {
-			t.Fatalf("Open of the crashed store with %s %s: %v, want corruption: %q", wals[1], c.name, err, c.why)
+			t.Fatalf("Open of the crashed store with %s %s: %v, want corruption: %q", wal, c.name, err, c.why)
 		}
 	}
 	c, err := Open("db", &Options{FS: cloneStore(t, crashed), MemTableSize: 4 << 20})
@@ -1006,29 +1006,6 @@ func TestRecovery_CrashedWALCut(t *testing.T) {
 	defer mustClose(t, c)
 	for i := range 200 {
 		mustGet(t, c, string(evenKey(i)), string(value))
-	}
-}
-
-// recordEnds returns the stream offsets at which the records of WAL name
-// of fs, in recyclable chunks, end, in order.
-func recordEnds(t *testing.T, fs vfs.FS, name string) []int64 {
-	t.Helper()
-	f, err := fs.Open(name)
-	must(t, err)
-	defer f.Close()
-	_, num, ok := base.ParseFilename(fs.PathBase(name))
-	if !ok {
-		t.Fatalf("%s is not a WAL's name", name)
-	}
-	r := record.NewLogReader(f, name, uint32(num), record.RecyclableFormat)
-	var ends []int64
-	for {
-		_, err := r.Next()
-		if err == io.EOF {
-			return ends
-		}
-		must(t, err)
-		ends = append(ends, r.End())
 	}
 }
 
