@@ -1,7 +1,6 @@
 package crashtest
 
 import (
-	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bloomkv/bloomkv/internal/rangedel"
 	"github.com/bloomkv/bloomkv/kv"
 	"github.com/bloomkv/bloomkv/sstable"
 	"github.com/cockroachdb/pebble/vfs"
@@ -293,9 +293,8 @@ func (r *Round) ingest(db *kv.DB, dir string, w, n int, edits []edit) error {
 }
 
 // writeIngested adds to t the entries of a table that leaves writer w's
-// keys as edits, op n's, applied as a batch would: one range deletion
-// per span the ranges cover (deleting what the store holds before the
-// table), and for each key its last edit, a set or a delete, unless a
+// keys as edits, op n's, applied as a batch would: the ranges,
+// fragmented (deleting what the store holds before the table), and for each key its last edit, a set or a delete, unless a
 // range deletion after it covers it (which the table's own range
 // deletion, at the same sequence number, does not do).
 func (r *Round) writeIngested(t *sstable.Writer, w, n int, edits []edit) error {
@@ -304,7 +303,7 @@ func (r *Round) writeIngested(t *sstable.Writer, w, n int, edits []edit) error {
 		set bool // a set, else a delete
 	}
 	final := map[int]last{}
-	var spans [][2]int // the ranges, merged, in order
+	var ranges []sstable.RangeTombstone
 	for j, e := range edits {
 		switch e.kind {
 		case editSet, editDelete:
@@ -315,20 +314,11 @@ func (r *Round) writeIngested(t *sstable.Writer, w, n int, edits []edit) error {
 					delete(final, k)
 				}
 			}
-			spans = append(spans, [2]int{e.key, e.end})
+			ranges = append(ranges, sstable.RangeTombstone{Start: key(w, e.key), End: key(w, e.end)})
 		}
 	}
-	slices.SortFunc(spans, func(a, b [2]int) int { return cmp.Compare(a[0], b[0]) })
-	var merged [][2]int
-	for _, s := range spans {
-		if m := len(merged); m > 0 && s[0] <= merged[m-1][1] {
-			merged[m-1][1] = max(merged[m-1][1], s[1])
-			continue
-		}
-		merged = append(merged, s)
-	}
-	for _, s := range merged {
-		if err := t.AddRangeDel(sstable.RangeTombstone{Start: key(w, s[0]), End: key(w, s[1])}); err != nil {
+	for _, f := range rangedel.Fragment(sstable.DefaultComparer.Compare, ranges) {
+		if err := t.AddRangeDel(f); err != nil {
 			return err
 		}
 	}
