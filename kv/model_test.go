@@ -633,10 +633,7 @@ func (r *modelRun) checkpoint() {
 	dst := r.fs.PathJoin(r.fs.PathDir(r.dir), fmt.Sprintf("checkpoint-%d", r.log.n))
 	r.log.add("Checkpoint")
 	r.check(r.db.Checkpoint(dst), "Checkpoint")
-	db, err := kv.Open(dst, r.opts)
-	r.check(err, "Open of the checkpoint")
-	r.checkStore(db, "checkpoint: ")
-	r.check(db.Close(), "Close of the checkpoint")
+	r.checkCopy(dst, "checkpoint")
 	r.check(r.fs.RemoveAll(dst), "RemoveAll")
 	r.done.checkpoints++
 }
@@ -983,10 +980,16 @@ func (r *modelRun) crashCopy() {
 	for _, name := range names {
 		r.check(vfs.Copy(r.fs, r.fs.PathJoin(r.dir, name), r.fs.PathJoin(dst, name)), "copying "+name)
 	}
-	db, err := kv.Open(dst, r.opts)
-	r.check(err, "Open of the crash copy")
-	r.checkStore(db, "crash copy: ")
-	r.check(db.Close(), "Close of the crash copy")
+	r.checkCopy(dst, "crash copy")
+}
+
+// checkCopy opens the copy of the store in dir, which what names, checks
+// that it holds the model, and closes it.
+func (r *modelRun) checkCopy(dir, what string) {
+	db, err := kv.Open(dir, r.opts)
+	r.check(err, "Open of the "+what)
+	r.checkStore(db, what+": ")
+	r.check(db.Close(), "Close of the "+what)
 }
 
 // closeAll releases what the run holds, checking that the DB closes
