@@ -63,6 +63,26 @@ func (f slowSyncFile) SyncData() error {
 // sync runs are synced at once when it ends, without those it released,
 // and the two groups take turns: about half the writers per sync.
 func TestWALSink_SyncWritersShareEachSync(t *testing.T) {
+	// A writer that the scheduler keeps from coming back within half a
+	// sync (a loaded machine, the race detector) is not waited for, and
+	// takes a write of its own: up to three stores are tried, and one
+	// must share its syncs as the bounds below say. Without the gather
+	// every try takes about twice the syncs.
+	const tries = 3
+	var failures []string
+	for range tries {
+		msg := shareSyncs(t)
+		if msg == "" {
+			return
+		}
+		failures = append(failures, msg)
+	}
+	t.Fatalf("in each of %d stores: %s", tries, strings.Join(failures, "; "))
+}
+
+// shareSyncs runs TestWALSink_SyncWritersShareEachSync's writers on a new
+// store, and says how they broke its bounds, "" if they did not.
+func shareSyncs(t *testing.T) string {
 	const (
 		writers = 4
 		rounds  = 8
@@ -91,10 +111,11 @@ func TestWALSink_SyncWritersShareEachSync(t *testing.T) {
 	wg.Wait()
 	m := db.Metrics().WAL
 	syncs, writes := m.Syncs-m0.Syncs, m.Writes-m0.Writes
+	t.Logf("%d Sync writes by %d writers, %d syncs, %d writes", writers*rounds, writers, syncs, writes)
 	// All together, each round takes one sync; the first two may not (no
 	// sync's duration is known before the first ends).
 	if syncs > rounds+2 {
-		t.Fatalf("%d Sync writes by %d writers took %d syncs (%.1f writes each); want at most %d",
+		return fmt.Sprintf("%d Sync writes by %d writers took %d syncs (%.1f writes each); want at most %d",
 			writers*rounds, writers, syncs, float64(writers*rounds)/float64(syncs), rounds+2)
 	}
 	// And two WAL writes: the first writer back writes its record, which
@@ -103,10 +124,10 @@ func TestWALSink_SyncWritersShareEachSync(t *testing.T) {
 	// the syncing writer to write them all at once. The first two rounds
 	// may take a write per writer.
 	if want := 2*(rounds-2) + 2*writers; writes > int64(want) {
-		t.Fatalf("%d Sync writes by %d writers took %d WAL writes; want at most %d",
+		return fmt.Sprintf("%d Sync writes by %d writers took %d WAL writes; want at most %d",
 			writers*rounds, writers, writes, want)
 	}
-	t.Logf("%d Sync writes by %d writers, %d syncs, %d writes", writers*rounds, writers, syncs, writes)
+	return ""
 }
 
 // walGate holds the writes, or the syncs, of the WAL files of the FS
