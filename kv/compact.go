@@ -192,8 +192,9 @@ func moving(c *compaction.Compaction) []*manifest.FileMetadata {
 // range merge into the next level, and the range is rewritten in that
 // deepest level if nothing was merged into it. Afterwards the range's keys
 // sit in one level, without the shadowed versions no snapshot needs, and
-// without tombstones where nothing older remains below. Background
-// compactions pause meanwhile.
+// without tombstones where nothing older remains below, and the files the
+// compactions replaced are deleted, unless an open iterator still reads
+// them. Background compactions pause meanwhile.
 //
 // Both ends are inclusive: a table holding end itself is compacted. That
 // differs from DeleteRange, whose end is exclusive, and matches Pebble
@@ -232,6 +233,7 @@ func (d *DB) Compact(start, end []byte) error {
 			return err
 		}
 	}
+	d.unlockedDo(d.cleaner.waitIdle)
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package kv_test
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"testing"
@@ -88,6 +89,7 @@ func TestDB_ReopenCycles(t *testing.T) {
 	if err := db.Flush(); err != nil {
 		t.Fatal(err)
 	}
+	must(t, db.WaitIdle(context.Background())) // the cleaner deletes in the background
 	if m := db.Metrics(); m.WAL.Files != 1 || m.Levels[0].NumFiles != 1 {
 		t.Fatalf("after Flush: %d WALs, %d L0 tables; want 1 and 1", m.WAL.Files, m.Levels[0].NumFiles)
 	}

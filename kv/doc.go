@@ -144,7 +144,10 @@
 // the compaction picker what to do, merges the inputs into new tables of the
 // output level, and retires the inputs in the same MANIFEST edit. Input files
 // are deleted once no Version (held by reads, iterators and snapshots'
-// iterators) refers to them. When L0 is due and its tables hold fewer
+// iterators) refers to them, by a goroutine of their own, so that neither
+// the writers, whose memtable switch waits for the compaction's MANIFEST
+// edit, nor the reader that lets go of the last such Version waits for
+// the file system to free them. When L0 is due and its tables hold fewer
 // bytes than the base-level tables under them, they are merged within L0
 // instead of into the base level, which spares rewriting the base level
 // until L0 holds as much (Metrics then shows L0 BytesCompacted; see

@@ -1,6 +1,7 @@
 package kv_test
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -93,6 +94,7 @@ func TestIterator_Refresh_ReleasesTables(t *testing.T) {
 	must(t, db.Compact(nil, []byte("z")))
 	held := kv.TableFiles(t, fs, "db")
 	must(t, it.Refresh())
+	must(t, db.WaitIdle(context.Background())) // the cleaner deletes in the background
 	after := kv.TableFiles(t, fs, "db")
 	t.Logf("tables: %v before the compaction, %v while held, %v after Refresh", before, held, after)
 	for _, f := range before {

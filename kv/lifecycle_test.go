@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -42,6 +43,7 @@ func TestIterator_HoldsVersion(t *testing.T) {
 	if err := it.Close(); err != nil || n != 3 {
 		t.Fatalf("iterator saw %d keys, err %v", n, err)
 	}
+	must(t, d.WaitIdle(context.Background())) // the cleaner deletes in the background
 	for _, f := range old {
 		if _, err := fs.Stat("db/" + base.MakeFilename(base.FileTypeTable, f.FileNum)); err == nil {
 			t.Fatalf("obsolete table %s kept after the iterator closed", f.FileNum)

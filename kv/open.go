@@ -313,7 +313,8 @@ func (d *DB) Close() error {
 		d.mu.cond.Wait()
 	}
 	d.mu.Unlock()
-	d.waitEvents() // a listener's panic becomes bgErr
+	d.cleaner.waitIdle() // the files they left, deleted and reported
+	d.waitEvents()       // a listener's panic becomes bgErr
 	d.mu.Lock()
 	bgErr := d.mu.bgErr
 	var recordErr error
@@ -321,7 +322,12 @@ func (d *DB) Close() error {
 		recordErr = d.closeManifestLocked(d.closedLogsLocked(live))
 	}
 	d.mu.Unlock()
-	d.cleaner.disable()
+	d.cleaner.close() // the MANIFEST replaced just now
+	if bgErr == nil {
+		d.mu.Lock()
+		bgErr = d.mu.bgErr // a file system's panic there
+		d.mu.Unlock()
+	}
 	d.releaseFiles()
 	return errors.Join(walErr, bgErr, recordErr, leakErr)
 }
