@@ -42,8 +42,8 @@ func crashModeLine(rep *crashReport) string {
 // store is kept and how to replay it.
 func (a *app) printRound(i int, r crashtest.RoundResult, o crashOptions) {
 	rd := r.Round
-	fmt.Fprintf(a.stdout, "round %d, seed %d: %d writers, %s Sync, memtable %s, %d keys each: %d kills (%s), %s acks checked, %d reopens",
-		i, rd.Seed, rd.Writers, fmtPercent(rd.SyncShare, 0), fmtBytes(rd.MemTableSize), rd.Keys,
+	fmt.Fprintf(a.stdout, "round %d, seed %d: %d writers, %s Sync, %s ingested, memtable %s, %d keys each: %d kills (%s), %s acks checked, %d reopens",
+		i, rd.Seed, rd.Writers, fmtPercent(rd.SyncShare, 0), fmtPercent(rd.IngestShare, 2), fmtBytes(rd.MemTableSize), rd.Keys,
 		r.Kills.Total(), fmtKills(r.Kills), fmtCount(r.Acks), r.Reopens)
 	if rd.BackgroundWAL {
 		fmt.Fprintf(a.stdout, ", most lost %s", fmtBytes(int64(r.MostLost)))
@@ -125,23 +125,24 @@ const crashMethod = "Each round opens a new store (`internal/crashtest`). A chil
 	"of its writes leaves them (so batches are whole), and that prefix must hold every acknowledged write, " +
 	"or with BackgroundWALWrites be part of a prefix of the order in which the writes committed, losing no " +
 	"acknowledged Sync write and at most the bound of the others (their `Batch.Len`). " +
+	"`Sync` and `ingested` are the round's shares of writes acknowledged with Sync and of batches ingested as a table; " +
 	"`acks` counts the acknowledged writes checked; `reopens` the checks with a Close and an Open in the parent."
 
 // crashTable is a row per round; the most a kill lost only with
 // BackgroundWALWrites, the one mode that may lose any.
 func crashTable(rep *crashReport) *table {
-	cols := []string{">round", ">seed", ">writers", ">Sync", ">memtable", ">keys each", ">kills", "where", ">acks", ">reopens", ">s", "result"}
+	cols := []string{">round", ">seed", ">writers", ">Sync", ">ingested", ">memtable", ">keys each", ">kills", "where", ">acks", ">reopens", ">s", "result"}
 	if rep.BackgroundWAL {
-		cols = slices.Insert(cols, 10, ">most lost")
+		cols = slices.Insert(cols, 11, ">most lost")
 	}
 	t := newTable(cols...)
 	for i, r := range rep.Rounds {
 		rd := r.Round
 		cells := []string{fmt.Sprint(i + 1), fmt.Sprint(rd.Seed), fmt.Sprint(rd.Writers), fmtPercent(rd.SyncShare, 0),
-			fmtBytes(rd.MemTableSize), fmt.Sprint(rd.Keys), fmt.Sprint(r.Kills.Total()), fmtKills(r.Kills), fmtCount(r.Acks),
+			fmtPercent(rd.IngestShare, 2), fmtBytes(rd.MemTableSize), fmt.Sprint(rd.Keys), fmt.Sprint(r.Kills.Total()), fmtKills(r.Kills), fmtCount(r.Acks),
 			fmt.Sprint(r.Reopens), fmtFloat(r.Took.Seconds(), 1), crashVerdict(r)}
 		if rep.BackgroundWAL {
-			cells = slices.Insert(cells, 10, fmtBytes(int64(r.MostLost)))
+			cells = slices.Insert(cells, 11, fmtBytes(int64(r.MostLost)))
 		}
 		t.add(cells...)
 	}

@@ -57,7 +57,8 @@ func TestMountType(t *testing.T) {
 	}
 }
 
-// TestCrash_PrintsFailure checks what a failed round prints: the error,
+// TestCrash_PrintsFailure checks what a failed round prints: its shares
+// of Sync writes and ingestions, the error,
 // where its store is kept, and the command that replays it, with the
 // flags that pick its writes (not those of the campaign's length or
 // report) and the round's seed and kills.
@@ -69,13 +70,13 @@ func TestCrash_PrintsFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := crashOptions{replay: replayLine(cmd)}
-	r := crashtest.RoundResult{Round: crashtest.Round{Seed: 42, Writers: 2, Kills: 3, BackgroundWAL: true}, Dir: "/d/c/round-42",
+	r := crashtest.RoundResult{Round: crashtest.Round{Seed: 42, Writers: 2, Kills: 3, BackgroundWAL: true, IngestShare: 0.005}, Dir: "/d/c/round-42",
 		Failure: "crashtest: writer 1 holds the state of op 6, but ops up to 9 were acknowledged"}
 	a.printRound(5, r, o)
 	want := "  crashtest: writer 1 holds the state of op 6, but ops up to 9 were acknowledged\n" +
 		"  store kept in /d/c/round-42\n" +
 		"  replay: go run ./cmd/bloomkv crash --background-wal --dir /d --writers 2,4 --seed 42 --kills 3\n"
-	if got := out.String(); !strings.HasPrefix(got, "round 5, seed 42: 2 writers, ") || !strings.Contains(got, ": FAILED\n"+want) {
+	if got := out.String(); !strings.HasPrefix(got, "round 5, seed 42: 2 writers, 0% Sync, 0.50% ingested, ") || !strings.Contains(got, ": FAILED\n"+want) {
 		t.Errorf("a failed round printed:\n%s\nwant its line, FAILED, then:\n%s", got, want)
 	}
 }
