@@ -6,9 +6,9 @@ import "context"
 // no memtable waiting for a flush or being flushed, no compaction running,
 // none that the store's automatic compactions would start now (none at
 // all under Options.DisableAutomaticCompactions), and no obsolete file
-// waiting to be deleted. It is what a benchmark
-// or a bulk load calls before measuring a settled store, and what a test
-// calls to see the shape compactions leave.
+// waiting to be deleted. It is what a benchmark or a bulk load calls
+// before measuring a settled store, and what a test calls to see the shape
+// compactions leave.
 //
 // Writes made meanwhile may make more work due; WaitIdle returns once it
 // sees the store idle, not when writes stop. It returns nil when the store
@@ -42,9 +42,9 @@ func (d *DB) WaitIdle(ctx context.Context) error {
 
 // idleLocked reports whether no flush or compaction runs or is due, no
 // pass over the filters held under a cap (filterHolder) runs, and no file
-// waits to be deleted (cleaner). It
-// asks the scheduler to start whatever compaction is due, so "due" is the
-// scheduler's own rule, then reports whether it started none.
+// waits to be deleted (cleaner). It asks the scheduler to start whatever
+// compaction is due, so "due" is the scheduler's own rule, then reports
+// whether it started none.
 func (d *DB) idleLocked() bool {
 	if d.writingTablesLocked() || d.filterMem.running || !d.cleaner.isIdle() {
 		return false
