@@ -23,8 +23,8 @@ import (
 // empty.
 type cleaner struct {
 	mu sync.Mutex
-	// idle is signalled, with mu, when the goroutine leaves, the queue
-	// empty.
+	// idle, on mu (set by Open), is signalled when the goroutine leaves,
+	// the queue empty.
 	idle     sync.Cond
 	queue    []obsoleteFile
 	running  bool // the goroutine runs
@@ -78,7 +78,7 @@ func (c *cleaner) run(d *DB) {
 		c.mu.Lock()
 		if len(c.queue) == 0 {
 			c.queue, c.running = nil, false
-			c.idleCond().Broadcast()
+			c.idle.Broadcast()
 			c.mu.Unlock()
 			d.mu.Lock()
 			d.mu.cond.Broadcast()
@@ -92,14 +92,6 @@ func (c *cleaner) run(d *DB) {
 	}
 }
 
-// idleCond returns c.idle, ready for use. c.mu is held.
-func (c *cleaner) idleCond() *sync.Cond {
-	if c.idle.L == nil {
-		c.idle.L = &c.mu
-	}
-	return &c.idle
-}
-
 // isIdle reports whether nothing is queued or being deleted.
 func (c *cleaner) isIdle() bool {
 	c.mu.Lock()
@@ -111,8 +103,12 @@ func (c *cleaner) isIdle() bool {
 func (c *cleaner) waitIdle() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.waitIdleLocked()
+}
+
+func (c *cleaner) waitIdleLocked() {
 	for c.running {
-		c.idleCond().Wait()
+		c.idle.Wait()
 	}
 }
 
@@ -121,9 +117,7 @@ func (c *cleaner) waitIdle() {
 func (c *cleaner) close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for c.running {
-		c.idleCond().Wait()
-	}
+	c.waitIdleLocked()
 	c.disabled = true
 }
 

@@ -61,12 +61,7 @@ func within(t *testing.T, what string, fn func() error) {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- fn() }()
-	select {
-	case err := <-done:
-		must(t, err)
-	case <-time.After(30 * time.Second):
-		t.Fatalf("%s waited for the deletion of an obsolete table", what)
-	}
+	must(t, waitFor(t, done, 30*time.Second, what+" waited for the deletion of an obsolete table"))
 }
 
 // TestCleaner_RemovalHoldsUpNothing holds the deletion of obsolete tables

@@ -14,8 +14,8 @@ import (
 // nothing (within a few passes), no later one builds either. Building a filter
 // reads its whole table; a plan that moves a few bytes of room from table
 // to table would have every pass over a settled store read tables for
-// nothing. With -short (CI's race run, where its 12 stores took 114 s of
-// kv's 630) it checks one store at each cap.
+// nothing. With -short (CI's race run, of which its 12 stores were the
+// largest part) it checks one store at each cap.
 func TestFilterCap_SettledPassesBuildNothing(t *testing.T) {
 	const keys, passes = 30_000, 3
 	rounds := 4

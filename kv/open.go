@@ -126,6 +126,7 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 		filters: o.filters(),
 	}
 	d.mu.cond.L = &d.mu.Mutex
+	d.cleaner.idle.L = &d.cleaner.mu
 	d.events.init(o.EventListener)
 	// A store never loses its CURRENT, so one seen before locking is there
 	// after; checking first leaves a directory without a store untouched.
