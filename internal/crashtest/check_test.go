@@ -53,18 +53,25 @@ func acked(from, last int, at int64) []ack {
 	return as
 }
 
-// firstChange returns the first op of writer w from n on that leaves its
-// keys other than the store holds them.
-func firstChange(t *testing.T, db *kv.DB, r *Round, w, n int) int {
+// lostOp returns the first op n of writer w, from n = from on, whose
+// loss a check must see: the store holds writer w's keys as op n-1 left
+// them, and neither as op n nor as op n+1 leaves them. An ack of ops up
+// to n makes n+1 the op in flight, whose state the store may hold, and
+// an op n+1 that undoes op n (a Delete of the key op n set) would make
+// the loss of op n one no check can tell.
+func lostOp(t *testing.T, db *kv.DB, r *Round, w, from int) int {
 	t.Helper()
 	got, err := readStore(db, r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for slices.Contains(statesIn(r, got, w, n, n), n) {
-		n++
+	for n := from; n < from+r.Keys*10; n++ {
+		if slices.Equal(statesIn(r, got, w, n-1, n+1), []int{n - 1}) {
+			return n
+		}
 	}
-	return n
+	t.Fatalf("no op of writer %d from %d on changes its keys for good", w, from)
+	return 0
 }
 
 // judgeStore checks the store against a history of acks.
@@ -87,7 +94,7 @@ func judgeStore(t *testing.T, db *kv.DB, r *Round, acks [][]ack) (verdict, error
 func TestCheck_LostAck(t *testing.T) {
 	r := plantRound(t)
 	db := openPlanted(t, &r, 9, 9)
-	lost := firstChange(t, db, &r, 0, 10)
+	lost := lostOp(t, db, &r, 0, 10)
 	if v, err := judgeStore(t, db, &r, [][]ack{acked(0, 9, 0), acked(0, 9, 0)}); err != nil || v.acks != 20 || v.lost != 0 {
 		t.Fatalf("the store holds every op acknowledged, yet: %+v, %v", v, err)
 	}
@@ -95,8 +102,8 @@ func TestCheck_LostAck(t *testing.T) {
 	if v, err := judgeStore(t, db, &r, acks); err == nil || !strings.Contains(err.Error(), "writer 0 holds the state of op") {
 		t.Errorf("writer 0's ops 10 to %d acknowledged and lost, in the default mode: %+v, %v; want an error naming writer 0", lost, v, err)
 	}
-	// Ops 10 to lost-1 leave the keys as they were: the store may hold
-	// them, and the least loss that explains it is op lost alone.
+	// The store holds the state of op lost-1, so the least loss that
+	// explains it is op lost alone.
 	r.BackgroundWAL = true
 	want := r.op(0, lost).size
 	v, err := judgeStore(t, db, &r, acks)
@@ -111,7 +118,7 @@ func TestCheck_BackgroundLossBreaches(t *testing.T) {
 	r := plantRound(t)
 	r.BackgroundWAL = true
 	db := openPlanted(t, &r, 9, 9)
-	lost := firstChange(t, db, &r, 0, 10)
+	lost := lostOp(t, db, &r, 0, 10)
 	synced := r
 	synced.SyncShare = 1 // the same edits, each acknowledged with Sync
 	if v, err := judgeStore(t, db, &synced, [][]ack{acked(0, lost, 0), acked(0, 9, 0)}); err == nil {
@@ -136,11 +143,8 @@ func TestCheck_NotAPrefix(t *testing.T) {
 	r := plantRound(t)
 	r.BackgroundWAL = true
 	db := openPlanted(t, &r, 9, 9)
-	lost := firstChange(t, db, &r, 0, 10)
-	kept := firstChange(t, db, &r, 1, 10)
-	if err := openPlantedMore(db, &r, 1, 10, kept); err != nil {
-		t.Fatal(err)
-	}
+	lost := lostOp(t, db, &r, 0, 10)
+	kept := keepOps(t, db, &r, 1, 10)
 	early := acked(0, 9, 0) // up to moment 100
 	lostAcks := append(early, acked(10, lost, 1000)...)
 	lostAcked := lostAcks[10].end
@@ -155,14 +159,26 @@ func TestCheck_NotAPrefix(t *testing.T) {
 	}
 }
 
-// openPlantedMore applies ops from to last of writer w.
-func openPlantedMore(db *kv.DB, r *Round, w, from, last int) error {
-	for n := from; n <= last; n++ {
+// keepOps applies writer w's ops from n = from on, until the store holds
+// its keys as op n leaves them and as no other op up to n+1 does (an op
+// may undo the one before, or leave the keys as an earlier op did), and
+// returns n: a check can then tell that the store kept op n.
+func keepOps(t *testing.T, db *kv.DB, r *Round, w, from int) int {
+	t.Helper()
+	for n := from; n < from+r.Keys*10; n++ {
 		if err := r.apply(db, "db", w, n); err != nil {
-			return err
+			t.Fatal(err)
+		}
+		got, err := readStore(db, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.Equal(statesIn(r, got, w, -1, n+1), []int{n}) {
+			return n
 		}
 	}
-	return nil
+	t.Fatalf("no op of writer %d from %d on leaves its keys in a state of its own", w, from)
+	return 0
 }
 
 // TestCheckStore_TornBatch plants the first edit of a batch alone, whose
