@@ -140,10 +140,22 @@ const prefaultStep = 64 << 10
 // The same goroutine removes the mappings of the chunks the writes have
 // left (see remap): unmapping a chunk of populated pages costs the kernel
 // a page-table walk and a flush of every processor's TLB, half a
-// millisecond or more, which would otherwise be serial work too. And it
-// starts the writeback of the pages the writes have left well behind
-// (writeBack), so that the WAL's sync when its memtable rotates, which
-// every writer waits for, has little left to write.
+// millisecond or more, which would otherwise be serial work too. Then it
+// starts the writeback of the chunk's pages (sync_file_range(2),
+// SYNC_FILE_RANGE_WRITE, which does not wait for it), so that the WAL's
+// sync when its memtable rotates, which every writer waits for, has at
+// most the last chunk left to write. It is advice, as populate is: it
+// changes what is durable only in making it so sooner, and its failure
+// changes nothing.
+//
+// The writeback waits for the unmapping on purpose. Writing back a dirty
+// page that is still mapped write-protects it in the mapping, which
+// flushes that page from the TLB of every processor running one of the
+// process's threads: an interrupt to each, per page. With writers busy
+// on the other processors, that costs many times the writeback itself,
+// and more with more processors. An unmapped page has no mapping to
+// protect, and the chunk's unmapping flushed the TLBs once for all its
+// pages.
 type prefaulter struct {
 	// want is the file offset up to which population is asked for, and
 	// from the offset of the writes when it was asked.
@@ -164,29 +176,34 @@ type prefaulter struct {
 	mapped []byte
 	mapOff int64
 	next   int64 // the file offset populated up to
-	// retired holds the mappings the writes have left, to remove;
-	// unmapErr is the first failure to remove one.
-	retired  [][]byte
+	// retired holds the mappings the writes have left, to remove and
+	// write back; unmapErr is the first failure to remove one.
+	retired  []retiredMapping
 	unmapErr error
 
-	// fd is the file's, for writeBack; writtenBack is the file offset up
-	// to which it has started the writeback (stored by run's goroutine
-	// alone).
-	fd          uintptr
+	// fd is the file's, for the writeback of the retired mappings.
+	fd uintptr
+	// writtenBack counts the bytes whose writeback it started.
 	writtenBack atomic.Int64
+}
+
+// retiredMapping is a mapping the writes have left: the file's bytes
+// from off on.
+type retiredMapping struct {
+	m   []byte
+	off int64
 }
 
 // startPrefaulter starts w's prefaulter goroutine.
 func (w *walMmapWriter) startPrefaulter() {
 	pf := &prefaulter{kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}), fd: w.fd}
-	pf.writtenBack.Store(w.off)
 	w.pf = pf
 	go pf.run()
 }
 
-// run removes the retired mappings and populates the pages asked for,
-// each time it is woken, until stop; then it removes the mappings
-// retired last.
+// run removes the retired mappings, starting their writeback, and
+// populates the pages asked for, each time it is woken, until stop; then
+// it removes the mappings retired last.
 func (pf *prefaulter) run() {
 	defer close(pf.done)
 	populating := true
@@ -202,36 +219,7 @@ func (pf *prefaulter) run() {
 			// Advice the kernel does not take: let the writes fault.
 			populating = false
 		}
-		pf.writeBack()
 	}
-}
-
-// writeBackBehind is how far behind the writes the prefaulter starts the
-// writeback of the file's pages, and writeBackStep the least it starts
-// at once.
-const (
-	writeBackBehind = 256 << 10
-	writeBackStep   = 1 << 20
-)
-
-// writeBack starts the writeback of the pages the writes have left well
-// behind (sync_file_range(2), SYNC_FILE_RANGE_WRITE: it does not wait
-// for it), a step at a time. A sync of the WAL waits for every dirty page
-// to reach the disk: at a memtable's rotation every writer waits for it,
-// and without this the whole memtable's worth of WAL (megabytes) would
-// be written then. It is advice, as populate is: it changes what is
-// durable only in making it so sooner, and its failure changes nothing.
-// The pages it cleans are write-protected again; writeBackBehind keeps
-// it clear of the records still being encoded or completed just behind
-// the writes (see walOrder), whose stores would fault.
-func (pf *prefaulter) writeBack() {
-	start := pf.writtenBack.Load()
-	end := (pf.from.Load() - writeBackBehind) / writeBackStep * writeBackStep
-	if end-start < writeBackStep {
-		return
-	}
-	startWriteBack(pf.fd, start, end-start)
-	pf.writtenBack.Store(end)
 }
 
 // populate populates the pages asked for, a step at a time, and returns
@@ -256,20 +244,24 @@ func (pf *prefaulter) populate() error {
 	}
 }
 
-// unmapRetired removes the retired mappings, keeping the first error.
+// unmapRetired removes the retired mappings, keeping the first error,
+// and starts the writeback of each one's pages once it is removed.
 func (pf *prefaulter) unmapRetired() {
 	pf.mu.Lock()
 	retired := pf.retired
 	pf.retired = nil
 	pf.mu.Unlock()
-	for _, m := range retired {
-		if err := munmap(m); err != nil {
+	for _, r := range retired {
+		if err := munmap(r.m); err != nil {
 			pf.mu.Lock()
 			if pf.unmapErr == nil {
 				pf.unmapErr = fmt.Errorf("kv: unmapping WAL: %w", err)
 			}
 			pf.mu.Unlock()
+			continue
 		}
+		startWriteBack(pf.fd, r.off, int64(len(r.m)))
+		pf.writtenBack.Add(int64(len(r.m)))
 	}
 }
 
@@ -316,12 +308,12 @@ func (pf *prefaulter) setMapping(m []byte, off int64) {
 	pf.mu.Unlock()
 }
 
-// retire hands the prefaulter a mapping that nothing uses any more, to
-// remove, and wakes it: it populates the pages asked for in the new
-// mapping too.
-func (pf *prefaulter) retire(m []byte) {
+// retire hands the prefaulter a mapping of the file from off on that
+// nothing uses any more, to remove and write back, and wakes it: it
+// populates the pages asked for in the new mapping too.
+func (pf *prefaulter) retire(m []byte, off int64) {
 	pf.mu.Lock()
-	pf.retired = append(pf.retired, m)
+	pf.retired = append(pf.retired, retiredMapping{m, off})
 	pf.mu.Unlock()
 	pf.wake()
 }
@@ -487,8 +479,8 @@ func recoverFault(err *error, at func() int64) {
 
 // remap maps the chunk of the file from w.off's page on, allocating its
 // space first. The previous mapping's pages stay in the page cache,
-// dirty until the kernel or a sync writes them; the prefaulter removes
-// the mapping itself (see prefaulter).
+// dirty; the prefaulter removes the mapping and then starts their
+// writeback (see prefaulter).
 func (w *walMmapWriter) remap() error {
 	start := w.off / int64(pageSize) * int64(pageSize)
 	end := start + w.chunk
@@ -502,11 +494,11 @@ func (w *walMmapWriter) remap() error {
 	if err != nil {
 		return fmt.Errorf("kv: mapping WAL at offset %d: %w", start, err)
 	}
-	old := w.mapped
+	old, oldOff := w.mapped, w.mapOff
 	w.mapped, w.mapOff = m, start
 	w.pf.setMapping(m, start)
 	if old != nil {
-		w.pf.retire(old)
+		w.pf.retire(old, oldOff)
 	}
 	return nil
 }

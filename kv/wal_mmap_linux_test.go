@@ -198,7 +198,15 @@ func TestWALMmap_PrefaultsAheadOfCommits(t *testing.T) {
 // WAL's writer; it skips the test where the WAL is not mapped.
 func openLargeMapped(t *testing.T) (*DB, *walMmapWriter) {
 	t.Helper()
-	d, err := Open(t.TempDir(), &Options{FS: vfs.Default, MemTableSize: 64 << 20})
+	return openDiskMapped(t, &Options{FS: vfs.Default, MemTableSize: 64 << 20})
+}
+
+// openDiskMapped opens a store with o in a temporary directory on the
+// disk, and returns it with its mapped WAL's writer; it skips the test
+// where the WAL is not mapped.
+func openDiskMapped(t *testing.T, o *Options) (*DB, *walMmapWriter) {
+	t.Helper()
+	d, err := Open(t.TempDir(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,21 +218,32 @@ func openLargeMapped(t *testing.T) (*DB, *walMmapWriter) {
 	return d, mw
 }
 
-// TestWALMmap_WritesBackBehind: as the records move on, the prefaulter
-// starts the writeback of the file's pages well behind them, a step at a
-// time, so that the WAL's sync at the next rotation has less to write;
-// and it never starts it within writeBackBehind of the records.
-func TestWALMmap_WritesBackBehind(t *testing.T) {
-	d, mw := openLargeMapped(t)
+// TestWALMmap_WritesBackUnmappedChunks: as the records move on, the
+// prefaulter starts the writeback of each chunk the writes have left, so
+// that the WAL's sync at the next rotation has less to write; and it
+// starts none within the chunk mapped, whose pages are still written
+// (see prefaulter).
+func TestWALMmap_WritesBackUnmappedChunks(t *testing.T) {
+	o := &Options{FS: vfs.Default, MemTableSize: 64 << 20}
+	o.private.fullSizeMemTables = true // one WAL for the whole test
+	o.private.walMmapChunk = 1 << 20
+	d, mw := openDiskMapped(t, o)
 	defer d.Close()
 	value := make([]byte, 1000)
-	const want = 3 * writeBackStep
-	for i := 0; mw.off < want+writeBackBehind+prefaultAhead; i++ {
+	want := 3 * mw.chunk
+	mapped := func() (off int64) {
+		mw.mu.Lock()
+		defer mw.mu.Unlock()
+		return mw.mapOff
+	}
+	for i := 0; mw.off < want+prefaultAhead; i++ {
 		if err := d.Set([]byte(fmt.Sprintf("key%08d", i)), value, NoSync); err != nil {
 			t.Fatal(err)
 		}
-		if back := mw.pf.writtenBack.Load(); back > max(0, mw.off-writeBackBehind) { // a new WAL: from 0
-			t.Fatalf("writeback started up to %d, records written up to %d: within %d of them", back, mw.off, writeBackBehind)
+		// A new WAL's chunks start at offset 0, so the bytes written
+		// back end where the count does.
+		if back, from := mw.pf.writtenBack.Load(), mapped(); back > from {
+			t.Fatalf("writeback started up to offset %d; the chunk mapped starts at %d", back, from)
 		}
 	}
 	if d.commit.log.direct != mw {
@@ -233,7 +252,7 @@ func TestWALMmap_WritesBackBehind(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for back := mw.pf.writtenBack.Load(); back < want; back = mw.pf.writtenBack.Load() {
 		if time.Now().After(deadline) {
-			t.Fatalf("writeback started up to %d, records written up to %d: want it started up to %d", back, mw.off, want)
+			t.Fatalf("writeback started for %d bytes, records written up to %d: want it for %d", back, mw.off, want)
 		}
 		time.Sleep(time.Millisecond)
 	}
