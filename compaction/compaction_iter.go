@@ -121,9 +121,11 @@ func (i *compactionIter) readKey() {
 	}
 	i.kept = i.kept[:0]
 	lastStripe := -1
-	for ok := true; ok; ok = i.input.Next() {
+	// The first entry is the one i.key was taken from: only those after
+	// it need the compare.
+	for first, ok := true, true; ok; first, ok = false, i.input.Next() {
 		k := i.input.Key()
-		if !i.equal(k.UserKey, i.key) {
+		if !first && !i.equal(k.UserKey, i.key) {
 			break
 		}
 		v := i.input.Value()
