@@ -319,24 +319,52 @@ func (s *walSink) failLocked(err error) {
 // It spins, yielding the processor: a timer's wake-up would take longer
 // than the wait, and on few processors the yield is what runs the
 // writers it waits for.
+//
+// Then it settles: it yields on for as long as each yield brings in
+// another Sync writer, and stops at the first that brings none. Where
+// syncs take next to no time (tmpfs, an SSD that acknowledges a flush
+// from its cache) and the writers come back one after another, as they
+// do on few processors, half a sync ends before the first of them is
+// back: the groups then shrink to the one or two writers that happen to
+// be there, each paying a sync of its own. Settling lets every writer
+// that is ready to run reach the sync. It ends, as every Sync writer
+// that arrives waits for this sync and cannot come back before it. A
+// yield that finds nothing else to run costs a lone writer more than a
+// fast sync, so settling pauses once it has brought nobody twice in a
+// row, trying again now and then (gatherBound.settles).
 func (s *walSink) gatherLocked() {
 	if s.syncNanos == 0 || s.l.closed.Load() {
 		return
 	}
 	want := s.expected
-	if s.arrivals.Load() >= want {
+	settle := s.gather.settles()
+	if s.arrivals.Load() >= want && !settle {
 		s.gather.ended(true)
 		return
 	}
-	deadline := time.Now().Add(s.gather.next(s.syncNanos))
 	s.gathering = true
 	s.mu.Unlock()
-	for s.arrivals.Load() < want && !s.l.closed.Load() && time.Now().Before(deadline) {
+	if s.arrivals.Load() < want {
+		deadline := time.Now().Add(s.gather.next(s.syncNanos))
+		for s.arrivals.Load() < want && !s.l.closed.Load() && time.Now().Before(deadline) {
+			runtime.Gosched()
+		}
+	}
+	gathered, brought := s.arrivals.Load() >= want, false
+	for n := s.arrivals.Load(); settle && !s.l.closed.Load(); {
 		runtime.Gosched()
+		m := s.arrivals.Load()
+		if m == n {
+			break
+		}
+		n, brought = m, true
 	}
 	s.mu.Lock()
 	s.gathering = false
-	s.gather.ended(s.arrivals.Load() >= want)
+	s.gather.ended(gathered)
+	if settle {
+		s.gather.settled(brought)
+	}
 }
 
 // gatherBound bounds gatherLocked's waits: half a sync, halved after
@@ -344,15 +372,30 @@ func (s *walSink) gatherLocked() {
 // 1/64 of a sync, and restored by one that ended with them. Every
 // gatherProbe-th wait may take half a sync whatever came before, so
 // that writers who come back again are found again.
+//
+// It also says when gatherLocked settles: always, until settleMisses
+// settles in a row have brought no writer; then once after skipping
+// gatherProbe syncs, and after twice as many each time a settle brings
+// nobody again, up to maxSettleSkip, until one brings a writer. A yield
+// with nothing else to run wakes another thread to look for work, a
+// few microseconds: a lone Sync writer on fast syncs would pay it on
+// every sync, and pays it a little less than once in maxSettleSkip.
 type gatherBound struct {
 	shift int // the bound is a sync's duration >> (1 + shift)
 	waits int
+	// misses counts the settles in a row that brought no writer; skip
+	// is how many syncs are still to go without one, and skipped how
+	// many the last pause skipped.
+	misses, skip, skipped int
 }
 
-// gatherProbe and maxGatherShift: see gatherBound.
+// gatherProbe, maxGatherShift, settleMisses and maxSettleSkip: see
+// gatherBound.
 const (
 	gatherProbe    = 16
 	maxGatherShift = 5
+	settleMisses   = 2
+	maxSettleSkip  = 1024
 )
 
 // next returns the bound of the next wait, for syncs of syncNanos.
@@ -371,6 +414,27 @@ func (g *gatherBound) ended(gathered bool) {
 		g.shift = 0
 	} else {
 		g.shift = min(g.shift+1, maxGatherShift)
+	}
+}
+
+// settles reports whether the next sync's gather settles.
+func (g *gatherBound) settles() bool {
+	if g.skip > 0 {
+		g.skip--
+		return false
+	}
+	return true
+}
+
+// settled records whether a settle brought a writer.
+func (g *gatherBound) settled(brought bool) {
+	if brought {
+		g.misses, g.skipped = 0, 0
+		return
+	}
+	if g.misses++; g.misses >= settleMisses {
+		g.skipped = min(max(2*g.skipped, gatherProbe), maxSettleSkip)
+		g.skip = g.skipped
 	}
 }
 

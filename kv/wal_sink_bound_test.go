@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -40,5 +41,49 @@ func TestGatherBound(t *testing.T) {
 			t.Fatalf("wait %d: bound %v, want %v", i+1, got, c.want)
 		}
 		g.ended(c.gathered)
+	}
+}
+
+// TestGatherBound_Settles checks when a sync's gather settles: every
+// sync until two settles in a row bring nobody; then once after skipping
+// 16 syncs, 32, 64 and so on up to 1024, for as long as each brings
+// nobody; and every sync again once one brings a writer.
+func TestGatherBound_Settles(t *testing.T) {
+	var g gatherBound
+	// run makes n syncs whose settles, if any, bring a writer or not, and
+	// returns the syncs that settled.
+	run := func(n int, brought bool) []int {
+		var settled []int
+		for i := range n {
+			if g.settles() {
+				settled = append(settled, i)
+				g.settled(brought)
+			}
+		}
+		return settled
+	}
+	if got := run(10, true); len(got) != 10 {
+		t.Fatalf("settles that bring writers: %v settled of 10, want all", got)
+	}
+	want := []int{0, 1} // the first miss: the next sync settles too
+	for at, skip := 1+16+1, 16; at < 4000; at += skip + 1 {
+		want = append(want, at)
+		skip = min(2*skip, 1024)
+	}
+	got := run(4000, false)
+	if !slices.Equal(got, want) {
+		t.Fatalf("settles that bring nobody: syncs %v settled, want %v", got, want)
+	}
+	// The next settle, after at most the longest pause, brings a
+	// writer: every sync settles again.
+	skipped := 0
+	for ; !g.settles(); skipped++ {
+	}
+	g.settled(true)
+	if skipped > 1024 {
+		t.Fatalf("%d syncs skipped before the next settle, want at most 1024", skipped)
+	}
+	if got := run(20, false); !slices.Equal(got, []int{0, 1, 18}) {
+		t.Fatalf("after a settle that brought a writer: syncs %v settled, want [0 1 18]", got)
 	}
 }

@@ -3,6 +3,7 @@ package kv_test
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -332,4 +333,48 @@ func TestWALSink_GatheredWritersHearAFailedWrite(t *testing.T) {
 		t.Fatalf("%d Sync writes took %d WAL writes: the gathered writers wrote their records one by one", acked.Load(), m.Writes)
 	}
 	t.Logf("%d Sync writes acknowledged, %d syncs, %d WAL writes before the failure", acked.Load(), m.Syncs, m.Writes)
+}
+
+// TestWALSink_FastSyncsGatherRunnableWriters checks that Sync writers
+// share each sync when syncs take next to no time (an in-memory file
+// system here; tmpfs, or an SSD that acknowledges a flush from its
+// cache) and the writers come back one after another, as they do on a
+// single processor: the sync's bound on waiting for them, half a sync,
+// ends before the first is back, and each sync would serve one or two.
+// The syncing writer yields for as long as the writers its yields run
+// come in (see walSink.gatherLocked).
+func TestWALSink_FastSyncsGatherRunnableWriters(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	const (
+		writers = 8
+		rounds  = 200
+	)
+	db, err := kv.Open("db", &kv.Options{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	m0 := db.Metrics().WAL
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range rounds {
+				if err := db.Set(fmt.Appendf(nil, "w%d-%d", w, i), []byte("v"), kv.Sync); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	m := db.Metrics().WAL
+	syncs := m.Syncs - m0.Syncs
+	perSync := float64(writers*rounds) / float64(syncs)
+	t.Logf("%d Sync writes by %d writers, %d syncs: %.1f writes per sync", writers*rounds, writers, syncs, perSync)
+	if perSync < writers/2 {
+		t.Fatalf("%d Sync writes by %d writers took %d syncs, %.1f writes each; want at least %d each",
+			writers*rounds, writers, syncs, perSync, writers/2)
+	}
 }
