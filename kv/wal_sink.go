@@ -327,11 +327,13 @@ func (s *walSink) failLocked(err error) {
 // do on few processors, half a sync ends before the first of them is
 // back: the groups then shrink to the one or two writers that happen to
 // be there, each paying a sync of its own. Settling lets every writer
-// that is ready to run reach the sync. It ends, as every Sync writer
-// that arrives waits for this sync and cannot come back before it. A
-// yield that finds nothing else to run costs a lone writer more than a
-// fast sync, so settling pauses once it has brought nobody twice in a
-// row, trying again now and then (gatherBound.settles).
+// that is ready to run reach the sync. A writer that arrives waits for
+// this sync and cannot arrive again, but new goroutines can (a server
+// starting one per request), so settling also stops after a sync's
+// duration, or minSettleBound where syncs are faster. A yield that finds
+// nothing else to run costs a lone writer more than a fast sync, so
+// settling pauses once it has brought nobody twice in a row, trying
+// again now and then (gatherBound.settles).
 func (s *walSink) gatherLocked() {
 	if s.syncNanos == 0 || s.l.closed.Load() {
 		return
@@ -351,13 +353,9 @@ func (s *walSink) gatherLocked() {
 		}
 	}
 	gathered, brought := s.arrivals.Load() >= want, false
-	for n := s.arrivals.Load(); settle && !s.l.closed.Load(); {
-		runtime.Gosched()
-		m := s.arrivals.Load()
-		if m == n {
-			break
-		}
-		n, brought = m, true
+	if settle {
+		until := time.Now().Add(time.Duration(max(s.syncNanos, int64(minSettleBound))))
+		brought = settleArrivals(s.arrivals.Load, s.l.closed.Load, until, runtime.Gosched)
 	}
 	s.mu.Lock()
 	s.gathering = false
@@ -365,6 +363,21 @@ func (s *walSink) gatherLocked() {
 	if settle {
 		s.gather.settled(brought)
 	}
+}
+
+// settleArrivals is gatherLocked's settling: it yields for as long as
+// each yield brings in another Sync writer (arrived counts them), until
+// stop reports true or the moment until, and reports whether any came.
+func settleArrivals(arrived func() int32, stop func() bool, until time.Time, yield func()) (brought bool) {
+	for n := arrived(); !stop() && time.Now().Before(until); {
+		yield()
+		m := arrived()
+		if m == n {
+			break
+		}
+		n, brought = m, true
+	}
+	return brought
 }
 
 // gatherBound bounds gatherLocked's waits: half a sync, halved after
@@ -397,6 +410,11 @@ const (
 	settleMisses   = 2
 	maxSettleSkip  = 1024
 )
+
+// minSettleBound bounds gatherLocked's settling where a sync takes less:
+// time for a few dozen writers to come back one after another on two
+// processors, and less than a sync of most disks.
+const minSettleBound = 100 * time.Microsecond
 
 // next returns the bound of the next wait, for syncs of syncNanos.
 func (g *gatherBound) next(syncNanos int64) time.Duration {

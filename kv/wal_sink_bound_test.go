@@ -2,6 +2,7 @@ package kv
 
 import (
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -85,5 +86,52 @@ func TestGatherBound_Settles(t *testing.T) {
 	}
 	if got := run(20, false); !slices.Equal(got, []int{0, 1, 18}) {
 		t.Fatalf("after a settle that brought a writer: syncs %v settled, want [0 1 18]", got)
+	}
+}
+
+// TestSettleArrivals checks settling: it yields while each yield brings
+// in a writer, stops at the first that brings none, and stops at its
+// bound when writers never stop coming.
+func TestSettleArrivals(t *testing.T) {
+	never := func() bool { return false }
+	far := time.Now().Add(time.Hour)
+	for _, c := range []struct {
+		name    string
+		come    int // writers the yields bring in, one each
+		brought bool
+		yields  int
+	}{
+		{"nobody comes", 0, false, 1},
+		{"three come", 3, true, 4},
+	} {
+		var arrived atomic.Int32
+		yields := 0
+		yield := func() {
+			if yields++; yields <= c.come {
+				arrived.Add(1)
+			}
+		}
+		if got := settleArrivals(arrived.Load, never, far, yield); got != c.brought || yields != c.yields {
+			t.Errorf("%s: brought %v after %d yields, want %v after %d", c.name, got, yields, c.brought, c.yields)
+		}
+	}
+	// A writer with every yield, without end: the bound stops it.
+	var arrived atomic.Int32
+	done := make(chan bool)
+	start := time.Now()
+	go func() {
+		done <- settleArrivals(arrived.Load, never, start.Add(time.Millisecond), func() { arrived.Add(1) })
+	}()
+	select {
+	case brought := <-done:
+		if !brought {
+			t.Error("a writer came with every yield, yet settling reports none")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("settling went on past its bound while writers kept coming")
+	}
+	// stop ends it too.
+	if settleArrivals(arrived.Load, func() bool { return true }, far, func() { arrived.Add(1) }) {
+		t.Error("settling yielded after stop")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -376,5 +377,46 @@ func TestWALSink_FastSyncsGatherRunnableWriters(t *testing.T) {
 	if perSync < writers/2 {
 		t.Fatalf("%d Sync writes by %d writers took %d syncs, %.1f writes each; want at least %d each",
 			writers*rounds, writers, syncs, perSync, writers/2)
+	}
+}
+
+// TestWALSink_SettleEndsUnderAStreamOfWriters checks that new Sync
+// writers arriving without end, one goroutine each as a server may start
+// per request, do not hold syncs off: the syncing writer's yields run
+// new ones, yet writes must keep completing, in each tenth of the
+// stream. (Settling stops at its bound, TestSettleArrivals; the
+// scheduler, which now and then runs the syncing writer again before
+// the next newcomer, usually ends it sooner.)
+func TestWALSink_SettleEndsUnderAStreamOfWriters(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	db, err := kv.Open("db", &kv.Options{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	const periods, period = 10, 10 * time.Millisecond
+	var wg sync.WaitGroup
+	var done atomic.Int64
+	var perPeriod []int64
+	started := 0
+	for range periods {
+		before := done.Load()
+		for end := time.Now().Add(period); time.Now().Before(end); started++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := db.Set(fmt.Appendf(nil, "s%d", started), []byte("v"), kv.Sync); err != nil {
+					t.Error(err)
+				}
+				done.Add(1)
+			}()
+			runtime.Gosched()
+		}
+		perPeriod = append(perPeriod, done.Load()-before)
+	}
+	wg.Wait()
+	t.Logf("%d writers started, completions per %v: %v", started, period, perPeriod)
+	if slices.Contains(perPeriod, 0) {
+		t.Fatalf("Sync writes completed per %v of a stream of new writers: %v; want some in each", period, perPeriod)
 	}
 }
