@@ -117,9 +117,12 @@
 // before it starts it waits a little (half an fsync's time at most) for
 // the Sync writers the last one released to come back, so that
 // concurrent Sync writers share each fsync all together instead of
-// taking turns in two halves; the records of those that come back
-// meanwhile are written all at once, before the fsync, and their
-// batches inserted while it runs. With
+// taking turns in two halves; then, while its yields of the processor
+// bring in more Sync writers, it lets them come (up to an fsync's time,
+// or 100 µs where fsyncs are faster), so that fast fsyncs on few
+// processors are shared too. The records of those that come meanwhile
+// are written all at once, before the fsync, and their batches inserted
+// while it runs. With
 // BackgroundWALWrites the records go to a buffer that a goroutine of the
 // WAL writes to the file, many writes in one call; a Sync write waits for
 // it to catch up before the fsync.
