@@ -383,7 +383,7 @@ func TestWALSink_FastSyncsGatherRunnableWriters(t *testing.T) {
 // TestWALSink_SettleEndsUnderAStreamOfWriters checks that new Sync
 // writers arriving without end, one goroutine each as a server may start
 // per request, do not hold syncs off: the syncing writer's yields run
-// new ones, yet writes must keep completing, in each tenth of the
+// new ones, yet writes must keep completing, in each quarter of the
 // stream. (Settling stops at its bound, TestSettleArrivals; the
 // scheduler, which now and then runs the syncing writer again before
 // the next newcomer, usually ends it sooner.)
@@ -394,8 +394,22 @@ func TestWALSink_SettleEndsUnderAStreamOfWriters(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	const periods, period = 10, 10 * time.Millisecond
+	const periods, period = 4, 50 * time.Millisecond
 	var wg sync.WaitGroup
+	// Warm up first: the first syncs learn a sync's duration.
+	for w := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				if err := db.Set(fmt.Appendf(nil, "w%d-%d", w, i), []byte("v"), kv.Sync); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 	var done atomic.Int64
 	var perPeriod []int64
 	started := 0
@@ -403,9 +417,10 @@ func TestWALSink_SettleEndsUnderAStreamOfWriters(t *testing.T) {
 		before := done.Load()
 		for end := time.Now().Add(period); time.Now().Before(end); started++ {
 			wg.Add(1)
+			key := fmt.Appendf(nil, "s%d", started)
 			go func() {
 				defer wg.Done()
-				if err := db.Set(fmt.Appendf(nil, "s%d", started), []byte("v"), kv.Sync); err != nil {
+				if err := db.Set(key, []byte("v"), kv.Sync); err != nil {
 					t.Error(err)
 				}
 				done.Add(1)
