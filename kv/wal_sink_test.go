@@ -96,21 +96,7 @@ func shareSyncs(t *testing.T) string {
 	}
 	defer db.Close()
 	m0 := db.Metrics().WAL
-	var wg sync.WaitGroup
-	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range rounds {
-				if err := db.Set(fmt.Appendf(nil, "w%d-%d", w, i), []byte("v"), kv.Sync); err != nil {
-					t.Error(err)
-					return
-				}
-				time.Sleep(think)
-			}
-		}()
-	}
-	wg.Wait()
+	syncWriters(t, db, writers, rounds, think)
 	m := db.Metrics().WAL
 	syncs, writes := m.Syncs-m0.Syncs, m.Writes-m0.Writes
 	t.Logf("%d Sync writes by %d writers, %d syncs, %d writes", writers*rounds, writers, syncs, writes)
@@ -356,20 +342,7 @@ func TestWALSink_FastSyncsGatherRunnableWriters(t *testing.T) {
 	}
 	defer db.Close()
 	m0 := db.Metrics().WAL
-	var wg sync.WaitGroup
-	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range rounds {
-				if err := db.Set(fmt.Appendf(nil, "w%d-%d", w, i), []byte("v"), kv.Sync); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	syncWriters(t, db, writers, rounds, 0)
 	m := db.Metrics().WAL
 	syncs := m.Syncs - m0.Syncs
 	perSync := float64(writers*rounds) / float64(syncs)
@@ -395,21 +368,8 @@ func TestWALSink_SettleEndsUnderAStreamOfWriters(t *testing.T) {
 	}
 	defer db.Close()
 	const periods, period = 4, 50 * time.Millisecond
+	syncWriters(t, db, 2, 50, 0) // warm up: the first syncs learn a sync's duration
 	var wg sync.WaitGroup
-	// Warm up first: the first syncs learn a sync's duration.
-	for w := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range 50 {
-				if err := db.Set(fmt.Appendf(nil, "w%d-%d", w, i), []byte("v"), kv.Sync); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
 	var done atomic.Int64
 	var perPeriod []int64
 	started := 0
@@ -434,4 +394,25 @@ func TestWALSink_SettleEndsUnderAStreamOfWriters(t *testing.T) {
 	if slices.Contains(perPeriod, 0) {
 		t.Fatalf("Sync writes completed per %v of a stream of new writers: %v; want some in each", period, perPeriod)
 	}
+}
+
+// syncWriters runs writers goroutines at once on db, each writing rounds
+// keys of its own with Sync, think apart, and waits for them.
+func syncWriters(t *testing.T, db *kv.DB, writers, rounds int, think time.Duration) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range rounds {
+				if err := db.Set(fmt.Appendf(nil, "w%d-%d", w, i), []byte("v"), kv.Sync); err != nil {
+					t.Error(err)
+					return
+				}
+				time.Sleep(think)
+			}
+		}()
+	}
+	wg.Wait()
 }
