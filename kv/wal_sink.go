@@ -344,18 +344,19 @@ func (s *walSink) gatherLocked() {
 		s.gather.ended(true)
 		return
 	}
+	var deadline time.Time // none: the writers wanted are here
+	if s.arrivals.Load() < want {
+		deadline = time.Now().Add(s.gather.next(s.syncNanos))
+	}
+	settleFor := time.Duration(max(s.syncNanos, int64(minSettleBound)))
 	s.gathering = true
 	s.mu.Unlock()
-	if s.arrivals.Load() < want {
-		deadline := time.Now().Add(s.gather.next(s.syncNanos))
-		for s.arrivals.Load() < want && !s.l.closed.Load() && time.Now().Before(deadline) {
-			runtime.Gosched()
-		}
+	for s.arrivals.Load() < want && !s.l.closed.Load() && time.Now().Before(deadline) {
+		runtime.Gosched()
 	}
 	gathered, brought := s.arrivals.Load() >= want, false
 	if settle {
-		until := time.Now().Add(time.Duration(max(s.syncNanos, int64(minSettleBound))))
-		brought = settleArrivals(s.arrivals.Load, s.l.closed.Load, until, runtime.Gosched)
+		brought = settleArrivals(s.arrivals.Load, s.l.closed.Load, time.Now().Add(settleFor), runtime.Gosched)
 	}
 	s.mu.Lock()
 	s.gathering = false
