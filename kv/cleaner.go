@@ -106,6 +106,7 @@ func (c *cleaner) waitIdle() {
 	c.waitIdleLocked()
 }
 
+// waitIdleLocked is waitIdle with c.mu held.
 func (c *cleaner) waitIdleLocked() {
 	for c.running {
 		c.idle.Wait()

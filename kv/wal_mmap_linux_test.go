@@ -198,24 +198,7 @@ func TestWALMmap_PrefaultsAheadOfCommits(t *testing.T) {
 // WAL's writer; it skips the test where the WAL is not mapped.
 func openLargeMapped(t *testing.T) (*DB, *walMmapWriter) {
 	t.Helper()
-	return openDiskMapped(t, &Options{FS: vfs.Default, MemTableSize: 64 << 20})
-}
-
-// openDiskMapped opens a store with o in a temporary directory on the
-// disk, and returns it with its mapped WAL's writer; it skips the test
-// where the WAL is not mapped.
-func openDiskMapped(t *testing.T, o *Options) (*DB, *walMmapWriter) {
-	t.Helper()
-	d, err := Open(t.TempDir(), o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mw := d.commit.log.direct
-	if mw == nil {
-		d.Close()
-		t.Skipf("no mapped WAL here: writer %T", d.commit.log.space)
-	}
-	return d, mw
+	return openMappedWith(t, t.TempDir(), &Options{FS: vfs.Default, MemTableSize: 64 << 20})
 }
 
 // TestWALMmap_WritesBackUnmappedChunks: as the records move on, the
@@ -227,7 +210,7 @@ func TestWALMmap_WritesBackUnmappedChunks(t *testing.T) {
 	o := &Options{FS: vfs.Default, MemTableSize: 64 << 20}
 	o.private.fullSizeMemTables = true // one WAL for the whole test
 	o.private.walMmapChunk = 1 << 20
-	d, mw := openDiskMapped(t, o)
+	d, mw := openMappedWith(t, t.TempDir(), o)
 	defer d.Close()
 	value := make([]byte, 1000)
 	want := 3 * mw.chunk

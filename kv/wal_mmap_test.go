@@ -355,18 +355,28 @@ func mmapTestKV(i int) (key, value []byte) {
 	return []byte(fmt.Sprintf("key%06d", i*7919%mmapTestKeys)), []byte(fmt.Sprintf("value %d", i))
 }
 
-// openMapped opens the DB in dir and fails unless its WAL is mapped.
+// openMapped opens the DB in dir with mmapTestOptions(background), and
+// skips the test unless its WAL is mapped.
 func openMapped(t *testing.T, dir string, background bool) *DB {
 	t.Helper()
-	d, err := Open(dir, mmapTestOptions(background))
+	d, _ := openMappedWith(t, dir, mmapTestOptions(background))
+	return d
+}
+
+// openMappedWith opens the DB in dir with o and returns it with its WAL's
+// mapped writer; it skips the test where the WAL is not mapped.
+func openMappedWith(t *testing.T, dir string, o *Options) (*DB, *walMmapWriter) {
+	t.Helper()
+	d, err := Open(dir, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := d.commit.log.space.(*walMmapWriter); !ok {
+	mw, ok := d.commit.log.space.(*walMmapWriter)
+	if !ok {
 		d.Close()
 		t.Skipf("no mapped WAL here: writer %T", d.commit.log.space)
 	}
-	return d
+	return d, mw
 }
 
 // writeMapped writes keys lo..hi-1, one in seven Sync, the others NoSync.

@@ -354,10 +354,8 @@ func (s *walSink) gatherLocked() {
 	for s.arrivals.Load() < want && !s.l.closed.Load() && time.Now().Before(deadline) {
 		runtime.Gosched()
 	}
-	gathered, brought := s.arrivals.Load() >= want, false
-	if settle {
-		brought = settleArrivals(s.arrivals.Load, s.l.closed.Load, time.Now().Add(settleFor), runtime.Gosched)
-	}
+	gathered := s.arrivals.Load() >= want
+	brought := settle && settleArrivals(s.arrivals.Load, s.l.closed.Load, time.Now().Add(settleFor), runtime.Gosched)
 	s.mu.Lock()
 	s.gathering = false
 	s.gather.ended(gathered)
