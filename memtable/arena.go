@@ -26,17 +26,15 @@ const (
 type arena struct {
 	mu    sync.Mutex // held only to install a new chunk or slab
 	chunk atomic.Pointer[chunk]
-	// Slabs of the three node classes (see tallNode).
-	nodes1  atomic.Pointer[slab[node]]
-	nodes4  atomic.Pointer[slab[node4]]
-	nodes16 atomic.Pointer[slab[node16]]
-	// Under mu: every chunk and slab installed, oldest first, and how
-	// many of each list are in use since the last reset.
-	chunks  reuseList[chunk]
-	slabs1  reuseList[slab[node]]
-	slabs4  reuseList[slab[node4]]
-	slabs16 reuseList[slab[node16]]
+	// Under mu: every chunk installed, oldest first, and how many are in
+	// use since the last reset.
+	chunks reuseList[chunk]
+	// pools carve the nodes, one pool per slot class (see slotClass).
+	pools [heightClasses][roomClasses]nodePool
 }
+
+// init readies a for its first allocation.
+func (a *arena) init() { a.pools = newPools() }
 
 // reuseList is the pieces of one kind an arena installed, oldest first:
 // the first n are in use, the others are free for the next installs.
@@ -119,15 +117,11 @@ func (a *arena) nextChunk(full *chunk, n int) {
 	a.chunk.Store(a.chunks.add(&chunk{buf: make([]byte, min(max(size, n), maxChunkSize))}))
 }
 
-// node returns a zeroed node with links for height levels.
-func (a *arena) node(height int) *node {
-	switch {
-	case height == 1:
-		return carve(a, &a.nodes1, &a.slabs1)
-	case height <= 4:
-		return &carve(a, &a.nodes4, &a.slabs4).n
-	}
-	return &carve(a, &a.nodes16, &a.slabs16).n
+// node returns a zeroed node with links for height levels and room after
+// it for a key of keyLen bytes, if any (see slotClass).
+func (a *arena) node(height, keyLen int) *node {
+	h, r := slotClass(height, keyLen)
+	return a.pools[h][r].carve(a)
 }
 
 // carve takes the next element of the slab *s, installing the next slab
@@ -159,25 +153,146 @@ func carve[T any](a *arena, s *atomic.Pointer[slab[T]], l *reuseList[slab[T]]) *
 // arena's memory any more, nor allocate from it meanwhile.
 func (a *arena) reset() {
 	a.chunk.Store(nil)
-	a.nodes1.Store(nil)
-	a.nodes4.Store(nil)
-	a.nodes16.Store(nil)
-	a.chunks.n, a.slabs1.n, a.slabs4.n, a.slabs16.n = 0, 0, 0, 0
+	a.chunks.n = 0
+	for i := range a.pools {
+		for _, p := range a.pools[i] {
+			p.reset()
+		}
+	}
 }
 
-// nodeSize returns the bytes a node of height takes: those of its class.
-func nodeSize(height int) int {
-	switch {
-	case height == 1:
-		return int(unsafe.Sizeof(node{}))
-	case height <= 4:
-		return int(unsafe.Sizeof(node4{}))
+// A node lives in a slot: its links above level 0, the node, and, for a
+// key of up to maxInlineKey bytes, the key, right after the node. A search
+// that must compare a key then finds it beside the node it reads anyway,
+// at an address it knows without loading the node, rather than in the
+// arena's chunks. Longer keys go to the chunks, before their values.
+//
+//	[ level h-1 | ... | level 1 ] [ node ] [ key, up to room bytes ]
+//	 \______ up: links ________/
+//
+// Slots come in classes of 3 heights (1; up to 4, about 23% of nodes; up
+// to maxHeight, about 0.4%) by 5 rooms (0, 16, 32, 48, 64 bytes: a key
+// takes the smallest that holds it), each carved from slabs of its own.
+type (
+	slot[U, K any] struct {
+		up  U
+		n   node
+		key K
 	}
-	return MaxEntryOverhead
+	// bareSlot is a slot without room: its node's key is in the chunks.
+	bareSlot[U any] struct {
+		up U
+		n  node
+	}
+)
+
+func (s *slot[U, K]) node() *node  { return &s.n }
+func (s *bareSlot[U]) node() *node { return &s.n }
+
+// maxInlineKey is the longest key a slot holds; the classes' rooms are
+// multiples of roomStep up to it.
+const (
+	maxInlineKey  = 64
+	roomStep      = 16
+	heightClasses = 3
+	roomClasses   = 1 + maxInlineKey/roomStep
+)
+
+// slotClass returns the height class and the room class of the slot of a
+// node of height, holding a key of keyLen bytes: room class 0 has no
+// room, class r holds keys of up to r*roomStep bytes.
+func slotClass(height, keyLen int) (h, r int) {
+	h = int(heightClass[height])
+	if keyLen <= maxInlineKey {
+		r = 1 + max(keyLen-1, 0)/roomStep
+	}
+	return h, r
+}
+
+// heightClass maps a height to its class: 1; up to 4; up to maxHeight.
+var heightClass = [maxHeight + 1]uint8{1: 0, 2: 1, 3: 1, 4: 1, 5: 2, 6: 2, 7: 2, 8: 2, 9: 2,
+	10: 2, 11: 2, 12: 2, 13: 2, 14: 2, 15: 2, 16: 2}
+
+// nodePool carves the nodes of one slot class.
+type nodePool interface {
+	// carve returns the node of a zeroed slot of the class.
+	carve(a *arena) *node
+	// reset makes every slab of the class free for reuse.
+	reset()
+	// layout returns the number of links before a slot's node, and the
+	// bytes of room after it.
+	layout() (links, room int)
+}
+
+// pool carves slots of type T, which P points to.
+type pool[T any, P interface {
+	*T
+	node() *node
+}] struct {
+	cur  atomic.Pointer[slab[T]]
+	list reuseList[slab[T]] // under arena.mu
+}
+
+func newPool[T any, P interface {
+	*T
+	node() *node
+}]() nodePool {
+	return &pool[T, P]{}
+}
+
+func (p *pool[T, P]) carve(a *arena) *node { return P(carve(a, &p.cur, &p.list)).node() }
+
+func (p *pool[T, P]) reset() {
+	p.cur.Store(nil)
+	p.list.n = 0
+}
+
+func (p *pool[T, P]) layout() (links, room int) {
+	var t T
+	at := int(uintptr(unsafe.Pointer(P(&t).node())) - uintptr(unsafe.Pointer(&t)))
+	return at / linkSize, int(unsafe.Sizeof(t)) - at - nodeBytes
+}
+
+// newPools returns a pool of each slot class, empty.
+func newPools() [heightClasses][roomClasses]nodePool {
+	type (
+		up1  = [0]link
+		up4  = [3]link
+		up16 = [maxHeight - 1]link
+	)
+	return [heightClasses][roomClasses]nodePool{
+		{newPool[bareSlot[up1]](), newPool[slot[up1, [16]byte]](), newPool[slot[up1, [32]byte]](),
+			newPool[slot[up1, [48]byte]](), newPool[slot[up1, [64]byte]]()},
+		{newPool[bareSlot[up4]](), newPool[slot[up4, [16]byte]](), newPool[slot[up4, [32]byte]](),
+			newPool[slot[up4, [48]byte]](), newPool[slot[up4, [64]byte]]()},
+		{newPool[bareSlot[up16]](), newPool[slot[up16, [16]byte]](), newPool[slot[up16, [32]byte]](),
+			newPool[slot[up16, [48]byte]](), newPool[slot[up16, [64]byte]]()},
+	}
+}
+
+// slotSizes are the sizes of the slot classes.
+var slotSizes = func() (sizes [heightClasses][roomClasses]int) {
+	for h, row := range newPools() {
+		for r, p := range row {
+			links, room := p.layout()
+			sizes[h][r] = links*linkSize + nodeBytes + room
+		}
+	}
+	return sizes
+}()
+
+// entrySize returns the bytes an entry of height takes beyond its value:
+// its slot, and its key when that is too long for a slot.
+func entrySize(height, keyLen int) int {
+	h, r := slotClass(height, keyLen)
+	if r == 0 {
+		return slotSizes[h][r] + keyLen
+	}
+	return slotSizes[h][r]
 }
 
 // MaxEntryOverhead is the most an entry adds to a MemTable's Size beyond
-// the bytes of its user key and value: the node of the tallest class. A
-// writer that must not underestimate what a batch adds to Size, before
-// it is inserted, counts this much per entry.
-const MaxEntryOverhead = int(unsafe.Sizeof(node16{}))
+// the bytes of its user key and value: the slot of the tallest class with
+// the most room. A writer that must not underestimate what a batch adds
+// to Size, before it is inserted, counts this much per entry.
+const MaxEntryOverhead = int(unsafe.Sizeof(slot[[maxHeight - 1]link, [maxInlineKey]byte]{}))

@@ -3,6 +3,7 @@ package memtable
 import (
 	"encoding/binary"
 	"math/rand/v2"
+	"strconv"
 	"sync/atomic"
 	"testing"
 
@@ -22,6 +23,26 @@ func benchKeys(n int) [][]byte {
 	return keys
 }
 
+// ycsbKeys returns n distinct keys in random order, shaped as YCSB's
+// MVCC-encoded ones: "user", a random number in decimal, a 0 byte and a
+// 10-byte timestamp, 30 to 35 bytes. Unlike benchKeys, many share their
+// first 8 bytes, so a search must often compare whole keys.
+func ycsbKeys(n int) [][]byte {
+	rng := rand.New(rand.NewPCG(3, 4))
+	keys := make([][]byte, n)
+	for i := range keys {
+		k := strconv.AppendUint([]byte("user"), rng.Uint64(), 10)
+		keys[i] = append(k, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 9)
+	}
+	return keys
+}
+
+// keyShapes are the key sets the Add and Get benchmarks run over.
+var keyShapes = []struct {
+	name string
+	keys func(n int) [][]byte
+}{{"binary", benchKeys}, {"ycsb", ycsbKeys}}
+
 func filled(keys [][]byte, value []byte) *MemTable {
 	m := New(nil)
 	for i, k := range keys {
@@ -34,24 +55,26 @@ func filled(keys [][]byte, value []byte) *MemTable {
 // entries (entries=1M) and of the 32K entries a 4 MiB memtable of 100-byte
 // values holds (entries=32K), starting a new one when full.
 func BenchmarkMemTable_Add(b *testing.B) {
-	keys := benchKeys(1 << 20)
 	value := make([]byte, 100)
-	for _, size := range []struct {
-		name    string
-		entries int
-	}{{"1M", 1 << 20}, {"32K", 32 << 10}} {
-		b.Run("entries="+size.name, func(b *testing.B) {
-			m := New(nil)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := range b.N {
-				if i%size.entries == 0 && i > 0 {
-					m = New(nil)
+	for _, shape := range keyShapes {
+		keys := shape.keys(1 << 20)
+		for _, size := range []struct {
+			name    string
+			entries int
+		}{{"1M", 1 << 20}, {"32K", 32 << 10}} {
+			b.Run("keys="+shape.name+"/entries="+size.name, func(b *testing.B) {
+				m := New(nil)
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := range b.N {
+					if i%size.entries == 0 && i > 0 {
+						m = New(nil)
+					}
+					m.Add(base.MakeInternalKey(keys[i%len(keys)], base.SeqNum(i+1), base.KindSet), value)
 				}
-				m.Add(base.MakeInternalKey(keys[i%len(keys)], base.SeqNum(i+1), base.KindSet), value)
-			}
-			b.ReportMetric(float64(m.Size())/float64(max(1, m.Len())), "bytes/entry")
-		})
+				b.ReportMetric(float64(m.Size())/float64(max(1, m.Len())), "bytes/entry")
+			})
+		}
 	}
 }
 
@@ -97,14 +120,18 @@ func BenchmarkMemTable_AddParallel(b *testing.B) {
 }
 
 func BenchmarkMemTable_Get(b *testing.B) {
-	keys := benchKeys(1 << 18)
-	m := filled(keys, make([]byte, 100))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := range b.N {
-		if _, _, found := m.Get(keys[i%len(keys)], base.SeqNumMax); !found {
-			b.Fatal("not found")
-		}
+	for _, shape := range keyShapes {
+		b.Run("keys="+shape.name, func(b *testing.B) {
+			keys := shape.keys(1 << 18)
+			m := filled(keys, make([]byte, 100))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				if _, _, found := m.Get(keys[i%len(keys)], base.SeqNumMax); !found {
+					b.Fatal("not found")
+				}
+			}
+		})
 	}
 }
 

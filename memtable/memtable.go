@@ -3,6 +3,7 @@ package memtable
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync/atomic"
 	"unsafe"
@@ -21,78 +22,77 @@ const maxHeight = 16
 // A node's forward links sit together, next to its key prefix, so a search
 // step at any level reads one cache line of the node it passes: next0 is
 // the level-0 link, and the links of levels 1 and up precede the node in
-// the object it was allocated in (see tallNode, link), level i at i links
-// below next0:
+// its slot (see slot, link), level i at i links below next0. A key of up
+// to maxInlineKey bytes follows the node in the slot:
 //
-//	[ level h-1 | ... | level 1 ] [ next0 | prefix | trailer | data | lens | prev ]
-//	 \_______ tallNode.up ______/  \__________________ node __________________/
+//	[ level h-1 | ... | level 1 ] [ next0 | prefix | trailer | data | lens | prev ] [ key ]
+//	 \_______ slot.up __________/  \__________________ node __________________/  slot.key
 //
-// The key and value bytes are in the arena, at data; the node keeps a
-// pointer and two lengths rather than two slices, so more nodes fit in the
-// cache lines a search walks.
+// The value's bytes are in the arena, at data, and so are a longer key's,
+// right before them; the node keeps a pointer and two lengths rather than
+// two slices, so more nodes fit in the cache lines a search walks.
 type node struct {
 	// next0 is the next entry at level 0. It must stay the first field.
 	next0 atomic.Pointer[node]
 	// prefix is keyPrefix(key.UserKey): the key's summary under the
 	// list's comparer, else 0. A search step decides most compares from
-	// it, without reading the key's bytes elsewhere in memory.
+	// it, without reading the key.
 	prefix  uint64
 	trailer uint64
-	// data is the key's first byte, followed by the value's: keyLen and
-	// valueLen bytes. It is nil or points into the arena's memory.
+	// data is the value's first byte, preceded by the key's keyLen bytes
+	// when the key is longer than maxInlineKey. With the key in the slot
+	// and an empty value, it points at the key (any address will do).
 	data             *byte
-	keyLen, valueLen int
+	keyLen, valueLen uint32
 	// prev is the entry before this one at level 0 (the head for the
 	// first entry).
 	prev atomic.Pointer[node]
 }
 
-// userKey returns the node's user key, which aliases the arena.
-func (n *node) userKey() []byte { return unsafe.Slice(n.data, n.keyLen) }
+// nodeBytes is the size of a node, without its links above level 0 or
+// its key.
+const nodeBytes = int(unsafe.Sizeof(node{}))
 
-// key returns the node's internal key, which aliases the arena.
+// inline reports whether n's key is in its slot, right after it.
+func (n *node) inline() bool { return n.keyLen <= maxInlineKey }
+
+// room returns the first byte after n in its slot: its key's, if inline.
+func (n *node) room() *byte { return (*byte)(unsafe.Add(unsafe.Pointer(n), nodeBytes)) }
+
+// userKey returns the node's user key, which aliases the slot or the arena.
+func (n *node) userKey() []byte {
+	if n.inline() {
+		return unsafe.Slice(n.room(), n.keyLen)
+	}
+	return unsafe.Slice(n.data, n.keyLen)
+}
+
+// key returns the node's internal key, which aliases the slot or the arena.
 func (n *node) key() base.InternalKey {
 	return base.InternalKey{UserKey: n.userKey(), Trailer: n.trailer}
 }
 
 // value returns the node's value, which aliases the arena.
 func (n *node) value() []byte {
-	if n.valueLen == 0 {
+	switch {
+	case n.inline():
+		return unsafe.Slice(n.data, n.valueLen)
+	case n.valueLen == 0:
 		// Not past the key: that may be the end of the arena's memory.
 		return unsafe.Slice(n.data, 0)
 	}
 	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(n.data), n.keyLen)), n.valueLen)
 }
 
-// linkSize is the size of one forward link.
-const linkSize = int(unsafe.Sizeof(atomic.Pointer[node]{}))
+// link is a forward link; linkSize its size.
+type link = atomic.Pointer[node]
 
-// tallNode is the allocation of a node of height up to n+1: its links of
-// levels 1..n, highest first, then the node. Nodes of height 1 are
-// allocated bare. Arenas carve them from slabs of three classes.
-type tallNode[U any] struct {
-	up U // [n]atomic.Pointer[node]
-	n  node
-}
-
-type (
-	// node4 holds a node of height 2 to 4 (about 23% of them).
-	node4 = tallNode[[3]atomic.Pointer[node]]
-	// node16 holds a node of height 5 to maxHeight (about 0.4%), and
-	// the heads.
-	node16 = tallNode[[maxHeight - 1]atomic.Pointer[node]]
-)
-
-// The links above level 0 must end right where the node begins.
-var (
-	_ = [1]struct{}{}[unsafe.Offsetof(node4{}.n)-3*uintptr(linkSize)]
-	_ = [1]struct{}{}[unsafe.Offsetof(node16{}.n)-(maxHeight-1)*uintptr(linkSize)]
-)
+const linkSize = int(unsafe.Sizeof(link{}))
 
 // link returns n's forward link at level, which must be below n's height:
-// at level 0 next0, above it a link of the tallNode holding n.
-func (n *node) link(level int) *atomic.Pointer[node] {
-	return (*atomic.Pointer[node])(unsafe.Add(unsafe.Pointer(&n.next0), -level*linkSize))
+// at level 0 next0, above it one of the links before n in its slot.
+func (n *node) link(level int) *link {
+	return (*link)(unsafe.Add(unsafe.Pointer(&n.next0), -level*linkSize))
 }
 
 func (n *node) next(level int) *node { return n.link(level).Load() }
@@ -116,7 +116,9 @@ type splice struct {
 }
 
 func (l *skiplist) init(cmp *Comparer) {
-	l.cmp, l.head = cmp, &new(node16).n
+	// The tallest slot, with room for the empty key, which userKey
+	// returns for the head.
+	l.cmp, l.head = cmp, &new(slot[[maxHeight - 1]link, [roomStep]byte]).n
 	l.abbreviate = cmp.Abbreviator()
 	l.height.Store(1)
 }
@@ -152,6 +154,7 @@ func New(cmp *Comparer) *MemTable {
 		cmp = base.DefaultComparer
 	}
 	m := &MemTable{cmp: cmp}
+	m.arena.init()
 	m.points.init(cmp)
 	m.rangeDels.init(cmp)
 	return m
@@ -170,7 +173,8 @@ var ErrDuplicateKey = errors.New("memtable: internal key added twice")
 // Each internal key may be added once: bloomkv gives every write its own
 // sequence number, so an existing (user key, seqnum, kind) means the input
 // repeats itself (a WAL replayed twice, say). Add then leaves the table
-// unchanged and returns an error wrapping ErrDuplicateKey.
+// unchanged and returns an error wrapping ErrDuplicateKey. A key or value
+// of 4 GiB or more is refused with an error wrapping ErrTooLarge.
 //
 // A goroutine that adds runs of ascending keys (a batch's, a WAL's)
 // should add them through an [Inserter], which remembers where the last
@@ -201,11 +205,14 @@ func (ins *Inserter) Add(m *MemTable, key InternalKey, value []byte) error {
 	if ins.m != m || ins.resets != m.resets || ins.list != list {
 		ins.m, ins.resets, ins.list, ins.spl.height = m, m.resets, list, 0
 	}
+	if err := checkLens(len(key.UserKey), len(value)); err != nil {
+		return err
+	}
 	h, err := list.insert(key, value, &m.arena, &ins.spl)
 	if err != nil {
 		return err
 	}
-	m.size.Add(int64(nodeSize(h) + len(key.UserKey) + len(value)))
+	m.size.Add(int64(entrySize(h, len(key.UserKey)) + len(value)))
 	m.count.Add(1)
 	if list == &m.rangeDels {
 		m.numDels.Add(1)
@@ -313,15 +320,44 @@ func (l *skiplist) seekLevel(start *node, i int, key InternalKey, kp uint64) (pr
 	return prev, next
 }
 
-// newNode builds an unpublished node holding copies of key and value.
+// ErrTooLarge is returned (wrapped) by Add for a key or value of 4 GiB or
+// more, whose length a node cannot hold.
+var ErrTooLarge = errors.New("memtable: key or value too large")
+
+// checkLens refuses the lengths of a key and value that a node cannot
+// hold.
+func checkLens(keyLen, valueLen int) error {
+	if uint64(keyLen) > math.MaxUint32 || uint64(valueLen) > math.MaxUint32 {
+		return fmt.Errorf("%w: %d-byte key, %d-byte value", ErrTooLarge, keyLen, valueLen)
+	}
+	return nil
+}
+
+// newNode builds an unpublished node holding copies of key and value,
+// whose lengths checkLens accepts.
 func newNode(a *arena, key base.InternalKey, value []byte, height int) *node {
-	buf := a.bytes(len(key.UserKey) + len(value))
 	k := len(key.UserKey)
-	copy(buf, key.UserKey)
-	copy(buf[k:], value)
-	x := a.node(height)
+	x := a.node(height, k)
 	x.trailer = key.Trailer
-	x.data, x.keyLen, x.valueLen = unsafe.SliceData(buf), k, len(value)
+	x.keyLen, x.valueLen = uint32(k), uint32(len(value))
+	var data *byte
+	switch {
+	case !x.inline():
+		buf := a.bytes(k + len(value))
+		copy(buf, key.UserKey)
+		copy(buf[k:], value)
+		data = unsafe.SliceData(buf)
+	case len(value) > 0:
+		buf := a.bytes(len(value))
+		copy(buf, value)
+		data = unsafe.SliceData(buf)
+	default:
+		data = x.room()
+	}
+	if x.inline() {
+		copy(unsafe.Slice(x.room(), k), key.UserKey)
+	}
+	x.data = data
 	return x
 }
 

@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -192,6 +194,84 @@ func TestMemTable_LargeValues(t *testing.T) {
 	}
 }
 
+// TestSlotClasses checks each slot class's layout: the node's links above
+// level 0 end where it begins, its key's room follows it, and slotClass
+// puts each key in the smallest room that holds it.
+func TestSlotClasses(t *testing.T) {
+	links := [heightClasses]int{0, 3, maxHeight - 1}
+	for h, row := range newPools() {
+		for r, p := range row {
+			if l, room := p.layout(); l != links[h] || room != r*roomStep {
+				t.Errorf("class %d/%d: %d links and %d bytes of room, want %d and %d", h, r, l, room, links[h], r*roomStep)
+			}
+		}
+	}
+	for _, tt := range []struct{ height, keyLen, h, r int }{
+		{1, 0, 0, 1}, {1, 1, 0, 1}, {1, 16, 0, 1}, {1, 17, 0, 2}, {2, 32, 1, 2}, {4, 33, 1, 3},
+		{5, 48, 2, 3}, {maxHeight, 49, 2, 4}, {1, maxInlineKey, 0, 4}, {3, maxInlineKey + 1, 1, 0}, {1, 1 << 16, 0, 0},
+	} {
+		if h, r := slotClass(tt.height, tt.keyLen); h != tt.h || r != tt.r {
+			t.Errorf("slotClass(%d, %d) = %d, %d; want %d, %d", tt.height, tt.keyLen, h, r, tt.h, tt.r)
+		}
+	}
+	if _, room := newPools()[heightClasses-1][roomClasses-1].layout(); MaxEntryOverhead != slotSizes[heightClasses-1][roomClasses-1] || room != maxInlineKey {
+		t.Errorf("MaxEntryOverhead %d is not the size of the tallest slot with the most room", MaxEntryOverhead)
+	}
+}
+
+// TestMemTable_KeysInAndOutOfSlots adds keys of every length around the
+// slot rooms, with empty and non-empty values, and reads each back whole,
+// by Get and by iteration in order, with Size counting each key once.
+func TestMemTable_KeysInAndOutOfSlots(t *testing.T) {
+	m := New(nil)
+	var want []string
+	var size int64
+	for n := 0; n <= maxInlineKey+20; n++ {
+		for _, vlen := range []int{0, 1, 100} {
+			key := append(bytes.Repeat([]byte{'k'}, n), byte('a'+vlen%26))
+			val := bytes.Repeat([]byte{byte(n)}, vlen)
+			if err := m.Add(base.MakeInternalKey(key, base.SeqNum(len(want)+1), base.KindSet), val); err != nil {
+				t.Fatal(err)
+			}
+			if v, _, found := m.Get(key, base.SeqNumMax); !found || !bytes.Equal(v, val) || v == nil {
+				t.Fatalf("%d-byte key: Get = %q, %v; want %q", len(key), v, found, val)
+			}
+			want = append(want, string(key))
+			size += int64(len(key) + vlen)
+		}
+	}
+	slices.Sort(want)
+	it := m.NewIter(nil, nil)
+	i := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		if got := string(it.Key().UserKey); i >= len(want) || got != want[i] {
+			t.Fatalf("entry %d is %q, want %q", i, got, want[i])
+		}
+		i++
+	}
+	if i != len(want) {
+		t.Fatalf("iterated %d entries, want %d", i, len(want))
+	}
+	if overhead := m.Size() - size; overhead < int64(len(want)*nodeBytes) || overhead > int64(len(want)*MaxEntryOverhead) {
+		t.Fatalf("Size %d for %d bytes of keys and values in %d entries", m.Size(), size, len(want))
+	}
+}
+
+// TestCheckLens checks the lengths a node can hold.
+func TestCheckLens(t *testing.T) {
+	for _, tt := range []struct {
+		keyLen, valueLen int
+		ok               bool
+	}{
+		{0, 0, true}, {math.MaxUint32, math.MaxUint32, true},
+		{math.MaxUint32 + 1, 0, false}, {0, math.MaxUint32 + 1, false},
+	} {
+		if err := checkLens(tt.keyLen, tt.valueLen); (err == nil) != tt.ok || (err != nil && !errors.Is(err, ErrTooLarge)) {
+			t.Errorf("checkLens(%d, %d) = %v, want ok %v", tt.keyLen, tt.valueLen, err, tt.ok)
+		}
+	}
+}
+
 // TestMemTable_Add_SizesAcrossChunks adds entries whose sizes straddle every
 // chunk size the arena grows through, including ones larger than the next
 // chunk would be if it only doubled.
@@ -319,7 +399,10 @@ func TestMemTable_Reset(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var chunks, slabs int
+	var (
+		chunks int
+		slabs  [heightClasses][roomClasses]int
+	)
 	for round := range 4 {
 		if round > 0 {
 			m.Reset()
@@ -351,12 +434,33 @@ func TestMemTable_Reset(t *testing.T) {
 		}
 		a := &m.arena
 		if round == 0 {
-			chunks, slabs = len(a.chunks.all), len(a.slabs1.all)+len(a.slabs4.all)+len(a.slabs16.all)
-		} else if c, s := len(a.chunks.all), len(a.slabs1.all)+len(a.slabs4.all)+len(a.slabs16.all); c > chunks+1 || s > slabs+3 {
-			t.Fatalf("round %d: %d chunks and %d slabs after a reset, %d and %d before: memory not reused", round, c, s, chunks, slabs)
+			chunks, slabs = len(a.chunks.all), slabCounts(a)
+			continue
+		}
+		if c := len(a.chunks.all); c > chunks+1 {
+			t.Fatalf("round %d: %d chunks after a reset, %d before: memory not reused", round, c, chunks)
+		}
+		for h, row := range slabCounts(a) {
+			for r, s := range row {
+				if s > slabs[h][r]+1 {
+					t.Fatalf("round %d: %d slabs of class %d/%d after a reset, %d before: memory not reused", round, s, h, r, slabs[h][r])
+				}
+			}
 		}
 	}
 }
+
+// slabCounts returns how many slabs each of a's pools has installed.
+func slabCounts(a *arena) (n [heightClasses][roomClasses]int) {
+	for h, row := range a.pools {
+		for r, p := range row {
+			n[h][r] = p.(interface{ slabCount() int }).slabCount()
+		}
+	}
+	return n
+}
+
+func (p *pool[T, P]) slabCount() int { return len(p.list.all) }
 
 // invPerm returns j such that (j*7919)%n == i: the fill index that wrote
 // key i.
