@@ -189,8 +189,9 @@ type (
 func (s *slot[U, K]) node() *node  { return &s.n }
 func (s *bareSlot[U]) node() *node { return &s.n }
 
-// maxInlineKey is the longest key a slot holds; the classes' rooms are
-// multiples of roomStep up to it.
+// The slot classes: heightClasses heights by roomClasses rooms, which
+// are the multiples of roomStep up to maxInlineKey, the longest key a
+// slot holds, and none.
 const (
 	maxInlineKey  = 64
 	roomStep      = 16
@@ -224,21 +225,19 @@ type nodePool interface {
 	layout() (links, room int)
 }
 
-// pool carves slots of type T, which P points to.
-type pool[T any, P interface {
+// slotPtr is a pointer to a slot of type T.
+type slotPtr[T any] interface {
 	*T
 	node() *node
-}] struct {
+}
+
+// pool carves slots of type T.
+type pool[T any, P slotPtr[T]] struct {
 	cur  atomic.Pointer[slab[T]]
 	list reuseList[slab[T]] // under arena.mu
 }
 
-func newPool[T any, P interface {
-	*T
-	node() *node
-}]() nodePool {
-	return &pool[T, P]{}
-}
+func newPool[T any, P slotPtr[T]]() nodePool { return &pool[T, P]{} }
 
 func (p *pool[T, P]) carve(a *arena) *node { return P(carve(a, &p.cur, &p.list)).node() }
 
