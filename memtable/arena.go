@@ -11,8 +11,11 @@ const (
 	// after it doubles, up to maxChunkSize, so small memtables stay small.
 	firstChunkSize = 16 << 10
 	maxChunkSize   = 256 << 10
-	// slabBytes is the size of a slab of nodes of one class.
-	slabBytes = 16 << 10
+	// firstSlabBytes is the size of the first slab of nodes of each
+	// class; each slab after it doubles, up to maxSlabBytes, so a small
+	// memtable, whose nodes spread over the 15 classes, stays small.
+	firstSlabBytes = 1 << 10
+	maxSlabBytes   = 16 << 10
 )
 
 // arena hands out memory that lives as long as the MemTable. Any number of
@@ -125,7 +128,7 @@ func (a *arena) node(height, keyLen int) *node {
 }
 
 // carve takes the next element of the slab *s, installing the next slab
-// of l, zeroed, or a new one of about slabBytes, when it is used up.
+// of l, zeroed, or a new one (see firstSlabBytes), when it is used up.
 func carve[T any](a *arena, s *atomic.Pointer[slab[T]], l *reuseList[slab[T]]) *T {
 	for {
 		cur := s.Load()
@@ -141,12 +144,24 @@ func carve[T any](a *arena, s *atomic.Pointer[slab[T]], l *reuseList[slab[T]]) *
 				next.used.Store(0)
 				s.Store(next)
 			} else {
-				var t T
-				s.Store(l.add(&slab[T]{items: make([]T, max(1, slabBytes/int(unsafe.Sizeof(t))))}))
+				s.Store(l.add(&slab[T]{items: make([]T, nextSlabLen[T](l))}))
 			}
 		}
 		a.mu.Unlock()
 	}
+}
+
+// nextSlabLen returns the length of the next slab of l: twice the last
+// one's, firstSlabBytes' worth for the first, at most maxSlabBytes' worth
+// and at least one.
+func nextSlabLen[T any](l *reuseList[slab[T]]) int {
+	var t T
+	size := int(unsafe.Sizeof(t))
+	n := firstSlabBytes / size
+	if k := len(l.all); k > 0 {
+		n = 2 * len(l.all[k-1].items)
+	}
+	return max(1, min(n, maxSlabBytes/size))
 }
 
 // reset makes every chunk and slab free for reuse. Nothing may use the

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/itertest"
@@ -461,6 +462,59 @@ func slabCounts(a *arena) (n [heightClasses][roomClasses]int) {
 }
 
 func (p *pool[T, P]) slabCount() int { return len(p.list.all) }
+
+func (p *pool[T, P]) slabBytes() (sizes []int) {
+	var t T
+	for _, sl := range p.list.all {
+		sizes = append(sizes, len(sl.items)*int(unsafe.Sizeof(t)))
+	}
+	return sizes
+}
+
+// TestArena_SlabsGrow checks that each class's slabs start at about
+// firstSlabBytes and double up to maxSlabBytes: a table of a few entries
+// takes little memory, whatever classes they fall in, and a large one
+// few slabs.
+func TestArena_SlabsGrow(t *testing.T) {
+	m := New(nil)
+	for i := range 20000 {
+		k := fmt.Appendf(nil, "%0*d", 1+i%80, i) // every room class
+		if err := m.Add(base.MakeInternalKey(k, base.SeqNum(i+1), base.KindSet), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for h, row := range m.arena.pools {
+		for r, p := range row {
+			sizes := p.(interface{ slabBytes() []int }).slabBytes()
+			if len(sizes) == 0 {
+				t.Fatalf("class %d/%d: no slab", h, r)
+			}
+			slot := slotSizes[h][r]
+			want := max(slot, firstSlabBytes/slot*slot)
+			for i, got := range sizes {
+				if got != want {
+					t.Fatalf("class %d/%d: slab %d of %d bytes, want %d (all: %v)", h, r, i, got, want, sizes)
+				}
+				want = max(slot, min(2*want, maxSlabBytes/slot*slot))
+			}
+		}
+	}
+	small := New(nil)
+	for i := range 15 {
+		small.Add(base.MakeInternalKey(fmt.Appendf(nil, "%0*d", 1+i*5, i), base.SeqNum(i+1), base.KindSet), nil)
+	}
+	total := 0
+	for _, row := range small.arena.pools {
+		for _, p := range row {
+			for _, n := range p.(interface{ slabBytes() []int }).slabBytes() {
+				total += n
+			}
+		}
+	}
+	if total > heightClasses*roomClasses*max(firstSlabBytes, MaxEntryOverhead) {
+		t.Fatalf("15 entries took %d bytes of slabs", total)
+	}
+}
 
 // invPerm returns j such that (j*7919)%n == i: the fill index that wrote
 // key i.
