@@ -120,10 +120,10 @@ func (a *arena) nextChunk(full *chunk, n int) {
 	a.chunk.Store(a.chunks.add(&chunk{buf: make([]byte, min(max(size, n), maxChunkSize))}))
 }
 
-// node returns a zeroed node with links for height levels and room after
-// it for a key of keyLen bytes, if any (see slotClass).
-func (a *arena) node(height, keyLen int) *node {
-	h, r := slotClass(height, keyLen)
+// node returns a zeroed node with links for height levels and, if
+// inline, room after it for a key of keyLen bytes (see slotClass).
+func (a *arena) node(height, keyLen int, inline bool) *node {
+	h, r := slotClass(height, keyLen, inline)
 	return a.pools[h][r].carve(a)
 }
 
@@ -177,10 +177,11 @@ func (a *arena) reset() {
 }
 
 // A node lives in a slot: its links above level 0, the node, and, for a
-// key of up to maxInlineKey bytes, the key, right after the node. A search
-// that must compare a key then finds it beside the node it reads anyway,
-// at an address it knows without loading the node, rather than in the
-// arena's chunks. Longer keys go to the chunks, before their values.
+// key of up to maxInlineKey bytes whose neighbours share its prefix, the
+// key, right after the node (see skiplist.inlineKey). A search that must
+// compare that key then finds it beside the node it reads anyway, at an
+// address it knows without loading the node, rather than in the arena's
+// chunks. Other keys go to the chunks, before their values.
 //
 //	[ level h-1 | ... | level 1 ] [ node ] [ key, up to room bytes ]
 //	 \______ up: links ________/
@@ -215,11 +216,11 @@ const (
 )
 
 // slotClass returns the height class and the room class of the slot of a
-// node of height, holding a key of keyLen bytes: room class 0 has no
-// room, class r holds keys of up to r*roomStep bytes.
-func slotClass(height, keyLen int) (h, r int) {
+// node of height, holding a key of keyLen bytes in the slot if inline:
+// room class 0 has no room, class r holds keys of up to r*roomStep bytes.
+func slotClass(height, keyLen int, inline bool) (h, r int) {
 	h = int(heightClass[height])
-	if keyLen <= maxInlineKey {
+	if inline {
 		r = 1 + max(keyLen-1, 0)/roomStep
 	}
 	return h, r
@@ -296,9 +297,9 @@ var slotSizes = func() (sizes [heightClasses][roomClasses]int) {
 }()
 
 // entrySize returns the bytes an entry of height takes beyond its value:
-// its slot, and its key when that is too long for a slot.
-func entrySize(height, keyLen int) int {
-	h, r := slotClass(height, keyLen)
+// its slot, and its key when that is not inline, in the slot.
+func entrySize(height, keyLen int, inline bool) int {
+	h, r := slotClass(height, keyLen, inline)
 	if r == 0 {
 		return slotSizes[h][r] + keyLen
 	}

@@ -32,15 +32,18 @@
 // and a backward link at level 0, which makes Prev O(1).
 //
 // A node's tower sits right before it in memory, so a search step reads
-// the link and the key prefix it compares in one cache line. A key of up
-// to 64 bytes sits right after its node, so a step that must compare whole
-// keys (keys that share their first 8 bytes, such as "user1234...") finds
-// the key beside the node, at an address known before the node is read,
-// rather than behind a second pointer. Nodes, their towers and their keys
+// the link and the key prefix it compares in one cache line. Where the
+// prefixes tie, as they do between keys that share their first 8 bytes
+// ("user1234...", "/table/7/..."), the step must compare whole keys; so a
+// key of up to 64 bytes whose neighbours share its prefix when it is
+// added sits right after its node, at an address known before the node
+// is read, rather than behind a second pointer. Other keys, such as those
+// that begin with random bytes, whose searches the prefixes decide, stay
+// out of the nodes that searches walk. Nodes, their towers and their keys
 // are carved from slabs of 15 classes (heights 1, up to 4 and up to 16, by
-// room for a key of 0, 16, 32, 48 or 64 bytes); values, and longer keys,
-// are copied into large chunks of memory (an arena). Few objects are
-// allocated one by one, which keeps the number the garbage collector
+// room for a key of 0, 16, 32, 48 or 64 bytes); values, and the other
+// keys, are copied into large chunks of memory (an arena). Few objects
+// are allocated one by one, which keeps the number the garbage collector
 // tracks small.
 // Nothing is freed or moved until the whole MemTable is unreachable, so the
 // slices Get and iterators return stay valid for as long as the caller holds

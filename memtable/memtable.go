@@ -22,15 +22,16 @@ const maxHeight = 16
 // A node's forward links sit together, next to its key prefix, so a search
 // step at any level reads one cache line of the node it passes: next0 is
 // the level-0 link, and the links of levels 1 and up precede the node in
-// its slot (see slot, link), level i at i links below next0. A key of up
-// to maxInlineKey bytes follows the node in the slot:
+// its slot (see slot, link), level i at i links below next0. The key may
+// follow the node in the slot (see inlineKey):
 //
 //	[ level h-1 | ... | level 1 ] [ next0 | prefix | trailer | data | lens | prev ] [ key ]
 //	 \_______ slot.up __________/  \__________________ node __________________/  slot.key
 //
-// The value's bytes are in the arena, at data, and so are a longer key's,
-// right before them; the node keeps a pointer and two lengths rather than
-// two slices, so more nodes fit in the cache lines a search walks.
+// The value's bytes are in the arena, at data, and so are the key's when
+// they are not in the slot, right before them; the node keeps a pointer
+// and two lengths rather than two slices, so more nodes fit in the cache
+// lines a search walks.
 type node struct {
 	// next0 is the next entry at level 0. It must stay the first field.
 	next0 atomic.Pointer[node]
@@ -40,10 +41,13 @@ type node struct {
 	prefix  uint64
 	trailer uint64
 	// data is the value's first byte, preceded by the key's keyLen bytes
-	// when the key is longer than maxInlineKey. With the key in the slot
-	// and an empty value, it points at the key (any address will do).
-	data             *byte
-	keyLen, valueLen uint32
+	// when the key is not in the slot. With the key in the slot and an
+	// empty value, it points at the key (any address will do).
+	data   *byte
+	keyLen uint32
+	// valueBits is the value's length, with inlineBit set when the key
+	// is in the slot.
+	valueBits uint32
 	// prev is the entry before this one at level 0 (the head for the
 	// first entry).
 	prev atomic.Pointer[node]
@@ -53,8 +57,14 @@ type node struct {
 // its key.
 const nodeBytes = int(unsafe.Sizeof(node{}))
 
+// inlineBit marks, in node.valueBits, a key in the node's slot.
+const inlineBit = 1 << 31
+
 // inline reports whether n's key is in its slot, right after it.
-func (n *node) inline() bool { return n.keyLen <= maxInlineKey }
+func (n *node) inline() bool { return n.valueBits&inlineBit != 0 }
+
+// valueLen returns the length of n's value.
+func (n *node) valueLen() int { return int(n.valueBits &^ inlineBit) }
 
 // room returns the first byte after n in its slot: its key's, if inline.
 func (n *node) room() *byte { return (*byte)(unsafe.Add(unsafe.Pointer(n), nodeBytes)) }
@@ -74,14 +84,15 @@ func (n *node) key() base.InternalKey {
 
 // value returns the node's value, which aliases the arena.
 func (n *node) value() []byte {
-	switch {
+	switch v := n.valueLen(); {
 	case n.inline():
-		return unsafe.Slice(n.data, n.valueLen)
-	case n.valueLen == 0:
+		return unsafe.Slice(n.data, v)
+	case v == 0:
 		// Not past the key: that may be the end of the arena's memory.
 		return unsafe.Slice(n.data, 0)
+	default:
+		return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(n.data), n.keyLen)), v)
 	}
-	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(n.data), n.keyLen)), n.valueLen)
 }
 
 // link is a forward link; linkSize its size.
@@ -173,8 +184,9 @@ var ErrDuplicateKey = errors.New("memtable: internal key added twice")
 // Each internal key may be added once: bloomkv gives every write its own
 // sequence number, so an existing (user key, seqnum, kind) means the input
 // repeats itself (a WAL replayed twice, say). Add then leaves the table
-// unchanged and returns an error wrapping ErrDuplicateKey. A key or value
-// of 4 GiB or more is refused with an error wrapping ErrTooLarge.
+// unchanged and returns an error wrapping ErrDuplicateKey. A key of 4 GiB
+// or more, or a value of 2 GiB or more, is refused with an error wrapping
+// ErrTooLarge.
 //
 // A goroutine that adds runs of ascending keys (a batch's, a WAL's)
 // should add them through an [Inserter], which remembers where the last
@@ -208,11 +220,11 @@ func (ins *Inserter) Add(m *MemTable, key InternalKey, value []byte) error {
 	if err := checkLens(len(key.UserKey), len(value)); err != nil {
 		return err
 	}
-	h, err := list.insert(key, value, &m.arena, &ins.spl)
+	h, x, err := list.insert(key, value, &m.arena, &ins.spl)
 	if err != nil {
 		return err
 	}
-	m.size.Add(int64(entrySize(h, len(key.UserKey)) + len(value)))
+	m.size.Add(int64(entrySize(h, len(key.UserKey), x.inline()) + len(value)))
 	m.count.Add(1)
 	if list == &m.rangeDels {
 		m.numDels.Add(1)
@@ -221,8 +233,8 @@ func (ins *Inserter) Add(m *MemTable, key InternalKey, value []byte) error {
 }
 
 // insert links a new node holding copies of key and value into the list
-// and returns its height; a key the list holds already is refused with an
-// error wrapping ErrDuplicateKey. spl is the inserter's splice, of its
+// and returns its height and the node; a key the list holds already is
+// refused with an error wrapping ErrDuplicateKey. spl is the inserter's splice, of its
 // last insert into this list (or none): see findSplice.
 //
 // Other inserters may link nodes at the same time. Each level is linked
@@ -231,14 +243,14 @@ func (ins *Inserter) Add(m *MemTable, key InternalKey, value []byte) error {
 // does); when another node got there first the swap fails, and the splice
 // of that level is searched again from its predecessor, which still sorts
 // before the key as nodes are never removed.
-func (l *skiplist) insert(key InternalKey, value []byte, a *arena, spl *splice) (int, error) {
+func (l *skiplist) insert(key InternalKey, value []byte, a *arena, spl *splice) (int, *node, error) {
 	kp := l.keyPrefix(key.UserKey)
 	l.findSplice(key, kp, spl)
 	if next := spl.next[0]; next != nil && l.compare(next, key, kp) == 0 {
-		return 0, fmt.Errorf("%w: %s", ErrDuplicateKey, key)
+		return 0, nil, fmt.Errorf("%w: %s", ErrDuplicateKey, key)
 	}
 	h := randomHeight()
-	x := newNode(a, key, value, h)
+	x := newNode(a, key, value, h, l.inlineKey(key.UserKey, kp, spl))
 	x.prefix = kp
 	if h > spl.height {
 		for i := spl.height; i < h; i++ {
@@ -249,13 +261,35 @@ func (l *skiplist) insert(key InternalKey, value []byte, a *arena, spl *splice) 
 	}
 	for i := range h {
 		if !l.linkLevel(x, i, key, kp, spl) {
-			return 0, fmt.Errorf("%w: %s", ErrDuplicateKey, key)
+			return 0, nil, fmt.Errorf("%w: %s", ErrDuplicateKey, key)
 		}
 	}
 	for i := range h {
 		spl.prev[i] = x
 	}
-	return h, nil
+	return h, x, nil
+}
+
+// inlineKey reports whether a new node goes to a slot with room for its
+// key, userKey, whose keyPrefix is kp, to be linked at spl: when the key
+// is short enough, and a node next to it at level 0 has the same prefix.
+//
+// A search step compares whole keys only where the prefixes tie: then a
+// key in the slot, right after the node, is found at an address known
+// before the node is read, where a key in the arena's chunks costs a
+// second cache miss, after the node's. Where the neighbours' prefixes
+// differ, as for most keys that begin with random bytes, searches decide
+// by the prefix, and the key would only make the slot, which they walk,
+// bigger: it goes to the chunks. Keys with a common beginning ("user12…",
+// "/table/7/…") tie with their neighbours once the list holds a few of
+// each, and go to slots from then on. A neighbour that arrives later may
+// tie with a node whose key is in the chunks; that only costs the miss.
+func (l *skiplist) inlineKey(userKey []byte, kp uint64, spl *splice) bool {
+	if len(userKey) > maxInlineKey {
+		return false
+	}
+	prev, next := spl.prev[0], spl.next[0]
+	return (prev != l.head && prev.prefix == kp) || (next != nil && next.prefix == kp)
 }
 
 // raiseHeight makes the list at least h levels high.
@@ -320,29 +354,32 @@ func (l *skiplist) seekLevel(start *node, i int, key InternalKey, kp uint64) (pr
 	return prev, next
 }
 
-// ErrTooLarge is returned (wrapped) by Add for a key or value of 4 GiB or
-// more, whose length a node cannot hold.
+// ErrTooLarge is returned (wrapped) by Add for a key of 4 GiB or more, or
+// a value of 2 GiB or more, whose length a node cannot hold.
 var ErrTooLarge = errors.New("memtable: key or value too large")
 
 // checkLens refuses the lengths of a key and value that a node cannot
 // hold.
 func checkLens(keyLen, valueLen int) error {
-	if uint64(keyLen) > math.MaxUint32 || uint64(valueLen) > math.MaxUint32 {
+	if uint64(keyLen) > math.MaxUint32 || uint64(valueLen) >= inlineBit {
 		return fmt.Errorf("%w: %d-byte key, %d-byte value", ErrTooLarge, keyLen, valueLen)
 	}
 	return nil
 }
 
 // newNode builds an unpublished node holding copies of key and value,
-// whose lengths checkLens accepts.
-func newNode(a *arena, key base.InternalKey, value []byte, height int) *node {
+// whose lengths checkLens accepts, with the key in its slot if inline.
+func newNode(a *arena, key base.InternalKey, value []byte, height int, inline bool) *node {
 	k := len(key.UserKey)
-	x := a.node(height, k)
+	x := a.node(height, k, inline)
 	x.trailer = key.Trailer
-	x.keyLen, x.valueLen = uint32(k), uint32(len(value))
+	x.keyLen, x.valueBits = uint32(k), uint32(len(value))
+	if inline {
+		x.valueBits |= inlineBit
+	}
 	var data *byte
 	switch {
-	case !x.inline():
+	case !inline:
 		buf := a.bytes(k + len(value))
 		copy(buf, key.UserKey)
 		copy(buf[k:], value)
@@ -354,7 +391,7 @@ func newNode(a *arena, key base.InternalKey, value []byte, height int) *node {
 	default:
 		data = x.room()
 	}
-	if x.inline() {
+	if inline {
 		copy(unsafe.Slice(x.room(), k), key.UserKey)
 	}
 	x.data = data

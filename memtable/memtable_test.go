@@ -207,12 +207,17 @@ func TestSlotClasses(t *testing.T) {
 			}
 		}
 	}
-	for _, tt := range []struct{ height, keyLen, h, r int }{
-		{1, 0, 0, 1}, {1, 1, 0, 1}, {1, 16, 0, 1}, {1, 17, 0, 2}, {2, 32, 1, 2}, {4, 33, 1, 3},
-		{5, 48, 2, 3}, {maxHeight, 49, 2, 4}, {1, maxInlineKey, 0, 4}, {3, maxInlineKey + 1, 1, 0}, {1, 1 << 16, 0, 0},
+	for _, tt := range []struct {
+		height, keyLen int
+		inline         bool
+		h, r           int
+	}{
+		{1, 0, true, 0, 1}, {1, 1, true, 0, 1}, {1, 16, true, 0, 1}, {1, 17, true, 0, 2}, {2, 32, true, 1, 2},
+		{4, 33, true, 1, 3}, {5, 48, true, 2, 3}, {maxHeight, 49, true, 2, 4}, {1, maxInlineKey, true, 0, 4},
+		{1, 16, false, 0, 0}, {3, maxInlineKey, false, 1, 0}, {6, 1 << 16, false, 2, 0},
 	} {
-		if h, r := slotClass(tt.height, tt.keyLen); h != tt.h || r != tt.r {
-			t.Errorf("slotClass(%d, %d) = %d, %d; want %d, %d", tt.height, tt.keyLen, h, r, tt.h, tt.r)
+		if h, r := slotClass(tt.height, tt.keyLen, tt.inline); h != tt.h || r != tt.r {
+			t.Errorf("slotClass(%d, %d, %v) = %d, %d; want %d, %d", tt.height, tt.keyLen, tt.inline, h, r, tt.h, tt.r)
 		}
 	}
 	if _, room := newPools()[heightClasses-1][roomClasses-1].layout(); MaxEntryOverhead != slotSizes[heightClasses-1][roomClasses-1] || room != maxInlineKey {
@@ -221,37 +226,55 @@ func TestSlotClasses(t *testing.T) {
 }
 
 // TestMemTable_KeysInAndOutOfSlots adds keys of every length around the
-// slot rooms, with empty and non-empty values, and reads each back whole,
-// by Get and by iteration in order, with Size counting each key once.
+// slot rooms, with empty and non-empty values, in two families: keys that
+// share their first 8 bytes, whose prefixes tie (each but the first goes
+// to a slot with room for it, if short enough), and keys that begin with
+// random bytes (none does). Each reads back whole, by Get and by
+// iteration in order, with Size counting each key once.
 func TestMemTable_KeysInAndOutOfSlots(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
 	m := New(nil)
 	var want []string
 	var size int64
-	for n := 0; n <= maxInlineKey+20; n++ {
+	tied := make(map[string]bool)
+	for n := 9; n <= maxInlineKey+20; n++ {
 		for _, vlen := range []int{0, 1, 100} {
-			key := append(bytes.Repeat([]byte{'k'}, n), byte('a'+vlen%26))
-			val := bytes.Repeat([]byte{byte(n)}, vlen)
-			if err := m.Add(base.MakeInternalKey(key, base.SeqNum(len(want)+1), base.KindSet), val); err != nil {
-				t.Fatal(err)
+			shared := append([]byte("tiedtied"), bytes.Repeat([]byte{'x'}, n-9)...)
+			random := binary.BigEndian.AppendUint64(nil, rng.Uint64())
+			for _, key := range [][]byte{append(shared, byte('a'+vlen%26)), append(random, make([]byte, n-8)...)} {
+				val := bytes.Repeat([]byte{byte(n)}, vlen)
+				if err := m.Add(base.MakeInternalKey(key, base.SeqNum(len(want)+1), base.KindSet), val); err != nil {
+					t.Fatal(err)
+				}
+				if v, _, found := m.Get(key, base.SeqNumMax); !found || !bytes.Equal(v, val) || v == nil {
+					t.Fatalf("%d-byte key: Get = %q, %v; want %q", len(key), v, found, val)
+				}
+				want = append(want, string(key))
+				size += int64(len(key) + vlen)
 			}
-			if v, _, found := m.Get(key, base.SeqNumMax); !found || !bytes.Equal(v, val) || v == nil {
-				t.Fatalf("%d-byte key: Get = %q, %v; want %q", len(key), v, found, val)
-			}
-			want = append(want, string(key))
-			size += int64(len(key) + vlen)
+			tied[string(want[len(want)-2])] = true
 		}
 	}
 	slices.Sort(want)
-	it := m.NewIter(nil, nil)
-	i := 0
-	for ok := it.First(); ok; ok = it.Next() {
-		if got := string(it.Key().UserKey); i >= len(want) || got != want[i] {
+	i, inSlots := 0, 0
+	for x := m.points.head.next(0); x != nil; x = x.next(0) {
+		if got := string(x.userKey()); i >= len(want) || got != want[i] {
 			t.Fatalf("entry %d is %q, want %q", i, got, want[i])
+		}
+		if x.inline() {
+			inSlots++
+			if !tied[string(x.userKey())] || x.keyLen > maxInlineKey {
+				t.Errorf("%d-byte key %q is in its slot", x.keyLen, x.userKey())
+			}
 		}
 		i++
 	}
 	if i != len(want) {
-		t.Fatalf("iterated %d entries, want %d", i, len(want))
+		t.Fatalf("walked %d entries, want %d", i, len(want))
+	}
+	// Every tied key of up to maxInlineKey bytes but the first added.
+	if wantIn := 3*(maxInlineKey-8) - 1; inSlots != wantIn {
+		t.Errorf("%d keys in their slots, want %d", inSlots, wantIn)
 	}
 	if overhead := m.Size() - size; overhead < int64(len(want)*nodeBytes) || overhead > int64(len(want)*MaxEntryOverhead) {
 		t.Fatalf("Size %d for %d bytes of keys and values in %d entries", m.Size(), size, len(want))
@@ -264,8 +287,8 @@ func TestCheckLens(t *testing.T) {
 		keyLen, valueLen int
 		ok               bool
 	}{
-		{0, 0, true}, {math.MaxUint32, math.MaxUint32, true},
-		{math.MaxUint32 + 1, 0, false}, {0, math.MaxUint32 + 1, false},
+		{0, 0, true}, {math.MaxUint32, math.MaxInt32, true},
+		{math.MaxUint32 + 1, 0, false}, {0, math.MaxInt32 + 1, false},
 	} {
 		if err := checkLens(tt.keyLen, tt.valueLen); (err == nil) != tt.ok || (err != nil && !errors.Is(err, ErrTooLarge)) {
 			t.Errorf("checkLens(%d, %d) = %v, want ok %v", tt.keyLen, tt.valueLen, err, tt.ok)
@@ -305,6 +328,13 @@ func TestMemTable_CustomComparer(t *testing.T) {
 	}
 	if strings.Join(got, "") != "cba" {
 		t.Fatalf("order %v under a reverse comparer", got)
+	}
+	// Without prefixes every compare reads keys: each key but the first
+	// added ("b") is in its slot.
+	for x := m.points.head.next(0); x != nil; x = x.next(0) {
+		if x.inline() != (string(x.userKey()) != "b") {
+			t.Errorf("key %q: in its slot %v", x.userKey(), x.inline())
+		}
 	}
 }
 
