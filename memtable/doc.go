@@ -45,6 +45,7 @@
 // keys, are copied into large chunks of memory (an arena). Few objects
 // are allocated one by one, which keeps the number the garbage collector
 // tracks small.
+//
 // Nothing is freed or moved until the whole MemTable is unreachable, so the
 // slices Get and iterators return stay valid for as long as the caller holds
 // them.
