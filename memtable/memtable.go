@@ -127,9 +127,7 @@ type splice struct {
 }
 
 func (l *skiplist) init(cmp *Comparer) {
-	// The tallest slot, with room for the empty key, which userKey
-	// returns for the head.
-	l.cmp, l.head = cmp, &new(slot[[maxHeight - 1]link, [roomStep]byte]).n
+	l.cmp, l.head = cmp, &new(bareSlot[[maxHeight - 1]link]).n
 	l.abbreviate = cmp.Abbreviator()
 	l.height.Store(1)
 }
@@ -234,8 +232,8 @@ func (ins *Inserter) Add(m *MemTable, key InternalKey, value []byte) error {
 
 // insert links a new node holding copies of key and value into the list
 // and returns its height and the node; a key the list holds already is
-// refused with an error wrapping ErrDuplicateKey. spl is the inserter's splice, of its
-// last insert into this list (or none): see findSplice.
+// refused with an error wrapping ErrDuplicateKey. spl is the inserter's
+// splice, of its last insert into this list (or none): see findSplice.
 //
 // Other inserters may link nodes at the same time. Each level is linked
 // with a compare-and-swap of the predecessor's link, from the successor
