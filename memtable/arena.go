@@ -121,10 +121,11 @@ func (a *arena) nextChunk(full *chunk, n int) {
 }
 
 // node returns a zeroed node with links for height levels and, if
-// inline, room after it for a key of keyLen bytes (see slotClass).
-func (a *arena) node(height, keyLen int, inline bool) *node {
+// inline, room after it for a key of keyLen bytes (see slotClass), and
+// the size of its slot.
+func (a *arena) node(height, keyLen int, inline bool) (*node, int) {
 	h, r := slotClass(height, keyLen, inline)
-	return a.pools[h][r].carve(a)
+	return a.pools[h][r].carve(a), slotSizes[h][r]
 }
 
 // carve takes the next element of the slab *s, installing the next slab
@@ -295,16 +296,6 @@ var slotSizes = func() (sizes [heightClasses][roomClasses]int) {
 	}
 	return sizes
 }()
-
-// entrySize returns the bytes an entry of height takes beyond its value:
-// its slot, and its key when that is not inline, in the slot.
-func entrySize(height, keyLen int, inline bool) int {
-	h, r := slotClass(height, keyLen, inline)
-	if r == 0 {
-		return slotSizes[h][r] + keyLen
-	}
-	return slotSizes[h][r]
-}
 
 // MaxEntryOverhead is the most an entry adds to a MemTable's Size beyond
 // the bytes of its user key and value: the slot of the tallest class with

@@ -218,11 +218,11 @@ func (ins *Inserter) Add(m *MemTable, key InternalKey, value []byte) error {
 	if err := checkLens(len(key.UserKey), len(value)); err != nil {
 		return err
 	}
-	h, x, err := list.insert(key, value, &m.arena, &ins.spl)
+	size, err := list.insert(key, value, &m.arena, &ins.spl)
 	if err != nil {
 		return err
 	}
-	m.size.Add(int64(entrySize(h, len(key.UserKey), x.inline()) + len(value)))
+	m.size.Add(int64(size))
 	m.count.Add(1)
 	if list == &m.rangeDels {
 		m.numDels.Add(1)
@@ -231,8 +231,8 @@ func (ins *Inserter) Add(m *MemTable, key InternalKey, value []byte) error {
 }
 
 // insert links a new node holding copies of key and value into the list
-// and returns its height and the node; a key the list holds already is
-// refused with an error wrapping ErrDuplicateKey. spl is the inserter's
+// and returns the bytes the entry takes (see newNode); a key the list
+// holds already is refused with an error wrapping ErrDuplicateKey. spl is the inserter's
 // splice, of its last insert into this list (or none): see findSplice.
 //
 // Other inserters may link nodes at the same time. Each level is linked
@@ -241,14 +241,14 @@ func (ins *Inserter) Add(m *MemTable, key InternalKey, value []byte) error {
 // does); when another node got there first the swap fails, and the splice
 // of that level is searched again from its predecessor, which still sorts
 // before the key as nodes are never removed.
-func (l *skiplist) insert(key InternalKey, value []byte, a *arena, spl *splice) (int, *node, error) {
+func (l *skiplist) insert(key InternalKey, value []byte, a *arena, spl *splice) (int, error) {
 	kp := l.keyPrefix(key.UserKey)
 	l.findSplice(key, kp, spl)
 	if next := spl.next[0]; next != nil && l.compare(next, key, kp) == 0 {
-		return 0, nil, fmt.Errorf("%w: %s", ErrDuplicateKey, key)
+		return 0, fmt.Errorf("%w: %s", ErrDuplicateKey, key)
 	}
 	h := randomHeight()
-	x := newNode(a, key, value, h, l.inlineKey(key.UserKey, kp, spl))
+	x, size := newNode(a, key, value, h, l.inlineKey(key.UserKey, kp, spl))
 	x.prefix = kp
 	if h > spl.height {
 		for i := spl.height; i < h; i++ {
@@ -259,13 +259,13 @@ func (l *skiplist) insert(key InternalKey, value []byte, a *arena, spl *splice) 
 	}
 	for i := range h {
 		if !l.linkLevel(x, i, key, kp, spl) {
-			return 0, nil, fmt.Errorf("%w: %s", ErrDuplicateKey, key)
+			return 0, fmt.Errorf("%w: %s", ErrDuplicateKey, key)
 		}
 	}
 	for i := range h {
 		spl.prev[i] = x
 	}
-	return h, x, nil
+	return size, nil
 }
 
 // inlineKey reports whether a new node goes to a slot with room for its
@@ -366,10 +366,13 @@ func checkLens(keyLen, valueLen int) error {
 }
 
 // newNode builds an unpublished node holding copies of key and value,
-// whose lengths checkLens accepts, with the key in its slot if inline.
-func newNode(a *arena, key base.InternalKey, value []byte, height int, inline bool) *node {
+// whose lengths checkLens accepts, with the key in its slot if inline. It
+// returns the node and the bytes the entry takes: its slot, its value's
+// and, unless inline, its key's.
+func newNode(a *arena, key base.InternalKey, value []byte, height int, inline bool) (*node, int) {
 	k := len(key.UserKey)
-	x := a.node(height, k, inline)
+	x, size := a.node(height, k, inline)
+	size += len(value)
 	x.trailer = key.Trailer
 	x.keyLen, x.valueBits = uint32(k), uint32(len(value))
 	if inline {
@@ -378,6 +381,7 @@ func newNode(a *arena, key base.InternalKey, value []byte, height int, inline bo
 	var data *byte
 	switch {
 	case !inline:
+		size += k
 		buf := a.bytes(k + len(value))
 		copy(buf, key.UserKey)
 		copy(buf[k:], value)
@@ -393,7 +397,7 @@ func newNode(a *arena, key base.InternalKey, value []byte, height int, inline bo
 		copy(unsafe.Slice(x.room(), k), key.UserKey)
 	}
 	x.data = data
-	return x
+	return x, size
 }
 
 // randomHeight returns a tower height: 1, and one more with probability 1/4
