@@ -340,12 +340,13 @@ func (s *walSink) gatherLocked() {
 	}
 	want := s.expected
 	settle := s.gather.settles()
-	if s.arrivals.Load() >= want && !settle {
+	here := s.arrivals.Load() >= want
+	if here && !settle {
 		s.gather.ended(true)
 		return
 	}
 	var deadline time.Time // none: the writers wanted are here
-	if s.arrivals.Load() < want {
+	if !here {
 		deadline = time.Now().Add(s.gather.next(s.syncNanos))
 	}
 	settleFor := time.Duration(max(s.syncNanos, int64(minSettleBound)))

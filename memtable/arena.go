@@ -220,16 +220,18 @@ const (
 // node of height, holding a key of keyLen bytes in the slot if inline:
 // room class 0 has no room, class r holds keys of up to r*roomStep bytes.
 func slotClass(height, keyLen int, inline bool) (h, r int) {
-	h = int(heightClass[height])
+	switch {
+	case height == 1:
+	case height <= 4:
+		h = 1
+	default:
+		h = 2
+	}
 	if inline {
 		r = 1 + max(keyLen-1, 0)/roomStep
 	}
 	return h, r
 }
-
-// heightClass maps a height to its class: 1; up to 4; up to maxHeight.
-var heightClass = [maxHeight + 1]uint8{1: 0, 2: 1, 3: 1, 4: 1, 5: 2, 6: 2, 7: 2, 8: 2, 9: 2,
-	10: 2, 11: 2, 12: 2, 13: 2, 14: 2, 15: 2, 16: 2}
 
 // nodePool carves the nodes of one slot class.
 type nodePool interface {

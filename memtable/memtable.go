@@ -232,8 +232,9 @@ func (ins *Inserter) Add(m *MemTable, key InternalKey, value []byte) error {
 
 // insert links a new node holding copies of key and value into the list
 // and returns the bytes the entry takes (see newNode); a key the list
-// holds already is refused with an error wrapping ErrDuplicateKey. spl is the inserter's
-// splice, of its last insert into this list (or none): see findSplice.
+// holds already is refused with an error wrapping ErrDuplicateKey. spl
+// is the inserter's splice, of its last insert into this list (or none):
+// see findSplice.
 //
 // Other inserters may link nodes at the same time. Each level is linked
 // with a compare-and-swap of the predecessor's link, from the successor
@@ -375,26 +376,20 @@ func newNode(a *arena, key base.InternalKey, value []byte, height int, inline bo
 	size += len(value)
 	x.trailer = key.Trailer
 	x.keyLen, x.valueBits = uint32(k), uint32(len(value))
-	if inline {
-		x.valueBits |= inlineBit
-	}
-	var data *byte
-	switch {
-	case !inline:
-		size += k
+	if !inline {
 		buf := a.bytes(k + len(value))
 		copy(buf, key.UserKey)
 		copy(buf[k:], value)
-		data = unsafe.SliceData(buf)
-	case len(value) > 0:
+		x.data = unsafe.SliceData(buf)
+		return x, size + k
+	}
+	x.valueBits |= inlineBit
+	copy(unsafe.Slice(x.room(), k), key.UserKey)
+	data := x.room() // for an empty value: any address will do
+	if len(value) > 0 {
 		buf := a.bytes(len(value))
 		copy(buf, value)
 		data = unsafe.SliceData(buf)
-	default:
-		data = x.room()
-	}
-	if inline {
-		copy(unsafe.Slice(x.room(), k), key.UserKey)
 	}
 	x.data = data
 	return x, size
