@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/bloomkv/bloomkv/kv"
 	"github.com/cockroachdb/pebble/vfs"
@@ -238,6 +239,9 @@ func TestDB_Checkpoint_DuringManifestRollovers(t *testing.T) {
 	}()
 	const checkpoints = 20
 	for c := range checkpoints {
+		// Each checkpoint after a flush of its own, so that they meet
+		// rollovers however the scheduler runs the writer.
+		waitForFlushes(t, db, int64(c+1))
 		before := acked.Load()
 		dir := fmt.Sprintf("ckpt%d", c)
 		if err := db.Checkpoint(dir); err != nil {
@@ -259,5 +263,16 @@ func TestDB_Checkpoint_DuringManifestRollovers(t *testing.T) {
 	}
 	if m := db.Metrics(); m.Flush.Count < checkpoints {
 		t.Fatalf("%d flushes during %d checkpoints: too few MANIFEST rollovers to meet", m.Flush.Count, checkpoints)
+	}
+}
+
+// waitForFlushes waits until db has made n flushes, failing the test if
+// they take more than 10 seconds.
+func waitForFlushes(t *testing.T, db *kv.DB, n int64) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); db.Metrics().Flush.Count < n; time.Sleep(100 * time.Microsecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d flushes after 10 s, want %d", db.Metrics().Flush.Count, n)
+		}
 	}
 }
