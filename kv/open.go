@@ -40,20 +40,28 @@ type DB struct {
 	// closed is set first thing in Close; background work polls it to stop
 	// early.
 	closed atomic.Bool
-	// visibleSeq is the highest sequence number readers may see: every
-	// write numbered at or below it is in a memtable or a table.
-	visibleSeq atomic.Uint64
 	// writesUnslowed is set while nothing slows or stops a write that
 	// fits in the memtable: no background work failed, and L0 is below
 	// L0SlowdownWritesThreshold. makeRoomForWrite then takes no d.mu
 	// (see updateWritesUnslowedLocked).
 	writesUnslowed atomic.Bool
-	// openIters counts the iterators not yet closed, for Close to report
-	// the ones left open.
-	openIters atomic.Int64
 	// spareMem is a flushed memtable that nothing holds any more, kept
 	// for the next memtable switch to reuse (see releaseMem).
 	spareMem atomic.Pointer[memTable]
+
+	// Every reservation reads the flags above, and every publication
+	// changes visibleSeq, every iterator openIters: each of the two is on
+	// a cache line of its own, so that on many cores a reservation does
+	// not wait for the line that the last publication or iterator
+	// changed, nor a read for the one the last iterator changed.
+	_ cacheLinePad
+	// visibleSeq is the highest sequence number readers may see: every
+	// write numbered at or below it is in a memtable or a table.
+	visibleSeq atomic.Uint64
+	_          cacheLinePad
+	// openIters counts the iterators not yet closed, for Close to report
+	// the ones left open.
+	openIters atomic.Int64
 
 	commit    commitPipeline
 	readState readStateHolder

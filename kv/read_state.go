@@ -14,13 +14,18 @@ import (
 )
 
 // memTable is a memtable with the WALs that hold its writes.
+//
+// A reservation reads and changes the fields up to writers.reserved,
+// and no other of the memtable's but, now and then, the MemTable's
+// Size: they come first, together, so that on many cores the
+// reservation, which every other writer waits for, fetches as few cache
+// lines as it can.
 type memTable struct {
 	*memtable.MemTable
-	// logs lists every WAL holding the memtable's writes, ascending. A
-	// memtable created by a rotation has one; the one recovered at Open has
-	// the WALs it was replayed from, and possibly a new one taking its new
-	// writes. They are deleted once the memtable is flushed.
-	logs []memLog
+	// limit is the size at which the memtable is full: a write that
+	// would take it past limit goes to the next one (see
+	// DB.takeMemSizeLocked).
+	limit int64
 	// lastSeq is the sequence number of the last write reserved in it: a
 	// flush records it as the MANIFEST's last sequence number. Written
 	// and read like batchBytes.
@@ -38,10 +43,11 @@ type memTable struct {
 	// writers counts the writers that reserved room in the memtable, and
 	// those of them that finished inserting: a flush waits for them all.
 	writers writerCount
-	// limit is the size at which the memtable is full: a write that
-	// would take it past limit goes to the next one (see
-	// DB.takeMemSizeLocked).
-	limit int64
+	// logs lists every WAL holding the memtable's writes, ascending. A
+	// memtable created by a rotation has one; the one recovered at Open has
+	// the WALs it was replayed from, and possibly a new one taking its new
+	// writes. They are deleted once the memtable is flushed.
+	logs []memLog
 	// refs counts the holds on the memtable's memory: the DB's, from its
 	// creation until its flush is installed, and one for each read state
 	// that lists it (a read holds its read state). The last release

@@ -30,20 +30,27 @@ import (
 // A record whose encoding fails (a memory fault: see wal_mmap.go) stops
 // the order: nothing past it is ever stored, its writer's error stops
 // writes, and whoever waits for its turn gets the error.
+//
+// The fields that reservations change, under the mu, and those that
+// publication changes, as it completes each record, are on cache lines
+// of their own: on many cores a reservation, which every other writer
+// waits for, then does not wait for the line that the last publication
+// changed.
 type walOrder struct {
 	_ cacheLinePad
-	// done is the stream offset up to which every byte is whole in the
-	// file.
-	done atomic.Int64
-	// err is what stopped the order, once it stopped.
-	err stickyError
 	// reservedEnd is where the last record reserved ends, and wholeTo
 	// where the last record stored whole under the commit pipeline's mu
 	// ends, which done is not moved past until something waits for it
 	// (catchUp). The mu guards both.
 	reservedEnd, wholeTo int64
-	waiting              waiters
 	_                    cacheLinePad
+	// done is the stream offset up to which every byte is whole in the
+	// file.
+	done atomic.Int64
+	// err is what stopped the order, once it stopped.
+	err     stickyError
+	waiting waiters
+	_       cacheLinePad
 }
 
 // orderSpins is how many times a goroutine waiting for its turn yields
@@ -68,7 +75,16 @@ func (o *walOrder) wrote(end int64) { o.wholeTo = end }
 // before a record is reserved, or bytes are put into the file another
 // way, each of which waits for done. Called under the commit pipeline's
 // mu.
+//
+// Unless a record was stored whole after the last one reserved
+// (wholeTo past reservedEnd), there is nothing to do: either a record
+// reserved is pending, or done has reached reservedEnd, and so wholeTo.
+// Reservations in a row then do not read done, which publication
+// changes.
 func (o *walOrder) catchUp() {
+	if o.wholeTo <= o.reservedEnd {
+		return
+	}
 	if !o.pending() && o.done.Load() < o.wholeTo {
 		o.advance(o.wholeTo)
 	}
