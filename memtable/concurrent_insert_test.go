@@ -191,6 +191,81 @@ func checkConcurrentResult(t *testing.T, m *MemTable, n int, key, value func(int
 	if len(newest) < n/4 {
 		t.Fatalf("only %d distinct keys checked", len(newest))
 	}
+	for _, l := range []*skiplist{&m.points, &m.rangeDels} {
+		if err := checkLevelsSorted(l); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// checkLevelsSorted returns an error unless every level of l above 0 is
+// in order, as level 0 is: searches step along them.
+func checkLevelsSorted(l *skiplist) error {
+	for i := 1; i < int(l.height.Load()); i++ {
+		for x := l.head.next(i); x != nil; x = x.next(i) {
+			if y := x.next(i); y != nil && base.InternalCompare(l.cmp.Compare, x.key(), y.key()) >= 0 {
+				return fmt.Errorf("level %d links %s to %s", i, x.key(), y.key())
+			}
+		}
+	}
+	return nil
+}
+
+// TestSkiplist_SpliceAfterUpperLevelRetry replays, one step at a time,
+// two inserters racing at level 1, then the first one's next key in an
+// ascending run: its splice's level-1 gap, searched again in the race,
+// no longer encloses its level-0 gap, so the next insert must not take
+// the splice's shortcut.
+func TestSkiplist_SpliceAfterUpperLevelRetry(t *testing.T) {
+	m := New(nil)
+	l, a := &m.points, &m.arena
+	ikey := func(k string, seq int) InternalKey {
+		return base.MakeInternalKey([]byte(k), base.SeqNum(seq), base.KindSet)
+	}
+	var other splice
+	for i, k := range []string{"a", "z"} {
+		if _, err := l.insertTower(ikey(k, i+1), nil, a, &other, 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A starts inserting c, two levels high, and links it at level 0.
+	var A splice
+	c := ikey("c", 3)
+	kp := l.keyPrefix(c.UserKey)
+	l.findSplice(c, kp, &A)
+	x, _ := newNode(a, c, nil, 2, false)
+	x.prefix = kp
+	if !l.linkLevel(x, 0, c, kp, &A) {
+		t.Fatal("c refused at level 0")
+	}
+	// B inserts e, two levels high, between c and z.
+	var B splice
+	if _, err := l.insertTower(ikey("e", 4), nil, a, &B, 2); err != nil {
+		t.Fatal(err)
+	}
+	// A links c at level 1: its compare-and-swap fails, the level is
+	// searched again, and A ends its insert as insert does.
+	if !l.linkLevel(x, 1, c, kp, &A) {
+		t.Fatal("c refused at level 1")
+	}
+	if A.next[1] == A.next[0] {
+		t.Fatalf("level 1 was not searched again: next %s at both levels", A.next[0].key())
+	}
+	A.prev[0], A.prev[1] = x, x
+	// A's next key, g, sorts between e and z.
+	if _, err := l.insertTower(ikey("g", 5), nil, a, &A, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkLevelsSorted(l); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for x := l.head.next(1); x != nil; x = x.next(1) {
+		got = append(got, string(x.userKey()))
+	}
+	if want := []string{"a", "c", "e", "g", "z"}; !slices.Equal(got, want) {
+		t.Fatalf("level 1 holds %q, want %q", got, want)
+	}
 }
 
 // TestMemTable_ConcurrentDuplicates has goroutines race to add the same

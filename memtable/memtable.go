@@ -243,12 +243,16 @@ func (ins *Inserter) Add(m *MemTable, key InternalKey, value []byte) error {
 // of that level is searched again from its predecessor, which still sorts
 // before the key as nodes are never removed.
 func (l *skiplist) insert(key InternalKey, value []byte, a *arena, spl *splice) (int, error) {
+	return l.insertTower(key, value, a, spl, randomHeight())
+}
+
+// insertTower is insert of a node h levels high.
+func (l *skiplist) insertTower(key InternalKey, value []byte, a *arena, spl *splice, h int) (int, error) {
 	kp := l.keyPrefix(key.UserKey)
 	l.findSplice(key, kp, spl)
 	if next := spl.next[0]; next != nil && l.compare(next, key, kp) == 0 {
 		return 0, fmt.Errorf("%w: %s", ErrDuplicateKey, key)
 	}
-	h := randomHeight()
 	x, size := newNode(a, key, value, h, l.inlineKey(key.UserKey, kp, spl))
 	x.prefix = kp
 	if h > spl.height {
@@ -321,6 +325,13 @@ func (l *skiplist) linkLevel(x *node, i int, key InternalKey, kp uint64, spl *sp
 			return true
 		}
 		spl.prev[i], spl.next[i] = l.seekLevel(prev, i, key, kp)
+		if i > 0 {
+			// A node linked since next[0] was found may now follow key
+			// at this level, before next[0]: the gap no longer encloses
+			// level 0's, which the next insert's shortcut needs (see
+			// findSplice). That insert searches from the top.
+			spl.height = 0
+		}
 		if n := spl.next[i]; i == 0 && n != nil && l.compare(n, key, kp) == 0 {
 			return false
 		}
@@ -412,7 +423,9 @@ func randomHeight() int {
 // inserted, as prev below x's height. When key sorts right after x (an
 // ascending run) that splice still brackets key at level 0, and so at
 // every level above, whose gaps enclosed level 0's when it was taken:
-// two compares instead of a search from the top. Nodes other inserters
+// two compares instead of a search from the top. (A level searched again
+// while the last insert linked it may enclose less, and linkLevel then
+// leaves no splice to reuse.) Nodes other inserters
 // linked since into those gaps make the splice stale, not wrong: every
 // prev still sorts before key and every next after it, and insert's
 // compare-and-swap finds them.
