@@ -115,8 +115,8 @@ func (s *sweepStore) checkFlip(t *testing.T, file string, data []byte, bit int64
 }
 
 // checkContents reads every key of the model by Get and the whole store by
-// iteration. It returns the first read error; a wrong answer fails the
-// test.
+// iteration, forward and backward. It returns the first read error; a
+// wrong answer fails the test.
 func (s *sweepStore) checkContents(t *testing.T, d *DB, where string) error {
 	t.Helper()
 	for _, k := range slices.Sorted(maps.Keys(s.values)) {
@@ -136,14 +136,44 @@ func (s *sweepStore) checkContents(t *testing.T, d *DB, where string) error {
 			t.Fatalf("%s: deleted key %q is back with value %q", where, k, v)
 		}
 	}
-	got, err := iterAll(d)
-	if err != nil {
-		return err
-	}
-	if !maps.Equal(got, s.values) {
-		t.Fatalf("%s: the store iterates as\n%s\nwant\n%s", where, formatModel(got), formatModel(s.values))
+	for _, backward := range []bool{false, true} {
+		got, err := scanInOrder(t, d, backward, where)
+		if err != nil {
+			return err
+		}
+		if !maps.Equal(got, s.values) {
+			t.Fatalf("%s: the store iterates (backward: %v) as\n%s\nwant\n%s", where, backward, formatModel(got), formatModel(s.values))
+		}
 	}
 	return nil
+}
+
+// scanInOrder reads the whole store in one direction, with First and
+// Next or Last and Prev, and returns what it read, or the iterator's
+// error. A key out of that direction's order fails the test.
+func scanInOrder(t *testing.T, d *DB, backward bool, where string) (map[string]string, error) {
+	t.Helper()
+	it, err := d.NewIter(nil)
+	if err != nil {
+		return nil, err
+	}
+	first, next, step := it.First, it.Next, 1
+	if backward {
+		first, next, step = it.Last, it.Prev, -1
+	}
+	got := map[string]string{}
+	var last string
+	for ok := first(); ok; ok = next() {
+		k := string(it.Key())
+		if len(got) > 0 && strings.Compare(k, last) != step {
+			t.Fatalf("%s: key %q follows %q (backward: %v)", where, k, last, backward)
+		}
+		got[k], last = string(it.Value()), k
+	}
+	if err := it.Error(); err != nil {
+		return nil, errors.Join(err, it.Close())
+	}
+	return got, it.Close()
 }
 
 // requireNamedCorruption fails the test unless err wraps ErrCorruption
