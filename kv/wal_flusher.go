@@ -293,14 +293,17 @@ func (f *walFlusher) delay(timer *time.Timer) {
 }
 
 // drain waits until every byte buffered so far is written to the file, and
-// returns the flusher's error, if any.
+// returns the flusher's error, if any. It waits for those bytes only, not
+// for the buffer to empty: under a steady stream of writes it may never
+// be empty, and a Sync write would wait until the loss bound held the
+// writers back.
 func (f *walFlusher) drain() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.draining++
 	defer func() { f.draining-- }()
 	f.wakeLocked(true)
-	for f.err == nil && len(f.buf)+f.inFlight > 0 {
+	for to := f.accepted; f.err == nil && f.written < to; {
 		f.drained.Wait()
 	}
 	return f.err

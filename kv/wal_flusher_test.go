@@ -194,3 +194,69 @@ func TestWALFlusher_LimitDocumented(t *testing.T) {
 		t.Fatalf("%d files checked", checked)
 	}
 }
+
+// steppedFile is a WAL file that takes each write only when the test
+// lets it: one receive from step per write.
+type steppedFile struct {
+	step chan struct{}
+	n    atomic.Int64
+}
+
+func (w *steppedFile) Write(p []byte) (int, error) {
+	<-w.step
+	w.n.Add(int64(len(p)))
+	return len(p), nil
+}
+
+// TestWALFlusher_DrainWaitsForItsBytesOnly drains a flusher while more
+// bytes arrive after the drain began: it must return once the bytes
+// buffered before it are in the file, not wait for the later ones. (A
+// Sync write drains before its sync; under a steady stream of NoSync
+// writes the buffer is never empty.)
+func TestWALFlusher_DrainWaitsForItsBytesOnly(t *testing.T) {
+	file := &steppedFile{step: make(chan struct{})}
+	f := newWALFlusher(file, "test", &walBuffers{}, 0)
+	defer func() {
+		close(file.step) // let every write through
+		if err := f.close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	first, later := bytes.Repeat([]byte{1}, 100), bytes.Repeat([]byte{2}, 200)
+	if _, err := f.Write(first); err != nil {
+		t.Fatal(err)
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Microsecond) {
+			f.mu.Lock()
+			ok := cond()
+			f.mu.Unlock()
+			if ok {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting until %s", what)
+			}
+		}
+	}
+	waitFor("the flusher writes the first bytes", func() bool { return f.inFlight == len(first) })
+	drained := make(chan error, 1)
+	go func() { drained <- f.drain() }()
+	waitFor("the drain waits", func() bool { return f.draining > 0 })
+	if _, err := f.Write(later); err != nil {
+		t.Fatal(err)
+	}
+	file.step <- struct{}{} // the first write completes; the later bytes stay
+	select {
+	case err := <-drained:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("drain still waits for bytes buffered after it began")
+	}
+	if n := file.n.Load(); n != int64(len(first)) {
+		t.Fatalf("drain returned with %d bytes in the file, want %d", n, len(first))
+	}
+}
