@@ -121,6 +121,48 @@ func TestReader_HoldFilter(t *testing.T) {
 	}
 }
 
+// TestReader_CheckWithBuiltFilter holds a filter that BuildFilter built
+// on tables without a filter and with one of another policy: Layout
+// reports the table's own filters, as stored, and Check checks those
+// against the table's own policy (none for the first), whatever the
+// reader holds.
+func TestReader_CheckWithBuiltFilter(t *testing.T) {
+	entries := randomEntries(seedRNG(t), 500)
+	bloom, err := bloompolicy.NewBitsPerKey(10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, own := range []bloompolicy.FilterPolicy{nil, hashSetPolicy{}} {
+		var ropts ReaderOptions
+		if own != nil {
+			ropts.Filters = filters(own)
+		}
+		r := openTable(t, buildBytes(t, entries, WriterOptions{BlockSize: 512, FilterPolicy: own}), ropts)
+		before, err := r.Layout()
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := r.BuildFilter(bloom)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.HoldFilter(f)
+		after, err := r.Layout()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range after.Data {
+			if !bytes.Equal(after.Data[i].Filter, before.Data[i].Filter) || (own != nil) != (after.Data[i].Filter != nil) {
+				t.Fatalf("own filter %v: block %d's filter in Layout changed with the filter held", own, i)
+			}
+		}
+		if err := r.Check(); err != nil {
+			t.Fatalf("own filter %v: Check of a sound table: %v", own, err)
+		}
+		r.Close()
+	}
+}
+
 // TestReader_MissesOff: without ReaderOptions.CountMisses, lookups that
 // find nothing leave Misses at 0.
 func TestReader_MissesOff(t *testing.T) {

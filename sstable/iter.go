@@ -251,8 +251,18 @@ func (it *Iter) seekGE(key []byte) bool {
 		// Prefix mode on a table with filters: the block's filter is
 		// asked before the block is read.
 		if !it.filter.policy.MayContain(it.filter.filter(i), it.prefix) {
-			it.stats.FilterNegatives++
-			return false
+			// The block holds no key of the prefix. Unless the writer cut
+			// the separators below each new prefix, the separator above
+			// it may sort at or after key while the prefix's keys begin
+			// in the next block; they cannot begin later, since the keys
+			// of a prefix are contiguous and the next block's sort after
+			// key.
+			if it.r.cutAtPrefixes || i+1 == len(it.r.blocks) ||
+				!it.filter.policy.MayContain(it.filter.filter(i+1), it.prefix) {
+				it.stats.FilterNegatives++
+				return false
+			}
+			i++
 		}
 		it.asked = true
 	}
@@ -268,7 +278,10 @@ func (it *Iter) seekGE(key []byte) bool {
 // (the comparer's Prefix of key) out: then the table holds no key of
 // prefix at or after key, since the writer cuts separators below a new
 // prefix (see Writer.addIndexEntry), and the iterator reports no entry
-// without reading a data block. The iterator is then in prefix mode (see
+// without reading a data block. (A table written under another Split,
+// or none, whose filters were built under this one by BuildFilter, is
+// not cut so: the next block's filter must rule prefix out too.) The
+// iterator is then in prefix mode (see
 // Iter): Next stops at the first block whose filter rules the prefix out,
 // and Prev must not be called before another absolute positioning call.
 // It may land on entries of another prefix: the caller checks. What the

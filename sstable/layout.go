@@ -49,8 +49,10 @@ type FooterInfo struct {
 	Magic            uint64
 }
 
-// Layout returns the table's layout. When the reader does not know the
-// table's filter policy, it reads the filter block to report its filters.
+// Layout returns the table's layout. Its filters are the table's own, as
+// stored: it reads the filter block where the reader does not hold it
+// (the reader does not know the policy, dropped the filter, or holds one
+// that BuildFilter built).
 func (r *Reader) Layout() (*Layout, error) {
 	l := &Layout{
 		Metaindex:        r.footer.metaindex,
@@ -82,10 +84,17 @@ func (r *Reader) Layout() (*Layout, error) {
 	return l, it.err
 }
 
-// filterBlock returns the table's filter block, reading it if the reader
-// did not load it; nil when the table has none.
+// filterBlock returns the table's own filter block, reading it unless the
+// reader holds it (a filter built by BuildFilter is not the table's);
+// nil when the table has none.
 func (r *Reader) filterBlock() (*filterBlock, error) {
-	if fb := r.filter.Load(); fb != nil || r.filterHandle == (BlockHandle{}) {
+	if r.filterHandle == (BlockHandle{}) {
+		return nil, nil
+	}
+	r.filterMu.Lock()
+	fb, built := r.filter.Load(), r.filterBuilt
+	r.filterMu.Unlock()
+	if fb != nil && !built {
 		return fb, nil
 	}
 	return r.decodeFilter()
@@ -205,7 +214,7 @@ func (r *Reader) checkDataBlock(c *tableCheck, d DataBlockInfo, i int) error {
 		return r.corruptf(d.Handle.Offset, "empty data block")
 	}
 	c.prevSep = d.Separator
-	if r.filter.Load() != nil {
+	if r.filterPolicy != nil {
 		return r.checkFilterHolds(i, d, c.keys)
 	}
 	return nil

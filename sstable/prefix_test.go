@@ -37,9 +37,23 @@ func greedySlashComparer() *base.Comparer {
 // seek key, the seek lands on the first key at or after it, as SeekGE
 // does; otherwise it lands nowhere or on a key of another prefix. Tiny
 // blocks and a greedy separator put prefixes across block boundaries.
+// The last case writes the table without the Split, so that its
+// separators are not cut below each new prefix, and reads it with the
+// Split through prefix filters that BuildFilter built, as a store that
+// caps its filter memory does.
 func TestTableIter_SeekPrefixGE_Model(t *testing.T) {
 	rng := seedRNG(t)
-	for _, cmp := range []*base.Comparer{itertest.SlashComparer(), greedySlashComparer()} {
+	noSplit := *greedySlashComparer()
+	noSplit.Split, noSplit.SplitName = nil, ""
+	for _, tc := range []struct {
+		name        string
+		write, read *base.Comparer
+		built       bool
+	}{
+		{"slash", itertest.SlashComparer(), itertest.SlashComparer(), false},
+		{"greedy", greedySlashComparer(), greedySlashComparer(), false},
+		{"greedy-built", &noSplit, greedySlashComparer(), true},
+	} {
 		var keys []string
 		for i := 0; i < 400; i++ {
 			keys = append(keys, fmt.Sprintf("%c%c/%d", 'a'+rng.IntN(6), 'a'+rng.IntN(6), rng.IntN(20)))
@@ -51,19 +65,32 @@ func TestTableIter_SeekPrefixGE_Model(t *testing.T) {
 			entries = append(entries, testEntry{base.MakeInternalKey([]byte(k), 1, base.KindSet), []byte(k)})
 		}
 		policy := hashSetPolicy{}
-		data := buildBytes(t, entries, WriterOptions{BlockSize: 48, Comparer: cmp, FilterPolicy: policy})
-		r := openTable(t, data, ReaderOptions{Comparer: cmp, Filters: filters(policy)})
+		data := buildBytes(t, entries, WriterOptions{BlockSize: 48, Comparer: tc.write, FilterPolicy: policy})
+		r := openTable(t, data, ReaderOptions{Comparer: tc.read, Filters: filters(policy)})
+		if tc.built {
+			if r.HasFilter() {
+				t.Fatalf("%s: the table's own filter, of whole keys, is usable under a Split", tc.name)
+			}
+			f, err := r.BuildFilter(policy)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.HoldFilter(f)
+		}
 		var st LookupStats
 		it, err := r.NewIter(&IterOptions{Stats: &st})
 		if err != nil {
 			t.Fatal(err)
 		}
+		for _, seek := range keys {
+			checkPrefixSeek(t, tc.read, it, keys, seek)
+		}
 		for i := 0; i < 2000; i++ {
 			seek := fmt.Sprintf("%c%c/%d", 'a'+rng.IntN(7), 'a'+rng.IntN(7), rng.IntN(25))
-			checkPrefixSeek(t, cmp, it, keys, seek)
+			checkPrefixSeek(t, tc.read, it, keys, seek)
 		}
 		if st.FilterNegatives == 0 || st.FilterTruePositives == 0 {
-			t.Errorf("%s: stats %+v: the seeks should meet both verdicts", cmp.Name, st)
+			t.Errorf("%s: stats %+v: the seeks should meet both verdicts", tc.name, st)
 		}
 		if err := it.Close(); err != nil {
 			t.Fatal(err)

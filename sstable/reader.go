@@ -53,6 +53,13 @@ type Reader struct {
 	// filterBuilt says the filter held was built by BuildFilter, not
 	// read from the table. Under filterMu.
 	filterBuilt bool
+	// cutAtPrefixes says the writer cut the index separators below each
+	// new prefix of the reader's Split (see Writer.separatorLimit): the
+	// table's filters hold prefixes of that Split. Then a prefix that the
+	// filter of the block a seek lands in rules out is in no later block
+	// either. A table written under another Split, or none, may hold it
+	// from the next block on (see Iter.seekGE).
+	cutAtPrefixes bool
 	// unreserveFilter gives back the cache reservation of the filter
 	// held; nil when none is held or there is no cache.
 	unreserveFilter func()

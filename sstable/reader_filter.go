@@ -17,6 +17,7 @@ import (
 // them about (prefixes under the same Split, or whole keys), notes the
 // policy and loads the block unless DeferFilter is set.
 func (r *Reader) readFilter() error {
+	r.cutAtPrefixes = r.cmp.Split != nil && r.props.FilterSplitName == r.cmp.SplitName
 	for _, e := range r.metaindex {
 		name, ok := strings.CutPrefix(e.Name, metaFilterPrefix)
 		if !ok {
