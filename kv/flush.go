@@ -156,7 +156,6 @@ func (d *DB) flushOneLocked() (err error) {
 	for _, m := range mems {
 		inputBytes += m.batchBytes
 	}
-	snaps := d.mu.snaps.seqNums()
 	job, start := d.flushBegin(inputBytes), time.Now()
 	var files []*manifest.FileMetadata
 	defer func() { d.flushEnd(job, inputBytes, files, start, err) }()
@@ -165,6 +164,13 @@ func (d *DB) flushOneLocked() (err error) {
 			m.writers.wait() // the writes reserved before the rotation
 		}
 		d.commit.pub.waitDone(d, last.lastSeq)
+	})
+	// The snapshots are listed once every write in mems is visible: a
+	// snapshot taken while a write reserved in them was still being
+	// inserted sees below that write, and the flush must keep the
+	// version it sees. Those taken from now on see every write in mems.
+	snaps := d.mu.snaps.seqNums()
+	d.unlockedDo(func() {
 		files, err = d.writeL0(mems, snaps, job, d.cancelCheck())
 	})
 	if err != nil {
