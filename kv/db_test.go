@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -111,6 +112,43 @@ func TestOpen_Twice(t *testing.T) {
 		t.Fatal(err)
 	}
 	d, err = Open("db", &Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mustClose(t, d)
+	mustGet(t, d, "k", "v")
+}
+
+// TestOpen_TwiceUnderAnotherPath opens a store on the disk, then again
+// through a symbolic link to its directory, from the same process: the
+// second Open is refused (the LOCK file's fcntl lock does not conflict
+// within a process, and vfs.Default tells locks by path), the first DB
+// keeps working, and after its Close the link opens the store.
+func TestOpen_TwiceUnderAnotherPath(t *testing.T) {
+	dir := t.TempDir()
+	path, link := filepath.Join(dir, "db"), filepath.Join(dir, "link")
+	d, err := Open(path, &Options{FS: vfs.Default})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(path, link); err != nil {
+		t.Skipf("no symbolic links here: %v", err)
+	}
+	for _, p := range []string{link, path} {
+		if d2, err := Open(p, &Options{FS: vfs.Default}); err == nil || !strings.Contains(err.Error(), "in use") {
+			if err == nil {
+				d2.Close()
+			}
+			t.Fatalf("second Open through %s: err = %v", p, err)
+		}
+	}
+	if err := d.Set([]byte("k"), []byte("v"), Sync); err != nil {
+		t.Fatalf("first DB broken by the second Opens: %v", err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d, err = Open(link, &Options{FS: vfs.Default})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -242,7 +242,7 @@
 //	000010.sst      a table (see package sstable)
 //	MANIFEST-000011 log of version edits, each followed by a seal (internal/record framing)
 //	CURRENT         "MANIFEST-000011\n": the manifest in use, switched atomically
-//	LOCK            held while the store is open
+//	LOCK            held while the store is open (see dirlock.go)
 //	000013.tmp      a CURRENT being written (removed at Open if left behind)
 //
 // # Batch encoding

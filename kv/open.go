@@ -184,10 +184,9 @@ func (d *DB) lockDir() error {
 	if err := d.makeDir(d.dirname); err != nil {
 		return fmt.Errorf("kv: creating %s: %w", d.dirname, err)
 	}
-	lockPath := d.path(base.MakeFilename(base.FileTypeLock, 0))
-	l, err := d.fs.Lock(lockPath)
+	l, err := d.lockStore(d.path(base.MakeFilename(base.FileTypeLock, 0)))
 	if err != nil {
-		return fmt.Errorf("kv: %s is in use by another DB (locking %s: %w)", d.dirname, lockPath, err)
+		return err
 	}
 	d.fileLock = l
 	dir, err := d.fs.OpenDir(d.dirname)
