@@ -34,14 +34,22 @@ var openLocks struct {
 func (d *DB) lockStore(path string) (io.Closer, error) {
 	openLocks.mu.Lock()
 	defer openLocks.mu.Unlock()
-	if id, ok := lockFileID(d.fs, path); ok && openLocks.held[id] {
+	id, ok, err := lockFileID(d.fs, path)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("kv: locking %s: %w", path, err)
+	case ok && openLocks.held[id]:
 		return nil, fmt.Errorf("kv: %s is in use by another DB of this process (its %s is locked under another path)", d.dirname, path)
 	}
 	l, err := d.fs.Lock(path)
 	if err != nil {
 		return nil, fmt.Errorf("kv: %s is in use by another DB (locking %s: %w)", d.dirname, path, err)
 	}
-	id, ok := lockFileID(d.fs, path)
+	id, ok, err = lockFileID(d.fs, path)
+	if err != nil {
+		l.Close()
+		return nil, fmt.Errorf("kv: locking %s: %w", path, err)
+	}
 	if !ok {
 		return l, nil
 	}

@@ -3,6 +3,8 @@
 package kv
 
 import (
+	"errors"
+	"os"
 	"syscall"
 
 	"github.com/cockroachdb/pebble/vfs"
@@ -10,15 +12,18 @@ import (
 
 // lockFileID returns the identity of the file at path, if fs is backed by
 // the operating system's files (its Stat reports a syscall.Stat_t) and
-// the file exists.
-func lockFileID(fs vfs.FS, path string) (fileID, bool) {
+// the file exists, or the error of a Stat that failed otherwise.
+func lockFileID(fs vfs.FS, path string) (fileID, bool, error) {
 	fi, err := fs.Stat(path)
-	if err != nil {
-		return fileID{}, false
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fileID{}, false, nil
+	case err != nil:
+		return fileID{}, false, err
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
-		return fileID{}, false
+		return fileID{}, false, nil
 	}
-	return fileID{dev: uint64(st.Dev), ino: uint64(st.Ino)}, true
+	return fileID{dev: uint64(st.Dev), ino: uint64(st.Ino)}, true, nil
 }

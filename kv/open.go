@@ -226,33 +226,43 @@ func (d *DB) checkExists(want bool) error {
 	return nil
 }
 
-// makeDir creates dir and its missing parents, syncing each parent after
-// adding an entry to it, so the new directories survive a crash.
+// makeDir creates dir and its missing parents, then syncs the parent of
+// each directory on the path, from dir up: the entries it adds survive a
+// crash, and so do those an earlier attempt added and did not sync,
+// having failed or died before its syncs (Open and Checkpoint retried,
+// say, then a machine crash), which a Stat cannot tell from synced ones.
+// The parent of a directory that existed before is synced where it can
+// be opened: a directory this process may not read, it did not fill.
 func (d *DB) makeDir(dir string) error {
-	if fi, err := d.fs.Stat(dir); err == nil {
-		if !fi.IsDir() {
-			return fmt.Errorf("%s is not a directory", dir)
-		}
-		return nil
-	}
-	parent := d.fs.PathDir(dir)
-	if parent != dir {
-		if err := d.makeDir(parent); err != nil {
+	var existed []bool // for dir and each parent up to the root: whether it existed
+	for p := dir; ; p = d.fs.PathDir(p) {
+		fi, err := d.fs.Stat(p)
+		switch {
+		case err == nil && !fi.IsDir():
+			return fmt.Errorf("%s is not a directory", p)
+		case err != nil && !errors.Is(err, os.ErrNotExist):
 			return err
+		}
+		existed = append(existed, err == nil)
+		if d.fs.PathDir(p) == p {
+			break
 		}
 	}
 	if err := d.fs.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if parent == dir {
-		return nil
+	p := dir
+	for _, old := range existed {
+		parent := d.fs.PathDir(p)
+		if parent == p {
+			break
+		}
+		if err := syncDir(d.fs, parent); err != nil && !(old && errors.Is(err, os.ErrPermission)) {
+			return err
+		}
+		p = parent
 	}
-	p, err := d.fs.OpenDir(parent)
-	if err != nil {
-		return err
-	}
-	defer p.Close()
-	return p.Sync()
+	return nil
 }
 
 // compactionOptions returns the compaction package's share of resolved
