@@ -161,25 +161,33 @@ func (vs *versionSet) appendEdit(edit *manifest.VersionEdit) error {
 	return nil
 }
 
-// writeEdit appends edit to a MANIFEST, sealed, and syncs it. The seal is
-// an empty record (an empty edit, which changes nothing, to any reader of
-// the format) after the edit: a torn tail of the MANIFEST ends recovery
-// quietly, as a crash in mid-write, so without a valid record after it
-// damage to the last edit, synced and acted on (its WAL deleted, its
-// compaction's inputs removed), would be taken for one. Sealed, only
-// damage to the seal itself reads as a torn tail, and it loses nothing.
+// writeEdit appends edit to a MANIFEST, syncs it, then seals it and syncs
+// the seal. The seal is an empty record (an empty edit, which changes
+// nothing, to any reader of the format) after the edit: a torn tail of
+// the MANIFEST ends recovery quietly, as a crash in mid-write, so without
+// a valid record after it damage to the last edit, synced and acted on
+// (its WAL deleted, its compaction's inputs removed), would be taken for
+// one. The seal is written only once the edit is synced: the pages of a
+// file not yet synced may reach the disk in any order, and an edit cut
+// short by a crash during its sync, with its seal written out on a later
+// page, would read as damage followed by valid data, corruption, and keep
+// the store from opening. So a seal on the disk vouches for a synced
+// edit, and only damage to the seal itself, or to an edit not yet
+// sealed, which nothing acted on, reads as a torn tail.
 func writeEdit(w *record.Writer, f vfs.File, edit *manifest.VersionEdit) (int64, error) {
 	buf := edit.Encode()
-	if _, err := w.WriteRecord(buf); err != nil {
-		return 0, err
+	for _, rec := range [][]byte{buf, nil} {
+		if _, err := w.WriteRecord(rec); err != nil {
+			return 0, err
+		}
+		if err := w.Flush(); err != nil {
+			return 0, err
+		}
+		if err := f.Sync(); err != nil {
+			return 0, err
+		}
 	}
-	if _, err := w.WriteRecord(nil); err != nil {
-		return 0, err
-	}
-	if err := w.Flush(); err != nil {
-		return 0, err
-	}
-	return int64(len(buf)), f.Sync()
+	return int64(len(buf)), nil
 }
 
 // writeNewManifest starts MANIFEST num with a snapshot of v (which already
