@@ -269,6 +269,9 @@ func newModelRunOn(t *testing.T, seed uint64, fs vfs.FS, dir string, adjust func
 		BlockCacheSize:        int64(1 + r.rng.IntN(64<<10)),
 		MaxOpenFiles:          kv.MinMaxOpenFiles + r.rng.IntN(16),
 		MaxManifestFileSize:   int64(1 + r.rng.IntN(4<<10)),
+		// Several compactions at once, at times: they must not pick
+		// overlapping inputs, nor race flushes and ingests.
+		MaxConcurrentCompactions: 1 + r.rng.IntN(3),
 	}
 	if adjust != nil {
 		adjust(r)
