@@ -118,8 +118,12 @@ type Options struct {
 	// per key they get, and has each table hold in memory a filter of the
 	// bits it gets now: its own, or one built in memory from its keys when
 	// the allocation has moved (see the package documentation, Filters).
-	// The bytes held never exceed the cap; Metrics.Filters reports them,
-	// the tables holding none and the filters built. A cap excludes
+	// The bytes held, as the tables' filter blocks measure them, never
+	// exceed the cap; Metrics.Filters reports them, the tables holding
+	// none and the filters built. In memory, each filter held also keeps
+	// the offsets of its filters, 4 bytes per data block, and its block
+	// takes what the allocator rounds it up to: a few percent more for a
+	// table of many blocks, more for a table of a few. A cap excludes
 	// Levels[i].FilterPolicy: Open refuses both. Tables stay
 	// self-describing: a store written under a cap opens under any other
 	// setting, and the reverse.
