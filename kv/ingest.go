@@ -74,7 +74,10 @@ type ingestTable struct {
 // otherwise the table is ingested without a usable filter (lookups read
 // its data blocks) and Options.Logger is told.
 //
-// A missing or unreadable file, a table of another comparer or with
+// Each table is read whole first and its blocks' checksums checked
+// (sstable.Reader.VerifyChecksums), so that damaged bytes are met here
+// and not by a later compaction, which would stop the store's writes. A
+// missing, unreadable or damaged file (an error wrapping ErrCorruption), a table of another comparer or with
 // sequence numbers other than 0, an empty table, and tables out of order
 // or overlapping (ErrIngestOverlap) are refused with an error naming the
 // file, and nothing is changed. After Close, Ingest returns ErrClosed. A
@@ -121,7 +124,8 @@ func (d *DB) loadIngestTables(paths []string) ([]ingestTable, error) {
 }
 
 // loadIngestTable opens the table at path with the store's comparer and
-// filter policies and returns its description, sequence numbers still 0.
+// filter policies, checks its blocks' checksums and returns its
+// description, sequence numbers still 0.
 func (d *DB) loadIngestTable(path string) (*manifest.FileMetadata, error) {
 	f, err := d.fs.Open(path)
 	if err != nil {
@@ -143,6 +147,11 @@ func (d *DB) loadIngestTable(path string) (*manifest.FileMetadata, error) {
 		return nil, fmt.Errorf("kv: ingest: %s holds sequence numbers up to %d; a table to ingest is written with 0", path, p.LargestSeqNum)
 	case p.NumEntries == 0 && len(r.RangeDels()) == 0:
 		return nil, fmt.Errorf("kv: ingest: %s holds no keys", path)
+	}
+	// Every block's checksum is checked now: damage met later, by a
+	// compaction, would stop every write of the store.
+	if err := r.VerifyChecksums(); err != nil {
+		return nil, fmt.Errorf("kv: ingest: %w", err)
 	}
 	d.warnUnreadFilter(path, p)
 	smallest, largest := r.Bounds()

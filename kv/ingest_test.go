@@ -3,6 +3,7 @@ package kv_test
 import (
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"slices"
@@ -257,6 +258,27 @@ func TestDB_Ingest_BadInput(t *testing.T) {
 	other := *sstable.DefaultComparer
 	other.Name = "other.Comparer"
 	writeExternal(t, fs, "x/cmp.sst", keyRange("c", 0, 3, "x"), sstable.WriterOptions{Comparer: &other})
+	// A copy of b.sst with a byte of its first data block flipped: it
+	// opens (its footer, index and properties are whole), and only a read
+	// of that block finds the damage.
+	src, err := fs.Open("x/b.sst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	damaged, err := io.ReadAll(src)
+	src.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	damaged[0] ^= 0x55
+	dst, err := fs.Create("x/damaged.sst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dst.Write(damaged); err != nil {
+		t.Fatal(err)
+	}
+	dst.Close()
 
 	files := func() []string {
 		names, err := fs.List("db")
@@ -278,6 +300,7 @@ func TestDB_Ingest_BadInput(t *testing.T) {
 		{[]string{"x/seq.sst"}, "sequence numbers", nil},
 		{[]string{"x/cmp.sst"}, "other.Comparer", nil},
 		{[]string{"x/empty.sst"}, "holds no keys", nil},
+		{[]string{"x/damaged.sst"}, "x/damaged.sst", kv.ErrCorruption},
 	}
 	for _, c := range cases {
 		err := db.Ingest(c.paths)

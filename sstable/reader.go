@@ -310,19 +310,69 @@ func (r *Reader) decodeBlock(buf []byte, off uint64, dst []byte) ([]byte, error)
 // trailer, and returns the block's contents, in dst's memory as
 // readBlockInto describes; never in buf's.
 func (r *Reader) checkBlock(buf []byte, off uint64, dst []byte) ([]byte, error) {
-	n := len(buf) - blockTrailerLen
-	if got, want := checksum(buf[:n+1]), binary.LittleEndian.Uint32(buf[n+1:]); got != want {
-		return nil, r.corruptf(off, "block checksum %#08x, want %#08x", got, want)
+	if err := r.checkTrailer(buf, off); err != nil {
+		return nil, err
 	}
-	switch blockType(buf[n]) {
-	case blockTypeNone:
-		// append sizes a new buffer to a size class, as slices.Grow does.
-		return append(dst[:0], buf[:n]...), nil
-	case blockTypeSnappy:
+	n := len(buf) - blockTrailerLen
+	if blockType(buf[n]) == blockTypeSnappy {
 		return r.decompress(buf[:n], off, dst)
 	}
-	return nil, r.corruptf(off, "unknown compression type %d", buf[n])
+	// append sizes a new buffer to a size class, as slices.Grow does.
+	return append(dst[:0], buf[:n]...), nil
 }
+
+// checkTrailer checks buf, the stored bytes of the block at off and its
+// trailer, against the trailer: the checksum, and a compression type the
+// reader knows.
+func (r *Reader) checkTrailer(buf []byte, off uint64) error {
+	n := len(buf) - blockTrailerLen
+	if got, want := checksum(buf[:n+1]), binary.LittleEndian.Uint32(buf[n+1:]); got != want {
+		return r.corruptf(off, "block checksum %#08x, want %#08x", got, want)
+	}
+	if t := blockType(buf[n]); t != blockTypeNone && t != blockTypeSnappy {
+		return r.corruptf(off, "unknown compression type %d", buf[n])
+	}
+	return nil
+}
+
+// VerifyChecksums reads every data block from the file, bypassing the
+// cache, and checks its trailer (checksum and compression type) without
+// decoding it: the share of Check that finds damaged bytes, at the cost
+// of one read of the file, in reads of up to verifyReadBytes. The other
+// blocks a Reader reads, and so checks, at open (the filter block too,
+// unless deferred or of a policy it does not know).
+func (r *Reader) VerifyChecksums() error {
+	var buf []byte
+	for i := 0; i < len(r.blocks); {
+		// Blocks i..j-1 lie end to end, each with its trailer: one read.
+		start := r.blocks[i].handle.Offset
+		end, j := start, i
+		for j < len(r.blocks) && (j == i || end-start+r.blocks[j].handle.Length+blockTrailerLen <= verifyReadBytes) {
+			h := r.blocks[j].handle
+			if h.Offset != end {
+				return r.corruptf(h.Offset, "block %s does not start where the previous one ends (%d)", h, end)
+			}
+			end = h.Offset + h.Length + blockTrailerLen
+			j++
+		}
+		buf = slices.Grow(buf[:0], int(end-start))[:end-start]
+		if err := r.readAt(buf, start); err != nil {
+			return err
+		}
+		for ; i < j; i++ {
+			h := r.blocks[i].handle
+			at := h.Offset - start
+			if err := r.checkTrailer(buf[at:at+h.Length+blockTrailerLen], h.Offset); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// verifyReadBytes bounds the bytes VerifyChecksums reads at once, and so
+// the buffer it takes, but for a larger block.
+const verifyReadBytes = 1 << 20
 
 // decompress inflates a Snappy block into dst's memory, or a new buffer,
 // refusing decoded lengths Snappy cannot reach from src (no allocation

@@ -356,3 +356,57 @@ func TestReader_UseAfterClose(t *testing.T) {
 		t.Fatalf("second Close = %v, want an already-closed error", err)
 	}
 }
+
+// TestReader_VerifyChecksums checks a table of 3 MiB, in reads of up to
+// verifyReadBytes: whole, it passes; with a byte flipped in a data block
+// or in a block's trailer, the first of each read included, it fails
+// with an error that wraps ErrCorruption and names the block's offset,
+// though the table opens.
+func TestReader_VerifyChecksums(t *testing.T) {
+	rng := seedRNG(t)
+	var entries []testEntry
+	for i := range 3000 {
+		v := make([]byte, 1<<10)
+		for j := range v {
+			v[j] = byte(rng.IntN(256)) // incompressible
+		}
+		entries = append(entries, testEntry{base.MakeInternalKey(fmt.Appendf(nil, "key%05d", i), 1, base.KindSet), v})
+	}
+	data := buildBytes(t, entries, WriterOptions{BlockSize: 16 << 10, Compression: SnappyCompression})
+	r := openTable(t, data, ReaderOptions{})
+	if err := r.VerifyChecksums(); err != nil {
+		t.Fatalf("a whole table: %v", err)
+	}
+	l, err := r.Layout()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) < 2*verifyReadBytes {
+		t.Fatalf("a table of %d bytes takes fewer than 3 reads", len(data))
+	}
+	checked := 0
+	for i, d := range l.Data {
+		h := d.Handle
+		for _, off := range []uint64{h.Offset, h.Offset + h.Length/2, h.Offset + h.Length, h.Offset + h.Length + blockTrailerLen - 1} {
+			if i%7 != 0 && off != h.Offset { // every block's first byte, and all of a sample
+				continue
+			}
+			damaged := bytes.Clone(data)
+			damaged[off] ^= 0x10
+			dr, err := openBytes(damaged, ReaderOptions{})
+			if err != nil {
+				t.Fatalf("byte %d of block %d: the table does not open: %v", off, i, err)
+			}
+			err = dr.VerifyChecksums()
+			if !errors.Is(err, base.ErrCorruption) || !strings.Contains(err.Error(), fmt.Sprintf("offset %d", h.Offset)) {
+				t.Fatalf("byte %d of block %s: %v, want corruption at offset %d", off, h, err, h.Offset)
+			}
+			dr.Close()
+			checked++
+		}
+	}
+	if checked < len(l.Data) {
+		t.Fatalf("%d damaged copies checked for %d blocks", checked, len(l.Data))
+	}
+	r.Close()
+}
