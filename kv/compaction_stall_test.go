@@ -379,6 +379,38 @@ func TestCompaction_WriteStallCountsWaitingMemTables(t *testing.T) {
 	}
 }
 
+// TestCompaction_WriteStallFlushesSmallMemTables stops writes at L0
+// read amplification 2, the compaction threshold, with the small
+// memtables a store starts with (MemTableSize/16, then doubling): two of
+// them waiting count as two L0 tables, though together they are too
+// small to be due for a flush, and L0, empty, needs no compaction. The
+// stall must flush them, or the writer waits for good.
+func TestCompaction_WriteStallFlushesSmallMemTables(t *testing.T) {
+	d, err := Open("db", &Options{FS: vfs.NewMem(), MemTableSize: 16 << 20,
+		L0CompactionThreshold: 2, L0StopWritesThreshold: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mustClose(t, d)
+	done := make(chan error, 1)
+	go func() {
+		value := make([]byte, 1000)
+		for i := range 20000 {
+			if err := d.Set(fmt.Appendf(nil, "k%08d", i), value, NoSync); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	if err := waitFor(t, done, 60*time.Second, "20 MB of writes"); err != nil {
+		t.Fatal(err)
+	}
+	if m := d.Metrics(); m.WriteStalls == 0 || m.Flush.Count == 0 {
+		t.Fatalf("%d stalls, %d flushes: the writes never met the stop threshold", m.WriteStalls, m.Flush.Count)
+	}
+}
+
 // TestWritesUnslowed checks the flag that lets a write which fits in the
 // memtable reserve without d.mu (makeRoomForWrite): it is set while
 // nothing slows writes, cleared once L0's read amplification reaches

@@ -622,6 +622,13 @@ func (d *DB) makeRoomForWrite(b *Batch) (*memTable, error) {
 		case d.l0StallLocked(d.opts.L0StopWritesThreshold - len(d.mu.imm)):
 			// Each memtable waiting for a flush lands in L0 as one more
 			// table under a key: counted, L0 does not pass the threshold.
+			// They are flushed now, due or not: small memtables (those
+			// that start a store's life) may wait for more to add up to
+			// a flush, and with L0 below its compaction threshold
+			// nothing else would change what this write waits for.
+			if len(d.mu.imm) > 0 {
+				d.forceFlushLocked(d.mu.mem.logNum())
+			}
 			d.metrics.writeStalls.Add(1)
 			d.stallLocked("L0 read amplification at L0StopWritesThreshold")
 			d.mu.cond.Wait()
