@@ -320,8 +320,8 @@
 //     before them: the replay stops at the damage, Options.Logger is
 //     told, and Open writes the replayed writes to L0 and retires the
 //     WAL. A WAL written after it with records of its own makes it
-//     corruption, and so does a seal after the damage (the seal was
-//     synced with every page before it). A page never written within one
+//     corruption, and so does a seal after the damage (a seal is written
+//     only once every page before it is synced). A page never written within one
 //     chunk of a record of
 //     several pages, and a page of a recycled file that holds no whole
 //     chunk of the earlier log, cannot be told from damage (a record may
@@ -342,7 +342,10 @@
 // first chunk's type is corruption; WALs of older stores are read in the
 // format of their first chunk that verifies. Second, logs are sealed: every
 // MANIFEST edit is followed by an empty record, and a WAL by an empty batch
-// at Close and when the memtable moves to a new WAL, synced with it. Damage
+// at Close and when the memtable moves to a new WAL, each written once
+// what it follows is synced, then synced itself (a crash during one sync
+// of both could leave the seal's page on the disk without an earlier
+// one, and the store would not open). Damage
 // to any edit or batch is then followed by a valid record, and only damage
 // to the seal, which loses nothing, reads as a torn tail. The seal is
 // synced before the next WAL takes a write, so a WAL that lacks it while a

@@ -309,14 +309,8 @@ func (d *DB) Close() error {
 	// it, close the WAL: written out and synced.
 	var live manifest.ClosedLog
 	walErr := d.commit.runExclusive(func() error {
-		sealErr := d.commit.sealLog()
-		if log := d.commit.log; log != nil {
-			live = manifest.ClosedLog{Num: log.num, Size: log.w.Size()}
-		}
-		err := d.commit.closeLog()
-		if err == nil {
-			err = sealErr
-		}
+		var err error
+		live, err = d.commit.closeLog()
 		if err := d.commit.err.get(); err != nil {
 			return err
 		}

@@ -47,20 +47,31 @@ func (p *commitPipeline) markSwitch(d *DB, newLog *walWriter) error {
 	return nil
 }
 
-// sealLog appends the seal to the WAL of the pipeline, unless it already
-// ends in one (or holds no record), and notes that it does. The caller
-// holds the pipeline's mu, and closes the WAL next, which writes out and
-// syncs the seal.
-func (p *commitPipeline) sealLog() error {
-	if p.log == nil || p.log.closed.Load() || p.err.get() != nil || p.log.w.Size() == p.sealedAt {
-		return nil
+// closeSealed closes the WAL of the pipeline (walWriter.closeSealed),
+// sealing it unless it already ends in a seal (or holds no record), and
+// reports whether it ends in one. The caller holds the pipeline's mu.
+//
+// The seal is written only once every record before it is synced, and
+// synced in turn: the pages of a file not yet synced may reach the disk
+// in any order, and a crash of the machine during one sync of records
+// and seal together could leave the seal on the disk after pages never
+// written, which recovery must take for corruption (see the package
+// documentation). A seal on the disk thus vouches for every record
+// before it. Where the records are synced already (Sync writes), the
+// first sync returns at once.
+func (p *commitPipeline) closeSealed() (sealed bool, err error) {
+	var seal []byte
+	if !p.log.closed.Load() && p.err.get() == nil && p.log.w.Size() != p.sealedAt {
+		s := sealRecord(p.logSeq)
+		seal = s[:]
 	}
-	seal := sealRecord(p.logSeq)
-	if _, err := p.log.w.WriteRecord(seal[:]); err != nil {
-		return fmt.Errorf("kv: sealing WAL %s: %w", p.log.name, err)
+	if err := p.log.closeSealed(seal); err != nil {
+		return false, err
 	}
-	p.sealedAt = p.log.w.Size()
-	return nil
+	if seal != nil {
+		p.sealedAt = p.log.w.Size()
+	}
+	return p.log.w.Size() > 0 && p.log.w.Size() == p.sealedAt, nil
 }
 
 // sealRecord returns a seal, or a mark, holding seq, the last sequence

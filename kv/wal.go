@@ -346,7 +346,12 @@ func (l *walWriter) writeAll() error {
 // flush of the other processors' TLBs). Syncing while mapped made the
 // sync at a memtable switch, on the writers' path, several times dearer
 // than that of a WAL written with write(2).
-func (l *walWriter) close() error {
+func (l *walWriter) close() error { return l.closeSealed(nil) }
+
+// closeSealed is close, with seal, if not nil, appended as the last
+// record once every record before it is synced, then synced in turn (see
+// commitPipeline.closeSealed).
+func (l *walWriter) closeSealed(seal []byte) error {
 	if !l.closed.CompareAndSwap(false, true) {
 		return nil
 	}
@@ -361,11 +366,14 @@ func (l *walWriter) close() error {
 		err = l.space.close() // see above; the close below does nothing more
 	}
 	if err == nil {
-		if l.flusher != nil {
-			l.sink.handedOn(l.w.Size()) // a seal, say, appended apart
+		err = l.syncAppended()
+	}
+	if err == nil && seal != nil {
+		if _, err = l.w.WriteRecord(seal); err == nil {
+			err = l.w.Flush()
 		}
-		if err = l.sink.wait(l.w.Size(), true); err == nil {
-			err = l.sink.syncTo(l.w.Size())
+		if err = l.writing(err); err == nil {
+			err = l.syncAppended()
 		}
 	}
 	if l.flusher != nil {
@@ -383,6 +391,17 @@ func (l *walWriter) close() error {
 		return fmt.Errorf("kv: closing WAL %s: %w", l.name, err)
 	}
 	return nil
+}
+
+// syncAppended writes out and syncs every record appended, for close.
+func (l *walWriter) syncAppended() error {
+	if l.flusher != nil {
+		l.sink.handedOn(l.w.Size()) // a seal, say, appended apart
+	}
+	if err := l.sink.wait(l.w.Size(), true); err != nil {
+		return err
+	}
+	return l.sink.syncTo(l.w.Size())
 }
 
 // abandon closes the WAL without flushing or syncing it, for a WAL the DB

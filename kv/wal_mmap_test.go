@@ -566,9 +566,10 @@ func (f *syncSpyFile) SyncData() error {
 }
 
 // TestWALMmap_UnmappedBeforeLastSync checks that closing a mapped WAL
-// holding NoSync writes only removes the mapping before the one sync
-// that makes its records durable (see walWriter.close), and that the
-// records are in the file.
+// holding NoSync writes removes the mapping before the syncs that make
+// its records durable (see walWriter.close): two, the records' and then
+// the seal's (see commitPipeline.closeSealed), and that the records are
+// in the file.
 func TestWALMmap_UnmappedBeforeLastSync(t *testing.T) {
 	dir := t.TempDir()
 	d := openMapped(t, dir, false)
@@ -592,8 +593,8 @@ func TestWALMmap_UnmappedBeforeLastSync(t *testing.T) {
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if syncs != 1 || mappedAtSync {
-		t.Fatalf("%d syncs of the WAL, one of them while mapped: %v; want 1, unmapped", syncs, mappedAtSync)
+	if syncs != 2 || mappedAtSync {
+		t.Fatalf("%d syncs of the WAL, one of them while mapped: %v; want 2, unmapped", syncs, mappedAtSync)
 	}
 	d = openMapped(t, dir, false)
 	defer d.Close()
@@ -695,5 +696,37 @@ func TestWAL_RetiredWithoutFillAhead(t *testing.T) {
 	}
 	if st.Size() != l.w.Size() {
 		t.Fatalf("retired WAL %s is %d bytes long, its records %d", l.name, st.Size(), l.w.Size())
+	}
+}
+
+// TestWAL_SealAfterRecordsSynced checks that closing a WAL that holds
+// NoSync writes syncs its records first, then appends the seal and syncs
+// again: a seal on the disk then vouches for every record before it, in
+// whatever order the file's unsynced pages reached the disk (see
+// commitPipeline.closeSealed).
+func TestWAL_SealAfterRecordsSynced(t *testing.T) {
+	d, err := Open("db", &Options{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := d.commit.log
+	var sizes []int64 // the stream's size at each sync
+	l.file = &syncSpyFile{File: l.file, onSync: func() { sizes = append(sizes, l.w.Size()) }}
+	for i := range 10 {
+		k, v := mmapTestKV(i)
+		if err := d.Set(k, v, NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	records := l.w.Size()
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(sizes) != 2 || sizes[0] != records || sizes[1] <= records {
+		t.Fatalf("syncs at stream sizes %v; want the records' %d, then past the seal", sizes, records)
+	}
+	recs := walRecords(t, d.fs, l.num)
+	if n := len(recs); n != 11 || !isSeal(recs[n-1]) {
+		t.Fatalf("%d records, the last a seal: %v; want 10 writes and a seal", n, n > 0 && isSeal(recs[n-1]))
 	}
 }

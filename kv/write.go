@@ -681,12 +681,8 @@ func (d *DB) rotateMemTableLocked() error {
 	d.mu.Unlock()
 	newLog, err := d.createWAL(num, limit)
 	if err == nil {
-		sealErr := p.sealLog()
-		sealed := sealErr == nil && p.log.w.Size() > 0 && p.log.w.Size() == p.sealedAt
-		if err = p.log.close(); err == nil {
-			err = sealErr
-		}
-		if err == nil && sealed {
+		var sealed bool
+		if sealed, err = p.closeSealed(); err == nil && sealed {
 			err = p.markSwitch(d, newLog)
 		}
 		if err != nil {
@@ -711,13 +707,15 @@ func (d *DB) rotateMemTableLocked() error {
 	return nil
 }
 
-// closeLog flushes, syncs and closes the WAL. Run under the pipeline's mu
-// at Close.
-func (p *commitPipeline) closeLog() error {
+// closeLog seals, syncs and closes the WAL (closeSealed), and returns
+// what the MANIFEST records of it: its number and length. Run under the
+// pipeline's mu at Close.
+func (p *commitPipeline) closeLog() (manifest.ClosedLog, error) {
 	if p.log == nil {
-		return nil
+		return manifest.ClosedLog{}, nil
 	}
-	err := p.log.close()
+	_, err := p.closeSealed()
+	live := manifest.ClosedLog{Num: p.log.num, Size: p.log.w.Size()}
 	p.log = nil
-	return err
+	return live, err
 }
