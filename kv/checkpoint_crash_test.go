@@ -40,14 +40,7 @@ func fileOpsFixture(t *testing.T) (*crashFS, *kv.DB, int, map[string]string, map
 	ext := keyRange("k", 50, 70, "ing")
 	writeExternal(t, fs, "ext/t.sst", ext, sstable.WriterOptions{})
 	for _, dir := range []string{"", "ext"} {
-		d, err := fs.OpenDir(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := d.Sync(); err != nil {
-			t.Fatal(err)
-		}
-		d.Close()
+		syncMemDir(t, fs, dir)
 	}
 	return fs, db, fs.count(), want, ext
 }

@@ -120,7 +120,7 @@ func TestCrash_CheckpointRetriedThenMachineCrash(t *testing.T) {
 	}
 }
 
-// syncMemDir syncs directory dir of fs.
+// syncMemDir syncs directory dir of fs, failing the test if it cannot.
 func syncMemDir(t *testing.T, fs vfs.FS, dir string) {
 	t.Helper()
 	d, err := fs.OpenDir(dir)
