@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/bloomkv/bloomkv/kv"
@@ -131,4 +133,62 @@ func syncMemDir(t *testing.T, fs vfs.FS, dir string) {
 		t.Fatal(err)
 	}
 	d.Close()
+}
+
+// dirSyncFailFS fails the Sync of directory dir with EINVAL, as Linux
+// does for a directory on squashfs or iso9660.
+type dirSyncFailFS struct {
+	vfs.FS
+	dir string
+}
+
+type dirSyncFailFile struct{ vfs.File }
+
+func (dirSyncFailFile) Sync() error {
+	return &os.PathError{Op: "sync", Path: "dir", Err: syscall.EINVAL}
+}
+
+func (fs dirSyncFailFS) OpenDir(name string) (vfs.File, error) {
+	f, err := fs.FS.OpenDir(name)
+	if err == nil && filepath.Clean(name) == fs.dir {
+		return dirSyncFailFile{f}, nil
+	}
+	return f, err
+}
+
+// TestOpen_AncestorThatCannotSync reopens a store on the disk where its
+// directory's parent's parent cannot be synced: the Open succeeds, since
+// that ancestor existed before (its sync is best effort). A store
+// created in a new directory whose parent cannot be synced is refused:
+// the entry it adds there must survive a crash.
+func TestOpen_AncestorThatCannotSync(t *testing.T) {
+	tmp := t.TempDir()
+	dir := filepath.Join(tmp, "a", "db")
+	db, err := kv.Open(dir, &kv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Set([]byte("k"), []byte("v"), kv.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err = kv.Open(dir, &kv.Options{FS: dirSyncFailFS{vfs.Default, tmp}, ErrorIfNotExists: true})
+	if err != nil {
+		t.Fatalf("reopen with %s unable to sync: %v", tmp, err)
+	}
+	if v, err := db.Get([]byte("k")); err != nil || string(v) != "v" {
+		t.Fatalf("Get = %q, %v", v, err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fresh := filepath.Join(tmp, "b", "db")
+	if db, err := kv.Open(fresh, &kv.Options{FS: dirSyncFailFS{vfs.Default, tmp}}); err == nil || !errors.Is(err, syscall.EINVAL) {
+		if err == nil {
+			db.Close()
+		}
+		t.Fatalf("Open creating %s under an unsyncable %s: %v, want EINVAL", fresh, tmp, err)
+	}
 }

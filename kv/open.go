@@ -232,7 +232,11 @@ func (d *DB) checkExists(want bool) error {
 // having failed or died before its syncs (Open and Checkpoint retried,
 // say, then a machine crash), which a Stat cannot tell from synced ones.
 // The parent of a directory that existed before is synced where it can
-// be opened: a directory this process may not read, it did not fill.
+// be: a directory this process may not read, or on a file system that
+// syncs no directories (squashfs and iso9660 refuse with EINVAL), is
+// passed over, as an Open of a store that exists must not fail for an
+// ancestor it did not create now. The parent of one it creates must
+// sync.
 func (d *DB) makeDir(dir string) error {
 	var existed []bool // for dir and each parent up to the root: whether it existed
 	for p := dir; ; p = d.fs.PathDir(p) {
@@ -257,7 +261,7 @@ func (d *DB) makeDir(dir string) error {
 		if parent == p {
 			break
 		}
-		if err := syncDir(d.fs, parent); err != nil && !(old && errors.Is(err, os.ErrPermission)) {
+		if err := syncDir(d.fs, parent); err != nil && !old {
 			return err
 		}
 		p = parent
