@@ -3,6 +3,7 @@ package kv
 import (
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"slices"
 	"sync"
 
@@ -111,7 +112,7 @@ func (b *Batch) add(kind base.Kind, key, value []byte) error {
 		b.data = slices.Grow(b.data, batchHeaderLen+len(key)+len(value)+16)[:batchHeaderLen]
 		clear(b.data)
 	}
-	need := 1 + 2*binary.MaxVarintLen64 + len(key) + len(value)
+	need := 1 + uvarintLen(len(key)) + len(key) + uvarintLen(len(value)) + len(value)
 	if len(b.data)+need > MaxBatchSize {
 		b.err = ErrBatchTooLarge
 		return b.err
@@ -135,6 +136,9 @@ func (b *Batch) add(kind base.Kind, key, value []byte) error {
 	binary.LittleEndian.PutUint32(b.data[8:12], b.count)
 	return nil
 }
+
+// uvarintLen returns the bytes of n's uvarint encoding.
+func uvarintLen(n int) int { return (bits.Len64(uint64(n)|1) + 6) / 7 }
 
 func checkLimits(key, value []byte) error {
 	if len(key) > MaxKeySize {

@@ -2,9 +2,11 @@ package kv
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -196,6 +198,34 @@ func TestBatch_Limits(t *testing.T) {
 	}
 	if b.Len() > MaxBatchSize {
 		t.Fatalf("batch grew to %d bytes", b.Len())
+	}
+	// A batch of exactly MaxBatchSize bytes is taken, and not a byte more.
+	b.Reset()
+	for range 3 {
+		must(t, b.Set(nil, big))
+	}
+	rest := MaxBatchSize - b.Len() - 1 - 1 // the kind, the empty key's length
+	last := rest - uvarintLen(rest)
+	if uvarintLen(last) != uvarintLen(rest) || last > MaxValueSize {
+		t.Fatalf("no value fills the batch to MaxBatchSize exactly (rest %d)", rest)
+	}
+	must(t, b.Set(nil, big[:last]))
+	if b.Len() != MaxBatchSize {
+		t.Fatalf("batch of %d bytes, want MaxBatchSize (%d)", b.Len(), MaxBatchSize)
+	}
+	if err := b.Set(nil, nil); !errors.Is(err, ErrBatchTooLarge) {
+		t.Fatalf("a byte past MaxBatchSize: %v", err)
+	}
+}
+
+// TestUvarintLen checks uvarintLen against binary.PutUvarint at each
+// length's bounds.
+func TestUvarintLen(t *testing.T) {
+	var buf [binary.MaxVarintLen64]byte
+	for _, n := range []int{0, 1, 127, 128, 16383, 16384, 1<<21 - 1, 1 << 21, 1<<28 - 1, 1 << 28, 1<<35 - 1, 1 << 35, math.MaxInt} {
+		if got, want := uvarintLen(n), binary.PutUvarint(buf[:], uint64(n)); got != want {
+			t.Errorf("uvarintLen(%d) = %d, want %d", n, got, want)
+		}
 	}
 }
 
