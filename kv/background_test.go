@@ -297,3 +297,44 @@ func TestCommit_Panic_Compare(t *testing.T) {
 	}
 	_ = db.Close() // reports the stopped writes, or not: not this test's concern
 }
+
+// TestOpen_Panic_Compare reopens a store whose WAL holds writes with a
+// Compare that panics: the WAL's replay inserts them into a memtable,
+// and the panic must come out of Open as an error wrapping
+// compaction.ErrCallbackPanic, with the store's LOCK and files let go,
+// so that an Open with a sound comparer then finds every write.
+func TestOpen_Panic_Compare(t *testing.T) {
+	fs := vfs.NewMem()
+	c := itertest.SlashComparer()
+	db, err := kv.Open("db", &kv.Options{FS: fs, Comparer: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		if err := db.Set(fmt.Appendf(nil, "k%02d", i), []byte("v"), kv.Sync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	panicky := itertest.SlashComparer()
+	panicky.Compare = func(a, b []byte) int { panic("Compare at Open") }
+	db, err = kv.Open("db", &kv.Options{FS: fs, Comparer: panicky})
+	if !errors.Is(err, compaction.ErrCallbackPanic) || !strings.Contains(err.Error(), "Compare at Open") {
+		if err == nil {
+			db.Close()
+		}
+		t.Fatalf("Open with a Compare that panics: %v, want ErrCallbackPanic with the panic's value", err)
+	}
+	db, err = kv.Open("db", &kv.Options{FS: fs, Comparer: c})
+	if err != nil {
+		t.Fatalf("Open after the Open that panicked: %v", err)
+	}
+	defer db.Close()
+	for i := range 50 {
+		if v, err := db.Get(fmt.Appendf(nil, "k%02d", i)); err != nil || string(v) != "v" {
+			t.Fatalf("k%02d after reopening: %q, %v", i, v, err)
+		}
+	}
+}

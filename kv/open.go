@@ -151,6 +151,12 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 			d.releaseFiles()
 		}
 	}()
+	// A panic of the user's code that Open calls (the comparer, the
+	// filter policy, the Logger: replaying the WALs, flushing what they
+	// held) fails Open, as it stops a flush, rather than escaping with
+	// the store's LOCK and files held. Deferred after the release above,
+	// it runs first.
+	defer recoverCallback("opening the store", &err)
 	// Another process may be creating a store here until we hold the lock.
 	if o.ErrorIfExists {
 		if err := d.checkExists(false); err != nil {

@@ -78,7 +78,9 @@ type Options struct {
 	// compaction (the picker, the MANIFEST's version building, a table
 	// opening, the table writer) stops writes with an error wrapping
 	// compaction.ErrCallbackPanic, as a failed flush does: reads go on,
-	// Close returns it. A filter policy's panics there do the same.
+	// Close returns it. A filter policy's panics there do the same. One
+	// that panics while Open replays the WALs fails Open with such an
+	// error, the store's files let go.
 	Comparer *sstable.Comparer
 
 	// FilterPolicy builds the per-block filters of new tables, on every
