@@ -254,3 +254,38 @@ func TestEventListener_SlowListenerBlocksNothing(t *testing.T) {
 		t.Fatalf("after Close, %d TableCreated delivered", calls.Load())
 	}
 }
+
+// TestEventListener_IteratorDuringClose has a listener hold an iterator
+// of its own while Close runs, as a listener may call the DB's methods:
+// once it closes the iterator, Close reports no leak.
+func TestEventListener_IteratorDuringClose(t *testing.T) {
+	holding, release := make(chan struct{}), make(chan struct{})
+	var d *DB
+	var once sync.Once
+	listener := EventListener{FlushEnd: func(FlushInfo) {
+		once.Do(func() {
+			it, err := d.NewIter(nil)
+			if err != nil {
+				t.Error(err)
+				close(holding)
+				return
+			}
+			close(holding)
+			<-release
+			if err := it.Close(); err != nil && !errors.Is(err, ErrClosed) {
+				t.Error(err)
+			}
+		})
+	}}
+	d, _ = openMem(t, &Options{EventListener: &listener})
+	must(t, d.Set([]byte("k"), []byte("v"), NoSync))
+	must(t, d.Flush())
+	<-holding
+	closed := make(chan error, 1)
+	go func() { closed <- d.Close() }()
+	time.Sleep(20 * time.Millisecond) // Close has begun: the listener still holds its iterator
+	close(release)
+	if err := waitFor(t, closed, 10*time.Second, "Close"); err != nil {
+		t.Fatalf("Close with a listener's iterator closed during it: %v", err)
+	}
+}

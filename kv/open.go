@@ -309,7 +309,6 @@ func (d *DB) Close() error {
 	if !d.closed.CompareAndSwap(false, true) {
 		return ErrClosed
 	}
-	leakErr := d.leaks()
 	// Wake writers stalled in makeRoomForWrite, and background waits.
 	d.mu.Lock()
 	d.mu.cond.Broadcast()
@@ -337,6 +336,9 @@ func (d *DB) Close() error {
 	d.mu.Unlock()
 	d.cleaner.waitIdle() // the files they left, deleted and reported
 	d.waitEvents()       // a listener's panic becomes bgErr
+	// Counted once the listener is done: it may hold an iterator of its
+	// own while it handles an event queued before Close.
+	leakErr := d.leaks()
 	d.mu.Lock()
 	bgErr := d.mu.bgErr
 	var recordErr error
