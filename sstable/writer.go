@@ -203,15 +203,21 @@ func (w *Writer) flushDataBlock() error {
 // block's filter alone can rule p out (see Iter.SeekPrefixGE).
 func (w *Writer) addIndexEntry(next *base.InternalKey, nextPrefix []byte) {
 	last := w.prevKey
-	var sep []byte
+	var sep, limit []byte
 	if next != nil {
-		sep = w.cmp.Separator(w.sepBuf[:0], last.UserKey, w.separatorLimit(next.UserKey, nextPrefix))
+		limit = w.separatorLimit(next.UserKey, nextPrefix)
+		sep = w.cmp.Separator(w.sepBuf[:0], last.UserKey, limit)
 	} else {
 		sep = w.cmp.Successor(w.sepBuf[:0], last.UserKey)
 	}
 	w.sepBuf = sep
+	// The comparer's key is taken only where it keeps the contract
+	// (last < sep < limit, and no longer than last): one that breaks it
+	// would send the index's searches to the wrong block, and lookups
+	// would miss keys that are there. last always keeps it.
 	k := last
-	if len(sep) <= len(last.UserKey) && w.cmp.Compare(last.UserKey, sep) < 0 {
+	if len(sep) <= len(last.UserKey) && w.cmp.Compare(last.UserKey, sep) < 0 &&
+		(next == nil || w.cmp.Compare(sep, limit) < 0) {
 		k = base.MakeSearchKey(sep)
 	}
 	w.scratch = k.AppendEncoded(w.scratch[:0])

@@ -1,6 +1,7 @@
 package sstable
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strings"
@@ -145,5 +146,52 @@ func TestWriter_AddRangeDel_Rejects(t *testing.T) {
 				t.Fatal("AddRangeDel after Close succeeded")
 			}
 		})
+	}
+}
+
+// TestWriter_SeparatorBreaksContract writes tables with comparers whose
+// Separator or Successor return keys outside their contract (at or past
+// the next key, below the last, longer than it): the writer falls back
+// to the last key, so every key is found by Get and by a seek, and the
+// table checks whole.
+func TestWriter_SeparatorBreaksContract(t *testing.T) {
+	var entries []testEntry
+	for i := range 500 {
+		k := fmt.Appendf(nil, "p%03d/%05d", i/5, i)
+		entries = append(entries, testEntry{base.MakeInternalKey(k, 1, base.KindSet), k})
+	}
+	for name, bad := range map[string]func(c *base.Comparer){
+		"separator at or past next": func(c *base.Comparer) {
+			c.Separator = func(dst, a, b []byte) []byte { return append(dst, "p9"...) }
+		},
+		"separator below last": func(c *base.Comparer) {
+			c.Separator = func(dst, a, b []byte) []byte { return append(dst, "a"...) }
+		},
+		"successor below last": func(c *base.Comparer) {
+			c.Successor = func(dst, a []byte) []byte { return append(dst, "a"...) }
+		},
+	} {
+		c := *base.DefaultComparer
+		c.Name = "test.bad"
+		bad(&c)
+		r := openTable(t, buildBytes(t, entries, WriterOptions{BlockSize: 256, Comparer: &c}), ReaderOptions{Comparer: &c})
+		if err := r.Check(); err != nil {
+			t.Fatalf("%s: Check: %v", name, err)
+		}
+		it, err := r.NewIter(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			v, _, found, err := r.Get(e.key.UserKey, base.SeqNumMax, nil)
+			if err != nil || !found || !bytes.Equal(v, e.value) {
+				t.Fatalf("%s: Get(%s) = %q, %v, %v", name, e.key.UserKey, v, found, err)
+			}
+			if !it.SeekGE(e.key.UserKey) || !bytes.Equal(it.Key().UserKey, e.key.UserKey) {
+				t.Fatalf("%s: SeekGE(%s) lands on %s", name, e.key.UserKey, it.Key().UserKey)
+			}
+		}
+		it.Close()
+		r.Close()
 	}
 }
