@@ -197,6 +197,9 @@ func fuzzReader(t *testing.T, data []byte) {
 		if err := r.Check(); err != nil {
 			requireCorruption(t, err)
 		}
+		if err := r.VerifyChecksums(); err != nil {
+			requireCorruption(t, err)
+		}
 		if _, err := r.Layout(); err != nil {
 			requireCorruption(t, err)
 		}
