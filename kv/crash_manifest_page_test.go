@@ -90,31 +90,11 @@ func TestCrash_ManifestPagesOutOfOrder(t *testing.T) {
 	if fs.hit == "" {
 		t.Fatal("no MANIFEST sync crossed a page boundary")
 	}
-	f, err := mem.Open(fs.hit)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cached := make([]byte, fs.to)
-	_, err = f.ReadAt(cached, 0)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	disk := readFSFile(t, mem, fs.hit)[:fs.to] // the page cache's
 	mem.ResetToSyncedState()
-	disk := cached
 	boundary := (fs.from/pageSize + 1) * pageSize
 	clear(disk[fs.from:boundary])
-	f, err = mem.Create(fs.hit)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.Write(disk); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	writeFSFile(t, mem, fs.hit, disk)
 	t.Logf("%s: synced up to %d, %d when the power went; bytes %d to %d never written", fs.hit, fs.from, fs.to, fs.from, boundary)
 	db, err = kv.Open("db", reopenOpts(mem))
 	if err != nil {

@@ -112,6 +112,33 @@ func copyDir(t testing.TB, src vfs.FS, dir string) *vfs.MemFS {
 	return dst
 }
 
+// readFSFile returns the contents of file name of fs.
+func readFSFile(t testing.TB, fs vfs.FS, name string) []byte {
+	t.Helper()
+	f, err := fs.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(f)
+	if err = errors.Join(err, f.Close()); err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// writeFSFile creates file name of fs holding data, synced.
+func writeFSFile(t testing.TB, fs vfs.FS, name string, data []byte) {
+	t.Helper()
+	f, err := fs.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.Write(data)
+	if err = errors.Join(err, f.Sync(), f.Close()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func copyFile(src, dst vfs.FS, path string) (err error) {
 	in, err := src.Open(path)
 	if err != nil {

@@ -3,7 +3,6 @@ package kv_test
 import (
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"slices"
@@ -261,24 +260,9 @@ func TestDB_Ingest_BadInput(t *testing.T) {
 	// A copy of b.sst with a byte of its first data block flipped: it
 	// opens (its footer, index and properties are whole), and only a read
 	// of that block finds the damage.
-	src, err := fs.Open("x/b.sst")
-	if err != nil {
-		t.Fatal(err)
-	}
-	damaged, err := io.ReadAll(src)
-	src.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	damaged := readFSFile(t, fs, "x/b.sst")
 	damaged[0] ^= 0x55
-	dst, err := fs.Create("x/damaged.sst")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := dst.Write(damaged); err != nil {
-		t.Fatal(err)
-	}
-	dst.Close()
+	writeFSFile(t, fs, "x/damaged.sst", damaged)
 
 	files := func() []string {
 		names, err := fs.List("db")
