@@ -345,9 +345,9 @@
 // at Close and when the memtable moves to a new WAL, each written once
 // what it follows is synced, then synced itself (a crash during one sync
 // of both could leave the seal's page on the disk without an earlier
-// one, and the store would not open). Damage
-// to any edit or batch is then followed by a valid record, and only damage
-// to the seal, which loses nothing, reads as a torn tail. The seal is
+// one, and the store would not open). Damage to any edit or batch is
+// then followed by a valid record, and only damage to the seal, which
+// loses nothing, reads as a torn tail. The seal is
 // synced before the next WAL takes a write, so a WAL that lacks it while a
 // later WAL holds records was cut short or damaged: corruption naming it,
 // not a torn tail with the later WAL's writes replayed over the ones lost.

@@ -77,10 +77,10 @@ type ingestTable struct {
 // Each table is read whole first and its blocks' checksums checked
 // (sstable.Reader.VerifyChecksums), so that damaged bytes are met here
 // and not by a later compaction, which would stop the store's writes. A
-// missing, unreadable or damaged file (an error wrapping ErrCorruption), a table of another comparer or with
-// sequence numbers other than 0, an empty table, and tables out of order
-// or overlapping (ErrIngestOverlap) are refused with an error naming the
-// file, and nothing is changed. After Close, Ingest returns ErrClosed. A
+// missing, unreadable or damaged file (an error wrapping ErrCorruption),
+// a table of another comparer or with sequence numbers other than 0, an
+// empty table, and tables out of order or overlapping (ErrIngestOverlap)
+// are refused with an error naming the file, and nothing is changed. After Close, Ingest returns ErrClosed. A
 // failure to record the tables in the MANIFEST stops the DB, as a failed
 // flush does. Ingest of no paths does nothing.
 func (d *DB) Ingest(paths []string) error {

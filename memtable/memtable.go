@@ -425,10 +425,10 @@ func randomHeight() int {
 // every level above, whose gaps enclosed level 0's when it was taken:
 // two compares instead of a search from the top. (A level searched again
 // while the last insert linked it may enclose less, and linkLevel then
-// leaves no splice to reuse.) Nodes other inserters
-// linked since into those gaps make the splice stale, not wrong: every
-// prev still sorts before key and every next after it, and insert's
-// compare-and-swap finds them.
+// leaves no splice to reuse.) Nodes other inserters linked since into
+// those gaps make the splice stale, not wrong: every prev still sorts
+// before key and every next after it, and insert's compare-and-swap
+// finds them.
 func (l *skiplist) findSplice(key base.InternalKey, kp uint64, spl *splice) {
 	listHeight := int(l.height.Load())
 	if spl.height == listHeight && l.brackets(spl, key, kp) {

@@ -281,9 +281,9 @@ func (it *Iter) seekGE(key []byte) bool {
 // without reading a data block. (A table written under another Split,
 // or none, whose filters were built under this one by BuildFilter, is
 // not cut so: the next block's filter must rule prefix out too.) The
-// iterator is then in prefix mode (see
-// Iter): Next stops at the first block whose filter rules the prefix out,
-// and Prev must not be called before another absolute positioning call.
+// iterator is then in prefix mode (see Iter): Next stops at the first
+// block whose filter rules the prefix out, and Prev must not be called
+// before another absolute positioning call.
 // It may land on entries of another prefix: the caller checks. What the
 // seeks cost is added to IterOptions.Stats.
 func (it *Iter) SeekPrefixGE(prefix, key []byte) bool {
