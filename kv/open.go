@@ -244,8 +244,14 @@ func (d *DB) checkExists(want bool) error {
 // ancestor it did not create now. The parent of one it creates must
 // sync.
 func (d *DB) makeDir(dir string) error {
-	var existed []bool // for dir and each parent up to the root: whether it existed
-	for p := dir; ; p = d.fs.PathDir(p) {
+	// The parent of dir and of each of its parents, up to the root, and
+	// whether the directory below it existed.
+	type step struct {
+		parent  string
+		existed bool
+	}
+	var steps []step
+	for p := dir; ; {
 		fi, err := d.fs.Stat(p)
 		switch {
 		case err == nil && !fi.IsDir():
@@ -253,24 +259,20 @@ func (d *DB) makeDir(dir string) error {
 		case err != nil && !errors.Is(err, os.ErrNotExist):
 			return err
 		}
-		existed = append(existed, err == nil)
-		if d.fs.PathDir(p) == p {
-			break
-		}
-	}
-	if err := d.fs.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	p := dir
-	for _, old := range existed {
 		parent := d.fs.PathDir(p)
 		if parent == p {
 			break
 		}
-		if err := syncDir(d.fs, parent); err != nil && !old {
+		steps = append(steps, step{parent, err == nil})
+		p = parent
+	}
+	if err := d.fs.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, s := range steps {
+		if err := syncDir(d.fs, s.parent); err != nil && !s.existed {
 			return err
 		}
-		p = parent
 	}
 	return nil
 }
