@@ -45,6 +45,10 @@ type tableCacheShard struct {
 	entries  map[base.FileNum]*tableEntry
 	clock    []*tableEntry // the ring of listed entries, at most capacity
 	hand     int           // index in clock of the entry the hand looks at next
+	// closed is set by the cache's close: a get that comes later (a
+	// lookup or an iterator that began before Close) opens no table,
+	// which no one would close.
+	closed bool
 }
 
 // tableCacheShards returns the number of shards of a cache of capacity
@@ -158,9 +162,13 @@ func (c *tableCache) await(e *tableEntry) (*tableEntry, error) {
 }
 
 // insert lists a new entry for f in its shard s, unless another get
-// listed one first, and opens it.
+// listed one first, and opens it. After close it returns ErrClosed.
 func (c *tableCache) insert(s *tableCacheShard, f *manifest.FileMetadata) (*tableEntry, error) {
 	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, ErrClosed
+	}
 	if e, ok := s.entries[f.FileNum]; ok {
 		refLocked(e)
 		s.mu.Unlock()
@@ -327,7 +335,8 @@ func (c *tableCache) evict(num base.FileNum) {
 	c.d.blockCache.EvictFile(num)
 }
 
-// close drops every entry. Readers still in use close when released.
+// close drops every entry, and refuses the gets that would list new ones.
+// Readers still in use close when released.
 func (c *tableCache) close() {
 	var victims []*tableEntry
 	for i := range c.shards {
@@ -339,6 +348,7 @@ func (c *tableCache) close() {
 			}
 		}
 		s.hand = 0
+		s.closed = true
 		s.mu.Unlock()
 	}
 	for _, e := range victims {

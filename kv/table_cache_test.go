@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/sstable"
 	"github.com/cockroachdb/pebble/vfs"
 )
 
@@ -249,5 +251,66 @@ func TestTableCache_Concurrent(t *testing.T) {
 	}
 	if n := fs.open.Load(); n != MinMaxOpenFiles {
 		t.Fatalf("%d tables open, want %d", n, MinMaxOpenFiles)
+	}
+}
+
+// TestTableCache_GetOverlappingClose holds a Get between its check that
+// the DB is open and its table's open (a comparer that stalls on its key,
+// in the lookup's check of the table's range), closes the DB, then lets
+// the Get go on: it may read the table or report ErrClosed, but it must
+// leave no table file open, since nothing would close it.
+func TestTableCache_GetOverlappingClose(t *testing.T) {
+	stall := make(chan bool, 1) // holds true while the next compare of "k" is to stall
+	stalled, resume := make(chan struct{}), make(chan struct{})
+	cmp := *sstable.DefaultComparer
+	compare := cmp.Compare
+	cmp.Compare = func(a, b []byte) int {
+		if string(a) == "k" || string(b) == "k" {
+			select {
+			case <-stall:
+				close(stalled)
+				<-resume
+			default:
+			}
+		}
+		return compare(a, b)
+	}
+	fs := &openTablesFS{FS: vfs.NewMem()}
+	d, err := Open("db", &Options{FS: fs, Comparer: &cmp, DisableAutomaticCompactions: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Set([]byte("k"), []byte("v"), NoSync); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	rs := d.loadReadState()
+	d.tableCache.evict(rs.current.Levels[0][0].FileNum)
+	rs.unref()
+	if n := fs.open.Load(); n != 0 {
+		t.Fatalf("%d tables open before the Get, want 0", n)
+	}
+
+	stall <- true
+	got := make(chan error, 1)
+	go func() {
+		v, err := d.Get([]byte("k"))
+		if err == nil && string(v) != "v" {
+			err = fmt.Errorf("Get = %q, want %q", v, "v")
+		}
+		got <- err
+	}()
+	<-stalled
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	close(resume)
+	if err := <-got; err != nil && !errors.Is(err, ErrClosed) {
+		t.Fatalf("Get overlapping Close: %v", err)
+	}
+	if n := fs.open.Load(); n != 0 {
+		t.Fatalf("%d tables open after Close and the Get, want 0", n)
 	}
 }
