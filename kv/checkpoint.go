@@ -76,6 +76,9 @@ func (d *DB) Checkpoint(destDir string) error {
 	if err := d.checkOpen(); err != nil {
 		return err
 	}
+	// Cleaned, "ckpt/" names ckpt: the temporary directory goes beside
+	// it, not inside it, and the directory synced is its parent.
+	destDir = d.fs.PathJoin(destDir)
 	if _, err := d.fs.Stat(destDir); err == nil {
 		return fmt.Errorf("kv: checkpoint: %s: %w", destDir, os.ErrExist)
 	} else if !errors.Is(err, os.ErrNotExist) {

@@ -276,3 +276,29 @@ func waitForFlushes(t *testing.T, db *kv.DB, n int64) {
 		}
 	}
 }
+
+// TestDB_Checkpoint_TrailingSlash names the target directory with a
+// trailing separator: the copy is built beside it, not inside it, and
+// opens with the store's contents.
+func TestDB_Checkpoint_TrailingSlash(t *testing.T) {
+	fs := vfs.NewMem()
+	db, want := checkpointFixture(t, fs, false)
+	defer db.Close()
+	if err := db.Checkpoint("backups/ckpt/"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readDir(fs, "backups/ckpt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := diffMaps(got, want); d != "" {
+		t.Fatalf("checkpoint: %s", d)
+	}
+	names, err := fs.List("backups")
+	if err != nil || len(names) != 1 || names[0] != "ckpt" {
+		t.Fatalf("backups holds %v (%v), want the checkpoint alone", names, err)
+	}
+	if _, err := fs.Stat("backups/ckpt/.checkpoint-tmp"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("temporary directory inside the checkpoint: %v", err)
+	}
+}
