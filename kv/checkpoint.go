@@ -32,10 +32,14 @@ import (
 const checkpointTempSuffix = ".checkpoint-tmp"
 
 // checkpointHold keeps WALs a checkpoint copies from being retired: while
-// n > 0, the WALs of flushed memtables wait in held. Guarded by d.mu.
+// n > 0, the WALs of flushed memtables wait in held. It also lists the
+// targets of the checkpoints in progress: two checkpoints to one target
+// would build it in one temporary directory, each removing or
+// overwriting the other's files. Guarded by d.mu.
 type checkpointHold struct {
-	n    int
-	held []base.FileNum
+	n       int
+	held    []base.FileNum
+	targets map[string]struct{}
 }
 
 // checkpointState is the moment a checkpoint copies.
@@ -70,8 +74,9 @@ type walExtent struct {
 // a CURRENT file, or complete), which the next Checkpoint to destDir
 // removes. Missing parents of destDir are created.
 //
-// An existing destDir is refused with an error wrapping os.ErrExist, and
-// nothing is written. After Close, Checkpoint returns ErrClosed.
+// An existing destDir, or one another Checkpoint of this DB is writing,
+// is refused with an error wrapping os.ErrExist, and nothing is written.
+// After Close, Checkpoint returns ErrClosed.
 func (d *DB) Checkpoint(destDir string) error {
 	if err := d.checkOpen(); err != nil {
 		return err
@@ -79,6 +84,10 @@ func (d *DB) Checkpoint(destDir string) error {
 	// Cleaned, "ckpt/" names ckpt: the temporary directory goes beside
 	// it, not inside it, and the directory synced is its parent.
 	destDir = d.fs.PathJoin(destDir)
+	if !d.claimCheckpointTarget(destDir) {
+		return fmt.Errorf("kv: checkpoint: %s: %w (another checkpoint is writing it)", destDir, os.ErrExist)
+	}
+	defer d.releaseCheckpointTarget(destDir)
 	if _, err := d.fs.Stat(destDir); err == nil {
 		return fmt.Errorf("kv: checkpoint: %s: %w", destDir, os.ErrExist)
 	} else if !errors.Is(err, os.ErrNotExist) {
@@ -105,6 +114,29 @@ func (d *DB) Checkpoint(destDir string) error {
 		return fmt.Errorf("kv: checkpoint: %w", err)
 	}
 	return nil
+}
+
+// claimCheckpointTarget lists dir as the target of a checkpoint in
+// progress, unless it is listed already, and reports whether it did.
+func (d *DB) claimCheckpointTarget(dir string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	h := &d.mu.checkpoints
+	if _, ok := h.targets[dir]; ok {
+		return false
+	}
+	if h.targets == nil {
+		h.targets = make(map[string]struct{})
+	}
+	h.targets[dir] = struct{}{}
+	return true
+}
+
+// releaseCheckpointTarget drops dir from the targets in progress.
+func (d *DB) releaseCheckpointTarget(dir string) {
+	d.mu.Lock()
+	delete(d.mu.checkpoints.targets, dir)
+	d.mu.Unlock()
 }
 
 // captureCheckpoint takes, holding the commit pipeline's mu, the moment a

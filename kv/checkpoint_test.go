@@ -302,3 +302,51 @@ func TestDB_Checkpoint_TrailingSlash(t *testing.T) {
 		t.Fatalf("temporary directory inside the checkpoint: %v", err)
 	}
 }
+
+// checkpointGateFS stalls the first file created in a checkpoint's
+// temporary directory once armed: it signals stalled and waits for resume.
+type checkpointGateFS struct {
+	vfs.FS
+	armed           atomic.Bool
+	stalled, resume chan struct{}
+}
+
+func (fs *checkpointGateFS) Create(name string) (vfs.File, error) {
+	if strings.Contains(name, ".checkpoint-tmp") && fs.armed.CompareAndSwap(true, false) {
+		close(fs.stalled)
+		<-fs.resume
+	}
+	return fs.FS.Create(name)
+}
+
+// TestDB_Checkpoint_SameTargetAtOnce starts a second Checkpoint to a
+// target while the first is building it: the second is refused with an
+// error wrapping os.ErrExist and touches nothing (the two would build in
+// one temporary directory), and the first completes a checkpoint that
+// opens with the store's contents.
+func TestDB_Checkpoint_SameTargetAtOnce(t *testing.T) {
+	fs := &checkpointGateFS{FS: vfs.NewMem(), stalled: make(chan struct{}), resume: make(chan struct{})}
+	db, want := checkpointFixture(t, fs, false)
+	defer db.Close()
+	fs.armed.Store(true)
+	first := make(chan error, 1)
+	go func() { first <- db.Checkpoint("ckpt") }()
+	<-fs.stalled
+	if err := db.Checkpoint("ckpt/"); !errors.Is(err, os.ErrExist) {
+		t.Fatalf("second Checkpoint while the first writes = %v, want an error wrapping os.ErrExist", err)
+	}
+	close(fs.resume)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	got, err := readDir(fs, "ckpt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := diffMaps(got, want); d != "" {
+		t.Fatalf("checkpoint: %s", d)
+	}
+	if err := db.Checkpoint("ckpt"); !errors.Is(err, os.ErrExist) {
+		t.Fatalf("Checkpoint to the finished checkpoint = %v, want an error wrapping os.ErrExist", err)
+	}
+}
