@@ -224,3 +224,19 @@ func TestFromPebble_NoWriter(t *testing.T) {
 		t.Errorf("empty filter does not match")
 	}
 }
+
+// TestFromPebble_OneLineOf512MiB checks the largest bit arrays: one line of
+// 2^29 bytes holds 2^32 bits, a line size Pebble's 32-bit arithmetic
+// computes as 0 (and then divides by), so MayContain must answer true
+// without handing it over; one byte less is still read (all bits clear:
+// absent).
+func TestFromPebble_OneLineOf512MiB(t *testing.T) {
+	policy := FromPebble(bloom.FilterPolicy(10))
+	for n, want := range map[int]bool{1 << 29: true, 1<<29 - 1: false} {
+		f := make([]byte, n+bloomTrailerLen) // untouched pages: no real memory
+		f[n], f[n+1] = 1, 1                  // one probe, one line
+		if got := policy.MayContain(f, []byte("k")); got != want {
+			t.Errorf("MayContain on one line of %d bytes = %v, want %v", n, got, want)
+		}
+	}
+}

@@ -28,7 +28,7 @@
 //
 // Each key sets probes bits, all inside the one line its 32-bit hash picks.
 // The adapter accepts 1 <= lines <= len(bit array), a bit array that is a
-// whole number of lines and at most 512 MiB.
+// whole number of lines and under 512 MiB.
 //
 // Round trips are exact: ToPebble(FromPebble(pp)) is pp and
 // FromPebble(ToPebble(p)) is p.

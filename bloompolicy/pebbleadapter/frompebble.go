@@ -78,8 +78,8 @@ const (
 	bloomTrailerLen = 5 // probes (1 byte) + line count (4 bytes, little-endian)
 	// maxBloomBytes bounds the bit array so that Pebble's 32-bit arithmetic
 	// on bit positions (8 × bytes per line, line × bits per line) cannot
-	// overflow.
-	maxBloomBytes = 1 << 29
+	// overflow: 8 × 2^29 bits would wrap to a line size of 0.
+	maxBloomBytes = 1<<29 - 1
 )
 
 // validBloomFilter reports whether Pebble's Bloom decoder can read filter
