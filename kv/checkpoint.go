@@ -49,7 +49,10 @@ type checkpointState struct {
 	nextFile base.FileNum
 	lastSeq  base.SeqNum
 	manifest base.FileNum
-	wals     []walExtent
+	// recyclableLogNum is the store's (see versionSet.walFormat): the
+	// checkpoint's WALs are copies of the store's, in the same format.
+	recyclableLogNum base.FileNum
+	wals             []walExtent
 }
 
 // walExtent is a WAL to copy and how much of it: size bytes, or all of it
@@ -169,6 +172,7 @@ func (d *DB) captureCheckpoint() (*checkpointState, error) {
 		st.version = vs.current
 		st.version.Ref()
 		st.logNum, st.nextFile, st.lastSeq, st.manifest = vs.logNum, vs.nextFile, vs.lastSeq, vs.manifestNum
+		st.recyclableLogNum = vs.recyclableLogNum
 		for l := range d.liveLogsLocked() {
 			w := walExtent{num: l.num, size: -1}
 			if l.num == live.num {
@@ -270,6 +274,10 @@ func (d *DB) writeCheckpointManifest(dir string, st *checkpointState) error {
 		LogNum:       st.logNum,
 		NextFileNum:  st.nextFile,
 		LastSeqNum:   st.lastSeq,
+		// So that the checkpoint's Open checks its WALs as the store's
+		// would: the first it needs is there, and each ends in its seal
+		// before the next begins (see replayWALs).
+		RecyclableLogNum: st.recyclableLogNum,
 	}
 	for level, files := range st.version.Levels {
 		for _, f := range files {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -348,5 +349,37 @@ func TestDB_Checkpoint_SameTargetAtOnce(t *testing.T) {
 	}
 	if err := db.Checkpoint("ckpt"); !errors.Is(err, os.ErrExist) {
 		t.Fatalf("Checkpoint to the finished checkpoint = %v, want an error wrapping os.ErrExist", err)
+	}
+}
+
+// TestDB_Checkpoint_MissingWAL removes the first WAL of a checkpoint,
+// whose writes are in no table: Open reports the checkpoint corrupt, as
+// it would the store, rather than open it without those writes.
+func TestDB_Checkpoint_MissingWAL(t *testing.T) {
+	fs := vfs.NewMem()
+	db, _ := checkpointFixture(t, fs, false)
+	defer db.Close()
+	if err := db.Checkpoint("ckpt"); err != nil {
+		t.Fatal(err)
+	}
+	names, err := fs.List("ckpt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs []string
+	for _, name := range names {
+		if strings.HasSuffix(name, ".log") {
+			logs = append(logs, name)
+		}
+	}
+	slices.Sort(logs)
+	if len(logs) == 0 {
+		t.Fatalf("the checkpoint holds no WAL: %v", names)
+	}
+	if err := fs.Remove(fs.PathJoin("ckpt", logs[0])); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readDir(fs, "ckpt"); !errors.Is(err, kv.ErrCorruption) {
+		t.Fatalf("Open of a checkpoint missing WAL %s = %v, want an error wrapping ErrCorruption", logs[0], err)
 	}
 }
