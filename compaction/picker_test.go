@@ -30,10 +30,11 @@ import (
 //	pick [keep]          picks against the compactions kept so far; keep adds the result
 //	clear                forgets the kept compactions
 //	manual level=N [start=K] [end=K] [keep]
-//	compact-range [start=K] [end=K]
+//	compact-range [start=K] [end=K] [flush=K-K]
 //	                     walks a Manual plan, installing after each step one table
-//	                     that stands for the compaction's output; prints the steps
-//	                     and the version they leave
+//	                     that stands for the compaction's output (and, with flush,
+//	                     a new L0 table over that range, as a flush of later
+//	                     writes would); prints the steps and the version they leave
 //	elide                one user key per line: may the last compaction drop its tombstones?
 //	zero                 may the last compaction zero sequence numbers (ZeroSeqNums)?
 func TestPicker(t *testing.T) {
@@ -108,11 +109,12 @@ func runPickerScript(t *testing.T, file string) (checked int) {
 			}
 			return formatCompaction(last)
 		case "compact-range":
-			var start, end string
+			var start, end, flush string
 			d.MaybeScanArgs(t, "start", &start)
 			d.MaybeScanArgs(t, "end", &end)
+			d.MaybeScanArgs(t, "flush", &flush)
 			var out string
-			out, v, last = walkManual(t, p, v, bytesOrNil(start), bytesOrNil(end), &nextNum)
+			out, v, last = walkManual(t, p, v, bytesOrNil(start), bytesOrNil(end), flush, &nextNum)
 			return out
 		case "elide":
 			elide := last.ElideTombstone(v, base.DefaultComparer.Compare)
@@ -316,9 +318,11 @@ func formatCompaction(c *Compaction) string {
 // walkManual runs the Manual plan of [start, end] over v. After each step
 // it installs, in place of the inputs, one output table covering the
 // compaction's range, as large as its inputs, numbered *next (then
-// incremented). It returns the steps, the final version and the last
-// compaction.
-func walkManual(t *testing.T, p *Picker, v *manifest.Version, start, end []byte, next *base.FileNum) (string, *manifest.Version, *Compaction) {
+// incremented). With flush ("k-k"), it also adds an L0 table over that
+// range after each step, holding later writes than any before (its
+// sequence number is its file number, also taken from *next). It returns
+// the steps, the final version and the last compaction.
+func walkManual(t *testing.T, p *Picker, v *manifest.Version, start, end []byte, flush string, next *base.FileNum) (string, *manifest.Version, *Compaction) {
 	var b strings.Builder
 	var last *Compaction
 	m := p.NewManual(v, start, end)
@@ -332,12 +336,17 @@ func walkManual(t *testing.T, p *Picker, v *manifest.Version, start, end []byte,
 			edit.DeletedFiles[manifest.DeletedFileEntry{Level: level, FileNum: f.FileNum}] = true
 		}
 		edit.NewFiles = []manifest.NewFileEntry{{Level: c.OutputLevel, Meta: simulatedOutput(*next, c)}}
+		*next++
+		if flush != "" {
+			f := parseFile(t, fmt.Sprintf("%d:%s", *next, flush))
+			edit.NewFiles = append(edit.NewFiles, manifest.NewFileEntry{Level: 0, Meta: f})
+			*next++
+		}
 		var err error
 		if v, err = v.Apply(base.DefaultComparer.Compare, edit); err != nil {
 			t.Fatal(err)
 		}
 		last = c
-		*next++
 	}
 	b.WriteString("done\n")
 	b.WriteString(v.Describe(func(f *manifest.FileMetadata) string { return fmt.Sprintf("size=%d", f.Size) }))

@@ -194,7 +194,11 @@ func moving(c *compaction.Compaction) []*manifest.FileMetadata {
 // sit in one level, without the shadowed versions no snapshot needs, and
 // without tombstones where nothing older remains below, and the files the
 // compactions replaced are deleted, unless an open iterator still reads
-// them. Background compactions pause meanwhile.
+// them. Background compactions pause meanwhile. Writes made while it runs
+// are not waited for: it moves on from a level once none of its tables
+// in the range holds a key written before Compact began, so a writer that
+// never pauses does not keep it from returning; tables flushed meanwhile
+// may stay in L0.
 //
 // Both ends are inclusive: a table holding end itself is compacted. That
 // differs from DeleteRange, whose end is exclusive, and matches Pebble

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/bloomkv/bloomkv/compaction"
 	"github.com/bloomkv/bloomkv/internal/base"
@@ -555,4 +556,52 @@ func TestCompact_InvertedRange(t *testing.T) {
 	must(t, d.Compact([]byte("n"), nil))
 	must(t, d.Compact(nil, []byte("a")))
 	mustGet(t, d, "m", "v")
+}
+
+// TestCompact_EndsUnderSteadyWrites runs Compact(nil, nil) while a writer
+// sets keys all over the key space and flushes them, without pause: each
+// step of the walk finds new L0 tables in the range. Compact must still
+// return, having pushed down what the tree held when it began, as it did
+// not when it worked L0 until no table in the range remained.
+func TestCompact_EndsUnderSteadyWrites(t *testing.T) {
+	d, _ := openMem(t, &Options{MemTableSize: 64 << 10})
+	defer mustClose(t, d)
+	write := func(round, n int) error {
+		for i := range n {
+			k := fmt.Sprintf("k%06d", (i*7919+round*104729)%1000000)
+			if err := d.Set([]byte(k), []byte(fmt.Sprint(round)), NoSync); err != nil {
+				return err
+			}
+		}
+		return d.Flush()
+	}
+	for round := range 20 {
+		must(t, write(round, 2000))
+	}
+	stop := make(chan struct{})
+	written := make(chan error, 1)
+	go func() {
+		for round := 20; ; round++ {
+			select {
+			case <-stop:
+				written <- nil
+				return
+			default:
+			}
+			if err := write(round, 100); err != nil {
+				written <- err
+				return
+			}
+		}
+	}()
+	compacted := make(chan error, 1)
+	go func() { compacted <- d.Compact(nil, nil) }()
+	select {
+	case err := <-compacted:
+		must(t, err)
+	case <-time.After(2 * time.Minute):
+		t.Error("Compact has not returned after 2 minutes of writes")
+	}
+	close(stop)
+	must(t, <-written)
 }
