@@ -433,30 +433,8 @@ func (r *faultWriteRun) step(step int) {
 // write applies a Set, a Delete, a DeleteRange or a four-key batch, Sync
 // or NoSync.
 func (r *faultWriteRun) write(step int) {
-	w := crashWrite{kvs: map[string]*string{}}
 	b := r.db.NewBatch()
-	v := fmt.Sprintf("w%d.%s", step, randomLetters(r.rng, r.rng.IntN(200)))
-	switch p := r.rng.IntN(20); {
-	case p < 2:
-		lo := r.rng.IntN(80)
-		k0, k1 := string(crashKey(lo)), string(crashKey(lo+1+r.rng.IntN(12)))
-		must(r.t, b.DeleteRange([]byte(k0), []byte(k1)))
-		w.delRanges = append(w.delRanges, [2]string{k0, k1})
-	case p < 12:
-		k := string(crashKey(r.rng.IntN(80)))
-		must(r.t, b.Set([]byte(k), []byte(v)))
-		w.kvs[k] = &v
-	case p < 16:
-		k := string(crashKey(r.rng.IntN(80)))
-		must(r.t, b.Delete([]byte(k)))
-		w.kvs[k] = nil
-	default:
-		g := r.rng.IntN(16)
-		for i := 0; i < crashGroupKeys; i++ {
-			must(r.t, b.Set([]byte(groupKey(g, i)), []byte(v)))
-			w.kvs[groupKey(g, i)] = &v
-		}
-	}
+	w := randomWrite(r.t, r.rng, b, step)
 	opts := kv.NoSync
 	if r.rng.IntN(5) == 0 {
 		opts = kv.Sync
@@ -467,6 +445,36 @@ func (r *faultWriteRun) write(step int) {
 	} else {
 		r.pending = &w
 	}
+}
+
+// randomWrite fills b with the write of a workload's step: a Set, a
+// Delete, a DeleteRange or a four-key batch, of keys crashKey(0..91) and
+// groupKey, and returns what it does.
+func randomWrite(t testing.TB, rng *rand.Rand, b *kv.Batch, step int) crashWrite {
+	w := crashWrite{kvs: map[string]*string{}}
+	v := fmt.Sprintf("w%d.%s", step, randomLetters(rng, rng.IntN(200)))
+	switch p := rng.IntN(20); {
+	case p < 2:
+		lo := rng.IntN(80)
+		k0, k1 := string(crashKey(lo)), string(crashKey(lo+1+rng.IntN(12)))
+		must(t, b.DeleteRange([]byte(k0), []byte(k1)))
+		w.delRanges = append(w.delRanges, [2]string{k0, k1})
+	case p < 12:
+		k := string(crashKey(rng.IntN(80)))
+		must(t, b.Set([]byte(k), []byte(v)))
+		w.kvs[k] = &v
+	case p < 16:
+		k := string(crashKey(rng.IntN(80)))
+		must(t, b.Delete([]byte(k)))
+		w.kvs[k] = nil
+	default:
+		g := rng.IntN(16)
+		for i := 0; i < crashGroupKeys; i++ {
+			must(t, b.Set([]byte(groupKey(g, i)), []byte(v)))
+			w.kvs[groupKey(g, i)] = &v
+		}
+	}
+	return w
 }
 
 // checkWritesRefused checks that no write is acknowledged after a failure.
