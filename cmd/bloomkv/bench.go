@@ -155,6 +155,9 @@ func (o *benchOptions) check() error {
 		if err := checkPlotPath(o.plot); err != nil {
 			return err
 		}
+		if err := checkOutputDir("--plot", o.plot); err != nil {
+			return err
+		}
 	}
 	return o.checkMarkdown()
 }
@@ -195,14 +198,14 @@ func (o *benchOptions) checkMarkdown() error {
 	case o.prefix:
 		return usagef("--markdown: the page is of the point-lookup bench, not --prefix")
 	}
-	return checkMarkdownDir(o.markdown)
+	return checkOutputDir("--markdown", o.markdown)
 }
 
-// checkMarkdownDir checks that the directory of --markdown's page exists,
-// before a run rather than after it.
-func checkMarkdownDir(page string) error {
-	if _, err := vfs.Default.Stat(filepath.Dir(page)); err != nil {
-		return usagef("--markdown %s: %v", page, err)
+// checkOutputDir checks that the directory of path, the file an output
+// flag names, exists, before a run rather than after it.
+func checkOutputDir(flag, path string) error {
+	if _, err := vfs.Default.Stat(filepath.Dir(path)); err != nil {
+		return usagef("%s %s: %v", flag, path, err)
 	}
 	return nil
 }

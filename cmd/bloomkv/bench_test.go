@@ -3,7 +3,9 @@ package main
 import (
 	"errors"
 	"math"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -154,6 +156,22 @@ func TestBenchOptions_Check(t *testing.T) {
 		var u usageError
 		if err := o.check(); !errors.As(err, &u) {
 			t.Errorf("%s: got %v, want a usage error", tc.name, err)
+		}
+	}
+}
+
+// TestBench_PlotIntoMissingDir refuses --plot into a directory that does
+// not exist before the run, as --markdown does, rather than failing after
+// it with the results lost.
+func TestBench_PlotIntoMissingDir(t *testing.T) {
+	plot := filepath.Join(t.TempDir(), "no", "such", "dir", "p.svg")
+	for _, args := range [][]string{
+		{"bench", "--keys", "1000", "--lookups", "100", "--rounds", "0", "--plot", plot},
+		{"bench", "--filter-memory", "--keys", "1000", "--lookups", "100", "--zipf-rankings", "1", "--plot", plot},
+	} {
+		stdout, stderr := runCLI(t, 2, args...)
+		if !strings.HasPrefix(stderr, "bloomkv: --plot "+plot+": ") || stdout != "" {
+			t.Errorf("%q: stdout %q, stderr %q; want only a --plot usage error", args, stdout, stderr)
 		}
 	}
 }

@@ -168,7 +168,7 @@ func (o *crashOptions) check() error {
 		}
 	}
 	if o.markdown != "" {
-		return checkMarkdownDir(o.markdown)
+		return checkOutputDir("--markdown", o.markdown)
 	}
 	return nil
 }
