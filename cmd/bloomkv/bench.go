@@ -107,7 +107,7 @@ func (a *app) benchCommand() *cobra.Command {
 	f.Float64Var(&o.filterCapBits, "filter-cap-bits", 0, "with --growth: grow one store instead, under a filter cap (FilterBudget{Bytes}) of this many bits per key of --keys, sampling the filter bytes held all along (they must never exceed the cap) and measuring wasted reads per absent lookup after each doubling from --growth-from")
 	f.IntVar(&o.growthFrom, "growth-from", 1_000_000, "with --growth --filter-cap-bits: the first size measured (capped at --keys)")
 	f.BoolVar(&o.prefix, "prefix", false, "run the prefix-scan workload instead: --keys as user/<id>/<field> keys, --lookups prefix seeks of absent and of present users")
-	f.StringVar(&o.plot, "plot", "", "write a plot to `FILE` (.svg or .png)")
+	f.StringVar(&o.plot, "plot", "", "write a plot to `FILE` (.svg or .png); not with --prefix, --writers or --filter-cap-bits, which draw none")
 	f.StringVar(&o.markdown, "markdown", "", "also write the report as a Markdown page to `FILE`, with the command line, machine, Go version and date (docs/results.md is one)")
 	f.Uint64Var(&o.seed, "seed", 1, "seed of keys, values and lookup order")
 	f.StringVar(&o.writersList, "writers", "", "run the writers study instead: the write modes' fills (see --rounds) from each of these comma-separated counts of writers at once (e.g. 1,4,16), their scaling and their ratios to Pebble's (with --pebble); memtables of --memtable, which should hold a whole fill for the commit path alone to be measured")
@@ -147,6 +147,10 @@ func (o *benchOptions) check() error {
 		return usagef("--filter-cap-bits: only with --growth")
 	case o.filterCapBits > 0 && o.growthFrom <= 0:
 		return usagef("--growth-from %d: want at least 1", o.growthFrom)
+	case o.plot != "" && o.prefix:
+		return usagef("--plot: --prefix draws no plot")
+	case o.plot != "" && o.filterCapBits > 0 && !o.filterMemory:
+		return usagef("--plot: --filter-cap-bits draws no plot")
 	}
 	if err := checkFPR(o.fpr); err != nil {
 		return err

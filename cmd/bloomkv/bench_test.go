@@ -175,3 +175,17 @@ func TestBench_PlotIntoMissingDir(t *testing.T) {
 		}
 	}
 }
+
+// TestBench_PlotWithoutPlot refuses --plot for the runs that draw none,
+// rather than succeeding without writing it.
+func TestBench_PlotWithoutPlot(t *testing.T) {
+	plot := filepath.Join(t.TempDir(), "p.svg")
+	for _, args := range [][]string{
+		{"bench", "--prefix", "--keys", "1000", "--lookups", "100", "--plot", plot},
+		{"bench", "--growth", "--filter-cap-bits", "8", "--growth-from", "500", "--keys", "1000", "--lookups", "100", "--plot", plot},
+	} {
+		if _, stderr := runCLI(t, 2, args...); !strings.HasPrefix(stderr, "bloomkv: --plot: ") {
+			t.Errorf("%q: stderr %q, want a --plot usage error", args, stderr)
+		}
+	}
+}
