@@ -10,12 +10,18 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 )
 
+// interruptSignals end a run as Ctrl-C does: the command stops, removes
+// its temporary stores and exits 1. SIGTERM is what timeout(1), kill(1)
+// and service managers send.
+var interruptSignals = []os.Signal{os.Interrupt, syscall.SIGTERM}
+
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), interruptSignals...)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

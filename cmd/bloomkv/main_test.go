@@ -11,7 +11,14 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
+// mainEnv makes the test binary run main with its arguments, for tests
+// of what only main does (the signals it handles).
+const mainEnv = "BLOOMKV_TEST_MAIN"
+
 func TestMain(m *testing.M) {
+	if _, ok := os.LookupEnv(mainEnv); ok {
+		main()
+	}
 	if _, ok := os.LookupEnv(crashtest.ChildEnv); ok {
 		// A child of a crash run in this test binary (os.Executable), which
 		// runs it as "crash".
