@@ -615,7 +615,9 @@ func (d *DB) makeRoomForWrite(b *Batch) (*memTable, error) {
 				continue
 			}
 			return d.mu.mem, nil
-		case d.immLimitsLocked() >= int64(d.opts.MemTableStopWritesThreshold)*d.opts.MemTableSize:
+		case d.immLimitsLocked()/d.opts.MemTableSize >= int64(d.opts.MemTableStopWritesThreshold):
+			// Divided, not multiplied: a threshold as large as an int
+			// (never stall) would overflow the product.
 			d.metrics.writeStalls.Add(1)
 			d.stallLocked("memtables waiting for a flush")
 			d.mu.cond.Wait()
