@@ -171,7 +171,8 @@ type Metrics struct {
 		Count, Tables, Bytes int64
 	}
 	// WriteStalls counts the times a writer waited for a flush or a
-	// compaction.
+	// compaction: each stall once, however often the writer woke during
+	// it, as EventListener.WriteStallBegin hears of it.
 	WriteStalls int64
 	// TablesDeleted counts obsolete tables deleted.
 	TablesDeleted int64
