@@ -289,3 +289,22 @@ func TestEventListener_IteratorDuringClose(t *testing.T) {
 		t.Fatalf("Close with a listener's iterator closed during it: %v", err)
 	}
 }
+
+// TestEventListener_PanicFailsFlush checks that a Flush after a listener
+// panicked reports the panic, as EventListener documents, also when the
+// memtable holds nothing to flush: the store takes no more writes, and a
+// caller that flushes to check it is sound must hear so.
+func TestEventListener_PanicFailsFlush(t *testing.T) {
+	d, _ := openMem(t, &Options{EventListener: &EventListener{
+		FlushEnd: func(FlushInfo) { panic("listener bug") },
+	}})
+	must(t, d.Set([]byte("a"), []byte("1"), NoSync))
+	must(t, d.Flush())
+	d.waitEvents()
+	if err := d.Flush(); err == nil || !strings.Contains(err.Error(), "listener panicked: listener bug") {
+		t.Fatalf("Flush after the listener panicked: %v", err)
+	}
+	if err := d.Close(); err == nil || !strings.Contains(err.Error(), "listener panicked") {
+		t.Fatalf("Close: %v", err)
+	}
+}
