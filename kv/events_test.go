@@ -308,3 +308,32 @@ func TestEventListener_PanicFailsFlush(t *testing.T) {
 		t.Fatalf("Close: %v", err)
 	}
 }
+
+// TestEventListener_FailedFlushTablesDeleted fails the sync of a flush's
+// table once it is written: the flush deletes the table it created, the
+// listener hears of it (TableDeleted), and Metrics.TablesDeleted counts
+// it, as it counts every other table the store deletes.
+func TestEventListener_FailedFlushTablesDeleted(t *testing.T) {
+	inj := errorfs.InjectorFunc(func(op errorfs.Op, path string) error {
+		if op == errorfs.OpFileSync && strings.HasSuffix(path, ".sst") {
+			return errorfs.ErrInjected
+		}
+		return nil
+	})
+	var c eventCounts
+	d, err := Open("db", &Options{FS: errorfs.Wrap(vfs.NewMem(), inj), EventListener: c.listener()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, d.Set([]byte("a"), []byte("1"), NoSync))
+	if err := d.Flush(); !errors.Is(err, errorfs.ErrInjected) {
+		t.Fatalf("Flush with table syncs failing: %v", err)
+	}
+	d.waitEvents()
+	if deleted, heard := d.Metrics().TablesDeleted, c.get("TableDeleted"); heard == 0 || deleted != int64(heard) {
+		t.Fatalf("TablesDeleted %d, the listener heard of %d tables deleted", deleted, heard)
+	}
+	if err := d.Close(); !errors.Is(err, errorfs.ErrInjected) {
+		t.Fatalf("Close after a failed flush: %v", err)
+	}
+}

@@ -283,7 +283,7 @@ func (d *DB) runOutputs(input base.InternalIterator, cfg compaction.RunConfig, f
 	}
 	if err != nil {
 		for _, num := range created {
-			d.fileDeleted(base.FileTypeTable, num, d.fs.Remove(d.path(base.MakeFilename(base.FileTypeTable, num))))
+			removeFile(d, base.FileTypeTable, num)
 		}
 		return nil, stats, err
 	}
