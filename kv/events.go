@@ -353,13 +353,15 @@ func (d *DB) setBackgroundErrorLocked(err error) {
 	})
 }
 
-// stallLocked reports a write stall beginning, once until it ends.
-// d.mu must be held.
+// stallLocked counts a write stall beginning and reports it, once until
+// it ends: a stalled writer woken by some other step of background work
+// waits on in the same stall. d.mu must be held.
 func (d *DB) stallLocked(reason string) {
-	if d.events.stalled || !d.events.on() {
+	if d.events.stalled {
 		return
 	}
 	d.events.stalled = true
+	d.metrics.writeStalls.Add(1)
 	d.emit(func(l *EventListener) {
 		if l.WriteStallBegin != nil {
 			l.WriteStallBegin(WriteStallBeginInfo{Reason: reason})

@@ -289,3 +289,51 @@ func TestEventListener_IteratorDuringClose(t *testing.T) {
 		t.Fatalf("Close with a listener's iterator closed during it: %v", err)
 	}
 }
+
+// TestEventListener_PanicFailsFlush checks that a Flush after a listener
+// panicked reports the panic, as EventListener documents, also when the
+// memtable holds nothing to flush: the store takes no more writes, and a
+// caller that flushes to check it is sound must hear so.
+func TestEventListener_PanicFailsFlush(t *testing.T) {
+	d, _ := openMem(t, &Options{EventListener: &EventListener{
+		FlushEnd: func(FlushInfo) { panic("listener bug") },
+	}})
+	must(t, d.Set([]byte("a"), []byte("1"), NoSync))
+	must(t, d.Flush())
+	d.waitEvents()
+	if err := d.Flush(); err == nil || !strings.Contains(err.Error(), "listener panicked: listener bug") {
+		t.Fatalf("Flush after the listener panicked: %v", err)
+	}
+	if err := d.Close(); err == nil || !strings.Contains(err.Error(), "listener panicked") {
+		t.Fatalf("Close: %v", err)
+	}
+}
+
+// TestEventListener_FailedFlushTablesDeleted fails the sync of a flush's
+// table once it is written: the flush deletes the table it created, the
+// listener hears of it (TableDeleted), and Metrics.TablesDeleted counts
+// it, as it counts every other table the store deletes.
+func TestEventListener_FailedFlushTablesDeleted(t *testing.T) {
+	inj := errorfs.InjectorFunc(func(op errorfs.Op, path string) error {
+		if op == errorfs.OpFileSync && strings.HasSuffix(path, ".sst") {
+			return errorfs.ErrInjected
+		}
+		return nil
+	})
+	var c eventCounts
+	d, err := Open("db", &Options{FS: errorfs.Wrap(vfs.NewMem(), inj), EventListener: c.listener()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, d.Set([]byte("a"), []byte("1"), NoSync))
+	if err := d.Flush(); !errors.Is(err, errorfs.ErrInjected) {
+		t.Fatalf("Flush with table syncs failing: %v", err)
+	}
+	d.waitEvents()
+	if deleted, heard := d.Metrics().TablesDeleted, c.get("TableDeleted"); heard == 0 || deleted != int64(heard) {
+		t.Fatalf("TablesDeleted %d, the listener heard of %d tables deleted", deleted, heard)
+	}
+	if err := d.Close(); !errors.Is(err, errorfs.ErrInjected) {
+		t.Fatalf("Close after a failed flush: %v", err)
+	}
+}

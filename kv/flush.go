@@ -18,7 +18,9 @@ import (
 var errCanceled = errors.New("kv: background work canceled by Close")
 
 // Flush makes the memtable immutable and waits until every memtable written
-// before the call is flushed to an L0 table. Writes go on meanwhile.
+// before the call is flushed to an L0 table. Writes go on meanwhile. Once
+// background work has failed (see EventListener.BackgroundError) it
+// returns that error, whether or not anything was left to flush.
 func (d *DB) Flush() error {
 	if err := d.checkOpen(); err != nil {
 		return err
@@ -32,6 +34,11 @@ func (d *DB) Flush() error {
 		defer d.mu.Unlock()
 		if err := d.checkOpen(); err != nil {
 			return err
+		}
+		if d.mu.bgErr != nil {
+			// With nothing left to flush, the wait below would not see
+			// it.
+			return d.mu.bgErr
 		}
 		if !d.mu.mem.empty() {
 			if err := d.rotateMemTableLocked(); err != nil {
@@ -276,7 +283,7 @@ func (d *DB) runOutputs(input base.InternalIterator, cfg compaction.RunConfig, f
 	}
 	if err != nil {
 		for _, num := range created {
-			d.fileDeleted(base.FileTypeTable, num, d.fs.Remove(d.path(base.MakeFilename(base.FileTypeTable, num))))
+			removeFile(d, base.FileTypeTable, num)
 		}
 		return nil, stats, err
 	}

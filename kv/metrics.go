@@ -171,9 +171,12 @@ type Metrics struct {
 		Count, Tables, Bytes int64
 	}
 	// WriteStalls counts the times a writer waited for a flush or a
-	// compaction.
+	// compaction: each stall once, however often the writer woke during
+	// it, as EventListener.WriteStallBegin hears of it.
 	WriteStalls int64
-	// TablesDeleted counts obsolete tables deleted.
+	// TablesDeleted counts obsolete tables deleted, those of a failed
+	// flush or compaction included: each EventListener.TableDeleted
+	// without an Err.
 	TablesDeleted int64
 	// WriteAmp is (WAL bytes + flushed bytes + compacted bytes written) /
 	// WAL bytes: how many bytes reached the disk per byte written by users.

@@ -1,12 +1,16 @@
 package kv
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bloomkv/bloomkv/compaction"
+	"github.com/cockroachdb/pebble/vfs"
 )
 
 // openMetricsStore opens a store of small memtables and tables on a
@@ -197,5 +201,46 @@ func runPicks(t *testing.T, d *DB, p *compaction.Picker, check func(c *compactio
 			t.Fatal(err)
 		}
 		check(c, before, d.Metrics())
+	}
+}
+
+// TestMetrics_WriteStallsCountsStalls holds a flush back while a writer
+// fills more memtables than may wait for it, and wakes the stalled writer
+// meanwhile (WaitIdle calls whose context ends, as any background step
+// does): WriteStalls counts the stall once, as the listener hears of it
+// once, however often the writer woke and waited on.
+func TestMetrics_WriteStallsCountsStalls(t *testing.T) {
+	gate := newGateFS(vfs.NewMem(), 0)
+	var c eventCounts
+	d, err := Open("db", &Options{FS: gate, MemTableSize: 16 << 10, EventListener: c.listener()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mustClose(t, d)
+	done := make(chan error, 1)
+	go func() {
+		for i := range 1000 {
+			if err := d.Set(fmt.Appendf(nil, "k%04d", i), make([]byte, 100), NoSync); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	c.waitCount(t, "WriteStallBegin", 1)
+	for range 3 {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+		if err := d.WaitIdle(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("WaitIdle during the stall: %v", err)
+		}
+		cancel()
+	}
+	gate.open()
+	if err := waitFor(t, done, 30*time.Second, "the stalled writer"); err != nil {
+		t.Fatal(err)
+	}
+	d.waitEvents()
+	if stalls, began := d.Metrics().WriteStalls, c.get("WriteStallBegin"); stalls != int64(began) {
+		t.Fatalf("WriteStalls %d, the listener heard of %d stalls", stalls, began)
 	}
 }

@@ -1,9 +1,11 @@
 package kv
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
 	"github.com/bloomkv/bloomkv/internal/itertest"
@@ -139,5 +141,27 @@ func TestOptions_ResolveCopies(t *testing.T) {
 		t.Fatalf("ExtraFilterPolicies[0] follows the caller's change")
 	case o.Comparer != sstable.DefaultComparer:
 		t.Fatalf("a nil Comparer resolves to %q, want the default", o.Comparer.Name)
+	}
+}
+
+// TestOptions_HugeMemTableStopWritesThreshold sets
+// MemTableStopWritesThreshold to the largest int, as a caller who never
+// wants writers to stall on memtables might: writes that fill several
+// memtables go through, as with any threshold they do not reach.
+func TestOptions_HugeMemTableStopWritesThreshold(t *testing.T) {
+	d, _ := openMem(t, &Options{MemTableStopWritesThreshold: math.MaxInt, MemTableSize: 64 << 10})
+	defer mustClose(t, d)
+	done := make(chan error, 1)
+	go func() {
+		for i := range 5000 {
+			if err := d.Set(fmt.Appendf(nil, "k%06d", i), make([]byte, 100), NoSync); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	if err := waitFor(t, done, 30*time.Second, "writes filling memtables"); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -615,8 +615,9 @@ func (d *DB) makeRoomForWrite(b *Batch) (*memTable, error) {
 				continue
 			}
 			return d.mu.mem, nil
-		case d.immLimitsLocked() >= int64(d.opts.MemTableStopWritesThreshold)*d.opts.MemTableSize:
-			d.metrics.writeStalls.Add(1)
+		case d.immLimitsLocked()/d.opts.MemTableSize >= int64(d.opts.MemTableStopWritesThreshold):
+			// Divided, not multiplied: a threshold as large as an int
+			// (never stall) would overflow the product.
 			d.stallLocked("memtables waiting for a flush")
 			d.mu.cond.Wait()
 		case d.l0StallLocked(d.opts.L0StopWritesThreshold - len(d.mu.imm)):
@@ -629,7 +630,6 @@ func (d *DB) makeRoomForWrite(b *Batch) (*memTable, error) {
 			if len(d.mu.imm) > 0 {
 				d.forceFlushLocked(d.mu.mem.logNum())
 			}
-			d.metrics.writeStalls.Add(1)
 			d.stallLocked("L0 read amplification at L0StopWritesThreshold")
 			d.mu.cond.Wait()
 		default:
