@@ -147,7 +147,8 @@ func TestOptions_ResolveCopies(t *testing.T) {
 // TestOptions_HugeMemTableStopWritesThreshold sets
 // MemTableStopWritesThreshold to the largest int, as a caller who never
 // wants writers to stall on memtables might: writes that fill several
-// memtables go through, as with any threshold they do not reach.
+// memtables go through, as with any threshold they do not reach, and
+// the flushed memtables' WALs are recycled.
 func TestOptions_HugeMemTableStopWritesThreshold(t *testing.T) {
 	d, _ := openMem(t, &Options{MemTableStopWritesThreshold: math.MaxInt, MemTableSize: 64 << 10})
 	defer mustClose(t, d)
@@ -163,5 +164,10 @@ func TestOptions_HugeMemTableStopWritesThreshold(t *testing.T) {
 	}()
 	if err := waitFor(t, done, 30*time.Second, "writes filling memtables"); err != nil {
 		t.Fatal(err)
+	}
+	// The WALs recycled are as many as there may be memtables: all of
+	// them, not none (the threshold plus one overflowed).
+	if n := d.commit.recycler.limit; n != math.MaxInt {
+		t.Fatalf("WAL recycler keeps %d files, want math.MaxInt", n)
 	}
 }

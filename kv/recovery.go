@@ -469,7 +469,7 @@ func (d *DB) startFresh(rec *recovered) error {
 func (d *DB) openLogForRecovered(rec *recovered) (*walWriter, error) {
 	if logs := rec.mem.logs; len(logs) > 0 && rec.tail.clean {
 		num := logs[len(logs)-1].num
-		d.commit.recycler.start(num+1, d.opts.MemTableStopWritesThreshold+1)
+		d.commit.recycler.start(num+1, d.opts.MemTableStopWritesThreshold)
 		if rec.tail.recyclable || rec.tail.end == 0 {
 			rec.edit.RecyclableLogNum = num
 		} else {
@@ -480,7 +480,7 @@ func (d *DB) openLogForRecovered(rec *recovered) (*walWriter, error) {
 	d.mu.Lock()
 	num := d.mu.versions.nextFileNum()
 	d.mu.Unlock()
-	d.commit.recycler.start(num, d.opts.MemTableStopWritesThreshold+1)
+	d.commit.recycler.start(num, d.opts.MemTableStopWritesThreshold)
 	rec.edit.RecyclableLogNum = num
 	return d.createWAL(num, rec.mem.limit)
 }

@@ -42,12 +42,17 @@ type walRecycler struct {
 	nums  []base.FileNum
 }
 
-// start sets the first WAL number that may be recycled and the number of
-// files kept. Called at Open, before any WAL is retired.
-func (r *walRecycler) start(minNum base.FileNum, limit int) {
+// start sets the first WAL number that may be recycled, and the number of
+// files kept from the most immutable memtables there may be: one more,
+// for the mutable one (a threshold as large as an int keeps as many).
+// Called at Open, before any WAL is retired.
+func (r *walRecycler) start(minNum base.FileNum, immutables int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.minNum, r.limit = minNum, limit
+	r.minNum, r.limit = minNum, immutables
+	if immutables < math.MaxInt {
+		r.limit++
+	}
 }
 
 // add keeps WAL num for recycling and reports whether it did.
