@@ -100,11 +100,11 @@ func (r *diffRun) ingestTables() [][]ingestEntry {
 
 // addIngestRangeDel adds a range deletion to the table of keys[lo:hi],
 // starting at one of its keys and ending past it, before keys[hi] (the
-// next table's first key) if there is one; it may end at keys[hi], as the
-// end is exclusive. Sometimes it replaces the table's points.
+// next table's first key) if there is one, past the last key otherwise;
+// it may end at keys[hi], as the end is exclusive. Sometimes it replaces the table's points.
 func (r *diffRun) addIngestRangeDel(entries []ingestEntry, keys [][]byte, lo, hi int) []ingestEntry {
 	start := keys[lo+r.rng.IntN(hi-lo)]
-	end := []byte("e")
+	end := append(bytes.Clone(keys[len(keys)-1]), 0xff)
 	if hi < len(keys) {
 		end = keys[hi]
 	}
