@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/bloomkv/bloomkv/kv"
 	"github.com/cockroachdb/pebble"
@@ -22,11 +23,12 @@ type diffIter struct {
 	k            *kv.Iterator
 	p            *pebble.Iterator
 	overBatch    bool
-	inverted     bool  // the bounds are inverted: Pebble's iterator is not moved (see moveAlone)
-	prefix       bool  // in prefix mode: the last positioning call was SeekPrefixGE
-	keptErr      bool  // bloomkv's holds an error of prefix mode that Pebble's does not (see setBounds)
-	positioned   bool  // a positioning call moved both since NewIter, SetBounds or Clone (see moveAlone)
-	trail        opLog // its own moves since it was made
+	inverted     bool       // the bounds are inverted: Pebble's iterator is not moved (see moveAlone)
+	prefix       bool       // in prefix mode: the last positioning call was SeekPrefixGE
+	keptErr      bool       // bloomkv's holds an error of prefix mode that Pebble's does not (see setBounds)
+	positioned   bool       // a positioning call moved both since NewIter, SetBounds or Clone (see moveAlone)
+	trail        opLog      // its own moves since it was made
+	rd           diffReader // what it reads, for Refresh
 }
 
 func (it *diffIter) name() string {
@@ -68,7 +70,7 @@ func (r *diffRun) bounds() (lower, upper []byte) {
 // nil when both refuse.
 func (r *diffRun) newIter(rd diffReader) *diffIter {
 	lower, upper := r.bounds()
-	it := &diffIter{src: rd.name, lower: lower, upper: upper, overBatch: rd.batch}
+	it := &diffIter{src: rd.name, lower: lower, upper: upper, overBatch: rd.batch, rd: rd}
 	r.log.add("%s: NewIter", it.name())
 	it.trail.add("NewIter(%s, %s)", fmtKey(lower), fmtKey(upper))
 	var kopts *kv.IterOptions
@@ -140,13 +142,16 @@ func (r *diffRun) moveIter(it *diffIter, n int) {
 }
 
 func (r *diffRun) moveIterOnce(it *diffIter) {
-	switch r.rng.IntN(14) {
+	switch r.rng.IntN(15) {
 	case 0:
 		r.setBounds(it)
 		return
 	case 1:
 		r.log.add("%s: Clone", it.name())
 		r.cloneIter(it)
+		return
+	case 2:
+		r.refresh(it)
 		return
 	}
 	mv := r.randomMove()
@@ -326,7 +331,7 @@ func (r *diffRun) cloneIter(it *diffIter) {
 	if !r.sameErr(it.name()+": Clone", kerr, perr) {
 		return
 	}
-	c := &diffIter{src: "clone of " + it.src, lower: it.lower, upper: it.upper, k: kc, p: pc, inverted: it.inverted}
+	c := &diffIter{src: "clone of " + it.src, lower: it.lower, upper: it.upper, k: kc, p: pc, inverted: it.inverted, rd: it.rd}
 	c.keptErr = prefixMisuse(kc.Error())
 	c.trail.add("Clone of an iterator at %s", fmtKey(it.k.Key()))
 	r.samePosition(c, "Clone", false, false)
@@ -345,4 +350,37 @@ func (r *diffRun) closeIters(match func(*diffIter) bool) {
 		kept = append(kept, it)
 	}
 	r.iters = kept
+}
+
+// refresh refreshes bloomkv's iterator, which then reads what a new
+// iterator over its source, with its bounds, reads; Pebble's, which has
+// no Refresh, is replaced by such a new one. Over a closed snapshot
+// bloomkv's fails with ErrClosed and keeps its view and position, and
+// Pebble's is kept.
+func (r *diffRun) refresh(it *diffIter) {
+	r.log.add("%s: Refresh", it.name())
+	it.trail.add("Refresh")
+	if it.rd.snap != nil && !slices.ContainsFunc(r.snaps, func(s diffSnap) bool { return s.k == it.rd.snap }) {
+		valid, key := it.k.Valid(), bytes.Clone(it.k.Key())
+		if err := it.k.Refresh(); !errors.Is(err, kv.ErrClosed) {
+			r.fatalf("%s: Refresh over a closed snapshot: %v, want ErrClosed", it.name(), err)
+		}
+		if it.k.Valid() != valid || !bytes.Equal(it.k.Key(), key) {
+			r.fatalf("%s: a failed Refresh moved the iterator from %q (valid %v) to %q (valid %v)",
+				it.name(), key, valid, it.k.Key(), it.k.Valid())
+		}
+		return
+	}
+	kerr := it.k.Refresh()
+	it.p.Close() // which returns the error of its last move, if any
+	var opts *pebble.IterOptions
+	if it.lower != nil || it.upper != nil {
+		opts = &pebble.IterOptions{LowerBound: it.lower, UpperBound: it.upper}
+	}
+	var perr error
+	it.p, perr = it.rd.piter(opts)
+	r.check(perr, "pebble NewIter")
+	r.check(kerr, "Refresh")
+	it.prefix, it.keptErr, it.positioned = false, false, false
+	r.samePosition(it, "Refresh", false, false)
 }

@@ -5,7 +5,8 @@ package kv_test
 // bloomkv come from Pebble and expect its behaviour under its names; where
 // bloomkv documents a difference, the test leaves that case out and says
 // where, and so for the few faults of Pebble's that it meets. The
-// iterators are in pebble_diff_iter_test.go.
+// iterators are in pebble_diff_iter_test.go, Ingest and
+// EstimateDiskUsage in pebble_diff_ingest_test.go.
 
 import (
 	"bytes"
@@ -31,8 +32,9 @@ var diffSteps = flag.Int("diffsteps", 0, "TestPebbleDiff: steps per seed (0: the
 // deletions (empty and inverted ones too), Sync and NoSync; Get and
 // GetAppend of the DB, of snapshots and of indexed batches; iterators
 // over each, with random bounds (equal and inverted ones too), moved at
-// random, SetBounds and Clone among the moves, some kept open across
-// later writes; flushes, compactions and reopens. Half the seeds give
+// random, SetBounds, Clone and Refresh among the moves, some kept open
+// across later writes; Reset of an indexed batch; flushes, compactions,
+// ingests of tables and reopens; EstimateDiskUsage. Half the seeds give
 // both engines a comparer with a Split, and prefix seeks join the moves.
 // Where both fail, only that both failed is compared, not the messages.
 // Memtables are small, so both engines flush and compact on their own
@@ -64,6 +66,7 @@ func TestPebbleDiff(t *testing.T) {
 	requireRan(t, "compared moves", ran.moves, seeds*steps/2)
 	requireRan(t, "flushes", ran.flushes, seeds)
 	requireRan(t, "compactions", ran.compactions, seeds)
+	requireRan(t, "ingests", ran.ingests, seeds)
 	if ran.splitSeeds > 0 {
 		requireRan(t, "compared prefix seeks", ran.prefixSeeks, ran.splitSeeds*steps/20)
 	}
@@ -74,6 +77,7 @@ func TestPebbleDiff(t *testing.T) {
 type diffCounts struct {
 	moves, prefixSeeks   int // positioning calls compared
 	flushes, compactions int // bloomkv's, from Metrics
+	ingests              int // that both engines took
 	splitSeeds           int
 }
 
@@ -83,6 +87,7 @@ func (c *diffCounts) add(o diffCounts) {
 	c.flushes += o.flushes
 	c.compactions += o.compactions
 	c.splitSeeds += o.splitSeeds
+	c.ingests += o.ingests
 }
 
 // countMetrics adds bloomkv's flushes and compactions since Open to the
@@ -144,6 +149,7 @@ type diffReader struct {
 	// kgetAppend is bloomkv's GetAppend, which Pebble's Get with its
 	// Closer stands for; nil for a batch, which has none.
 	kgetAppend func(dst, key []byte) ([]byte, error)
+	snap       *kv.Snapshot // the snapshot read, or nil
 }
 
 func newDiffRun(t *testing.T, seed uint64) *diffRun {
@@ -313,6 +319,10 @@ func (r *diffRun) step() {
 		r.unindexedBatchReads()
 	case p < 955:
 		r.reopen()
+	case p < 970:
+		r.ingest()
+	case p < 980:
+		r.estimate()
 	default:
 		r.checkState()
 	}
@@ -413,15 +423,15 @@ func (r *diffRun) reader() diffReader {
 	case n == 1 && len(r.snaps) > 0:
 		i := r.rng.IntN(len(r.snaps))
 		s := r.snaps[i]
-		return diffReader{fmt.Sprintf("snapshot %d", i), s.k.Get, s.p.Get, s.k.NewIter, s.p.NewIter, false, s.k.GetAppend}
+		return diffReader{fmt.Sprintf("snapshot %d", i), s.k.Get, s.p.Get, s.k.NewIter, s.p.NewIter, false, s.k.GetAppend, s.k}
 	case n == 2 && r.batch != nil:
 		return r.batch.reader()
 	}
-	return diffReader{"DB", r.kdb.Get, r.pdb.Get, r.kdb.NewIter, r.pdb.NewIter, false, r.kdb.GetAppend}
+	return diffReader{"DB", r.kdb.Get, r.pdb.Get, r.kdb.NewIter, r.pdb.NewIter, false, r.kdb.GetAppend, nil}
 }
 
 func (b *diffBatch) reader() diffReader {
-	return diffReader{"indexed batch", b.k.Get, b.p.Get, b.k.NewIter, b.p.NewIter, true, nil}
+	return diffReader{"indexed batch", b.k.Get, b.p.Get, b.k.NewIter, b.p.NewIter, true, nil, nil}
 }
 
 // get compares a Get of a random key, and GetAppend where the reader has
@@ -489,21 +499,28 @@ func (r *diffRun) closeSnapshot() {
 }
 
 // batchStep opens an indexed batch, or writes to the open one, or reads
-// it (Get and NewIter are also drawn by reader), or applies and closes
-// it.
+// it (Get and NewIter are also drawn by reader), or resets it, or applies
+// and closes it.
 func (r *diffRun) batchStep() {
 	if r.batch == nil {
 		r.log.add("NewIndexedBatch")
 		r.batch = &diffBatch{r.kdb.NewIndexedBatch(), r.pdb.NewIndexedBatch()}
 		return
 	}
-	switch r.rng.IntN(5) {
+	switch r.rng.IntN(6) {
 	case 0, 1:
 		r.log.add("indexed batch: [%s]", r.writeBatch(r.batch.k, r.batch.p))
 	case 2:
 		rd := r.batch.reader()
 		r.get(rd)
 		r.iterate(rd)
+	case 3:
+		// Reset empties the batch, which stays indexed; the iterators
+		// over it go first.
+		r.closeIters(func(it *diffIter) bool { return it.overBatch })
+		r.log.add("indexed batch: Reset")
+		r.batch.k.Reset()
+		r.batch.p.Reset()
 	default:
 		r.applyIndexedBatch()
 	}
