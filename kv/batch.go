@@ -62,10 +62,10 @@ var batchBufs sync.Pool
 // not pin its memory for the batches after it.
 const maxPooledBatchBuf = 4 << 20
 
-// Close releases the batch's buffer for later batches (NewBatch) and
-// empties the batch, as Reset does; the batch may then be used again, as
-// a new one (a plain one: an indexed batch loses its index). It must not be called while Apply is running, and the
-// batch's bytes must not be used after it.
+// Close releases the batch's buffer for later batches (NewBatch) and empties
+// the batch, as Reset does; the batch may then be used again, as a new one
+// (a plain one: an indexed batch loses its index). It must not be called
+// while Apply is running, and the batch's bytes must not be used after it.
 func (b *Batch) Close() {
 	if c := cap(b.data); c > 0 && c <= maxPooledBatchBuf {
 		buf := b.data[:0]

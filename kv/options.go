@@ -63,24 +63,25 @@ type Options struct {
 
 	// Comparer orders the keys. nil means sstable.DefaultComparer
 	// (bytewise). Its Name is stored in the MANIFEST and in every table: a
-	// store must always be opened with the comparer it was created with.
-	// A comparer other than bytewise may give an AbbreviatedKey, as
-	// Pebble's may: the memtable then decides most steps of its searches
-	// by the keys' summaries, without calling Compare. With a Split (and its SplitName), filters hold key prefixes, Get asks
-	// them about Split(key), and Iterator.SeekPrefixGE skips every table
-	// whose filter rules the prefix out. Tables whose filters were built
-	// under another Split, or none, stay readable without their filters
-	// (Metrics counts them, LevelMetrics.Lookups.FilterSkipped). A Split
-	// that breaks its contract is refused by Open when sample keys or the
-	// tables' bounds show it, and otherwise fails the write, Get, prefix
-	// seek, flush or compaction that meets it with an error wrapping
-	// ErrInvalidSplit (a write checks each point key's Split); a comparer function that panics in a flush or
+	// store must always be opened with the comparer it was created with. A
+	// comparer other than bytewise may give an AbbreviatedKey, as Pebble's
+	// may: the memtable then decides most steps of its searches by the keys'
+	// summaries, without calling Compare. With a Split (and its SplitName),
+	// filters hold key prefixes, Get asks them about Split(key), and
+	// Iterator.SeekPrefixGE skips every table whose filter rules the prefix
+	// out. Tables whose filters were built under another Split, or none,
+	// stay readable without their filters (Metrics counts them,
+	// LevelMetrics.Lookups.FilterSkipped). A Split that breaks its contract
+	// is refused by Open when sample keys or the tables' bounds show it, and
+	// otherwise fails the write, Get, prefix seek, flush or compaction that
+	// meets it with an error wrapping ErrInvalidSplit (a write checks each
+	// point key's Split); a comparer function that panics in a flush or
 	// compaction (the picker, the MANIFEST's version building, a table
 	// opening, the table writer) stops writes with an error wrapping
 	// compaction.ErrCallbackPanic, as a failed flush does: reads go on,
-	// Close returns it. A filter policy's panics there do the same. One
-	// that panics while Open replays the WALs fails Open with such an
-	// error, the store's files let go.
+	// Close returns it. A filter policy's panics there do the same. One that
+	// panics while Open replays the WALs fails Open with such an error, the
+	// store's files let go.
 	Comparer *sstable.Comparer
 
 	// FilterPolicy builds the per-block filters of new tables, on every
