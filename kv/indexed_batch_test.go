@@ -320,3 +320,43 @@ func TestBatch_Indexed_Errors(t *testing.T) {
 		t.Fatalf("NewIter after Close: %v, want ErrClosed", err)
 	}
 }
+
+// TestBatch_Indexed_AppliedToAnotherDB applies an indexed batch to a DB
+// other than the one that made it: refused, nothing written, and the
+// batch is still applied to its own DB; a plain batch goes to either.
+func TestBatch_Indexed_AppliedToAnotherDB(t *testing.T) {
+	fs := vfs.NewMem()
+	a, err := kv.Open("a", &kv.Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := kv.Open("b", &kv.Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ib := a.NewIndexedBatch()
+	if err := ib.Set([]byte("k"), []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Apply(ib, kv.NoSync); err == nil {
+		t.Fatal("Apply of another DB's indexed batch: no error")
+	}
+	if _, err := b.Get([]byte("k")); !errors.Is(err, kv.ErrNotFound) {
+		t.Fatalf("Get after the refused Apply: %v, want ErrNotFound", err)
+	}
+	if err := a.Apply(ib, kv.NoSync); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := a.Get([]byte("k")); err != nil || string(v) != "v" {
+		t.Fatalf("Get from the batch's own DB = %q, %v", v, err)
+	}
+	plain := a.NewBatch()
+	if err := plain.Set([]byte("p"), []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Apply(plain, kv.NoSync); err != nil {
+		t.Fatalf("Apply of a plain batch made by another DB: %v", err)
+	}
+}

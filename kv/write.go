@@ -181,7 +181,8 @@ func (d *DB) DeleteRange(start, end []byte, opts *WriteOptions) error {
 // Apply commits the batch atomically: readers see all of its writes or none,
 // and recovery restores all or none. The batch may be reused (Reset) once
 // Apply returns. A batch spoiled by a write over the limits is refused with
-// that write's error.
+// that write's error, and an indexed batch made by another DB
+// (NewIndexedBatch) with an error: a plain batch may go to any DB.
 func (d *DB) Apply(b *Batch, opts *WriteOptions) error {
 	w := getWriter()
 	defer putWriter(w)
@@ -199,6 +200,9 @@ func (d *DB) applyWriter(w *writer, b *Batch, opts *WriteOptions) error {
 	if b.err != nil {
 		return b.err
 	}
+	if b.db != nil && b.db != d {
+		return errIndexedBatchOfAnotherDB
+	}
 	if b.Empty() {
 		return nil
 	}
@@ -208,6 +212,11 @@ func (d *DB) applyWriter(w *writer, b *Batch, opts *WriteOptions) error {
 	w.batch, w.sync = b, opts.sync()
 	return d.commit.run(d, w)
 }
+
+// errIndexedBatchOfAnotherDB refuses an indexed batch applied to a DB
+// other than the one that made it: its reads went over that DB, so its
+// writes were decided on another store's state (Pebble panics there).
+var errIndexedBatchOfAnotherDB = errors.New("kv: Apply of an indexed batch made by another DB")
 
 // runExclusive runs fn holding p.mu: after every write that reserved
 // before it, and before every write that reserves after it.
