@@ -25,7 +25,7 @@ import (
 // Options.DisableL0Settling. Either picker compacts L0 by the cheaper of
 // compacting into the base level and merging within L0.
 func (d *DB) maybeScheduleCompactionLocked() {
-	if d.opts.DisableAutomaticCompactions || d.mu.manual > 0 || d.mu.bgErr != nil || d.closed.Load() {
+	if d.opts.DisableAutomaticCompactions || d.opts.ReadOnly || d.mu.manual > 0 || d.mu.bgErr != nil || d.closed.Load() {
 		return
 	}
 	v := d.mu.versions.current
@@ -212,6 +212,9 @@ func moving(c *compaction.Compaction) []*manifest.FileMetadata {
 // flushed or compacted. (Pebble refuses start = end too; here, ends
 // being inclusive, Compact(k, k) compacts the tables holding k.)
 func (d *DB) Compact(start, end []byte) error {
+	if err := d.checkWritable(); err != nil {
+		return err
+	}
 	if err := d.checkKeyRange("Compact", start, end); err != nil {
 		return err
 	}

@@ -46,6 +46,8 @@
 // the store into a new directory while it serves, [DB.Ingest] adds tables
 // written outside it by sstable.Writer (a bulk load), and
 // [DB.EstimateDiskUsage] tells the bytes of a key range's tables.
+// [Options.ReadOnly] opens a store for reads alone, changing none of its
+// files (a tool inspecting a store, a backup read).
 //
 // For reads and background events, as in Pebble: [DB.GetAppend]
 // reads into the caller's buffer without allocating; [DB.NewIndexedBatch]

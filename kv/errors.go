@@ -22,6 +22,10 @@ var ErrDBAlreadyExists = errors.New("kv: store already exists")
 // exist).
 var ErrDBDoesNotExist = errors.New("kv: store does not exist")
 
+// ErrReadOnly is returned by the writes of a DB opened with
+// Options.ReadOnly, and by its Flush, Compact and Ingest.
+var ErrReadOnly = errors.New("kv: read-only")
+
 // ErrCorruption marks errors caused by damaged or truncated files. It is the
 // same value as the one every bloomkv package wraps, so errors.Is(err,
 // kv.ErrCorruption) holds whichever layer found the damage.

@@ -1,6 +1,7 @@
 package kv_test
 
 import (
+	"errors"
 	"fmt"
 	"log"
 
@@ -34,6 +35,30 @@ func ExampleDB_Checkpoint() {
 	fmt.Println(db.Checkpoint("backups/monday") != nil)
 	// Output:
 	// backup: k=before
+	// true
+}
+
+// ExampleOpen_readOnly inspects a store without changing a file of it:
+// the writes its WAL holds are read into memory, and writes are refused.
+func ExampleOpen_readOnly() {
+	fs := vfs.NewMem()
+	db, err := kv.Open("db", &kv.Options{FS: fs})
+	if err != nil {
+		log.Fatal(err)
+	}
+	db.Set([]byte("k"), []byte("in the WAL"), kv.Sync)
+	db.Close()
+
+	ro, err := kv.Open("db", &kv.Options{FS: fs, ReadOnly: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ro.Close()
+	v, _ := ro.Get([]byte("k"))
+	fmt.Printf("k=%s\n", v)
+	fmt.Println(errors.Is(ro.Set([]byte("k"), []byte("new"), kv.Sync), kv.ErrReadOnly))
+	// Output:
+	// k=in the WAL
 	// true
 }
 

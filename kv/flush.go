@@ -22,7 +22,7 @@ var errCanceled = errors.New("kv: background work canceled by Close")
 // background work has failed (see EventListener.BackgroundError) it
 // returns that error, whether or not anything was left to flush.
 func (d *DB) Flush() error {
-	if err := d.checkOpen(); err != nil {
+	if err := d.checkWritable(); err != nil {
 		return err
 	}
 	var logNum base.FileNum
@@ -92,7 +92,7 @@ func (d *DB) maybeScheduleFlushLocked() {
 // store that takes a few megabytes after Open flushes none of them,
 // while its skiplists stay small.
 func (d *DB) flushDueLocked() bool {
-	if len(d.mu.imm) == 0 {
+	if len(d.mu.imm) == 0 || d.opts.ReadOnly {
 		return false
 	}
 	if d.mu.imm[0].logNum() < d.mu.flushUpTo {

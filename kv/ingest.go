@@ -84,7 +84,7 @@ type ingestTable struct {
 // failure to record the tables in the MANIFEST stops the DB, as a failed
 // flush does. Ingest of no paths does nothing.
 func (d *DB) Ingest(paths []string) error {
-	if err := d.checkOpen(); err != nil {
+	if err := d.checkWritable(); err != nil {
 		return err
 	}
 	if len(paths) == 0 {

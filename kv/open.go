@@ -138,7 +138,7 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 	d.events.init(o.EventListener)
 	// A store never loses its CURRENT, so one seen before locking is there
 	// after; checking first leaves a directory without a store untouched.
-	if o.ErrorIfNotExists {
+	if o.ErrorIfNotExists || o.ReadOnly {
 		if err := d.checkExists(true); err != nil {
 			return nil, err
 		}
@@ -175,7 +175,9 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 	if err := d.checkSplitOnTables(); err != nil {
 		return nil, err
 	}
-	d.deleteObsoleteFiles()
+	if !o.ReadOnly {
+		d.deleteObsoleteFiles()
+	}
 	d.mu.Lock()
 	d.updateReadStateLocked()
 	d.maybeScheduleFlushLocked()
@@ -184,10 +186,12 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 	return d, nil
 }
 
-// lockDir creates the directory if missing, takes its LOCK and opens it for
-// syncs.
+// lockDir creates the directory if missing (a read-only DB's exists),
+// takes its LOCK and opens it for syncs.
 func (d *DB) lockDir() error {
-	if err := d.makeDir(d.dirname); err != nil {
+	if d.opts.ReadOnly {
+		// Found with its CURRENT: nothing to create or sync.
+	} else if err := d.makeDir(d.dirname); err != nil {
 		return fmt.Errorf("kv: creating %s: %w", d.dirname, err)
 	}
 	l, err := d.lockStore(d.path(base.MakeFilename(base.FileTypeLock, 0)))
@@ -226,6 +230,8 @@ func (d *DB) checkExists(want bool) error {
 		return err
 	case exists && !want:
 		return fmt.Errorf("%w in %s (Options.ErrorIfExists)", ErrDBAlreadyExists, d.dirname)
+	case !exists && want && d.opts.ReadOnly:
+		return fmt.Errorf("%w: no CURRENT file in %s (Options.ReadOnly)", ErrDBDoesNotExist, d.dirname)
 	case !exists && want:
 		return fmt.Errorf("%w: no CURRENT file in %s (Options.ErrorIfNotExists)", ErrDBDoesNotExist, d.dirname)
 	}
@@ -344,7 +350,7 @@ func (d *DB) Close() error {
 	d.mu.Lock()
 	bgErr := d.mu.bgErr
 	var recordErr error
-	if walErr == nil && bgErr == nil {
+	if walErr == nil && bgErr == nil && !d.opts.ReadOnly {
 		recordErr = d.closeManifestLocked(d.closedLogsLocked(live))
 	}
 	d.mu.Unlock()
@@ -430,6 +436,18 @@ func (d *DB) releaseFiles() {
 	if d.fileLock != nil {
 		d.fileLock.Close()
 	}
+}
+
+// checkWritable returns ErrClosed after Close, and ErrReadOnly for a
+// read-only DB (Options.ReadOnly).
+func (d *DB) checkWritable() error {
+	if err := d.checkOpen(); err != nil {
+		return err
+	}
+	if d.opts.ReadOnly {
+		return ErrReadOnly
+	}
+	return nil
 }
 
 // checkOpen returns ErrClosed after Close.

@@ -60,6 +60,17 @@ type Options struct {
 	// to read or change an existing store. It and ErrorIfExists exclude each
 	// other.
 	ErrorIfNotExists bool
+	// ReadOnly opens an existing store for reads alone, as Pebble's does:
+	// Open fails with an error wrapping ErrDBDoesNotExist where there is
+	// no store, and otherwise changes no file: it writes no table, WAL or
+	// MANIFEST and deletes nothing (it takes the LOCK, so a DB writing the
+	// store elsewhere keeps it out, and the reverse). The WALs' writes are
+	// replayed into memtables held in memory until Close. Writes, Flush,
+	// Compact and Ingest fail with ErrReadOnly; no background flush or
+	// compaction runs. Reads, snapshots, iterators, indexed batches (their
+	// reads) and Checkpoint work as in a store opened for writes. It
+	// excludes ErrorIfExists.
+	ReadOnly bool
 
 	// Comparer orders the keys. nil means sstable.DefaultComparer
 	// (bytewise). Its Name is stored in the MANIFEST and in every table: a
@@ -434,6 +445,8 @@ func (o *Options) checkBounds() error {
 	switch {
 	case o.ErrorIfExists && o.ErrorIfNotExists:
 		return fmt.Errorf("kv: invalid options: ErrorIfExists and ErrorIfNotExists are both set, so Open could never succeed")
+	case o.ErrorIfExists && o.ReadOnly:
+		return fmt.Errorf("kv: invalid options: ErrorIfExists and ReadOnly are both set, so Open could never succeed")
 	case o.MemTableSize < MinMemTableSize || o.MemTableSize > MaxMemTableSize:
 		return fmt.Errorf("kv: invalid options: MemTableSize %d outside [%d, %d]",
 			o.MemTableSize, MinMemTableSize, int64(MaxMemTableSize))

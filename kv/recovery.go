@@ -23,8 +23,10 @@ import (
 // recovered is what the WAL replay found.
 type recovered struct {
 	// mem holds the replayed writes not written to tables; its logs are
-	// the WALs replayed.
+	// the WALs replayed. In a read-only DB, imm holds the memtables the
+	// replay filled before it, oldest first: nothing is written to tables.
 	mem *memTable
+	imm []*memTable
 	// edit adds the tables written at Open, if any.
 	edit *manifest.VersionEdit
 	// lastSeq is the last sequence number recovered, MANIFEST and WALs.
@@ -90,6 +92,10 @@ func (d *DB) recover() error {
 	rec, err := d.replayWALs(nums)
 	if err != nil {
 		return err
+	}
+	if d.opts.ReadOnly {
+		d.startReadOnly(rec)
+		return nil
 	}
 	return d.startFresh(rec)
 }
@@ -312,7 +318,7 @@ func (d *DB) replayWALs(nums []base.FileNum) (*recovered, error) {
 		// live, and unsealed, before it.
 		rec.flushed = true
 	}
-	if rec.flushed {
+	if rec.flushed && !d.opts.ReadOnly {
 		if err := d.flushRecovered(rec); err != nil {
 			return nil, err
 		}
@@ -396,6 +402,13 @@ func (d *DB) replayBatch(rec *recovered, batch []byte, where recordPos, recyclab
 		rec.lastSeq = rec.mem.lastSeq
 	}
 	if rec.mem.Size() >= d.opts.MemTableSize {
+		if d.opts.ReadOnly {
+			// Nothing is written: the replay goes on into a new
+			// memtable, the full one kept in memory.
+			rec.imm = append(rec.imm, rec.mem)
+			rec.mem = newMemTable(d.cmp, 0)
+			return nil
+		}
 		rec.flushed = true
 		return d.flushRecovered(rec)
 	}
@@ -417,6 +430,16 @@ func (d *DB) flushRecovered(rec *recovered) error {
 	rec.mem = newMemTable(d.cmp, 0)
 	rec.edit.LastSeqNum = rec.lastSeq
 	return nil
+}
+
+// startReadOnly installs the replayed memtables in a read-only DB, which
+// keeps them until Close: it opens no WAL and writes no MANIFEST.
+func (d *DB) startReadOnly(rec *recovered) {
+	d.commit.logSeq = rec.lastSeq
+	d.visibleSeq.Store(uint64(rec.lastSeq))
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.mu.mem, d.mu.imm = rec.mem, rec.imm
 }
 
 // startFresh opens the WAL for new writes, installs the recovered memtable

@@ -191,7 +191,7 @@ func (d *DB) Apply(b *Batch, opts *WriteOptions) error {
 
 // applyWriter commits b through the pipeline as w.
 func (d *DB) applyWriter(w *writer, b *Batch, opts *WriteOptions) error {
-	if err := d.checkOpen(); err != nil {
+	if err := d.checkWritable(); err != nil {
 		return err
 	}
 	if b == nil {

@@ -18,7 +18,8 @@ func (a *app) dbCommand() *cobra.Command {
 			"and print the per-level metrics with the lookup accounting; checkpoint it, ingest "+
 			"tables into it, estimate its disk usage. Writes are synced. "+
 			"set and ingest create the store (and the directory) when --dir holds none; the other "+
-			"commands need an existing store and create nothing.")
+			"commands need an existing store and create nothing, and get, scan, metrics, checkpoint "+
+			"and disk-usage open it read-only: they change none of its files.")
 	cmd.PersistentFlags().StringVar(&dir, "dir", "", "store directory (required)")
 	a.addSplitFlag(cmd)
 	cmd.PersistentFlags().BoolVar(&a.verbose, "verbose", false,
@@ -29,15 +30,28 @@ func (a *app) dbCommand() *cobra.Command {
 	return cmd
 }
 
-// openDB opens the store in dir under the comparer --split gives. Commands
-// other than set refuse to create one (create false:
-// kv.Options.ErrorIfNotExists), so a mistyped --dir is an error, not an
+// dbAccess is what a db command does to its store.
+type dbAccess int
+
+const (
+	// dbRead reads: the store is opened read-only (kv.Options.ReadOnly),
+	// and none of its files changes.
+	dbRead dbAccess = iota
+	// dbWrite writes to a store that exists.
+	dbWrite
+	// dbCreate writes, creating the store where there is none.
+	dbCreate
+)
+
+// openDB opens the store in dir under the comparer --split gives, for
+// access. Commands other than set and ingest refuse to create one
+// (kv.Options.ErrorIfNotExists), so a mistyped --dir is an error, not an
 // empty store. Tables built with Pebble's bloom (bench's third store) are
 // read with their filters too. It warns about tables whose filters were
 // built under another Split, which the store then reads without them; the
 // store's own warnings (kv.Options.Logger) go to stderr. With --verbose
 // the store's events are logged on stderr too.
-func (a *app) openDB(dir string, create bool) (*kv.DB, error) {
+func (a *app) openDB(dir string, access dbAccess) (*kv.DB, error) {
 	if dir == "" {
 		return nil, usagef("--dir is required")
 	}
@@ -45,7 +59,8 @@ func (a *app) openDB(dir string, create bool) (*kv.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &kv.Options{ErrorIfNotExists: !create, ExtraFilterPolicies: readableFilters(), Comparer: cmp, Logger: stderrLogger{a}}
+	o := &kv.Options{ErrorIfNotExists: access != dbCreate, ReadOnly: access == dbRead,
+		ExtraFilterPolicies: readableFilters(), Comparer: cmp, Logger: stderrLogger{a}}
 	if a.verbose {
 		o.EventListener = a.eventLogger()
 	}
@@ -67,8 +82,8 @@ func (a *app) openDB(dir string, create bool) (*kv.DB, error) {
 
 // withDB runs fn on the store in dir and closes it, reporting the first
 // error.
-func (a *app) withDB(dir string, create bool, fn func(db *kv.DB) error) error {
-	db, err := a.openDB(dir, create)
+func (a *app) withDB(dir string, access dbAccess, fn func(db *kv.DB) error) error {
+	db, err := a.openDB(dir, access)
 	if err != nil {
 		return err
 	}
@@ -119,7 +134,7 @@ func (a *app) dbGetCommand(dir *string) *cobra.Command {
 			"reported on stderr, and the exit status is then 1.",
 		Args: oneOrMoreArgs("KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withDB(*dir, false, func(db *kv.DB) error { return a.get(db, args, metrics) })
+			return a.withDB(*dir, dbRead, func(db *kv.DB) error { return a.get(db, args, metrics) })
 		},
 	}
 	cmd.Flags().BoolVar(&metrics, "metrics", false, "print the per-level lookup accounting of these gets")
@@ -178,7 +193,7 @@ func (a *app) dbSetCommand(dir *string) *cobra.Command {
 		Short: "Set a key to a value (synced; creates the store if --dir holds none)",
 		Args:  exactArgs("KEY", "VALUE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withDB(*dir, true, func(db *kv.DB) error {
+			return a.withDB(*dir, dbCreate, func(db *kv.DB) error {
 				return db.Set([]byte(args[0]), []byte(args[1]), kv.Sync)
 			})
 		},
@@ -191,7 +206,7 @@ func (a *app) dbDeleteCommand(dir *string) *cobra.Command {
 		Short: "Delete a key (synced; deleting an absent key is not an error)",
 		Args:  exactArgs("KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withDB(*dir, false, func(db *kv.DB) error {
+			return a.withDB(*dir, dbWrite, func(db *kv.DB) error {
 				return db.Delete([]byte(args[0]), kv.Sync)
 			})
 		},
@@ -204,7 +219,7 @@ func (a *app) dbDeleteRangeCommand(dir *string) *cobra.Command {
 		Short: "Delete every key from START up to END, END excluded (synced; an empty range deletes nothing)",
 		Args:  exactArgs("START", "END"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withDB(*dir, false, func(db *kv.DB) error {
+			return a.withDB(*dir, dbWrite, func(db *kv.DB) error {
 				return db.DeleteRange([]byte(args[0]), []byte(args[1]), kv.Sync)
 			})
 		},
@@ -232,7 +247,7 @@ func (a *app) dbScanCommand(dir *string) *cobra.Command {
 			if opts.LowerBound != nil && opts.UpperBound != nil && bytes.Compare(opts.LowerBound, opts.UpperBound) > 0 {
 				return usagef("--start %q is after --end %q: the range [start, end) is inverted", start, end)
 			}
-			return a.withDB(*dir, false, func(db *kv.DB) error { return a.scan(db, opts, limit) })
+			return a.withDB(*dir, dbRead, func(db *kv.DB) error { return a.scan(db, opts, limit) })
 		},
 	}
 	cmd.Flags().StringVar(&start, "start", "", "first key (inclusive; default: the first key)")
@@ -288,7 +303,7 @@ func (a *app) dbMetricsCommand(dir *string) *cobra.Command {
 			"process, so they are zero here; `db get --metrics` shows them for its keys.",
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.withDB(*dir, false, func(db *kv.DB) error {
+			return a.withDB(*dir, dbRead, func(db *kv.DB) error {
 				m := dbMetrics(db)
 				if a.json {
 					return writeJSON(a.stdout, m)

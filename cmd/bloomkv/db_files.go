@@ -21,7 +21,7 @@ func (a *app) dbCheckpointCommand(dir *string) *cobra.Command {
 			"open it with --dir DEST. It is built under DEST.checkpoint-tmp and renamed at the end.",
 		Args: exactArgs("DEST"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.withDB(*dir, false, func(db *kv.DB) error { return db.Checkpoint(args[0]) })
+			return a.withDB(*dir, dbRead, func(db *kv.DB) error { return db.Checkpoint(args[0]) })
 		},
 	}
 }
@@ -45,7 +45,7 @@ func (a *app) dbIngestCommand(dir *string) *cobra.Command {
 					return fmt.Errorf("ingest: %w", err)
 				}
 			}
-			return a.withDB(*dir, true, func(db *kv.DB) error { return db.Ingest(args) })
+			return a.withDB(*dir, dbCreate, func(db *kv.DB) error { return db.Ingest(args) })
 		},
 	}
 }
@@ -75,7 +75,7 @@ func (a *app) dbDiskUsageCommand(dir *string) *cobra.Command {
 			if cmd.Flags().Changed("end") {
 				hi = []byte(end)
 			}
-			return a.withDB(*dir, false, func(db *kv.DB) error {
+			return a.withDB(*dir, dbRead, func(db *kv.DB) error {
 				n, err := db.EstimateDiskUsage(lo, hi)
 				if err != nil {
 					return err

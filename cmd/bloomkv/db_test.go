@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"math"
+	"os"
 	"strings"
 	"testing"
 
@@ -75,4 +76,55 @@ func TestDBVerbose_LogsEvents(t *testing.T) {
 	if _, stderr := runCLI(t, 0, "db", "set", "b", "2", "--dir", dir); stderr != "" {
 		t.Errorf("db set without --verbose: stderr %q", stderr)
 	}
+}
+
+// TestDB_ReadCommandsChangeNoFile runs get, scan, metrics, disk-usage and
+// checkpoint on a store whose last writes are in its WAL alone: each
+// reads them, and none changes, adds or removes a file of the store.
+func TestDB_ReadCommandsChangeNoFile(t *testing.T) {
+	dir := vfs.Default.PathJoin(t.TempDir(), "store")
+	runCLI(t, 0, "db", "set", "a", "1", "--dir", dir)
+	runCLI(t, 0, "db", "set", "b", "2", "--dir", dir)
+	before := dirContents(t, dir)
+	if stdout, _ := runCLI(t, 0, "db", "get", "a", "b", "--dir", dir); stdout != "a\t1\nb\t2\n" {
+		t.Errorf("get: %q", stdout)
+	}
+	if stdout, _ := runCLI(t, 0, "db", "scan", "--dir", dir); stdout != "a\t1\nb\t2\n" {
+		t.Errorf("scan: %q", stdout)
+	}
+	runCLI(t, 0, "db", "metrics", "--dir", dir)
+	runCLI(t, 0, "db", "disk-usage", "--dir", dir)
+	runCLI(t, 0, "db", "checkpoint", vfs.Default.PathJoin(t.TempDir(), "ckpt"), "--dir", dir)
+	after := dirContents(t, dir)
+	for name, data := range before {
+		if got, ok := after[name]; !ok || got != data {
+			t.Errorf("%s changed or removed by the read commands", name)
+		}
+	}
+	for name := range after {
+		if _, ok := before[name]; !ok {
+			t.Errorf("%s created by the read commands", name)
+		}
+	}
+}
+
+// dirContents returns the contents of each file of dir but LOCK.
+func dirContents(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	for _, e := range entries {
+		if e.Name() == "LOCK" {
+			continue
+		}
+		b, err := os.ReadFile(vfs.Default.PathJoin(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[e.Name()] = string(b)
+	}
+	return files
 }
