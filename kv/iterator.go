@@ -11,14 +11,16 @@ import (
 // value visible at the iterator's sequence number and hiding deleted keys,
 // range deletions included.
 // It sees one point in time: the moment NewIter was called (or the
-// snapshot's), until Refresh moves it to the DB's current state. It holds the tables it reads, so no compaction deletes them
-// under it; Close it when done. After Close every method is harmless:
-// positioning calls return false, Key and Value nil, Error and Close
-// ErrClosed.
+// snapshot's), until Refresh moves it to the DB's current state. It holds
+// the tables it reads, so no compaction deletes them under it; Close it
+// when done. After Close every method is harmless: positioning calls
+// return false, Key and Value nil, Error and Close ErrClosed.
 //
 // Positioning methods report whether the iterator landed on a key. Key and
-// Value are valid until the next positioning call; copy them to keep them.
-// An Iterator is not safe for concurrent use.
+// Value are valid until the next positioning call, SetBounds, Refresh or
+// Close, whichever comes first (the memory behind them may then be
+// reused); copy them to keep them. An Iterator is not safe for
+// concurrent use.
 //
 // What an iterator costs: NewIter opens nothing; its state (the merge of
 // the memtables and levels, one table iterator per level, key buffers)
