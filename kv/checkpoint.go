@@ -81,6 +81,8 @@ type walExtent struct {
 // is refused with an error wrapping os.ErrExist, and nothing is written.
 // After Close, Checkpoint returns ErrClosed.
 func (d *DB) Checkpoint(destDir string) error {
+	d.fileCalls.RLock()
+	defer d.fileCalls.RUnlock()
 	if err := d.checkOpen(); err != nil {
 		return err
 	}

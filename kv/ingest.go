@@ -84,6 +84,8 @@ type ingestTable struct {
 // failure to record the tables in the MANIFEST stops the DB, as a failed
 // flush does. Ingest of no paths does nothing.
 func (d *DB) Ingest(paths []string) error {
+	d.fileCalls.RLock()
+	defer d.fileCalls.RUnlock()
 	if err := d.checkWritable(); err != nil {
 		return err
 	}

@@ -143,3 +143,70 @@ func TestDB_Ingest_WriteInFlight(t *testing.T) {
 	checkContents(t, db, want, "after the write and the ingest")
 	checkReopened(t, db, mem, want)
 }
+
+// linkGateFS stalls the first link into the store's directory once armed:
+// it signals stalled and waits for resume.
+type linkGateFS struct {
+	vfs.FS
+	armed           atomic.Bool
+	stalled, resume chan struct{}
+}
+
+func (fs *linkGateFS) Link(oldname, newname string) error {
+	if fs.armed.CompareAndSwap(true, false) {
+		close(fs.stalled)
+		<-fs.resume
+	}
+	return fs.FS.Link(oldname, newname)
+}
+
+// TestDB_Ingest_CloseWaits closes the store while an Ingest is linking
+// its table: Close returns only once the Ingest has, so the listener
+// hears of the ingestion (refused: the store closed) before Close
+// returns, and no file the Ingest linked is left in the store.
+func TestDB_Ingest_CloseWaits(t *testing.T) {
+	fs := &linkGateFS{FS: vfs.NewMem(), stalled: make(chan struct{}), resume: make(chan struct{})}
+	ev := &ingestEvents{}
+	d, err := kv.Open("db", &kv.Options{FS: fs, EventListener: ev.listener()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeTable(t, fs, "ext.sst", "a", "b")
+	fs.armed.Store(true)
+	ingested := make(chan error, 1)
+	go func() { ingested <- d.Ingest([]string{"ext.sst"}) }()
+	<-fs.stalled
+	closed := make(chan error, 1)
+	go func() { closed <- d.Close() }()
+	for d.Set([]byte("x"), nil, kv.NoSync) == nil {
+		time.Sleep(time.Millisecond) // until Close has begun
+	}
+	time.Sleep(50 * time.Millisecond) // time for a Close that does not wait to return
+	close(fs.resume)
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-ingested:
+		if !errors.Is(err, kv.ErrClosed) {
+			t.Fatalf("Ingest overlapping Close: %v, want ErrClosed", err)
+		}
+	default:
+		t.Fatal("Close returned before the Ingest it overlapped")
+	}
+	ev.mu.Lock()
+	n := len(ev.infos)
+	ev.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("%d ingestion events when Close returned, want 1", n)
+	}
+	names, err := fs.List("db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		if strings.HasSuffix(name, ".sst") {
+			t.Fatalf("the Ingest left %s in the store", name)
+		}
+	}
+}

@@ -72,6 +72,13 @@ type DB struct {
 
 	// manualMu serializes calls to Compact.
 	manualMu sync.Mutex
+	// fileCalls is held for reading by the calls that work on the store's
+	// files in the caller's goroutine, outside the commit pipeline and
+	// d.mu, for their whole run (Ingest, Checkpoint), and for writing by
+	// Close once closed is set: Close returns only after each has
+	// returned, so none links or removes a file of the store, copies one,
+	// or calls the listener after Close released the directory.
+	fileCalls sync.RWMutex
 
 	mu struct {
 		sync.Mutex
@@ -309,7 +316,10 @@ func (d *DB) path(name string) string { return d.fs.PathJoin(d.dirname, name) }
 // call Flush first to have them in a table. Close returns ErrClosed when
 // called twice, and otherwise the first background error met, if any.
 //
-// Iterators and snapshots should be closed before the DB. Those still
+// An Ingest or a Checkpoint running when Close is called ends first (with
+// ErrClosed, unless it was done), so that nothing touches the store's
+// files, or calls the listener, once Close has returned. Iterators and
+// snapshots should be closed before the DB. Those still
 // open become unusable (ErrClosed) and no longer hold anything: Close
 // still closes the store cleanly, then reports them, as Pebble does, with
 // an error wrapping ErrLeaked that counts them.
@@ -321,6 +331,10 @@ func (d *DB) Close() error {
 	d.mu.Lock()
 	d.mu.cond.Broadcast()
 	d.mu.Unlock()
+	// An Ingest or Checkpoint that began before notices the close at its
+	// next step (or completes): wait for it.
+	d.fileCalls.Lock()
+	d.fileCalls.Unlock()
 
 	// Holding the commit pipeline, after every write that reserved before
 	// it, close the WAL: written out and synced.
