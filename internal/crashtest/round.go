@@ -2,9 +2,11 @@ package crashtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -206,16 +208,21 @@ func (res *RoundResult) judge(h *history, found [][]int) error {
 	return err
 }
 
-// reopen checks the store in this process: it opens it, checks what the
-// last kill left, writes more, closes it, and opens it again to find
+// reopen checks the store in this process: it opens it read-only and
+// checks what the last kill left, then opens it for writes, checks it
+// finds the same, writes more, closes it, and opens it again to find
 // exactly what was written.
 func (res *RoundResult) reopen(h *history, rng *rand.Rand) error {
 	r := h.r
+	readOnly, err := readOnlyStates(res.Dir, h)
+	if err != nil {
+		return err
+	}
 	db, err := kv.Open(res.Dir, r.options())
 	if err != nil {
 		return fmt.Errorf("crashtest: Open after the kill: %w", err)
 	}
-	last, err := res.checkAndWrite(db, h, rng)
+	last, err := res.checkAndWrite(db, h, rng, readOnly)
 	if cerr := db.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("crashtest: Close: %w", cerr)
 	}
@@ -237,13 +244,41 @@ func (res *RoundResult) reopen(h *history, rng *rand.Rand) error {
 	return nil
 }
 
-// checkAndWrite checks the store db holds against the history, then
-// writes 1 to 40 more ops per writer, at once, and checks they are all
-// there. It returns each writer's last op.
-func (res *RoundResult) checkAndWrite(db *kv.DB, h *history, rng *rand.Rand) ([]int, error) {
+// readOnlyStates opens the store in dir read-only (kv.Options.ReadOnly)
+// and returns the states of each writer it finds; nil where there is no
+// store yet (a kill in its first Open).
+func readOnlyStates(dir string, h *history) ([][]int, error) {
+	o := h.r.options()
+	o.ReadOnly = true
+	db, err := kv.Open(dir, o)
+	if errors.Is(err, kv.ErrDBDoesNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("crashtest: read-only Open after the kill: %w", err)
+	}
+	found, err := checkStore(db, h.r, h.windows())
+	if cerr := db.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("crashtest: Close of the read-only DB: %w", cerr)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read-only: %w", err)
+	}
+	return found, nil
+}
+
+// checkAndWrite checks the store db holds against the history, and
+// against readOnly, the states a read-only DB found in it, if not nil:
+// the two recoveries must agree. It then writes 1 to 40 more ops per
+// writer, at once, and checks they are all there. It returns each
+// writer's last op.
+func (res *RoundResult) checkAndWrite(db *kv.DB, h *history, rng *rand.Rand, readOnly [][]int) ([]int, error) {
 	found, err := checkStore(db, h.r, h.windows())
 	if err == nil {
 		err = res.judge(h, found)
+	}
+	if err == nil && readOnly != nil && !slices.EqualFunc(found, readOnly, slices.Equal) {
+		err = fmt.Errorf("crashtest: the store opened for writes holds states %v, opened read-only %v", found, readOnly)
 	}
 	if err != nil {
 		return nil, err
