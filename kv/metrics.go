@@ -206,8 +206,10 @@ type FilterMetrics struct {
 	HeldBytes int64
 	// CapBytes is the cap, FilterBudget.Bytes; 0 without one.
 	CapBytes int64
-	// TablesNotHeld counts the tables with a filter that the cap leaves
-	// out: lookups read them as if they had none.
+	// TablesNotHeld counts the tables the cap leaves without a filter
+	// held, though they carry one or the cap's allocation gave them bits
+	// (a filter to build) that did not fit: lookups read them as if they
+	// had none.
 	TablesNotHeld int64
 	// IndexBytes is the memory the open tables' indexes take.
 	IndexBytes int64
