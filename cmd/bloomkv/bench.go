@@ -20,6 +20,7 @@ import (
 	"github.com/cockroachdb/pebble/bloom"
 	"github.com/cockroachdb/pebble/vfs"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // benchOptions are the flags of bench.
@@ -43,6 +44,8 @@ type benchOptions struct {
 	markdown                 string
 	seed                     uint64
 	command                  string // the command line, for --markdown
+	// set holds the names of the flags given on the command line.
+	set map[string]bool
 }
 
 // The sizes of the bench's stores, in both engines. They are smaller than
@@ -86,6 +89,8 @@ func (a *app) benchCommand() *cobra.Command {
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.command = commandLine(cmd)
+			o.set = map[string]bool{}
+			cmd.Flags().Visit(func(f *pflag.Flag) { o.set[f.Name] = true })
 			return a.runBench(cmd.Context(), o)
 		},
 	}
@@ -102,11 +107,11 @@ func (a *app) benchCommand() *cobra.Command {
 	f.BoolVar(&o.keep, "keep", false, "keep the stores after the run")
 	f.BoolVar(&o.pebble, "pebble", false, "also run Pebble v1.1.5 with both filters")
 	f.BoolVar(&o.growth, "growth", false, "load in doubling steps up to --keys and measure the settled shape after each")
-	f.BoolVar(&o.filterMemory, "filter-memory", false, "run the filter-memory study instead: wasted data-block reads per lookup against filter bits per key (2-16) for uniform filters, no bottom-level filters, Monkey's budget and the traffic-aware cap, on all-absent, 90% present and Zipfian lookups")
+	f.BoolVar(&o.filterMemory, "filter-memory", false, "run the filter-memory study instead: wasted data-block reads per lookup against filter bits per key (2-16) for uniform filters, no bottom-level filters, Monkey's budget and the traffic-aware cap, on all-absent, 90% present and Zipfian lookups, on in-memory stores of its own (so not with --dir, --keep, --pebble, --growth, --rounds, --fpr or the size flags)")
 	f.IntVar(&o.zipfRankings, "zipf-rankings", 8, "with --filter-memory: the Zipf mix's figure is the mean over this many independent rankings of the keys (which keys are hot decides much of one store's figure); each strategy is measured on the same rankings, the traffic-aware store opened and warmed up anew on each")
 	f.Float64Var(&o.filterCapBits, "filter-cap-bits", 0, "with --growth: grow one store instead, under a filter cap (FilterBudget{Bytes}) of this many bits per key of --keys, sampling the filter bytes held all along (they must never exceed the cap) and measuring wasted reads per absent lookup after each doubling from --growth-from")
 	f.IntVar(&o.growthFrom, "growth-from", 1_000_000, "with --growth --filter-cap-bits: the first size measured (capped at --keys)")
-	f.BoolVar(&o.prefix, "prefix", false, "run the prefix-scan workload instead: --keys as user/<id>/<field> keys, --lookups prefix seeks of absent and of present users")
+	f.BoolVar(&o.prefix, "prefix", false, "run the prefix-scan workload instead: --keys as user/<id>/<field> keys, --lookups prefix seeks of absent and of present users (not with --filter-memory, --growth or --rounds)")
 	f.StringVar(&o.plot, "plot", "", "write a plot to `FILE` (.svg or .png); not with --prefix, --writers or --filter-cap-bits, which draw none")
 	f.StringVar(&o.markdown, "markdown", "", "also write the report as a Markdown page to `FILE`, with the command line, machine, Go version and date (docs/results.md is one)")
 	f.Uint64Var(&o.seed, "seed", 1, "seed of keys, values and lookup order")
@@ -138,6 +143,9 @@ func (o *benchOptions) check() error {
 		return err
 	}
 	if err := o.checkWriters(); err != nil {
+		return err
+	}
+	if err := o.checkRunsAlone(); err != nil {
 		return err
 	}
 	switch {
@@ -191,6 +199,28 @@ func (o *benchOptions) checkWriters() (err error) {
 	}
 	o.writers, err = parseWriters(o.writersList)
 	return err
+}
+
+// checkRunsAlone refuses the flags that --prefix and --filter-memory
+// would ignore: each runs instead of the point-lookup bench, --prefix
+// without its growth steps and write modes, and --filter-memory on stores
+// of its own, in memory, at sizes and filters of its own.
+func (o *benchOptions) checkRunsAlone() error {
+	var run string
+	var ignored []string
+	switch {
+	case o.prefix:
+		run, ignored = "--prefix", []string{"filter-memory", "growth", "rounds"}
+	case o.filterMemory:
+		run, ignored = "--filter-memory", []string{"growth", "dir", "keep", "pebble", "memtable", "cache",
+			"table-size", "l1-size", "fpr", "rounds"}
+	}
+	for _, name := range ignored {
+		if o.set[name] {
+			return usagef("--%s: %s runs alone and takes no --%s", name, run, name)
+		}
+	}
+	return nil
 }
 
 // checkMarkdown checks --markdown before the run rather than after it: a

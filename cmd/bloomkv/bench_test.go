@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -187,5 +188,32 @@ func TestBench_PlotWithoutPlot(t *testing.T) {
 		if _, stderr := runCLI(t, 2, args...); !strings.HasPrefix(stderr, "bloomkv: --plot: ") {
 			t.Errorf("%q: stderr %q, want a --plot usage error", args, stderr)
 		}
+	}
+}
+
+// TestBench_RunsAloneRefuseIgnoredFlags gives --prefix and
+// --filter-memory flags they would ignore: each is a usage error naming
+// the flag, before anything runs.
+func TestBench_RunsAloneRefuseIgnoredFlags(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "stores")
+	for _, tc := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"--prefix", "--filter-memory"}, "--filter-memory"},
+		{[]string{"--prefix", "--growth"}, "--growth"},
+		{[]string{"--filter-memory", "--dir", dir}, "--dir"},
+		{[]string{"--filter-memory", "--keep"}, "--keep"},
+		{[]string{"--filter-memory", "--pebble"}, "--pebble"},
+		{[]string{"--filter-memory", "--memtable", "1MiB"}, "--memtable"},
+		{[]string{"--filter-memory", "--fpr", "0.02"}, "--fpr"},
+	} {
+		args := append([]string{"bench", "--keys", "1000", "--lookups", "100"}, tc.args...)
+		if _, stderr := runCLI(t, 2, args...); !strings.HasPrefix(stderr, "bloomkv: "+tc.flag+": ") {
+			t.Errorf("%q: stderr %q, want a usage error naming %s", tc.args, stderr, tc.flag)
+		}
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("a refused bench made its --dir (%v)", err)
 	}
 }
