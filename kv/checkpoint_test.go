@@ -29,6 +29,19 @@ func readDir(fs vfs.FS, dir string) (map[string]string, error) {
 	return got, err
 }
 
+// checkDir checks that the store in dir of fs holds want, what naming it
+// in the failure.
+func checkDir(t *testing.T, fs vfs.FS, dir string, want map[string]string, what string) {
+	t.Helper()
+	got, err := readDir(fs, dir)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	if d := diffMaps(got, want); d != "" {
+		t.Fatalf("%s: %s", what, d)
+	}
+}
+
 // checkpointFixture opens a store in db of fs with tables in several
 // levels, flushed and unflushed memtables' writes, and returns it with its
 // contents.
@@ -79,13 +92,7 @@ func TestDB_Checkpoint(t *testing.T) {
 			if err := db.Set([]byte("k0002"), []byte("after"), kv.Sync); err != nil {
 				t.Fatal(err)
 			}
-			got, err := readDir(fs, "backups/ckpt")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d := diffMaps(got, want); d != "" {
-				t.Fatalf("checkpoint: %s", d)
-			}
+			checkDir(t, fs, "backups/ckpt", want, "checkpoint")
 			if _, err := fs.Stat("backups/ckpt.checkpoint-tmp"); !errors.Is(err, os.ErrNotExist) {
 				t.Fatalf("temporary directory left behind: %v", err)
 			}
@@ -288,13 +295,7 @@ func TestDB_Checkpoint_TrailingSlash(t *testing.T) {
 	if err := db.Checkpoint("backups/ckpt/"); err != nil {
 		t.Fatal(err)
 	}
-	got, err := readDir(fs, "backups/ckpt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := diffMaps(got, want); d != "" {
-		t.Fatalf("checkpoint: %s", d)
-	}
+	checkDir(t, fs, "backups/ckpt", want, "checkpoint")
 	names, err := fs.List("backups")
 	if err != nil || len(names) != 1 || names[0] != "ckpt" {
 		t.Fatalf("backups holds %v (%v), want the checkpoint alone", names, err)
@@ -340,13 +341,7 @@ func TestDB_Checkpoint_SameTargetAtOnce(t *testing.T) {
 	if err := <-first; err != nil {
 		t.Fatal(err)
 	}
-	got, err := readDir(fs, "ckpt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := diffMaps(got, want); d != "" {
-		t.Fatalf("checkpoint: %s", d)
-	}
+	checkDir(t, fs, "ckpt", want, "checkpoint")
 	if err := db.Checkpoint("ckpt"); !errors.Is(err, os.ErrExist) {
 		t.Fatalf("Checkpoint to the finished checkpoint = %v, want an error wrapping os.ErrExist", err)
 	}

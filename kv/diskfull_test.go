@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"math/rand/v2"
 	"os"
 	"strings"
 	"sync"
@@ -252,21 +251,14 @@ func testDiskFull(t *testing.T, crash bool) {
 
 // diskFullRun is the workload of one seed on a disk of one size.
 type diskFullRun struct {
-	t     *testing.T
+	faultWorkload
 	seed  uint64
 	room  int64
 	crash bool
-	rng   *rand.Rand
 	mem   *vfs.MemFS
 	fs    *diskFullFS
-	db    *kv.DB
-	log   opLog
 	// failed names the call that failed first, "" while none has.
 	failed string
-	// model holds the acknowledged writes; pending the one that failed,
-	// if any, whose outcome is unknown.
-	model   map[string]string
-	pending *crashWrite
 	// reopenedFull says whether Open succeeded on the full disk.
 	reopenedFull bool
 }
@@ -279,8 +271,13 @@ func newDiskFullRun(t *testing.T, seed uint64, room int64, crash bool) *diskFull
 	if crash {
 		mem = vfs.NewStrictMem()
 	}
-	return &diskFullRun{t: t, seed: seed, room: room, crash: crash, rng: newRand(seed), mem: mem,
-		fs: newDiskFullFS(mem, room), model: map[string]string{}}
+	r := &diskFullRun{seed: seed, room: room, crash: crash, mem: mem, fs: newDiskFullFS(mem, room)}
+	syncOneIn := 3
+	if crash {
+		syncOneIn = 1
+	}
+	r.faultWorkload = newFaultWorkload(t, seed, syncOneIn, r.check)
+	return r
 }
 
 func (r *diskFullRun) fatalf(format string, args ...any) {
@@ -328,30 +325,6 @@ func (r *diskFullRun) check(err error, what string) bool {
 		r.failed = what
 	}
 	return false
-}
-
-func (r *diskFullRun) step(step int) {
-	switch p := r.rng.IntN(100); {
-	case p < 6:
-		r.log.add("Flush")
-		r.check(r.db.Flush(), "Flush")
-	case p < 8:
-		r.log.add("Compact")
-		r.check(r.db.Compact(nil, nil), "Compact")
-	default:
-		b := r.db.NewBatch()
-		w := randomWrite(r.t, r.rng, b, step)
-		opts := kv.NoSync
-		if r.crash || r.rng.IntN(3) == 0 {
-			opts = kv.Sync
-		}
-		r.log.add("write %d keys, %d ranges deleted, sync=%v", len(w.kvs), len(w.delRanges), opts.Sync)
-		if r.check(r.db.Apply(b, opts), "write") {
-			w.apply(r.model)
-		} else {
-			r.pending = &w
-		}
-	}
 }
 
 // checkWritesRefused checks that no write is acknowledged after the

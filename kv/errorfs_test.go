@@ -350,24 +350,65 @@ func TestErrorFS_Write(t *testing.T) {
 
 // faultWriteRun is the write workload with one operation failing.
 type faultWriteRun struct {
-	t     *testing.T
-	seed  uint64
-	index int
-	rng   *rand.Rand
-	mem   vfs.FS
-	inj   *faultInjector
-	db    *kv.DB
-	log   opLog
-	// model holds the acknowledged writes; pending the one whose outcome is
-	// unknown, if any.
-	model   map[string]string
-	pending *crashWrite
+	faultWorkload
+	seed    uint64
+	index   int
+	mem     vfs.FS
+	inj     *faultInjector
 	errored bool
 }
 
 func newFaultWriteRun(t *testing.T, seed uint64, index int) *faultWriteRun {
-	return &faultWriteRun{t: t, seed: seed, index: index, rng: newRand(seed), mem: vfs.NewMem(),
-		inj: &faultInjector{}, model: map[string]string{}}
+	r := &faultWriteRun{seed: seed, index: index, mem: vfs.NewMem(), inj: &faultInjector{}}
+	r.faultWorkload = newFaultWorkload(t, seed, 5, r.check)
+	return r
+}
+
+// faultWorkload is the random workload of the fault tests (faultWriteRun,
+// diskFullRun): Flush, Compact and writes (randomWrite), the acknowledged
+// ones kept in model. checkCall, the test's, reports whether a call
+// succeeded, after checking the error of one that did not.
+type faultWorkload struct {
+	t   *testing.T
+	rng *rand.Rand
+	db  *kv.DB
+	log opLog
+	// model holds the acknowledged writes; pending the one whose outcome
+	// is unknown, if any.
+	model   map[string]string
+	pending *crashWrite
+	// syncOneIn makes a write Sync one time in syncOneIn (1: every time).
+	syncOneIn int
+	checkCall func(err error, what string) bool
+}
+
+func newFaultWorkload(t *testing.T, seed uint64, syncOneIn int, check func(error, string) bool) faultWorkload {
+	return faultWorkload{t: t, rng: newRand(seed), model: map[string]string{}, syncOneIn: syncOneIn, checkCall: check}
+}
+
+// step runs one step of the workload, step numbering its value.
+func (w *faultWorkload) step(step int) {
+	switch p := w.rng.IntN(100); {
+	case p < 6:
+		w.log.add("Flush")
+		w.checkCall(w.db.Flush(), "Flush")
+	case p < 8:
+		w.log.add("Compact")
+		w.checkCall(w.db.Compact(nil, nil), "Compact")
+	default:
+		b := w.db.NewBatch()
+		c := randomWrite(w.t, w.rng, b, step)
+		opts := kv.NoSync
+		if w.syncOneIn == 1 || w.rng.IntN(w.syncOneIn) == 0 {
+			opts = kv.Sync
+		}
+		w.log.add("write %d keys, %d ranges deleted, sync=%v", len(c.kvs), len(c.delRanges), opts.Sync)
+		if w.checkCall(w.db.Apply(b, opts), "write") {
+			c.apply(w.model)
+		} else {
+			w.pending = &c
+		}
+	}
 }
 
 func (r *faultWriteRun) fatalf(format string, args ...any) {
@@ -415,36 +456,6 @@ func (r *faultWriteRun) check(err error, what string) bool {
 	}
 	r.errored = true
 	return false
-}
-
-func (r *faultWriteRun) step(step int) {
-	switch p := r.rng.IntN(100); {
-	case p < 6:
-		r.log.add("Flush")
-		r.check(r.db.Flush(), "Flush")
-	case p < 8:
-		r.log.add("Compact")
-		r.check(r.db.Compact(nil, nil), "Compact")
-	default:
-		r.write(step)
-	}
-}
-
-// write applies a Set, a Delete, a DeleteRange or a four-key batch, Sync
-// or NoSync.
-func (r *faultWriteRun) write(step int) {
-	b := r.db.NewBatch()
-	w := randomWrite(r.t, r.rng, b, step)
-	opts := kv.NoSync
-	if r.rng.IntN(5) == 0 {
-		opts = kv.Sync
-	}
-	r.log.add("write %d keys, %d ranges deleted, sync=%v", len(w.kvs), len(w.delRanges), opts.Sync)
-	if r.check(r.db.Apply(b, opts), "write") {
-		w.apply(r.model)
-	} else {
-		r.pending = &w
-	}
 }
 
 // randomWrite fills b with the write of a workload's step: a Set, a

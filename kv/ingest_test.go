@@ -478,10 +478,7 @@ func TestDB_FilesWithoutLinks(t *testing.T) {
 	if err := db.Checkpoint("ckpt"); err != nil {
 		t.Fatal(err)
 	}
-	got, err := readDir(fs, "ckpt")
-	if err != nil || diffMaps(got, ext) != "" {
-		t.Fatalf("checkpoint made by copies: %v %s", err, diffMaps(got, ext))
-	}
+	checkDir(t, fs, "ckpt", ext, "checkpoint made by copies")
 }
 
 // TestDB_Ingest_FilterSplit warns of a table whose filters hold whole

@@ -168,13 +168,7 @@ func TestOpen_ReadOnly(t *testing.T) {
 		}
 	}
 	for _, dir := range []string{"ckpt", "db"} {
-		got, err := readDir(fs, dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if diff := diffMaps(got, want); diff != "" {
-			t.Fatalf("%s opened for writes after the read-only DB: %s", dir, diff)
-		}
+		checkDir(t, fs, dir, want, dir+" opened for writes after the read-only DB")
 	}
 }
 
@@ -288,11 +282,5 @@ func TestOpen_ReadOnly_AfterCrash(t *testing.T) {
 			t.Fatalf("%s changed under the read-only DB", name)
 		}
 	}
-	again, err := readDir(mem, "db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := diffMaps(again, got); diff != "" {
-		t.Fatalf("opened for writes after the read-only DB: %s", diff)
-	}
+	checkDir(t, mem, "db", got, "opened for writes after the read-only DB")
 }
