@@ -89,6 +89,9 @@ func (d *DB) readSeqNum(snap *Snapshot) base.SeqNum {
 	if snap != nil {
 		return snap.seq
 	}
+	if f := d.opts.private.beforeReadSeq; f != nil {
+		f()
+	}
 	return base.SeqNum(d.visibleSeq.Load())
 }
 
