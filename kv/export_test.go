@@ -46,3 +46,11 @@ func WALPastFirstMappedChunk(d *DB) bool {
 
 // TableFiles is tableFiles (compaction_test.go), for the external tests.
 var TableFiles = tableFiles
+
+// BeforeReadSeq makes the stores o opens call f as a read without a
+// snapshot, its read state loaded, is about to load the visible sequence
+// number, for the external tests that commit writes there.
+func BeforeReadSeq(o *Options, f func()) *Options {
+	o.private.beforeReadSeq = f
+	return o
+}

@@ -53,9 +53,8 @@ func (d *DB) lookup(dst, key []byte, snap *Snapshot) ([]byte, error) {
 	if key == nil {
 		key = []byte{} // nil is "unbounded" to key-range helpers
 	}
-	rs := d.loadReadState()
+	rs, seq := d.loadReadView(snap)
 	defer rs.unref()
-	seq := d.readSeqNum(snap)
 	if n := d.metrics.gets.Add(1); n&(filterPassLookups-1) == 0 {
 		d.filterMem.lookupsServed()
 	}
@@ -79,15 +78,35 @@ func (d *DB) lookup(dst, key []byte, snap *Snapshot) ([]byte, error) {
 	return append(dst, value...), nil
 }
 
+// loadReadView returns the current read state, referenced, and the
+// sequence number a read taken now sees in it (see readSeqNum). Without a
+// snapshot, the state must still be the current one once the number is
+// loaded, or both are loaded again: a state replaced meanwhile may lack
+// tables published before writes the number covers (an ingest publishes
+// its tables, then its number, and the writes after it go to the
+// memtable the replaced state lists too), and the read would see those
+// writes without the tables. Loaded in the other order, the state could
+// hold a compaction's output that dropped versions the number still sees.
+func (d *DB) loadReadView(snap *Snapshot) (*readState, base.SeqNum) {
+	for {
+		rs := d.loadReadState()
+		seq := d.readSeqNum(snap)
+		if snap != nil || d.readState.val.Load() == rs {
+			return rs, seq
+		}
+		rs.unref()
+	}
+}
+
 // readSeqNum returns the sequence number a read taken now sees: the
-// snapshot's, or else the visible one. Without a snapshot, load the read
-// state first: its tables then hold nothing newer than the sequence number
-// (a compaction that dropped versions older than it cannot be in the read
-// state yet), and what it misses is committed after the read state was
-// taken, so the read still sees a prefix of the commits.
+// snapshot's, or else the visible one. A read loads it with its read
+// state through loadReadView.
 func (d *DB) readSeqNum(snap *Snapshot) base.SeqNum {
 	if snap != nil {
 		return snap.seq
+	}
+	if f := d.opts.private.beforeReadSeq; f != nil {
+		f()
 	}
 	return base.SeqNum(d.visibleSeq.Load())
 }

@@ -130,8 +130,7 @@ func (s *iterState) init(d *DB, opts *IterOptions, snap *Snapshot) {
 		s.prefixOnly = opts.PrefixOnly
 	}
 	s.snap = snap
-	s.rs = d.loadReadState()
-	s.seq = d.readSeqNum(snap)
+	s.rs, s.seq = d.loadReadView(snap)
 	s.build()
 }
 

@@ -1,5 +1,7 @@
 package kv
 
+import "github.com/bloomkv/bloomkv/internal/base"
+
 // Refresh moves the iterator to the newest state its source offers, as
 // RocksDB's Iterator::Refresh does: an iterator from DB.NewIter then sees
 // every write committed before Refresh, as a NewIter at that moment
@@ -60,16 +62,15 @@ func (s *iterState) refresh() error {
 	} else if err := s.db.checkOpen(); err != nil {
 		return err
 	}
-	rs := s.db.loadReadState()
+	rs, seq := s.db.loadReadView(snap)
 	if rs == s.rs && s.src == nil && s.err == nil && s.merging.Error() == nil {
-		s.keepInputs()
+		s.keepInputs(seq)
 		return s.err
 	}
 	s.teardown()
 	s.err = nil // an error closing the old inputs goes with them
 	old := s.rs
-	s.rs, s.snap = rs, snap
-	s.seq = s.db.readSeqNum(snap)
+	s.rs, s.snap, s.seq = rs, snap, seq
 	old.unref()
 	if b := s.src; b != nil {
 		s.batch, s.batchLimit = b.index, b.visibleLimit()
@@ -79,16 +80,16 @@ func (s *iterState) refresh() error {
 }
 
 // keepInputs is refresh when the DB's read state is the one s holds (its
-// reference taken again): the same memtables and tables, so the inputs
-// stand, tables open and all, and a read loop of Refresh and a seek
-// neither closes nor reopens anything. Writes since may have raised the
-// sequence number and added range tombstones to the memtable, which are
-// gathered again (each memtable keeps its own fragmented); the position
-// goes. An iterator over an indexed batch, or one an error stopped, is
-// built afresh instead.
-func (s *iterState) keepInputs() {
+// reference taken again), seq the sequence number loaded with it: the
+// same memtables and tables, so the inputs stand, tables open and all,
+// and a read loop of Refresh and a seek neither closes nor reopens
+// anything. Writes since may have raised the sequence number and added
+// range tombstones to the memtable, which are gathered again (each
+// memtable keeps its own fragmented); the position goes. An iterator over
+// an indexed batch, or one an error stopped, is built afresh instead.
+func (s *iterState) keepInputs(seq base.SeqNum) {
 	s.rs.unref() // the reference refresh took; s holds its own
-	s.seq = s.db.readSeqNum(s.snap)
+	s.seq = seq
 	s.unposition()
 	clear(s.rangeDels)
 	s.rangeDels = s.rangeDels[:0]

@@ -314,6 +314,10 @@ type Options struct {
 		// walMmapChunk, when positive, replaces maxWALMmapChunk, for
 		// tests whose records must cross a mapped WAL's chunks often.
 		walMmapChunk int64
+		// beforeReadSeq, when not nil, runs as a read without a
+		// snapshot, its read state loaded, is about to load the
+		// visible sequence number, for tests that commit writes there.
+		beforeReadSeq func()
 	}
 }
 
