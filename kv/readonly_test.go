@@ -284,3 +284,25 @@ func TestOpen_ReadOnly_AfterCrash(t *testing.T) {
 	}
 	checkDir(t, mem, "db", got, "opened for writes after the read-only DB")
 }
+
+// TestCheckpoint_ReadOnly_ManifestNum checkpoints a read-only DB: the
+// checkpoint's MANIFEST takes the number of the one the store's CURRENT
+// names, as Pebble's does, not 0, a number no file of a store takes.
+func TestCheckpoint_ReadOnly_ManifestNum(t *testing.T) {
+	fs := vfs.NewMem()
+	readOnlyFixture(t, fs)
+	d, err := kv.Open("db", &kv.Options{FS: fs, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Checkpoint("ckpt"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	store, ckpt := storeFiles(t, fs, "db")["CURRENT"], storeFiles(t, fs, "ckpt")["CURRENT"]
+	if ckpt != store {
+		t.Fatalf("the checkpoint's CURRENT names %q, the store's %q", strings.TrimSpace(ckpt), strings.TrimSpace(store))
+	}
+}

@@ -270,10 +270,12 @@ func (vs *versionSet) setCurrent(num base.FileNum) error {
 }
 
 // load reads CURRENT and replays the MANIFEST it names into current,
-// logNum, nextFile and lastSeq. An edit that does not decode, or that
-// contradicts the edits before it (see manifest.Builder), is corruption
-// naming the MANIFEST and the edit's offset. A torn last record (a crash
-// while appending) ends the log.
+// logNum, nextFile and lastSeq; manifestNum names it until a new one is
+// written (a read-only DB writes none, and its checkpoints take that
+// number). An edit that does not decode, or that contradicts the edits
+// before it (see manifest.Builder), is corruption naming the MANIFEST and
+// the edit's offset. A torn last record (a crash while appending) ends
+// the log.
 func (vs *versionSet) load() error {
 	d := vs.d
 	num, err := vs.readCurrent()
@@ -319,6 +321,7 @@ func (vs *versionSet) load() error {
 		}
 	}
 	vs.install(v)
+	vs.manifestNum = num
 	vs.markFileNumUsed(num)
 	return nil
 }
