@@ -316,9 +316,11 @@ func (d *DB) path(name string) string { return d.fs.PathJoin(d.dirname, name) }
 // call Flush first to have them in a table. Close returns ErrClosed when
 // called twice, and otherwise the first background error met, if any.
 //
-// An Ingest or a Checkpoint running when Close is called ends first (with
-// ErrClosed, unless it was done), so that nothing touches the store's
-// files, or calls the listener, once Close has returned. Iterators and
+// An Ingest or a Checkpoint running when Close is called returns before
+// Close does (with ErrClosed where it notices the close; a Checkpoint
+// that has taken the store's state completes its copy), so that nothing
+// touches the store's files, or calls the listener, once Close has
+// returned. Iterators and
 // snapshots should be closed before the DB. Those still
 // open become unusable (ErrClosed) and no longer hold anything: Close
 // still closes the store cleanly, then reports them, as Pebble does, with

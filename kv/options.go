@@ -63,8 +63,10 @@ type Options struct {
 	// ReadOnly opens an existing store for reads alone, as Pebble's does:
 	// Open fails with an error wrapping ErrDBDoesNotExist where there is
 	// no store, and otherwise changes no file: it writes no table, WAL or
-	// MANIFEST and deletes nothing (it takes the LOCK, so a DB writing the
-	// store elsewhere keeps it out, and the reverse). The WALs' writes are
+	// MANIFEST and deletes nothing. It takes the LOCK, so a DB writing the
+	// store elsewhere keeps it out, and the reverse; where the store has
+	// no LOCK file (a checkpoint, or a copied store), taking it creates
+	// one, as Pebble's does. The WALs' writes are
 	// replayed into memtables held in memory until Close. Writes, Flush,
 	// Compact and Ingest fail with ErrReadOnly; no background flush or
 	// compaction runs. Reads, snapshots, iterators, indexed batches (their
