@@ -117,7 +117,11 @@ func (it *blockIter) decodeHeader(off int) (shared, unshared, vlen, n int, ok bo
 			return 0, 0, 0, 0, false
 		}
 		v, n3 := binary.Uvarint(p[n1+n2:])
-		if n3 <= 0 || s > uint64(len(p)) || u > uint64(len(p)) || v > uint64(len(p)) {
+		// The shared prefix comes from the previous key, not from the
+		// bytes left, so it may well exceed them (long keys near the
+		// block's end): it is bounded by the block, which holds every
+		// byte of every key, and the caller checks it against the key.
+		if n3 <= 0 || s > uint64(len(it.data)) || u > uint64(len(p)) || v > uint64(len(p)) {
 			return 0, 0, 0, 0, false
 		}
 		shared, unshared, vlen, n = int(s), int(u), int(v), n1+n2+n3

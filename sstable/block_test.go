@@ -76,6 +76,36 @@ func checkBlockRoundTrip(t *testing.T, keys []string, interval int, past string)
 	}
 }
 
+// TestBlock_LongSharedPrefixAtEnd reads a block whose last entry shares
+// more bytes with the key before it than the block has left: versions of
+// a user key of 127 bytes or more, with short values, share the key and
+// a byte of the trailer (a two-byte uvarint, 128). The decoder once
+// bounded the shared length by the bytes left and called the block
+// corrupt.
+func TestBlock_LongSharedPrefixAtEnd(t *testing.T) {
+	for _, n := range []int{126, 127, 200} {
+		uk := []byte(strings.Repeat("x", n))
+		w := blockWriter{restartInterval: 16}
+		w.add(base.MakeInternalKey(uk, 2, base.KindSet).AppendEncoded(nil), []byte("v2"))
+		w.add(base.MakeInternalKey(uk, 1, base.KindSet).AppendEncoded(nil), []byte("v1"))
+		var it bidiBlockIter
+		if err := it.init(bytes.Clone(w.finish()), bytes.Compare, "test", 0); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for ok := it.First(); ok; ok = it.Next() {
+			got = append(got, fmt.Sprintf("%d#%d=%s", len(it.ikey.UserKey), it.ikey.SeqNum(), it.val))
+		}
+		for ok := it.Last(); ok; ok = it.Prev() {
+			got = append(got, fmt.Sprintf("%d#%d=%s", len(it.ikey.UserKey), it.ikey.SeqNum(), it.val))
+		}
+		want := fmt.Sprintf("[%[1]d#2=v2 %[1]d#1=v1 %[1]d#1=v1 %[1]d#2=v2]", n)
+		if it.err != nil || fmt.Sprint(got) != want {
+			t.Fatalf("key of %d bytes: read %v (err %v), want %s", n, got, it.err, want)
+		}
+	}
+}
+
 // TestBlock_Empty reads a block with no entries.
 func TestBlock_Empty(t *testing.T) {
 	var it bidiBlockIter
