@@ -61,17 +61,16 @@ type Options struct {
 	// other.
 	ErrorIfNotExists bool
 	// ReadOnly opens an existing store for reads alone, as Pebble's does:
-	// Open fails with an error wrapping ErrDBDoesNotExist where there is
-	// no store, and otherwise changes no file: it writes no table, WAL or
+	// Open fails with an error wrapping ErrDBDoesNotExist where there is no
+	// store, and otherwise changes no file: it writes no table, WAL or
 	// MANIFEST and deletes nothing. It takes the LOCK, so a DB writing the
-	// store elsewhere keeps it out, and the reverse; where the store has
-	// no LOCK file (a checkpoint, or a copied store), taking it creates
-	// one, as Pebble's does. The WALs' writes are
-	// replayed into memtables held in memory until Close. Writes, Flush,
-	// Compact and Ingest fail with ErrReadOnly; no background flush or
-	// compaction runs. Reads, snapshots, iterators, indexed batches (their
-	// reads) and Checkpoint work as in a store opened for writes. It
-	// excludes ErrorIfExists.
+	// store elsewhere keeps it out, and the reverse; where the store has no
+	// LOCK file (a checkpoint, or a copied store), taking it creates one, as
+	// Pebble's does. The WALs' writes are replayed into memtables held in
+	// memory until Close. Writes, Flush, Compact and Ingest fail with
+	// ErrReadOnly; no background flush or compaction runs. Reads, snapshots,
+	// iterators, indexed batches (their reads) and Checkpoint work as in a
+	// store opened for writes. It excludes ErrorIfExists.
 	ReadOnly bool
 
 	// Comparer orders the keys. nil means sstable.DefaultComparer
