@@ -196,10 +196,10 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 // lockDir creates the directory if missing (a read-only DB's exists),
 // takes its LOCK and opens it for syncs.
 func (d *DB) lockDir() error {
-	if d.opts.ReadOnly {
-		// Found with its CURRENT: nothing to create or sync.
-	} else if err := d.makeDir(d.dirname); err != nil {
-		return fmt.Errorf("kv: creating %s: %w", d.dirname, err)
+	if !d.opts.ReadOnly { // a read-only DB's was found with its CURRENT
+		if err := d.makeDir(d.dirname); err != nil {
+			return fmt.Errorf("kv: creating %s: %w", d.dirname, err)
+		}
 	}
 	l, err := d.lockStore(d.path(base.MakeFilename(base.FileTypeLock, 0)))
 	if err != nil {
@@ -317,14 +317,13 @@ func (d *DB) path(name string) string { return d.fs.PathJoin(d.dirname, name) }
 // called twice, and otherwise the first background error met, if any.
 //
 // An Ingest or a Checkpoint running when Close is called returns before
-// Close does (with ErrClosed where it notices the close; a Checkpoint
-// that has taken the store's state completes its copy), so that nothing
-// touches the store's files, or calls the listener, once Close has
-// returned. Iterators and
-// snapshots should be closed before the DB. Those still
-// open become unusable (ErrClosed) and no longer hold anything: Close
-// still closes the store cleanly, then reports them, as Pebble does, with
-// an error wrapping ErrLeaked that counts them.
+// Close does (with ErrClosed where it notices the close; a Checkpoint that
+// has taken the store's state completes its copy), so that nothing touches
+// the store's files, or calls the listener, once Close has returned.
+// Iterators and snapshots should be closed before the DB. Those still open
+// become unusable (ErrClosed) and no longer hold anything: Close still
+// closes the store cleanly, then reports them, as Pebble does, with an error
+// wrapping ErrLeaked that counts them.
 func (d *DB) Close() error {
 	if !d.closed.CompareAndSwap(false, true) {
 		return ErrClosed
