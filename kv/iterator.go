@@ -100,10 +100,14 @@ func (i *Iterator) Prev() bool { return i.s != nil && i.s.prev() }
 // Valid reports whether the iterator is at a key.
 func (i *Iterator) Valid() bool { return i.s != nil && i.s.valid }
 
-// Key returns the current key, or nil when not Valid.
+// Key returns the current key, or nil when not Valid. The empty key is an
+// empty slice that is not nil, so nil always means not Valid.
 func (i *Iterator) Key() []byte {
 	if !i.Valid() {
 		return nil
+	}
+	if i.s.key == nil {
+		return []byte{}
 	}
 	return i.s.key
 }

@@ -139,3 +139,34 @@ func TestIterator_StepsFromAnEnd(t *testing.T) {
 	at("Prev off the first key", it.Prev(), "")
 	at("Next from before the first key", it.Next(), "a")
 }
+
+// TestIterator_Key_EmptyKey checks that an iterator at the empty key
+// gives a non-nil Key, whatever it showed before: nil is the Key of an
+// iterator that is not Valid. A fresh iterator used to give nil there,
+// and one that had shown a longer key an empty slice (TestMetamorphic
+// found the difference between stores).
+func TestIterator_Key_EmptyKey(t *testing.T) {
+	d, err := kv.Open("db", &kv.Options{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mustClose(t, d)
+	for _, k := range []string{"", "a"} {
+		if err := d.Set([]byte(k), []byte("v"), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	it, err := d.NewIter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	for _, move := range []struct {
+		name string
+		fn   func() bool
+	}{{"First", it.First}, {"SeekGE", func() bool { return it.SeekGE(nil) }}, {"Last then Prev", func() bool { return it.Last() && it.Prev() }}} {
+		if !move.fn() || it.Key() == nil || len(it.Key()) != 0 {
+			t.Errorf("%s: Valid %v, Key %q (nil %v), want the empty key, not nil", move.name, it.Valid(), it.Key(), it.Key() == nil)
+		}
+	}
+}
