@@ -196,16 +196,28 @@ func TestPortCorruption_ForeignWAL(t *testing.T) {
 }
 
 // TestPortCorruption_UnexpectedFileNumbers puts files with unexpected
-// numbers beside a closed store's: garbage under numbers above the
-// store's next file number. Open
+// numbers beside a closed store's: copies of its WAL, table and MANIFEST
+// under unpadded or longer names (names the store never makes, which
+// Open once took for a second file of the same number, replaying the WAL
+// twice and refusing the store as if a WAL were missing), and garbage
+// under numbers above the store's next file number. Open
 // may refuse the store naming the odd file, or open it whole; it must not
 // replay a copy, mix the copies up, or lose the store's files to them.
 // A table or WAL of the store renamed to another number is missing, and
 // refused.
 func TestPortCorruption_UnexpectedFileNumbers(t *testing.T) {
 	fs := pcClosedStore(t)
-	wal, table := pcFile(t, fs, ".log"), pcFile(t, fs, ".sst")
+	wal, table, manifest := pcFile(t, fs, ".log"), pcFile(t, fs, ".sst"), pcFile(t, fs, "MANIFEST-")
+	unpad := func(name string) string {
+		stem, ext, _ := strings.Cut(name, ".")
+		return strings.TrimLeft(stem, "0") + "." + ext
+	}
 	for _, c := range []struct{ name, from string }{
+		{unpad(wal), wal},
+		{"0" + wal, wal},
+		{unpad(table), table},
+		{"0" + table, table},
+		{"MANIFEST-" + strings.TrimLeft(strings.TrimPrefix(manifest, "MANIFEST-"), "0"), manifest},
 		{"999999.log", ""},
 		{"999999.sst", ""},
 		{"MANIFEST-999999", ""},
