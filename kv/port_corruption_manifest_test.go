@@ -200,7 +200,9 @@ func TestPortCorruption_ForeignWAL(t *testing.T) {
 // under unpadded or longer names (names the store never makes, which
 // Open once took for a second file of the same number, replaying the WAL
 // twice and refusing the store as if a WAL were missing), and garbage
-// under numbers above the store's next file number. Open
+// under numbers above the store's next file number, up to the top of the
+// range (which once wrapped the file counter around to 0, so that the
+// store reused its files' numbers and could not be opened again). Open
 // may refuse the store naming the odd file, or open it whole; it must not
 // replay a copy, mix the copies up, or lose the store's files to them.
 // A table or WAL of the store renamed to another number is missing, and
@@ -223,6 +225,14 @@ func TestPortCorruption_UnexpectedFileNumbers(t *testing.T) {
 		{"MANIFEST-999999", ""},
 		{"999999.tmp", ""},
 		{"99999999999999999999.log", ""},
+		// Numbers that leave the counter no room: it must not wrap
+		// around to reuse the numbers of the store's files.
+		{"18446744073709551615.log", ""},
+		{"18446744073709551615.sst", ""},
+		{"18446744073709551614.log", ""},
+		{"18446744073709551614.tmp", ""},
+		{"MANIFEST-18446744073709551614", ""},
+		{"9223372036854775808.sst", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			damaged := copyDir(t, fs, "db")
