@@ -65,6 +65,13 @@ func (vs *versionSet) nextFileNum() base.FileNum {
 	return n
 }
 
+// maxFileNum bounds the numbers of the files Open finds: a store
+// allocating a million a second would take 290,000 years to reach it, and
+// a file numbered at or above it (not one of the store's) would leave the
+// counter, which takes the next number after the highest found, so little
+// room that it could wrap around to 0 and reuse the numbers of live files.
+const maxFileNum = base.FileNum(1 << 63)
+
 // markFileNumUsed makes sure n is never allocated.
 func (vs *versionSet) markFileNumUsed(n base.FileNum) {
 	if vs.nextFile <= n {

@@ -78,7 +78,11 @@ func ParseFilename(name string) (typ FileType, n FileNum, ok bool) {
 	return 0, 0, false
 }
 
+// parseFileNum parses a number as FileNum.String writes it: six digits at
+// least, zero-padded, and no more zeros than that. Another spelling of
+// the number ("3.log", "0000003.log") is not a name the store made, and
+// would pass for a second file of the same number.
 func parseFileNum(s string) (FileNum, bool) {
 	u, err := strconv.ParseUint(s, 10, 64)
-	return FileNum(u), err == nil
+	return FileNum(u), err == nil && FileNum(u).String() == s
 }

@@ -27,7 +27,8 @@ func TestFilename_RoundTrip(t *testing.T) {
 }
 
 func TestParseFilename_Rejects(t *testing.T) {
-	for _, name := range []string{"", "foo", "000001.txt", "x.log", "MANIFEST-", "MANIFEST-x", ".sst", "LOCK.old"} {
+	for _, name := range []string{"", "foo", "000001.txt", "x.log", "MANIFEST-", "MANIFEST-x", ".sst", "LOCK.old",
+		"7.log", "0000007.log", "01234567.sst", "MANIFEST-3", "+00007.log", "000012.tmp.x"} {
 		if _, _, ok := ParseFilename(name); ok {
 			t.Errorf("ParseFilename(%q) accepted", name)
 		}
