@@ -119,8 +119,12 @@ func must(t *testing.T, err error) {
 func TestPortPebble_StaleReader(t *testing.T) {
 	forEachFormat(t, func(t *testing.T, f portFormat) {
 		rnd := rand.New(rand.NewPCG(1, 1))
+		n := 100
+		if testing.Short() {
+			n = 20
+		}
 		var recs [][]byte
-		for i := range 100 {
+		for i := range n {
 			recs = append(recs, []byte(big(string(rune('A'+i%26))+"123456789abcdefgh", 10+rnd.IntN(3*blockSize))))
 		}
 		log, _, _ := f.write(t, recs)
