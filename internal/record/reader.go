@@ -354,9 +354,16 @@ func (r *Reader) damaged(off int64, cause error) error {
 // and some type, its checksum verifies. The length is outside the
 // checksum, so such a chunk claims another payload than its own, and its
 // damage is a flipped bit, not pages never written, whatever it holds.
+// A valid chunk of an older log is not one: its checksum verifies with
+// its own length, which ends at the next valid chunk of this log when it
+// fills a block, and it is what an unwritten page of a recycled file
+// holds (see unwrittenAt).
 func (r *Reader) mendable(chunk []byte, span int64) bool {
 	hdr := r.format
 	if hdr == 0 || len(chunk) < hdr {
+		return false
+	}
+	if hdr == recyclableHeaderSize && binary.LittleEndian.Uint32(chunk[7:11]) < r.logNum {
 		return false
 	}
 	end := int(min(span, int64(len(chunk))))
