@@ -23,6 +23,9 @@ func TestPortPebbleDBOpenCloseOpenClose(t *testing.T) {
 		"disk": func() (vfs.FS, string) { return vfs.Default, t.TempDir() },
 		"mem":  func() (vfs.FS, string) { return vfs.NewMem(), "" },
 	}
+	if testing.Short() {
+		delete(fss, "disk") // fsyncs: most of the test's time
+	}
 	for name, mk := range fss {
 		for _, sub := range []string{"", "sub", "non-existent/sub"} {
 			for _, length := range []int{-1, 0, 1000} {
