@@ -15,7 +15,7 @@ import (
 // method of the DB, and of the snapshots, indexed batches and iterators
 // it made, returns ErrClosed where Pebble panics; none panics.
 func TestPortPebbleDBClosed(t *testing.T) {
-	db := ppOpen(t, vfs.NewMem(), nil)
+	db := ldbOpen(t, vfs.NewMem(), nil)
 	pbMust(t, db.Set([]byte("a"), []byte("a"), kv.NoSync))
 	snap := db.NewSnapshot()
 	ib := db.NewIndexedBatch()
@@ -76,8 +76,8 @@ func TestPortPebbleDBClosed(t *testing.T) {
 // TestDBConcurrentCommitCompactFlush: writers commit while others compact
 // and flush; every write is found afterwards.
 func TestPortPebbleDBConcurrentCommitCompactFlush(t *testing.T) {
-	db := ppOpen(t, vfs.NewMem(), nil)
-	defer ppClose(t, db)
+	db := ldbOpen(t, vfs.NewMem(), nil)
+	defer ldbClose(t, db)
 	n := 200
 	if testing.Short() {
 		n = 50
@@ -123,7 +123,7 @@ func TestPortPebbleDBConcurrentCompactClose(t *testing.T) {
 		rounds = 5
 	}
 	for r := 0; r < rounds; r++ {
-		db := ppOpen(t, fs, o)
+		db := ldbOpen(t, fs, o)
 		for j := 0; j < 4; j++ {
 			pbMust(t, db.Set([]byte(fmt.Sprintf("k%02d-%d", r, j)), []byte("v"), kv.NoSync))
 			pbMust(t, db.Flush())
@@ -135,16 +135,16 @@ func TestPortPebbleDBConcurrentCompactClose(t *testing.T) {
 			t.Fatalf("round %d: Compact racing Close = %v", r, err)
 		}
 	}
-	db := ppOpen(t, fs, o)
-	defer ppClose(t, db)
+	db := ldbOpen(t, fs, o)
+	defer ldbClose(t, db)
 	pbWantGets(t, "reopened", db, "k00-0=v k04-3=v")
 }
 
 // TestPortPebbleDBApplyBatchNilDB ports Pebble's TestDBApplyBatchNilDB: a
 // batch made without a DB (Pebble's newBatch(nil)) applies to any DB.
 func TestPortPebbleDBApplyBatchNilDB(t *testing.T) {
-	db := ppOpen(t, vfs.NewMem(), nil)
-	defer ppClose(t, db)
+	db := ldbOpen(t, vfs.NewMem(), nil)
+	defer ldbClose(t, db)
 	var none *kv.DB
 	b := none.NewBatch()
 	pbMust(t, b.Set([]byte("a"), []byte("1")))
@@ -157,10 +157,10 @@ func TestPortPebbleDBApplyBatchNilDB(t *testing.T) {
 // is refused (Pebble panics; bloomkv returns an error, see DB.Apply) and
 // writes nothing; a plain batch may go to any DB.
 func TestPortPebbleDBApplyBatchMismatch(t *testing.T) {
-	srcDB := ppOpen(t, vfs.NewMem(), nil)
-	defer ppClose(t, srcDB)
-	applyDB := ppOpen(t, vfs.NewMem(), nil)
-	defer ppClose(t, applyDB)
+	srcDB := ldbOpen(t, vfs.NewMem(), nil)
+	defer ldbClose(t, srcDB)
+	applyDB := ldbOpen(t, vfs.NewMem(), nil)
+	defer ldbClose(t, applyDB)
 	ib := srcDB.NewIndexedBatch()
 	pbMust(t, ib.Set([]byte("a"), []byte("1")))
 	if err := applyDB.Apply(ib, kv.NoSync); err == nil {
@@ -187,7 +187,7 @@ func TestPortPebbleDBCloseCleanerRace(t *testing.T) {
 		rounds = 3
 	}
 	for r := 0; r < rounds; r++ {
-		db := ppOpen(t, fs, nil)
+		db := ldbOpen(t, fs, nil)
 		pbMust(t, db.Set([]byte("a"), []byte("a"), kv.NoSync))
 		pbMust(t, db.Set([]byte("b"), []byte("b"), kv.NoSync))
 		pbMust(t, db.Flush())
@@ -197,10 +197,10 @@ func TestPortPebbleDBCloseCleanerRace(t *testing.T) {
 		pbMust(t, it.Close())
 		pbMust(t, db.Close())
 	}
-	db := ppOpen(t, fs, nil)
-	defer ppClose(t, db)
+	db := ldbOpen(t, fs, nil)
+	defer ldbClose(t, db)
 	pbMust(t, db.WaitIdle(context.Background()))
-	live := ppTables(db)
+	live := ldbTables(db)
 	names, err := fs.List("db")
 	pbMust(t, err)
 	files := 0

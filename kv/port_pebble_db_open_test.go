@@ -71,9 +71,9 @@ func ppOpenCloseOpenClose(t *testing.T, what string, fs vfs.FS, dir string, leng
 // before any file is touched.
 func TestPortPebbleDBOpenOptionsCheck(t *testing.T) {
 	fs := vfs.NewMem()
-	db := ppOpen(t, fs, nil)
+	db := ldbOpen(t, fs, nil)
 	pbMust(t, db.Set([]byte("a"), []byte("a"), kv.NoSync))
-	ppClose(t, db)
+	ldbClose(t, db)
 	other := *sstable.DefaultComparer
 	other.Name = "test-comparer"
 	if _, err := kv.Open("db", &kv.Options{FS: fs, Comparer: &other}); err == nil ||
@@ -86,8 +86,8 @@ func TestPortPebbleDBOpenOptionsCheck(t *testing.T) {
 	if _, err := fs.Stat("fresh"); err == nil {
 		t.Errorf("a refused Open created its directory")
 	}
-	db = ppOpen(t, fs, nil)
-	defer ppClose(t, db)
+	db = ldbOpen(t, fs, nil)
+	defer ldbClose(t, db)
 	pbWantGets(t, "default comparer", db, "a=a")
 }
 
@@ -104,13 +104,13 @@ func TestPortPebbleDBOpenReadOnly(t *testing.T) {
 	if _, err := fs.Stat("db"); err == nil {
 		t.Errorf("read-only Open of a missing store created its directory")
 	}
-	db := ppOpen(t, fs, nil)
+	db := ldbOpen(t, fs, nil)
 	pbMust(t, db.Set([]byte("flushed"), []byte("1"), kv.NoSync))
 	pbMust(t, db.Flush())
 	pbMust(t, db.Set([]byte("wal"), []byte("2"), kv.NoSync))
-	ppClose(t, db)
+	ldbClose(t, db)
 	before := ppFiles(t, fs)
-	ro := ppOpen(t, fs, &kv.Options{ReadOnly: true})
+	ro := ldbOpen(t, fs, &kv.Options{ReadOnly: true})
 	pbWantGets(t, "read-only", ro, "flushed=1 wal=2")
 	for what, err := range map[string]error{
 		"Set":         ro.Set([]byte("x"), nil, kv.NoSync),
@@ -124,12 +124,12 @@ func TestPortPebbleDBOpenReadOnly(t *testing.T) {
 			t.Errorf("read-only %s = %v, want ErrReadOnly", what, err)
 		}
 	}
-	ppClose(t, ro)
+	ldbClose(t, ro)
 	if after := ppFiles(t, fs); after != before {
 		t.Errorf("read-only Open changed the store:\nbefore %s\nafter  %s", before, after)
 	}
-	db = ppOpen(t, fs, nil)
-	defer ppClose(t, db)
+	db = ldbOpen(t, fs, nil)
+	defer ldbClose(t, db)
 	pbWantGets(t, "read-write after read-only", db, "flushed=1 wal=2 x=-")
 }
 

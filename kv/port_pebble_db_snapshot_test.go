@@ -18,8 +18,8 @@ import (
 // iterators, across flushes and compactions that must keep the versions
 // they need.
 func TestPortPebbleDBSnapshot(t *testing.T) {
-	db := ppOpen(t, vfs.NewMem(), nil)
-	defer ppClose(t, db)
+	db := ldbOpen(t, vfs.NewMem(), nil)
+	defer ldbClose(t, db)
 	var snaps []*kv.Snapshot
 	var wants []string
 	for i := 1; i <= 4; i++ {
@@ -72,8 +72,8 @@ func TestPortPebbleDBSnapshot(t *testing.T) {
 // snapshot taken while a writer bumps a counter sees one value for the
 // counter, read twice, and never a value below one an earlier snapshot saw.
 func TestPortPebbleDBNewSnapshotRace(t *testing.T) {
-	db := ppOpen(t, vfs.NewMem(), nil)
-	defer ppClose(t, db)
+	db := ldbOpen(t, vfs.NewMem(), nil)
+	defer ldbClose(t, db)
 	n := 500
 	if testing.Short() {
 		n = 100
@@ -141,13 +141,13 @@ func (e *ppEvents) listener() *kv.EventListener {
 // order; the compacted input tables are reported deleted after.
 func TestPortPebbleDBEventListener(t *testing.T) {
 	var ev ppEvents
-	db := ppOpen(t, vfs.NewMem(), &kv.Options{EventListener: ev.listener(), DisableAutomaticCompactions: true})
+	db := ldbOpen(t, vfs.NewMem(), &kv.Options{EventListener: ev.listener(), DisableAutomaticCompactions: true})
 	pbMust(t, db.Set([]byte("a"), []byte("1"), kv.NoSync))
 	pbMust(t, db.Flush())
 	pbMust(t, db.Set([]byte("b"), []byte("2"), kv.NoSync))
 	pbMust(t, db.Flush())
 	pbMust(t, db.Compact([]byte("a"), []byte("b")))
-	ppClose(t, db)
+	ldbClose(t, db)
 	got := strings.Join(ev.lines, "\n")
 	var flushes, compactions int
 	var created []string

@@ -23,44 +23,12 @@ import (
 	"github.com/cockroachdb/pebble/vfs"
 )
 
-// ppOpen opens dir on fs with o (nil: defaults), failing the test on error.
-func ppOpen(t *testing.T, fs vfs.FS, o *kv.Options) *kv.DB {
-	t.Helper()
-	var opts kv.Options
-	if o != nil {
-		opts = *o
-	}
-	opts.FS = fs
-	db, err := kv.Open("db", &opts)
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	return db
-}
-
-// ppClose closes db, failing the test on error.
-func ppClose(t *testing.T, db *kv.DB) {
-	t.Helper()
-	if err := db.Close(); err != nil {
-		t.Fatalf("Close: %v", err)
-	}
-}
-
-// ppTables counts db's tables, every level together.
-func ppTables(db *kv.DB) int {
-	n := 0
-	for _, l := range db.Metrics().Levels {
-		n += l.NumFiles
-	}
-	return n
-}
-
 // TestPortPebbleDBBasicWrites ports Pebble's TestBasicWrites
 // (testdata/basic_writes): sets, overwrites and deletes seen by Get and an
 // iterator, across a flush and a reopen.
 func TestPortPebbleDBBasicWrites(t *testing.T) {
 	fs := vfs.NewMem()
-	db := ppOpen(t, fs, nil)
+	db := ldbOpen(t, fs, nil)
 	pbMust(t, db.Set([]byte("a"), []byte("1"), kv.NoSync))
 	pbMust(t, db.Set([]byte("b"), []byte("2"), kv.Sync))
 	pbMust(t, db.Set([]byte("a"), []byte("3"), kv.NoSync))
@@ -72,9 +40,9 @@ func TestPortPebbleDBBasicWrites(t *testing.T) {
 	pbMust(t, db.Set([]byte("c"), []byte("4"), kv.NoSync))
 	pbWantGets(t, "flushed", db, "a=3 b=- c=4")
 	pbWantScan(t, "flushed", db, "a=3 c=4")
-	ppClose(t, db)
-	db = ppOpen(t, fs, nil)
-	defer ppClose(t, db)
+	ldbClose(t, db)
+	db = ldbOpen(t, fs, nil)
+	defer ldbClose(t, db)
 	pbWantGets(t, "reopened", db, "a=3 b=- c=4")
 	pbWantScan(t, "reopened", db, "a=3 c=4")
 }
@@ -83,8 +51,8 @@ func TestPortPebbleDBBasicWrites(t *testing.T) {
 // (testdata/basic_reads): a key's newest version wins whether it sits in
 // the memtable, L0 or a deeper level, and a deletion above hides it.
 func TestPortPebbleDBBasicReads(t *testing.T) {
-	db := ppOpen(t, vfs.NewMem(), nil)
-	defer ppClose(t, db)
+	db := ldbOpen(t, vfs.NewMem(), nil)
+	defer ldbClose(t, db)
 	pbMust(t, db.Set([]byte("a"), []byte("deep"), kv.NoSync))
 	pbMust(t, db.Set([]byte("b"), []byte("deep"), kv.NoSync))
 	pbMust(t, db.Set([]byte("c"), []byte("deep"), kv.NoSync))
@@ -105,8 +73,8 @@ func TestPortPebbleDBRandomWrites(t *testing.T) {
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewSource(seed))
-	db := ppOpen(t, vfs.NewMem(), &kv.Options{MemTableSize: 8 << 10})
-	defer ppClose(t, db)
+	db := ldbOpen(t, vfs.NewMem(), &kv.Options{MemTableSize: 8 << 10})
+	defer ldbClose(t, db)
 	const nKeys = 64
 	model := map[string]string{}
 	n := 3000
@@ -156,7 +124,7 @@ func ppCheckModel(t *testing.T, db *kv.DB, model map[string]string, n int) {
 func TestPortPebbleDBLargeBatch(t *testing.T) {
 	fs := vfs.NewMem()
 	o := &kv.Options{MemTableSize: kv.MinMemTableSize * 16}
-	db := ppOpen(t, fs, o)
+	db := ldbOpen(t, fs, o)
 	pbMust(t, db.Set([]byte("a"), bytes.Repeat([]byte("a"), 512), kv.NoSync))
 	big := bytes.Repeat([]byte("b"), int(o.MemTableSize)+1)
 	pbMust(t, db.Set([]byte("b"), big, kv.NoSync))
@@ -169,9 +137,9 @@ func TestPortPebbleDBLargeBatch(t *testing.T) {
 		t.Errorf("after Flush: %d WALs live, want 1", m.WAL.Files)
 	}
 	pbMust(t, db.Set([]byte("d"), big, kv.Sync))
-	ppClose(t, db)
-	db = ppOpen(t, fs, o)
-	defer ppClose(t, db)
+	ldbClose(t, db)
+	db = ldbOpen(t, fs, o)
+	defer ldbClose(t, db)
 	pbWantGets(t, "reopened", db, "c=c")
 	for _, k := range []string{"b", "d"} {
 		if v, err := db.Get([]byte(k)); err != nil || !bytes.Equal(v, big) {
@@ -183,8 +151,8 @@ func TestPortPebbleDBLargeBatch(t *testing.T) {
 // TestPortPebbleDBGetNoCache ports Pebble's TestGetNoCache: a store with
 // the smallest block cache (Pebble: none) still reads its tables.
 func TestPortPebbleDBGetNoCache(t *testing.T) {
-	db := ppOpen(t, vfs.NewMem(), &kv.Options{BlockCacheSize: 1})
-	defer ppClose(t, db)
+	db := ldbOpen(t, vfs.NewMem(), &kv.Options{BlockCacheSize: 1})
+	defer ldbClose(t, db)
 	pbMust(t, db.Set([]byte("a"), []byte("aa"), kv.NoSync))
 	pbMust(t, db.Flush())
 	pbWantGets(t, "no cache", db, "a=aa b=-")
@@ -198,7 +166,7 @@ func TestPortPebbleDBIterLeak(t *testing.T) {
 	for _, leak := range []bool{true, false} {
 		for _, flush := range []bool{true, false} {
 			fs := vfs.NewMem()
-			db := ppOpen(t, fs, nil)
+			db := ldbOpen(t, fs, nil)
 			pbMust(t, db.Set([]byte("a"), []byte("a"), kv.NoSync))
 			if flush {
 				pbMust(t, db.Flush())
@@ -218,9 +186,9 @@ func TestPortPebbleDBIterLeak(t *testing.T) {
 					t.Errorf("flush=%v: leaked iterator's Close after the DB's = %v", flush, err)
 				}
 			}
-			db = ppOpen(t, fs, nil)
+			db = ldbOpen(t, fs, nil)
 			pbWantGets(t, "reopened", db, "a=a")
-			ppClose(t, db)
+			ldbClose(t, db)
 		}
 	}
 }
@@ -230,8 +198,8 @@ func TestPortPebbleDBIterLeak(t *testing.T) {
 // none of their blocks. bloomkv's cache is the DB's own, so the check is
 // that Metrics' cache size falls back after the deletion is compacted.
 func TestPortPebbleDBCacheEvict(t *testing.T) {
-	db := ppOpen(t, vfs.NewMem(), nil)
-	defer ppClose(t, db)
+	db := ldbOpen(t, vfs.NewMem(), nil)
+	defer ldbClose(t, db)
 	for i := 0; i < 1000; i++ {
 		pbMust(t, db.Set([]byte(fmt.Sprintf("k%04d", i)), bytes.Repeat([]byte("v"), 100), kv.NoSync))
 	}
@@ -246,7 +214,7 @@ func TestPortPebbleDBCacheEvict(t *testing.T) {
 	}
 	pbMust(t, db.DeleteRange([]byte("k"), []byte("l"), kv.NoSync))
 	pbMust(t, db.Compact([]byte("k"), []byte("l")))
-	if n := ppTables(db); n != 0 {
+	if n := ldbTables(db); n != 0 {
 		t.Fatalf("%d tables left after compacting the deleted range", n)
 	}
 	if size := db.Metrics().BlockCache.Size; size >= full {
@@ -257,11 +225,11 @@ func TestPortPebbleDBCacheEvict(t *testing.T) {
 // TestPortPebbleDBFlushEmpty ports Pebble's TestFlushEmpty: flushing an
 // empty memtable writes no table and does not hang.
 func TestPortPebbleDBFlushEmpty(t *testing.T) {
-	db := ppOpen(t, vfs.NewMem(), nil)
-	defer ppClose(t, db)
+	db := ldbOpen(t, vfs.NewMem(), nil)
+	defer ldbClose(t, db)
 	pbMust(t, db.Flush())
 	pbMust(t, db.Flush())
-	if n := ppTables(db); n != 0 {
+	if n := ldbTables(db); n != 0 {
 		t.Errorf("Flush of an empty memtable wrote %d tables", n)
 	}
 }
@@ -274,7 +242,7 @@ func TestPortPebbleDBFlushEmpty(t *testing.T) {
 func TestPortPebbleDBRollManifest(t *testing.T) {
 	fs := vfs.NewMem()
 	o := &kv.Options{MaxManifestFileSize: 1, DisableAutomaticCompactions: true}
-	db := ppOpen(t, fs, o)
+	db := ldbOpen(t, fs, o)
 	seen := map[string]bool{}
 	for i := 0; i < 6; i++ {
 		pbMust(t, db.Set([]byte(fmt.Sprintf("k%d", i)), []byte("v"), kv.NoSync))
@@ -290,10 +258,10 @@ func TestPortPebbleDBRollManifest(t *testing.T) {
 	if len(seen) < 3 {
 		t.Errorf("6 flushes with MaxManifestFileSize 1 used %d MANIFESTs", len(seen))
 	}
-	ppClose(t, db)
-	db = ppOpen(t, fs, o)
-	defer ppClose(t, db)
-	if n := ppTables(db); n != 6 {
+	ldbClose(t, db)
+	db = ldbOpen(t, fs, o)
+	defer ldbClose(t, db)
+	if n := ldbTables(db); n != 6 {
 		t.Errorf("reopened with %d tables, want 6", n)
 	}
 	pbWantGets(t, "reopened", db, "k0=v k5=v")

@@ -15,7 +15,7 @@ import (
 // left in its WAL (Close does not flush), and returns the DB still open.
 func ppWriteWAL(t *testing.T, fs vfs.FS, o *kv.Options, n, size int) *kv.DB {
 	t.Helper()
-	db := ppOpen(t, fs, o)
+	db := ldbOpen(t, fs, o)
 	for i := 0; i < n; i++ {
 		pbMust(t, db.Set([]byte(fmt.Sprintf("k%03d", i)), bytes.Repeat([]byte{'v'}, size), kv.NoSync))
 	}
@@ -43,21 +43,21 @@ func TestPortPebbleDBOpenWALReplay(t *testing.T) {
 		for _, ro := range []bool{false, true} {
 			fs := vfs.NewMem()
 			o := &kv.Options{MemTableSize: 1 << 20}
-			ppClose(t, ppWriteWAL(t, fs, o, n, size))
-			db := ppOpen(t, fs, &kv.Options{MemTableSize: memSize, ReadOnly: ro})
+			ldbClose(t, ppWriteWAL(t, fs, o, n, size))
+			db := ldbOpen(t, fs, &kv.Options{MemTableSize: memSize, ReadOnly: ro})
 			what := fmt.Sprintf("memtable %d, read-only %v", memSize, ro)
 			ppWantValues(t, what, db, n, size)
-			tables := ppTables(db)
+			tables := ldbTables(db)
 			switch {
 			case memSize < n*size && !ro && tables == 0:
 				t.Errorf("%s: a WAL larger than the memtable replayed without a table", what)
 			case (memSize > n*size || ro) && tables != 0:
 				t.Errorf("%s: replay wrote %d tables", what, tables)
 			}
-			ppClose(t, db)
-			db = ppOpen(t, fs, o)
+			ldbClose(t, db)
+			db = ldbOpen(t, fs, o)
 			ppWantValues(t, what+", reopened", db, n, size)
-			ppClose(t, db)
+			ldbClose(t, db)
 		}
 	}
 }
@@ -71,7 +71,7 @@ func TestPortPebbleDBOpenWALReplay2(t *testing.T) {
 	for _, reason := range []string{"memtable full", "large batch", "flush"} {
 		mem := vfs.NewStrictMem()
 		fs := newCrashFS(mem)
-		db := ppOpen(t, fs, o)
+		db := ldbOpen(t, fs, o)
 		pbMust(t, db.Set([]byte("a"), []byte("1"), kv.Sync))
 		switch reason {
 		case "memtable full":
@@ -85,14 +85,14 @@ func TestPortPebbleDBOpenWALReplay2(t *testing.T) {
 		}
 		pbMust(t, db.Set([]byte("z"), []byte("2"), kv.Sync))
 		ppCrash(t, fs, db)
-		db = ppOpen(t, mem, o)
+		db = ldbOpen(t, mem, o)
 		pbWantGets(t, reason, db, "a=1 z=2")
 		if reason == "large batch" {
 			if v, err := db.Get([]byte("big")); err != nil || len(v) != int(o.MemTableSize)*2 {
 				t.Errorf("%s: Get(big) = %d bytes, %v", reason, len(v), err)
 			}
 		}
-		ppClose(t, db)
+		ldbClose(t, db)
 	}
 }
 
@@ -137,22 +137,22 @@ func TestPortPebbleDBTwoWALReplayCorrupt(t *testing.T) {
 // writes win over the replayed ones, across another reopen.
 func TestPortPebbleDBOpenWALReplayReadOnlySeqNums(t *testing.T) {
 	fs := vfs.NewMem()
-	db := ppOpen(t, fs, nil)
+	db := ldbOpen(t, fs, nil)
 	pbMust(t, db.Set([]byte("a"), []byte("1"), kv.NoSync))
 	pbMust(t, db.Flush())
 	pbMust(t, db.Set([]byte("a"), []byte("2"), kv.NoSync))
-	ppClose(t, db)
-	ro := ppOpen(t, fs, &kv.Options{ReadOnly: true})
+	ldbClose(t, db)
+	ro := ldbOpen(t, fs, &kv.Options{ReadOnly: true})
 	pbWantGets(t, "read-only", ro, "a=2")
-	ppClose(t, ro)
-	db = ppOpen(t, fs, nil)
+	ldbClose(t, ro)
+	db = ldbOpen(t, fs, nil)
 	pbWantGets(t, "read-write", db, "a=2")
 	pbMust(t, db.Set([]byte("a"), []byte("3"), kv.NoSync))
 	pbMust(t, db.Flush())
 	pbMust(t, db.Compact([]byte("a"), []byte("a")))
-	ppClose(t, db)
-	db = ppOpen(t, fs, nil)
-	defer ppClose(t, db)
+	ldbClose(t, db)
+	db = ldbOpen(t, fs, nil)
+	defer ldbClose(t, db)
 	pbWantGets(t, "reopened", db, "a=3")
 }
 
@@ -163,17 +163,17 @@ func TestPortPebbleDBOpenWALReplayReadOnlySeqNums(t *testing.T) {
 func TestPortPebbleDBOpenWALReplayMemtableGrowth(t *testing.T) {
 	fs := vfs.NewMem()
 	o := &kv.Options{MemTableSize: 64 << 10}
-	db := ppOpen(t, fs, o)
+	db := ldbOpen(t, fs, o)
 	b := db.NewBatch()
 	pbMust(t, b.Set([]byte("a"), bytes.Repeat([]byte{'a'}, int(o.MemTableSize)-128)))
 	pbMust(t, db.Apply(b, kv.NoSync))
-	ppClose(t, db)
+	ldbClose(t, db)
 	for i := 0; i < 2; i++ {
-		db = ppOpen(t, fs, o)
+		db = ldbOpen(t, fs, o)
 		if v, err := db.Get([]byte("a")); err != nil || len(v) != int(o.MemTableSize)-128 {
 			t.Fatalf("reopen %d: Get(a) = %d bytes, %v", i, len(v), err)
 		}
-		ppClose(t, db)
+		ldbClose(t, db)
 	}
 }
 
@@ -191,7 +191,7 @@ func TestPortPebbleDBCrashOpenCrashAfterWALCreation(t *testing.T) {
 	ppCrash(t, fs, db)
 	for i := 0; i < 3; i++ {
 		fs = newCrashFS(mem)
-		db = ppOpen(t, fs, o)
+		db = ldbOpen(t, fs, o)
 		ppWantValues(t, fmt.Sprintf("open %d", i), db, 5, 500)
 		pbWantGets(t, fmt.Sprintf("open %d", i), db, "z=z")
 		ppCrash(t, fs, db)
