@@ -82,7 +82,7 @@ func TestPortIngest_Load(t *testing.T) {
 	fs := vfs.NewMem()
 	db, err := kv.Open("db", &kv.Options{FS: fs})
 	must(t, err)
-		want := map[string]string{"z": "store"}
+	want := map[string]string{"z": "store"}
 	must(t, db.Set([]byte("z"), []byte("store"), kv.NoSync))
 
 	other := *sstable.DefaultComparer
