@@ -8,18 +8,17 @@
 // starts a child process (the same program, [Config.Child], with
 // [ChildEnv] set, calling [RunChild]) that writes to it from several
 // goroutines and reports each op on its stdout once the op is
-// acknowledged. The parent kills the child with SIGKILL at a random
-// moment: in Open, while the child checks the store, while it writes, in
-// Close or after Close returned. The next child opens the same store,
-// checks what the kill left against what its parent read, and writes on;
-// a round has one to four kills. Now and then between kills, and always
-// last, the parent opens the store itself, read-only first
-// (kv.Options.ReadOnly), then for writes, which must find the same; checks
-// it, writes more, closes it, and opens it again to find exactly what it
-// wrote. Every
-// choice of a round (its [Round]) and every kill's timing derive from
-// its seed, so [Config.Seed] replays a round; where a kill lands in the
-// child's life still depends on the machine.
+// acknowledged. The parent kills the child with SIGKILL at a random moment:
+// in Open, while the child checks the store, while it writes, in Close or
+// after Close returned. The next child opens the same store, checks what the
+// kill left against what its parent read, and writes on; a round has one to
+// four kills. Now and then between kills, and always last, the parent opens
+// the store itself, read-only first (kv.Options.ReadOnly), then for writes,
+// which must find the same; checks it, writes more, closes it, and opens it
+// again to find exactly what it wrote. Every choice of a round (its [Round])
+// and every kill's timing derive from its seed, so [Config.Seed] replays a
+// round; where a kill lands in the child's life still depends on the
+// machine.
 //
 // # The workload
 //

@@ -299,7 +299,7 @@ func chunkAt(b []byte, pos int) (c chunkInfo, ok bool) {
 	c.typ = h[6]
 	if c.hdr == recyclableHeaderSize {
 		c.typ -= recyclableOffset
-		c.logNum = binary.LittleEndian.Uint32(h[7:11])
+		c.logNum = headerLogNum(h)
 	}
 	if checksum(b[pos+6:pos+c.hdr+c.n]) != binary.LittleEndian.Uint32(h[0:4]) {
 		return c, false
@@ -363,7 +363,7 @@ func (r *Reader) mendable(chunk []byte, span int64) bool {
 	if hdr == 0 || len(chunk) < hdr {
 		return false
 	}
-	if hdr == recyclableHeaderSize && binary.LittleEndian.Uint32(chunk[7:11]) < r.logNum {
+	if hdr == recyclableHeaderSize && headerLogNum(chunk) < r.logNum {
 		return false
 	}
 	end := int(min(span, int64(len(chunk))))
@@ -426,7 +426,7 @@ func (r *Reader) unwrittenAt(p int) bool {
 	}
 	h := r.block[p:]
 	if formatOf(h[6]) != recyclableHeaderSize || p+recyclableHeaderSize > len(r.block) ||
-		binary.LittleEndian.Uint32(h[7:11]) >= r.logNum {
+		headerLogNum(h) >= r.logNum {
 		return false
 	}
 	c, ok := chunkAt(r.block, p)
@@ -472,7 +472,7 @@ func (r *Reader) mayBeOurs(p int) bool {
 		return false
 	case f == recyclableHeaderSize:
 		return r.recyclable && p+recyclableHeaderSize <= len(r.block) &&
-			binary.LittleEndian.Uint32(h[7:11]) == r.logNum
+			headerLogNum(h) == r.logNum
 	}
 	return true
 }
@@ -480,3 +480,7 @@ func (r *Reader) mayBeOurs(p int) bool {
 func (r *Reader) corrupt(off int64, what string) error {
 	return base.CorruptionErrorf("record: %s: offset %d: %s", r.name, off, what)
 }
+
+// headerLogNum returns the log number of the recyclable chunk header at
+// h, which holds one whole.
+func headerLogNum(h []byte) uint32 { return binary.LittleEndian.Uint32(h[7:11]) }
