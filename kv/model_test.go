@@ -170,8 +170,7 @@ func TestDB_Model_Disk(t *testing.T) {
 
 // modelRun is one seed's run: the DB, its model, and what is open on it.
 type modelRun struct {
-	t     *testing.T
-	seed  uint64
+	seededRun
 	rng   *rand.Rand
 	fs    vfs.FS
 	dir   string // the store's directory on fs
@@ -180,7 +179,6 @@ type modelRun struct {
 	model map[string]string
 	snaps []*modelSnap
 	iters []*modelIter
-	log   opLog
 	// capped runs reopen with filter memory caps (see capFilters);
 	// cutSeen counts the Metrics calls that saw the cap bind: a table
 	// whose filter it left out, or holds smaller than its own (a filter
@@ -257,7 +255,7 @@ func newModelRun(t *testing.T, seed uint64) *modelRun {
 // random options, which adjust, if not nil, changes before the first
 // Open.
 func newModelRunOn(t *testing.T, seed uint64, fs vfs.FS, dir string, adjust func(*modelRun)) *modelRun {
-	r := &modelRun{t: t, seed: seed, rng: newRand(seed), fs: fs, dir: dir, model: map[string]string{}}
+	r := &modelRun{seededRun: seededRun{t: t, seed: seed}, rng: newRand(seed), fs: fs, dir: dir, model: map[string]string{}}
 	r.opts = &kv.Options{
 		FS:                    r.fs,
 		MemTableSize:          int64(2<<10 + r.rng.IntN(14<<10)),
@@ -281,19 +279,6 @@ func newModelRunOn(t *testing.T, seed uint64, fs vfs.FS, dir string, adjust func
 	r.t.Logf("options: %+v", shown)
 	r.open()
 	return r
-}
-
-// fatalf fails the run, naming the seed and the recent steps.
-func (r *modelRun) fatalf(format string, args ...any) {
-	r.t.Helper()
-	r.t.Fatalf("seed %d: %s\nrecent steps:\n%s", r.seed, fmt.Sprintf(format, args...), r.log.String())
-}
-
-func (r *modelRun) check(err error, what string) {
-	r.t.Helper()
-	if err != nil {
-		r.fatalf("%s: %v", what, err)
-	}
 }
 
 // checkLeaks checks the error of a DB.Close with iters iterators and snaps

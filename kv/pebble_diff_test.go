@@ -101,10 +101,8 @@ func (r *diffRun) countMetrics() {
 // diffRun is one seed's run: both engines and what is open on them, each
 // a pair of one object per engine.
 type diffRun struct {
-	t     *testing.T
-	seed  uint64
+	seededRun
 	rng   *rand.Rand
-	log   opLog
 	kopts *kv.Options
 	popts *pebble.Options
 	kdb   *kv.DB
@@ -153,7 +151,7 @@ type diffReader struct {
 }
 
 func newDiffRun(t *testing.T, seed uint64) *diffRun {
-	r := &diffRun{t: t, seed: seed, rng: newRand(seed)}
+	r := &diffRun{seededRun: seededRun{t: t, seed: seed}, rng: newRand(seed)}
 	memTable := 64<<10 + r.rng.IntN(192<<10)
 	r.kopts = &kv.Options{
 		FS:                    vfs.NewMem(),
@@ -201,19 +199,6 @@ func (r *diffRun) open() {
 	r.check(err, "kv.Open")
 	r.pdb, err = pebble.Open("db", r.popts)
 	r.check(err, "pebble.Open")
-}
-
-// fatalf fails the run, naming the seed and the recent steps.
-func (r *diffRun) fatalf(format string, args ...any) {
-	r.t.Helper()
-	r.t.Fatalf("seed %d: %s\nrecent steps:\n%s", r.seed, fmt.Sprintf(format, args...), r.log.String())
-}
-
-func (r *diffRun) check(err error, what string) {
-	r.t.Helper()
-	if err != nil {
-		r.fatalf("%s: %v", what, err)
-	}
 }
 
 // sameErr fails the run when one engine's call failed and the other's did

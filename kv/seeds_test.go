@@ -73,6 +73,29 @@ func (l *opLog) add(format string, args ...any) {
 
 func (l *opLog) String() string { return strings.Join(l.steps, "\n") }
 
+// seededRun is what a randomized run's failures name: its test, its seed
+// and its recent steps. The model, differential and untidy-key runs embed
+// it.
+type seededRun struct {
+	t    *testing.T
+	seed uint64
+	log  opLog
+}
+
+// fatalf fails the run, naming the seed and the recent steps.
+func (r *seededRun) fatalf(format string, args ...any) {
+	r.t.Helper()
+	r.t.Fatalf("seed %d: %s\nrecent steps:\n%s", r.seed, fmt.Sprintf(format, args...), r.log.String())
+}
+
+// check fails the run on err, saying what failed.
+func (r *seededRun) check(err error, what string) {
+	r.t.Helper()
+	if err != nil {
+		r.fatalf("%s: %v", what, err)
+	}
+}
+
 // requireRan fails the test when fewer than want of its cases ran: a test
 // of injected faults or crash points that injected none would otherwise
 // pass without checking anything.

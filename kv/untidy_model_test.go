@@ -25,8 +25,7 @@ var untidyLens = []int{0, 1, 2, 127, 128, 129, 255, 256, 257, 16383, 16384, 1638
 // 0x00 and 0xff bytes and prefixes of one another, values from empty to
 // larger than a table, many versions of a key held by snapshots.
 type untidyRun struct {
-	t     *testing.T
-	seed  uint64
+	seededRun
 	rng   *rand.Rand
 	fs    vfs.FS
 	mem   *vfs.MemFS // fs, when it is a strict MemFS; nil on the disk
@@ -36,7 +35,6 @@ type untidyRun struct {
 	keys  [][]byte
 	model map[string]string
 	snaps []untidySnap
-	log   opLog
 }
 
 type untidySnap struct {
@@ -109,7 +107,7 @@ func (r *untidyRun) run(steps int) {
 }
 
 func newUntidyRun(t *testing.T, seed uint64, fs vfs.FS, mem *vfs.MemFS, dir string, adjust func(*kv.Options)) *untidyRun {
-	r := &untidyRun{t: t, seed: seed, rng: newRand(seed), fs: fs, mem: mem, dir: dir, model: map[string]string{}}
+	r := &untidyRun{seededRun: seededRun{t: t, seed: seed}, rng: newRand(seed), fs: fs, mem: mem, dir: dir, model: map[string]string{}}
 	r.opts = &kv.Options{
 		FS:             r.fs,
 		Comparer:       untidySplits[r.rng.IntN(len(untidySplits))],
@@ -177,18 +175,6 @@ func untidyKeys(rng *rand.Rand, n int) [][]byte {
 	}
 	slices.SortFunc(keys, bytes.Compare)
 	return keys
-}
-
-func (r *untidyRun) fatalf(format string, args ...any) {
-	r.t.Helper()
-	r.t.Fatalf("seed %d: %s\nrecent steps:\n%s", r.seed, fmt.Sprintf(format, args...), r.log.String())
-}
-
-func (r *untidyRun) check(err error, what string) {
-	r.t.Helper()
-	if err != nil {
-		r.fatalf("%s: %v", what, err)
-	}
 }
 
 func (r *untidyRun) open() {

@@ -181,9 +181,10 @@ func (d *DB) DeleteRange(start, end []byte, opts *WriteOptions) error {
 // Apply commits the batch atomically: readers see all of its writes or none,
 // and recovery restores all or none. The batch may be reused (Reset) once
 // Apply returns; applied again as it is, it commits again, at new sequence
-// numbers, so its writes win once more over any made in between. A batch spoiled by a write over the limits is refused with
-// that write's error, and an indexed batch made by another DB
-// (NewIndexedBatch) with an error: a plain batch may go to any DB.
+// numbers, so its writes win once more over any made in between. A batch
+// spoiled by a write over the limits is refused with that write's error, and
+// an indexed batch made by another DB (NewIndexedBatch) with an error: a
+// plain batch may go to any DB.
 func (d *DB) Apply(b *Batch, opts *WriteOptions) error {
 	w := getWriter()
 	defer putWriter(w)
