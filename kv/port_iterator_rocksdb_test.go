@@ -12,9 +12,11 @@ import (
 	"github.com/bloomkv/bloomkv/kv"
 )
 
-// TestPortIterator_IterSeekBeforePrev ports RocksDB's IterSeekBeforePrev:
-// a seek, then Prev across a flushed table and the memtable.
-func TestPortIterator_IterSeekBeforePrev(t *testing.T) {
+// pitSeekFixture opens the store of RocksDB's IterSeekBeforePrev and
+// IterSeekForPrevBeforeNext: a, c in one table, 0, 1 in another, 2 in
+// the memtable.
+func pitSeekFixture(t *testing.T) *kv.DB {
+	t.Helper()
 	db := pitOpen(t, nil)
 	ldbSet(t, db, "a", "b")
 	ldbSet(t, db, "c", "d")
@@ -23,6 +25,13 @@ func TestPortIterator_IterSeekBeforePrev(t *testing.T) {
 	ldbSet(t, db, "1", "h")
 	ldbFlush(t, db)
 	ldbSet(t, db, "2", "j")
+	return db
+}
+
+// TestPortIterator_IterSeekBeforePrev ports RocksDB's IterSeekBeforePrev:
+// a seek, then Prev across a flushed table and the memtable.
+func TestPortIterator_IterSeekBeforePrev(t *testing.T) {
+	db := pitSeekFixture(t)
 	pitRun(t, pitIter(t, db, nil),
 		pitStep{"ge:c", "c->d"}, pitStep{"prev", "a->b"},
 		pitStep{"ge:a", "a->b"}, pitStep{"prev", "2->j"}, pitStep{"prev", "1->h"})
@@ -32,14 +41,7 @@ func TestPortIterator_IterSeekBeforePrev(t *testing.T) {
 // IterSeekForPrevBeforeNext: SeekForPrev (SeekLT of the successor), then
 // Next.
 func TestPortIterator_IterSeekForPrevBeforeNext(t *testing.T) {
-	db := pitOpen(t, nil)
-	ldbSet(t, db, "a", "b")
-	ldbSet(t, db, "c", "d")
-	ldbFlush(t, db)
-	ldbSet(t, db, "0", "f")
-	ldbSet(t, db, "1", "h")
-	ldbFlush(t, db)
-	ldbSet(t, db, "2", "j")
+	db := pitSeekFixture(t)
 	pitRun(t, pitIter(t, db, nil),
 		pitStep{"le:0", "0->f"}, pitStep{"next", "1->h"},
 		pitStep{"le:1", "1->h"}, pitStep{"next", "2->j"},
