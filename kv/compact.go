@@ -58,8 +58,7 @@ func (d *DB) backgroundCompaction(c *compaction.Compaction) {
 	if err != nil && !errors.Is(err, errCanceled) {
 		d.setBackgroundErrorLocked(err)
 	}
-	d.maybeScheduleCompactionLocked()
-	d.mu.cond.Broadcast()
+	d.workEndedLocked()
 }
 
 // compactLocked carries out c: moves its one input down when nothing needs
@@ -228,8 +227,7 @@ func (d *DB) Compact(start, end []byte) error {
 	d.mu.manual++
 	defer func() {
 		d.mu.manual--
-		d.maybeScheduleCompactionLocked()
-		d.mu.cond.Broadcast()
+		d.workEndedLocked()
 	}()
 	for len(d.mu.compacting) > 0 {
 		d.mu.cond.Wait()

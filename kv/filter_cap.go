@@ -274,6 +274,21 @@ func (h *filterHolder) filterStates(v *manifest.Version, open map[base.FileNum]*
 	return states
 }
 
+// workEndedLocked asks for a pass when a flush, a compaction or a manual
+// operation has ended and no other runs or is due, if the last pass may
+// have planned for a store taking writes (planLoad.busy, or a pass runs
+// now): its plan keeps a reserve for an L0 as deep as it stood, which
+// stays idle, and the tables' bits short of their share, until a pass
+// plans the tree as it now stands. d.mu is held.
+func (h *filterHolder) workEndedLocked() {
+	if h.cap == 0 || h.d.writingTablesLocked() {
+		return
+	}
+	if h.running || h.currentLoad().busy {
+		h.scheduleLocked()
+	}
+}
+
 // lookupsServed asks for a pass, when there is a cap: the store has
 // served filterPassLookups more lookups since the last one asked for so,
 // so that a store whose tree does not change still follows its workload.

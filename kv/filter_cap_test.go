@@ -317,3 +317,71 @@ func holdPasses(d *DB) {
 		}
 	}
 }
+
+// TestFilterCap_PassWhenWorkEnds: a pass planned while background work
+// ran keeps a reserve for L0 as deep as it stood; when the last of that
+// work ends and leaves the tree unchanged, a pass plans the tree as it
+// stands, and the compacted table holds its own filter. Here a manual
+// operation (as an Ingest beside the load would be) runs throughout two
+// flushes and a Compact, so that every pass over them plans for a busy
+// store, and ends after them.
+func TestFilterCap_PassWhenWorkEnds(t *testing.T) {
+	const capBytes = 700 // about 9 bits per key of the 600 keys
+	d, err := Open("db", &Options{FS: vfs.NewMem(), DisableAutomaticCompactions: true,
+		FilterBudget: &bloompolicy.Budget{Bytes: capBytes}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	d.mu.Lock()
+	d.mu.manual++
+	d.mu.Unlock()
+	end := sync.OnceFunc(func() {
+		d.mu.Lock()
+		d.mu.manual--
+		d.workEndedLocked()
+		d.mu.Unlock()
+	})
+	defer end()
+	for table := range 2 {
+		for k := range 300 {
+			if err := d.Set(capKey(300*table+k), []byte("v"), NoSync); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := d.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Compact(capKey(0), capKey(600)); err != nil {
+		t.Fatal(err)
+	}
+	d.waitFilterPasses()
+	e := compactedEntry(t, d)
+	if s := d.filterMem.filterState(nil, e); s.heldBytes > capBytes/2 {
+		t.Fatalf("planned while busy: table %s holds %d B, want at most half the cap beside the reserve", e.num, s.heldBytes)
+	}
+	end()
+	d.waitFilterPasses()
+	if s := d.filterMem.filterState(nil, e); s.heldBytes < capBytes*9/10 || s.heldBytes > capBytes {
+		t.Fatalf("settled: table %s holds %d B (built %v), want nearly the whole cap, %d B", e.num, s.heldBytes, s.heldBuilt, capBytes)
+	}
+}
+
+// compactedEntry returns the entry of the one open table of d, with the
+// Version holding one table.
+func compactedEntry(t *testing.T, d *DB) *tableEntry {
+	t.Helper()
+	v := refCurrentVersion(d)
+	defer d.unrefVersion(v)
+	var files int
+	for _, level := range v.Levels {
+		files += len(level)
+	}
+	entries := d.tableCache.refAll()
+	defer d.tableCache.releaseAll(entries)
+	if files != 1 || len(entries) != 1 {
+		t.Fatalf("%d tables, %d open, want 1", files, len(entries))
+	}
+	return entries[0]
+}

@@ -133,8 +133,7 @@ func (d *DB) flushLoop() {
 		}
 	}
 	d.mu.flushing = false
-	d.maybeScheduleCompactionLocked()
-	d.mu.cond.Broadcast()
+	d.workEndedLocked()
 }
 
 // flushBatchLocked returns how many of the oldest immutable memtables the

@@ -269,8 +269,7 @@ func (d *DB) ingestExclusive(tables []ingestTable, edited *bool) error {
 	d.mu.manual++
 	defer func() {
 		d.mu.manual--
-		d.maybeScheduleCompactionLocked()
-		d.mu.cond.Broadcast()
+		d.workEndedLocked()
 	}()
 	seq := d.commit.logSeq + 1
 	if seq > base.SeqNumMax {

@@ -58,3 +58,14 @@ func (d *DB) idleLocked() bool {
 func (d *DB) writingTablesLocked() bool {
 	return d.mu.flushing || d.flushDueLocked() || d.mu.manual > 0 || len(d.mu.compacting) > 0
 }
+
+// workEndedLocked is what a flush loop, a compaction or a manual
+// operation (Compact, Ingest) does as it ends: it starts the compactions
+// now due, asks for a pass over the filters held under a cap once no
+// work is left (filterHolder.workEndedLocked), and wakes the waiters.
+// d.mu is held.
+func (d *DB) workEndedLocked() {
+	d.maybeScheduleCompactionLocked()
+	d.filterMem.workEndedLocked()
+	d.mu.cond.Broadcast()
+}
