@@ -91,10 +91,25 @@ func (b Budget) Validate() error {
 // lookup were of an absent key and reached every run (Monkey's
 // assumption), when no run of the slice has Misses set; otherwise a run
 // with Misses 0 gets no filter. Misses must not be negative.
+//
+// MaxBitsPerKey bounds the bits per key Allocate gives the runs' filters,
+// at most the package's MaxBitsPerKey (0: that bound). A run held at its
+// bound leaves the budget it would have taken to the others, which is
+// how a budget larger than the runs need is left unspent rather than
+// spent on rates far below any that saves a read.
 type Runs struct {
-	Count  int
-	Keys   int64
-	Misses float64
+	Count         int
+	Keys          int64
+	Misses        float64
+	MaxBitsPerKey float64
+}
+
+// maxBits returns the most bits per key r's filters may take.
+func (r Runs) maxBits() float64 {
+	if r.MaxBitsPerKey == 0 {
+		return MaxBitsPerKey
+	}
+	return r.MaxBitsPerKey
 }
 
 // RunFilter is the filter sizing [Allocate] gives each run of a [Runs].
@@ -133,9 +148,9 @@ const policySteps = 16
 // on average over all keys, a budget of bytes as 8*Bytes bits over all
 // keys; a budget of false positives is met as the sum over every run of
 // its weight times its rate. Runs of no keys cost nothing and get the most
-// bits, MaxBitsPerKey per key; no run gets more. Allocate fails when the
-// budget or a run is invalid, or the budget cannot be met within
-// MaxBitsPerKey bits per key.
+// bits, their Runs.MaxBitsPerKey per key; no run gets more. Allocate fails
+// when the budget or a run is invalid, or the budget cannot be met within
+// the runs' bounds on bits per key.
 func Allocate(runs []Runs, budget Budget) ([]RunFilter, error) {
 	if err := budget.Validate(); err != nil {
 		return nil, err
@@ -145,6 +160,9 @@ func Allocate(runs []Runs, budget Budget) ([]RunFilter, error) {
 	for i, r := range runs {
 		if r.Count < 0 || r.Keys < 0 || r.Misses < 0 || math.IsNaN(r.Misses) || math.IsInf(r.Misses, 0) {
 			return nil, fmt.Errorf("bloompolicy: runs[%d] has a negative count (%d), key count (%d) or Misses (%v)", i, r.Count, r.Keys, r.Misses)
+		}
+		if !(r.MaxBitsPerKey >= 0 && r.MaxBitsPerKey <= MaxBitsPerKey) {
+			return nil, fmt.Errorf("bloompolicy: runs[%d] has MaxBitsPerKey %v, not in [0, %d]", i, r.MaxBitsPerKey, MaxBitsPerKey)
 		}
 		total += float64(r.Count) * float64(r.Keys)
 		a.weighted = a.weighted || r.Misses > 0
@@ -162,7 +180,7 @@ func Allocate(runs []Runs, budget Budget) ([]RunFilter, error) {
 		return a.filters(c), nil
 	}
 	if a.fps(0) > budget.FalsePositives {
-		return nil, fmt.Errorf("bloompolicy: %v false positives need more than %d bits per key", budget.FalsePositives, MaxBitsPerKey)
+		return nil, fmt.Errorf("bloompolicy: %v false positives need more bits per key than the runs' bounds allow (Runs.MaxBitsPerKey, at most %d)", budget.FalsePositives, MaxBitsPerKey)
 	}
 	// The smaller constant of the bracket stays within the sum of rates.
 	c, _ := a.solve(func(c float64) float64 { return a.fps(c) - budget.FalsePositives })
@@ -192,13 +210,13 @@ func (a *allocation) scale(r Runs) float64 {
 }
 
 // filter returns the sizing of run r at constant c: the bits of the rate
-// c*n/w, at most MaxBitsPerKey bits per key, and no filter at a rate of 1
+// c*n/w, at most r's bound on bits per key, and no filter at a rate of 1
 // or more (a run no lookup misses in gets none).
 func (a *allocation) filter(c float64, r Runs) RunFilter {
 	if r.Keys == 0 {
-		return a.curve.filterAt(MaxBitsPerKey)
+		return a.curve.filterAt(r.maxBits())
 	}
-	return a.curve.filterAt(a.curve.bitsFor(c * a.scale(r)))
+	return a.curve.filterAt(min(r.maxBits(), a.curve.bitsFor(c*a.scale(r))))
 }
 
 // bits returns the total filter bits of the runs at constant c.

@@ -2,6 +2,7 @@ package bloompolicy
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -137,6 +138,54 @@ func TestAllocate_Edges(t *testing.T) {
 	}
 }
 
+// TestAllocate_MaxBitsPerKey: a run's bound holds it at that many bits
+// per key, and leaves what it would have taken to the others; a budget
+// beyond every run's bound is left unspent.
+func TestAllocate_MaxBitsPerKey(t *testing.T) {
+	runs := []Runs{{Count: 2, Keys: 1000}, {Count: 1, Keys: 10000}, {Count: 1, Keys: 100000}}
+	free, err := Allocate(runs, Budget{BitsPerKey: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const most = 12
+	if free[0].BitsPerKey <= most {
+		t.Fatalf("Monkey's rule gives the smallest runs %.2f bits per key, not above the bound %d this test needs", free[0].BitsPerKey, most)
+	}
+	bounded := slices.Clone(runs)
+	for i := range bounded {
+		bounded[i].MaxBitsPerKey = most
+	}
+	got, err := Allocate(bounded, Budget{BitsPerKey: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spent, keys float64
+	for i, r := range bounded {
+		if got[i].BitsPerKey > most {
+			t.Errorf("run %d: %.3f bits per key, above its bound %d", i, got[i].BitsPerKey, most)
+		}
+		spent += float64(r.Count) * float64(r.Keys) * got[i].BitsPerKey
+		keys += float64(r.Count) * float64(r.Keys)
+	}
+	if got[0].BitsPerKey != most || got[2].BitsPerKey <= free[2].BitsPerKey {
+		t.Errorf("bounded %+v against free %+v: want the smallest runs at the bound and the largest given more", got, free)
+	}
+	if avg := spent / keys; math.Abs(avg-10) > 0.01 {
+		t.Errorf("bounded runs spend %.3f bits per key, want the budget's 10", avg)
+	}
+	for _, budget := range []Budget{{BitsPerKey: 50}, {Bytes: 1 << 30}} {
+		all, err := Allocate(bounded, budget)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, f := range all {
+			if f.BitsPerKey != most {
+				t.Errorf("budget %+v beyond the bounds: run %d gets %.3f bits per key, want %d", budget, i, f.BitsPerKey, most)
+			}
+		}
+	}
+}
+
 func TestAllocate_Errors(t *testing.T) {
 	for _, tc := range []struct {
 		runs   []Runs
@@ -154,7 +203,11 @@ func TestAllocate_Errors(t *testing.T) {
 		{treeRuns, Budget{BitsPerKey: math.NaN()}, "not in (0, 100]"},
 		{treeRuns, Budget{FalsePositives: -0.1}, "not a positive number"},
 		{treeRuns, Budget{FalsePositives: math.Inf(1)}, "not a positive number"},
-		{treeRuns, Budget{FalsePositives: 1e-30}, "more than 100 bits"},
+		{treeRuns, Budget{FalsePositives: 1e-30}, "more bits per key than the runs' bounds allow (Runs.MaxBitsPerKey, at most 100)"},
+		{[]Runs{{Count: 1, Keys: 100, MaxBitsPerKey: 4}}, Budget{FalsePositives: 0.01}, "more bits per key than the runs' bounds allow"},
+		{[]Runs{{Count: 1, Keys: 1, MaxBitsPerKey: -1}}, Budget{BitsPerKey: 10}, "MaxBitsPerKey -1, not in [0, 100]"},
+		{[]Runs{{Count: 1, Keys: 1, MaxBitsPerKey: 101}}, Budget{BitsPerKey: 10}, "MaxBitsPerKey 101, not in [0, 100]"},
+		{[]Runs{{Count: 1, Keys: 1, MaxBitsPerKey: math.NaN()}}, Budget{BitsPerKey: 10}, "MaxBitsPerKey NaN"},
 		{[]Runs{{Count: -1, Keys: 1}}, Budget{BitsPerKey: 10}, "negative"},
 		{[]Runs{{Count: 1, Keys: -1}}, Budget{BitsPerKey: 10}, "negative"},
 	} {

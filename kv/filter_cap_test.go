@@ -385,3 +385,55 @@ func compactedEntry(t *testing.T, d *DB) *tableEntry {
 	}
 	return entries[0]
 }
+
+// TestFilterCap_LooseCapBuildsNothing: a cap larger than the tree needs
+// at capMaxBitsPerKey bits per key gives every table those bits, so a
+// growing store writes each table with the filter it keeps, holds them
+// all, and builds none in memory. (When the allocation could give some
+// runs more than the bound, their shares moved as the tree grew, and
+// passes rebuilt filters that the cap never asked to shrink.)
+func TestFilterCap_LooseCapBuildsNothing(t *testing.T) {
+	const total = 60_000
+	d, err := Open("db", &Options{FS: vfs.NewMem(), MemTableSize: 64 << 10, TargetFileSize: 128 << 10,
+		LBaseMaxBytes: 256 << 10, FilterBudget: &bloompolicy.Budget{Bytes: 40 * total / 8}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	seed := testseed.Seed(t)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	order := rng.Perm(total)
+	val := make([]byte, 16) // random, so that tables are not compressed small
+	for i, k := range order {
+		for j := range val {
+			val[j] = byte(rng.Uint32())
+		}
+		if err := d.Set(capKey(2*k), val, NoSync); err != nil {
+			t.Fatal(err)
+		}
+		if i%50 == 49 {
+			mustGetKey(t, d, capKey(2*order[rng.IntN(i)]))
+			if _, err := d.Get(capKey(2*rng.IntN(total) + 1)); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("absent key: %v", err)
+			}
+		}
+	}
+	waitIdle(t, d)
+	m := d.Metrics()
+	var tables, compactions, filterBytes int64
+	for _, l := range m.Levels {
+		tables += int64(l.NumFiles)
+		compactions += l.Compactions
+		filterBytes += l.FilterBytes
+	}
+	if tables < 10 || compactions == 0 {
+		t.Fatalf("%d tables, %d compactions: the load did not grow a tree", tables, compactions)
+	}
+	if m.Filters.FiltersBuilt != 0 || m.Filters.TablesBuilt != 0 || m.Filters.TablesNotHeld != 0 {
+		t.Fatalf("under a loose cap: %d filters built (%d B read), %d tables hold one, %d hold none",
+			m.Filters.FiltersBuilt, m.Filters.BuildBytesRead, m.Filters.TablesBuilt, m.Filters.TablesNotHeld)
+	}
+	if m.Filters.HeldBytes != filterBytes {
+		t.Fatalf("%d filter bytes held, the tables carry %d", m.Filters.HeldBytes, filterBytes)
+	}
+}

@@ -276,7 +276,7 @@ func allocateRuns(runs []bloompolicy.Runs, budget int64) []bloompolicy.RunFilter
 	}
 	plain := make([]bloompolicy.Runs, len(runs))
 	for i, r := range runs {
-		plain[i] = bloompolicy.Runs{Count: r.Count, Keys: r.Keys}
+		plain[i] = bloompolicy.Runs{Count: r.Count, Keys: r.Keys, MaxBitsPerKey: r.MaxBitsPerKey}
 	}
 	filters, _ = bloompolicy.Allocate(plain, bloompolicy.Budget{Bytes: budget})
 	return filters
@@ -395,7 +395,10 @@ type capLayout struct {
 // spend under capBytes: the cap less the filter blocks' bookkeeping
 // (filterOverhead for each table, at blockSize bytes a block and perBlock
 // bytes of bookkeeping a block), and at most capMaxBitsPerKey bits per
-// entry.
+// entry, which also bounds each run: a cap larger than the tree needs
+// gives every table capMaxBitsPerKey, rather than more to the runs
+// Monkey's rule favours, whose shares would then move, and their filters
+// be built again, as the tree grows.
 func capRuns(v *manifest.Version, misses *[manifest.NumLevels]float64, perTable map[base.FileNum]float64,
 	capBytes int64, blockSize int, perBlock float64, w *capWrite, load planLoad) capLayout {
 	var runs []bloompolicy.Runs
@@ -403,7 +406,7 @@ func capRuns(v *manifest.Version, misses *[manifest.NumLevels]float64, perTable 
 	levelRun := [manifest.NumLevels]int{}
 	add := func(l int) int { // the run of a table of level l: a new one in L0, or per table
 		if l == 0 || levelRun[l] == 0 || perTable != nil {
-			runs = append(runs, bloompolicy.Runs{Count: 1})
+			runs = append(runs, bloompolicy.Runs{Count: 1, MaxBitsPerKey: capMaxBitsPerKey})
 			if misses != nil {
 				runs[len(runs)-1].Misses = misses[l]
 			}
@@ -464,7 +467,7 @@ func capRuns(v *manifest.Version, misses *[manifest.NumLevels]float64, perTable 
 		entries += w.flushed
 	}
 	if n := load.l0Tables - l0; n > 0 && load.l0Keys > 0 {
-		r := bloompolicy.Runs{Count: n, Keys: load.l0Keys}
+		r := bloompolicy.Runs{Count: n, Keys: load.l0Keys, MaxBitsPerKey: capMaxBitsPerKey}
 		if misses != nil {
 			r.Misses = misses[0]
 		}
@@ -561,7 +564,7 @@ func runReach(r bloompolicy.Runs, f *manifest.FileMetadata) float64 {
 // absent keys is not worth its bookkeeping.
 const planMinBits = 1
 
-// capMaxBitsPerKey bounds the average bits per entry a cap plans for (see
+// capMaxBitsPerKey bounds the bits per entry a cap plans for each run (see
 // capRuns): a store far smaller than the cap spends at most this, 0.05%
 // false positives in the blocked layout, beyond which a larger filter
 // saves little.

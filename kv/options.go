@@ -133,7 +133,9 @@ type Options struct {
 	// per key they get, and has each table hold in memory a filter of the
 	// bits it gets now: its own, or one built in memory from its keys when
 	// the allocation has moved (see the package documentation, Filters).
-	// The bytes held, as the tables' filter blocks measure them, never
+	// No table gets more than 16 bits per key (0.05% false positives),
+	// so a cap larger than the tree needs at that is left partly
+	// unspent, and builds no filter. The bytes held, as the tables' filter blocks measure them, never
 	// exceed the cap; Metrics.Filters reports them, the tables holding
 	// none and the filters built. In memory, each filter held also keeps
 	// the offsets of its filters, 4 bytes per data block, and its block

@@ -30,20 +30,20 @@ func TestLevelRuns(t *testing.T) {
 	}{
 		// Base L3 (64 MiB, 16 MiB tables), smoothed multiplier 5.12.
 		{"defaults, 10 GB", pebble.Options{}, LevelBudget{Keys: 1e8, BytesPerKey: 100},
-			"[{0 41943 0} {0 0 0} {0 0 0} {1 587202 0} {1 3267286 0} {1 17247266 0} {1 78898244 0}]"},
+			"[{0 41943 0 0} {0 0 0 0} {0 0 0 0} {1 587202 0 0} {1 3267286 0 0} {1 17247266 0 0} {1 78898244 0 0}]"},
 		{"small store, L0 full", pebble.Options{}, LevelBudget{Keys: 1e5, BytesPerKey: 100, L0Tables: 4},
-			"[{4 41943 0} {0 0 0} {0 0 0} {0 0 0} {0 0 0} {0 0 0} {1 100000 0}]"},
+			"[{4 41943 0 0} {0 0 0 0} {0 0 0 0} {0 0 0 0} {0 0 0 0} {0 0 0 0} {1 100000 0 0}]"},
 		// Base L4 (1 MiB), L5 7.9 MiB; 128 KiB tables.
 		{"small tables, 1.5M keys", small, LevelBudget{Keys: 1.5e6, BytesPerKey: 46},
-			"[{0 22795 0} {0 0 0} {0 0 0} {0 0 0} {1 21370 0} {1 173998 0} {1 1304630 0}]"},
+			"[{0 22795 0 0} {0 0 0 0} {0 0 0 0} {0 0 0 0} {1 21370 0 0} {1 173998 0 0} {1 1304630 0 0}]"},
 		// L4 and L5 are one table each (32 and 64 MiB tables): L6's keys,
 		// or half their targets (1 and 9.5 MiB) without an L6 filter.
 		{"default tables", pebble.Options{LBaseMaxBytes: 1 << 20, MemTableSize: 1 << 20},
 			LevelBudget{Keys: 1e6, BytesPerKey: 100},
-			"[{0 10485 0} {0 0 0} {0 0 0} {0 0 0} {0 1000000 0} {0 1000000 0} {1 1000000 0}]"},
+			"[{0 10485 0 0} {0 0 0 0} {0 0 0 0} {0 0 0 0} {0 1000000 0 0} {0 1000000 0 0} {1 1000000 0 0}]"},
 		{"options, no L6 filter", pebble.Options{L0CompactionThreshold: 2, LBaseMaxBytes: 1 << 20, MemTableSize: 1 << 20},
 			LevelBudget{Keys: 1e6, BytesPerKey: 100, NoL6Filter: true, L0Tables: 2},
-			"[{2 10485 0} {0 0 0} {0 0 0} {0 0 0} {1 5242 0} {1 48572 0} {0 946184 0}]"},
+			"[{2 10485 0 0} {0 0 0 0} {0 0 0 0} {0 0 0 0} {1 5242 0 0} {1 48572 0 0} {0 946184 0 0}]"},
 	} {
 		if got := fmt.Sprint(levelRuns(&tc.opts, tc.b)); got != tc.want {
 			t.Errorf("%s: runs %s, want %s", tc.name, got, tc.want)
