@@ -317,6 +317,20 @@ func writeSyncedFile(fs vfs.FS, name, s string) error {
 	return err
 }
 
+// syncFile syncs the file name, opened for reading: fsync flushes the
+// file's data whatever the descriptor's mode.
+func syncFile(fs vfs.FS, name string) error {
+	f, err := fs.Open(name)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 // syncDir syncs directory dir, so the entries added to it survive a
 // crash.
 func syncDir(fs vfs.FS, dir string) error {

@@ -65,7 +65,9 @@ type ingestTable struct {
 // shadow them. Snapshots taken before do not see them.
 //
 // Each table is hard-linked into the store where the FS allows, copied
-// otherwise (the files at paths are left in place), and placed, as Pebble
+// otherwise (the files at paths are left in place), synced, so that a
+// table written without a sync survives a crash once Ingest returns,
+// and placed, as Pebble
 // does, at the deepest level down from the base level whose tables it
 // overlaps none of, none of the levels above overlapping it either; at L0
 // when an L0 table overlaps it. The memtables are flushed first when they
@@ -80,9 +82,10 @@ type ingestTable struct {
 // missing, unreadable or damaged file (an error wrapping ErrCorruption),
 // a table of another comparer or with sequence numbers other than 0, an
 // empty table, and tables out of order or overlapping (ErrIngestOverlap)
-// are refused with an error naming the file, and nothing is changed. After Close, Ingest returns ErrClosed. A
-// failure to record the tables in the MANIFEST stops the DB, as a failed
-// flush does. Ingest of no paths does nothing.
+// are refused with an error naming the file, and nothing is changed.
+// After Close, Ingest returns ErrClosed. A failure to record the tables
+// in the MANIFEST stops the DB, as a failed flush does. Ingest of no
+// paths does nothing.
 func (d *DB) Ingest(paths []string) error {
 	d.fileCalls.RLock()
 	defer d.fileCalls.RUnlock()
@@ -192,9 +195,12 @@ func (d *DB) logf(format string, args ...any) {
 }
 
 // linkIngestTables gives each table a file number and links or copies it
-// into the store, then syncs the directory. On failure it removes the
-// files it created: unrecorded in the MANIFEST, they are not the store's
-// (and the next Open deletes any a crash leaves).
+// into the store, syncs it, then syncs the directory. A linked file is
+// the caller's: written by something other than sstable.Writer, or with
+// its sync failed unnoticed, its data may still be only in memory, and
+// the MANIFEST is about to name it. On failure it removes the files it
+// created: unrecorded in the MANIFEST, they are not the store's (and the
+// next Open deletes any a crash leaves).
 func (d *DB) linkIngestTables(tables []ingestTable) error {
 	var err error
 	n := 0
@@ -206,6 +212,8 @@ func (d *DB) linkIngestTables(tables []ingestTable) error {
 		name := base.MakeFilename(base.FileTypeTable, t.meta.FileNum)
 		if err = vfs.LinkOrCopy(d.fs, t.path, d.path(name)); err != nil {
 			err = fmt.Errorf("kv: ingest: linking or copying %s to %s: %w", t.path, name, err)
+		} else if err = syncFile(d.fs, d.path(name)); err != nil {
+			err = fmt.Errorf("kv: ingest: syncing %s: %w", name, err)
 		}
 	}
 	if err == nil {
