@@ -3,6 +3,7 @@ package memtable
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -125,13 +126,13 @@ func checkModel(t *testing.T, rng *rand.Rand, m *MemTable, md model, n int) {
 		if rng.IntN(2) == 0 {
 			upper = randomKey(rng)
 		}
-		checkIterOps(t, rng, m.NewIter(lower, upper), md.within(lower, upper))
+		checkIterOps(t, rng, m.NewIter(lower, upper), md.within(lower, upper), func() []byte { return randomKey(rng) })
 	}
 }
 
-// checkIterOps drives it with random operations, tracking the expected
-// position in want (-1: invalid).
-func checkIterOps(t *testing.T, rng *rand.Rand, it base.InternalIterator, want model) {
+// checkIterOps drives it with random operations, seeking to keys from
+// seekKey, tracking the expected position in want (-1: invalid).
+func checkIterOps(t *testing.T, rng *rand.Rand, it base.InternalIterator, want model, seekKey func() []byte) {
 	t.Helper()
 	pos := -1
 	for range 60 {
@@ -143,12 +144,12 @@ func checkIterOps(t *testing.T, rng *rand.Rand, it base.InternalIterator, want m
 		case r == 1:
 			op, ok, pos = "Last", it.Last(), len(want)-1
 		case r == 2:
-			k := randomKey(rng)
-			op, ok = "SeekGE "+string(k), it.SeekGE(k)
+			k := seekKey()
+			op, ok = fmt.Sprintf("SeekGE %.40q", k), it.SeekGE(k)
 			pos = slices.IndexFunc(want, func(e entry) bool { return bytes.Compare(e.key.UserKey, k) >= 0 })
 		case r == 3:
-			k := randomKey(rng)
-			op, ok, pos = "SeekLT "+string(k), it.SeekLT(k), -1
+			k := seekKey()
+			op, ok, pos = fmt.Sprintf("SeekLT %.40q", k), it.SeekLT(k), -1
 			for i, e := range want {
 				if bytes.Compare(e.key.UserKey, k) < 0 {
 					pos = i

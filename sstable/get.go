@@ -29,6 +29,9 @@ func (r *Reader) Get(userKey []byte, seq SeqNum, stats *LookupStats) (value []by
 	if stats == nil {
 		stats = new(LookupStats)
 	}
+	// Every version is at or below SeqNumMax; a larger seq would not fit
+	// the search key's trailer and send the index search past userKey.
+	seq = min(seq, base.SeqNumMax)
 	value, key, found, err := r.getPoint(userKey, seq, stats)
 	if err != nil {
 		return nil, 0, false, err

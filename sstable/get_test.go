@@ -165,3 +165,28 @@ func TestReader_Get_CustomComparer(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestReader_Get_SeqAboveMax looks keys up at sequence numbers above
+// SeqNumMax, which every version is at or below: Get must return the
+// newest version, as at SeqNumMax (and as memtable.MemTable.Get does).
+// A sequence number that does not fit the trailer's 56 bits once sent
+// the index search past the key's blocks, to "not found".
+func TestReader_Get_SeqAboveMax(t *testing.T) {
+	var entries []testEntry
+	for i := range 20 {
+		entries = append(entries, testEntry{MakeInternalKey([]byte("k"), SeqNum(100-i), KindSet), []byte{byte(i)}})
+	}
+	entries = append(entries, testEntry{MakeInternalKey([]byte("l"), 5, KindSet), []byte("l")})
+	for _, policy := range testPolicies(t) {
+		data := buildBytes(t, entries, WriterOptions{BlockSize: 1, FilterPolicy: policy})
+		r := openTable(t, data, ReaderOptions{Filters: filters(policy)})
+		for _, seq := range []SeqNum{SeqNumMax + 1, 1 << 60, 1<<64 - 1 - 255} {
+			for _, want := range []testEntry{entries[0], entries[len(entries)-1]} {
+				v, kind, found, err := r.Get(want.key.UserKey, seq, nil)
+				if err != nil || !found || kind != KindSet || !bytes.Equal(v, want.value) {
+					t.Errorf("%s: Get(%s, %d) = %q %v %v %v, want %q", policyName(policy), want.key.UserKey, seq, v, kind, found, err, want.value)
+				}
+			}
+		}
+	}
+}
