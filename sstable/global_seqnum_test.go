@@ -2,6 +2,7 @@ package sstable
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -100,6 +101,30 @@ func TestReader_GlobalSeqNum_Refused(t *testing.T) {
 			t.Fatal("k001 missing without a global seqnum")
 		}
 		r.Close()
+	}
+}
+
+// TestReader_GlobalSeqNum_AboveMax: a global sequence number above
+// SeqNumMax, which a key's trailer cannot hold, is refused rather than
+// wrapped into another.
+func TestReader_GlobalSeqNum_AboveMax(t *testing.T) {
+	for _, g := range []SeqNum{SeqNumMax + 1, 1 << 60, math.MaxUint64} {
+		r, err := openSeqTable(t, 0, ReaderOptions{GlobalSeqNum: g})
+		if err == nil {
+			r.Close()
+			t.Fatalf("global sequence number %d: opened", g)
+		}
+		if !strings.Contains(err.Error(), "above the largest") {
+			t.Fatalf("global sequence number %d: %v, want a refusal naming the largest", g, err)
+		}
+	}
+	r, err := openSeqTable(t, 0, ReaderOptions{GlobalSeqNum: SeqNumMax})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, _, found, _ := r.Get([]byte("k001"), SeqNumMax, nil); !found {
+		t.Fatal("k001 missing at global sequence number SeqNumMax")
 	}
 }
 

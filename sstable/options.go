@@ -35,12 +35,18 @@ const (
 	DefaultBlockRestartInterval = 16
 )
 
+// MaxBlockSize is the largest BlockSize a Writer cuts blocks at: with an
+// entry of up to 1 GiB after it, a block stays under 4 GiB.
+const MaxBlockSize = 1 << 30
+
 // WriterOptions configures a Writer. The zero value is usable: 4 KiB
 // blocks, a restart point every 16 entries, bytewise keys, no filter and
 // Snappy where it pays.
 type WriterOptions struct {
 	// BlockSize is the target uncompressed size of a data block; a block
-	// is cut once it reaches it. 0 means DefaultBlockSize.
+	// is cut once it reaches it. 0 means DefaultBlockSize; above
+	// MaxBlockSize, MaxBlockSize, so that a block with its last entry
+	// stays within the 32-bit offsets of its restart points.
 	BlockSize int
 	// BlockRestartInterval is the number of entries between restart
 	// points in data blocks. 0 means DefaultBlockRestartInterval.
@@ -59,6 +65,7 @@ type WriterOptions struct {
 // withDefaults returns the options with zero fields filled in.
 func (o WriterOptions) withDefaults() WriterOptions {
 	base.SetDefault(&o.BlockSize, DefaultBlockSize)
+	o.BlockSize = min(o.BlockSize, MaxBlockSize)
 	base.SetDefault(&o.BlockRestartInterval, DefaultBlockRestartInterval)
 	if o.Comparer == nil {
 		o.Comparer = base.DefaultComparer

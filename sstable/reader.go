@@ -180,12 +180,16 @@ func (r *Reader) open() error {
 // applyGlobalSeqNum gives the properties' sequence numbers and keys the
 // table's global sequence number, if it has one
 // (ReaderOptions.GlobalSeqNum); the range tombstones and the data blocks'
-// keys get it as they are decoded. A table written with other sequence numbers than 0 cannot take
-// one.
+// keys get it as they are decoded. A table written with other sequence
+// numbers than 0 cannot take one, nor can any table one above
+// SeqNumMax, which a key's trailer cannot hold.
 func (r *Reader) applyGlobalSeqNum() error {
 	g := r.opts.GlobalSeqNum
 	if g == 0 {
 		return nil
+	}
+	if g > base.SeqNumMax {
+		return fmt.Errorf("sstable: %s: global sequence number %d is above the largest, %d", r.name, g, base.SeqNumMax)
 	}
 	p := &r.props
 	if p.LargestSeqNum != 0 {

@@ -195,3 +195,17 @@ func TestWriter_SeparatorBreaksContract(t *testing.T) {
 		r.Close()
 	}
 }
+
+// TestWriterOptions_BlockSizeBound: a BlockSize above MaxBlockSize is
+// taken as MaxBlockSize, so that no block outgrows its restart points'
+// 32-bit offsets; the bound itself and smaller sizes stand.
+func TestWriterOptions_BlockSizeBound(t *testing.T) {
+	for _, tc := range []struct{ in, want int }{
+		{0, DefaultBlockSize}, {1, 1}, {MaxBlockSize, MaxBlockSize},
+		{MaxBlockSize + 1, MaxBlockSize}, {1 << 40, MaxBlockSize},
+	} {
+		if got := (WriterOptions{BlockSize: tc.in}).withDefaults().BlockSize; got != tc.want {
+			t.Errorf("BlockSize %d: writer cuts at %d, want %d", tc.in, got, tc.want)
+		}
+	}
+}
