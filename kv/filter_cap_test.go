@@ -119,6 +119,22 @@ func TestFilterCap_Growth(t *testing.T) {
 	}
 }
 
+// flushCapTables writes tables L0 tables of keys entries each, keyed
+// capKey(0) onward in order, flushing after each.
+func flushCapTables(t *testing.T, d *DB, tables, keys int) {
+	t.Helper()
+	for table := range tables {
+		for k := range keys {
+			if err := d.Set(capKey(keys*table+k), []byte("v"), NoSync); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := d.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // mustGetKey fails t unless key is found.
 func mustGetKey(t testing.TB, d *DB, key []byte) {
 	t.Helper()
@@ -242,16 +258,7 @@ func TestFilterCap_OpenedPlannedBuilt(t *testing.T) {
 		if budget != nil {
 			checkOpenedPlannedBuilt(t, d, capBytes)
 		} else {
-			for table := range 2 {
-				for k := range 300 {
-					if err := d.Set(capKey(300*table+k), []byte("v"), NoSync); err != nil {
-						t.Fatal(err)
-					}
-				}
-				if err := d.Flush(); err != nil {
-					t.Fatal(err)
-				}
-			}
+			flushCapTables(t, d, 2, 300)
 		}
 		if err := d.Close(); err != nil {
 			t.Fatal(err)
@@ -343,16 +350,7 @@ func TestFilterCap_PassWhenWorkEnds(t *testing.T) {
 		d.mu.Unlock()
 	})
 	defer end()
-	for table := range 2 {
-		for k := range 300 {
-			if err := d.Set(capKey(300*table+k), []byte("v"), NoSync); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := d.Flush(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	flushCapTables(t, d, 2, 300)
 	if err := d.Compact(capKey(0), capKey(600)); err != nil {
 		t.Fatal(err)
 	}

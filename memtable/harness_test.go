@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/itertest"
 	"github.com/bloomkv/bloomkv/internal/testseed"
 )
 
@@ -52,29 +53,10 @@ func harnessKeys(rng *rand.Rand, shape string) [][]byte {
 	return ks
 }
 
-// harnessSeekKey returns a key near one of md's: itself, a byte longer
-// or shorter, or its last byte moved by one; or the empty key.
+// harnessSeekKey returns a key to seek to or bound by, near one of md's
+// (itertest.NearKey).
 func harnessSeekKey(rng *rand.Rand, md model) []byte {
-	k := slices.Clone(md[rng.IntN(len(md))].key.UserKey)
-	switch rng.IntN(6) {
-	case 0:
-		return append(k, byte(rng.IntN(256)))
-	case 1:
-		if len(k) > 0 {
-			return k[:len(k)-1]
-		}
-	case 2:
-		if len(k) > 0 && k[len(k)-1] < 0xff {
-			k[len(k)-1]++
-		}
-	case 3:
-		if len(k) > 0 && k[len(k)-1] > 0 {
-			k[len(k)-1]--
-		}
-	case 4:
-		return []byte{}
-	}
-	return k
+	return itertest.NearKey(rng, md[rng.IntN(len(md))].key.UserKey)
 }
 
 // TestMemTable_Harness adds keys of each shape, with many versions for

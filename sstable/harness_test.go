@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/itertest"
 )
 
 // This file ports the scenarios of LevelDB's table_test.cc Harness (and
@@ -105,32 +106,10 @@ func harnessValue(rng *rand.Rand) []byte {
 	return fmt.Appendf(nil, "v%d", rng.IntN(1e6))
 }
 
-// harnessSeekKey returns a key to seek to or bound by: a key of the table,
-// or one next to it (a byte longer, a byte shorter, its last byte moved
-// by one), the empty key, or a key above every other.
+// harnessSeekKey returns a key to seek to or bound by, near one of the
+// table's (itertest.NearKey).
 func harnessSeekKey(rng *rand.Rand, entries []testEntry) []byte {
-	k := slices.Clone(entries[rng.IntN(len(entries))].key.UserKey)
-	switch rng.IntN(8) {
-	case 0:
-		return append(k, byte(rng.IntN(256)))
-	case 1:
-		if len(k) > 0 {
-			return k[:len(k)-1]
-		}
-	case 2:
-		if len(k) > 0 && k[len(k)-1] < 0xff {
-			k[len(k)-1]++
-		}
-	case 3:
-		if len(k) > 0 && k[len(k)-1] > 0 {
-			k[len(k)-1]--
-		}
-	case 4:
-		return []byte{}
-	case 5:
-		return bytes.Repeat([]byte{0xff}, 1+rng.IntN(3))
-	}
-	return k
+	return itertest.NearKey(rng, entries[rng.IntN(len(entries))].key.UserKey)
 }
 
 // TestHarness_Table builds tables of every key shape under restart

@@ -2,7 +2,8 @@
 // RunOps drives a base.InternalIterator from a script of positioning
 // operations, for the datadriven tests of the packages that implement one
 // (memtable, sstable, iterator, compaction), and SliceIter is an in-memory
-// iterator over parsed entries, to feed merges and compactions.
+// iterator over parsed entries, to feed merges and compactions; NearKey
+// picks seek keys next to the keys a randomized test holds.
 // SlashSplit and UserSplit, the Split functions of the prefix tests, are
 // internal/splits' FirstSlash and User: the built-in Splits that the
 // command-line tool and the bench's prefix-scan workload use, so tests,
