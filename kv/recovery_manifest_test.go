@@ -1,0 +1,92 @@
+package kv
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/cockroachdb/pebble/vfs"
+)
+
+// listDir returns the names in fs's "db", sorted.
+func listDir(t *testing.T, fs vfs.FS) []string {
+	t.Helper()
+	names, err := fs.List("db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// TestRecovery_ManifestFileNumsPastRange appends to a closed store's
+// MANIFEST an edit naming a file number at or past maxFileNum, as a
+// damaged or crafted MANIFEST may (RocksDB's and Pebble's tests of a next
+// file number that jumps): Open refuses it as corruption naming the
+// MANIFEST and the edit's offset, and leaves the files as they were. It
+// once took the next file number 2^64-1, wrapped the counter around to 0
+// and wrote MANIFEST-000001 and 000000.log over the numbers of the
+// store's files; and took 2^63 to allocate numbers the next Open refuses.
+func TestRecovery_ManifestFileNumsPastRange(t *testing.T) {
+	table := func(num base.FileNum) *manifest.FileMetadata {
+		return &manifest.FileMetadata{FileNum: num, Size: 100,
+			Smallest: base.MakeInternalKey([]byte("x"), 1, base.KindSet),
+			Largest:  base.MakeInternalKey([]byte("y"), 1, base.KindSet), SmallestSeqNum: 1, LargestSeqNum: 1}
+	}
+	tests := []struct {
+		name string
+		edit *manifest.VersionEdit
+		want string
+	}{
+		{"next at the top", &manifest.VersionEdit{NextFileNum: math.MaxUint64}, "next file number 18446744073709551615"},
+		{"next below the top", &manifest.VersionEdit{NextFileNum: math.MaxUint64 - 1}, "next file number 18446744073709551614"},
+		{"next at the bound", &manifest.VersionEdit{NextFileNum: maxFileNum}, "next file number 9223372036854775808"},
+		{"log number", &manifest.VersionEdit{LogNum: math.MaxUint64}, "log number 18446744073709551615"},
+		{"added table", &manifest.VersionEdit{NewFiles: []manifest.NewFileEntry{{Level: 6, Meta: table(math.MaxUint64)}}},
+			"added table 18446744073709551615"},
+		{"closed log", &manifest.VersionEdit{ClosedLogs: []manifest.ClosedLog{{Num: maxFileNum, Size: 10}}},
+			"closed log 9223372036854775808"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := &Options{}
+			d, fs := openMem(t, o)
+			must(t, d.Set([]byte("a"), []byte("1"), Sync))
+			must(t, d.Flush())
+			must(t, d.Set([]byte("b"), []byte("2"), Sync))
+			must(t, d.Close())
+			manifestPath := currentManifest(t, fs)
+			off := appendRecords(t, fs, manifestPath, tt.edit.Encode())[0]
+			before := listDir(t, fs)
+			_, err := Open("db", o)
+			requireCorruptionAt(t, err, strings.TrimPrefix(manifestPath, "db/"), off, "Open")
+			if !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "past any number a store allocates") {
+				t.Fatalf("error %q does not say %q", err, tt.want)
+			}
+			if after := listDir(t, fs); !slices.Equal(before, after) {
+				t.Fatalf("a refused Open changed the files:\nbefore %v\nafter  %v", before, after)
+			}
+		})
+	}
+}
+
+// TestRecovery_ManifestNextFileNumBelowBound opens a store whose MANIFEST
+// says the next file number is the last below maxFileNum: it opens, and
+// the files it writes take numbers from there.
+func TestRecovery_ManifestNextFileNumBelowBound(t *testing.T) {
+	o := &Options{}
+	d, fs := openMem(t, o)
+	must(t, d.Close())
+	appendRecords(t, fs, currentManifest(t, fs), (&manifest.VersionEdit{NextFileNum: maxFileNum - 1}).Encode())
+	d, err := Open("db", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mustClose(t, d)
+	if next := d.mu.versions.nextFile; next < maxFileNum-1 {
+		t.Fatalf("next file number %d, below the MANIFEST's %d", uint64(next), uint64(maxFileNum-1))
+	}
+}
