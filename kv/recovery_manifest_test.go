@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"errors"
 	"math"
 	"slices"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/internal/record"
 	"github.com/cockroachdb/pebble/vfs"
 )
 
@@ -88,5 +90,46 @@ func TestRecovery_ManifestNextFileNumBelowBound(t *testing.T) {
 	defer mustClose(t, d)
 	if next := d.mu.versions.nextFile; next < maxFileNum-1 {
 		t.Fatalf("next file number %d, below the MANIFEST's %d", uint64(next), uint64(maxFileNum-1))
+	}
+}
+
+// TestRecovery_ManifestLastSeqNumAfterTables rewrites a closed store's
+// MANIFEST so that its table comes in an edit without a last sequence
+// number, and a later edit sets one below the table's seqnums: Open
+// refuses it as corruption naming the MANIFEST. It once opened, with the
+// table's writes above the last sequence number, unseen by every read,
+// and new writes numbered below them.
+func TestRecovery_ManifestLastSeqNumAfterTables(t *testing.T) {
+	o := &Options{}
+	d, fs := openMem(t, o)
+	for range 5 {
+		must(t, d.Set([]byte("a"), []byte("old"), Sync))
+	}
+	must(t, d.Flush())
+	must(t, d.Close())
+	name := currentManifest(t, fs)
+	edits := readManifestEdits(t, fs, name)
+	if len(edits) != 1 || len(edits[0].NewFiles) != 1 || edits[0].LastSeqNum != 5 {
+		t.Fatalf("want a MANIFEST of one edit, one table and last seqnum 5: %v", edits)
+	}
+	snap := edits[0]
+	snap.LastSeqNum = 0
+	f, err := fs.Create(name)
+	must(t, err)
+	w := record.NewWriter(f)
+	for _, rec := range [][]byte{snap.Encode(), (&manifest.VersionEdit{LastSeqNum: 1}).Encode(), nil} {
+		_, err := w.WriteRecord(rec)
+		must(t, err)
+	}
+	must(t, w.Flush())
+	must(t, f.Close())
+	before := listDir(t, fs)
+	_, err = Open("db", o)
+	if !errors.Is(err, ErrCorruption) || !strings.Contains(err.Error(), strings.TrimPrefix(name, "db/")) ||
+		!strings.Contains(err.Error(), "holding seqnum 5, above the last seqnum 1") {
+		t.Fatalf("Open: %v", err)
+	}
+	if after := listDir(t, fs); !slices.Equal(before, after) {
+		t.Fatalf("a refused Open changed the files:\nbefore %v\nafter  %v", before, after)
 	}
 }
