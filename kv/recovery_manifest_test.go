@@ -1,6 +1,7 @@
 package kv
 
 import (
+	"encoding/binary"
 	"errors"
 	"math"
 	"slices"
@@ -131,5 +132,73 @@ func TestRecovery_ManifestLastSeqNumAfterTables(t *testing.T) {
 	}
 	if after := listDir(t, fs); !slices.Equal(before, after) {
 		t.Fatalf("a refused Open changed the files:\nbefore %v\nafter  %v", before, after)
+	}
+}
+
+// TestRecovery_ManifestBadEdits appends to a closed store's MANIFEST
+// edits that are checksummed whole but that no store writes (after
+// RocksDB's and LevelDB's version edit tests): a table at level 7, an
+// unknown tag, a table whose smallest key sorts after its largest, two
+// overlapping L1 tables in one edit, a table deleted twice. Open refuses
+// each as corruption naming the MANIFEST, never panics, and leaves the
+// files as they were.
+func TestRecovery_ManifestBadEdits(t *testing.T) {
+	uv := func(vs ...uint64) []byte {
+		var b []byte
+		for _, v := range vs {
+			b = binary.AppendUvarint(b, v)
+		}
+		return b
+	}
+	table := func(num base.FileNum, smallest, largest string) *manifest.FileMetadata {
+		return &manifest.FileMetadata{FileNum: num, Size: 100,
+			Smallest: base.MakeInternalKey([]byte(smallest), 1, base.KindSet),
+			Largest:  base.MakeInternalKey([]byte(largest), 1, base.KindSet), SmallestSeqNum: 1, LargestSeqNum: 1}
+	}
+	tests := []struct {
+		name string
+		recs func(v *manifest.Version) [][]byte
+		want string
+	}{
+		{"deleted at level 7", func(v *manifest.Version) [][]byte {
+			return [][]byte{uv(5, 7, uint64(v.Levels[1][0].FileNum))}
+		}, "level 7 out of range"},
+		{"added at level 9", func(*manifest.Version) [][]byte {
+			return [][]byte{uv(6, 9, 1)}
+		}, "level 9 out of range"},
+		{"unknown tag", func(*manifest.Version) [][]byte { return [][]byte{uv(100, 1)} }, "unknown tag 100"},
+		{"inverted keys", func(*manifest.Version) [][]byte {
+			return [][]byte{(&manifest.VersionEdit{NewFiles: []manifest.NewFileEntry{{Level: 2, Meta: table(2, "z", "a")}}}).Encode()}
+		}, "smallest key sorts after its largest"},
+		{"overlap in one edit", func(*manifest.Version) [][]byte {
+			return [][]byte{(&manifest.VersionEdit{NewFiles: []manifest.NewFileEntry{
+				{Level: 3, Meta: table(1, "m", "p")}, {Level: 3, Meta: table(2, "o", "r")}}}).Encode()}
+		}, "overlap"},
+		{"deleted twice", func(v *manifest.Version) [][]byte {
+			del := (&manifest.VersionEdit{DeletedFiles: map[manifest.DeletedFileEntry]bool{{Level: 1, FileNum: v.Levels[1][0].FileNum}: true}}).Encode()
+			return [][]byte{del, del}
+		}, "which does not hold it"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := &Options{DisableAutomaticCompactions: true, StaticLevels: true}
+			d, fs := openCompacted(t, o)
+			if len(d.mu.versions.current.Levels[1]) != 1 {
+				t.Fatalf("want one L1 table:\n%s", d.Metrics())
+			}
+			recs := tt.recs(d.mu.versions.current)
+			must(t, d.Close())
+			name := currentManifest(t, fs)
+			appendRecords(t, fs, name, recs...)
+			before := listDir(t, fs)
+			_, err := Open("db", o)
+			if !errors.Is(err, ErrCorruption) || !strings.Contains(err.Error(), strings.TrimPrefix(name, "db/")) ||
+				!strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Open: %v; want corruption naming %s and saying %q", err, name, tt.want)
+			}
+			if after := listDir(t, fs); !slices.Equal(before, after) {
+				t.Fatalf("a refused Open changed the files:\nbefore %v\nafter  %v", before, after)
+			}
+		})
 	}
 }
