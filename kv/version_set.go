@@ -65,7 +65,8 @@ func (vs *versionSet) nextFileNum() base.FileNum {
 	return n
 }
 
-// maxFileNum bounds the numbers of the files Open finds: a store
+// maxFileNum bounds the numbers of the files Open finds, and of those
+// the MANIFEST names, its next file number included: a store
 // allocating a million a second would take 290,000 years to reach it, and
 // a file numbered at or above it (not one of the store's) would leave the
 // counter, which takes the next number after the highest found, so little
@@ -343,6 +344,10 @@ func (vs *versionSet) replayEdit(b *manifest.Builder, rec []byte, where recordPo
 	if e.ComparerName != "" && e.ComparerName != vs.d.cmp.Name {
 		return fmt.Errorf("kv: %s: the store was written with comparer %q, not %q", where, e.ComparerName, vs.d.cmp.Name)
 	}
+	if what, n := maxEditFileNum(e); n >= maxFileNum {
+		return base.CorruptionErrorf("kv: %s: %s %d, past any number a store allocates (the counter would wrap around to reuse numbers)",
+			where, what, uint64(n))
+	}
 	if err := b.Accumulate(e); err != nil {
 		return base.CorruptionErrorf("kv: %s: %w", where, err)
 	}
@@ -357,6 +362,32 @@ func (vs *versionSet) replayEdit(b *manifest.Builder, rec []byte, where recordPo
 		vs.markFileNumUsed(nf.Meta.FileNum)
 	}
 	return nil
+}
+
+// maxEditFileNum returns the largest file number edit e names, and what
+// it is. The next file number counts: the store allocates it next. Like a
+// file found numbered at or above maxFileNum, one the MANIFEST names there
+// would leave the counter room to wrap around to the numbers of live
+// files, or have it allocate numbers the next Open refuses.
+func maxEditFileNum(e *manifest.VersionEdit) (what string, n base.FileNum) {
+	what, n = "next file number", e.NextFileNum
+	raise := func(w string, m base.FileNum) {
+		if m > n {
+			what, n = w, m
+		}
+	}
+	raise("log number", e.LogNum)
+	raise("recyclable log number", e.RecyclableLogNum)
+	for _, c := range e.ClosedLogs {
+		raise("closed log", c.Num)
+	}
+	for d := range e.DeletedFiles {
+		raise("deleted table", d.FileNum)
+	}
+	for _, nf := range e.NewFiles {
+		raise("added table", nf.Meta.FileNum)
+	}
+	return what, n
 }
 
 // walFormat returns what the store knows of the chunk format of WAL num:

@@ -17,7 +17,7 @@ import (
 //
 // Apply fails, and Refs nothing, if an edit contradicts the tables before
 // it or itself (see Builder.Accumulate), or if the result breaks
-// CheckOrdering.
+// CheckOrdering or the edits' counters (see Builder.Build).
 func (v *Version) Apply(cmp base.Compare, edits ...*VersionEdit) (*Version, error) {
 	b := NewBuilder(v, cmp)
 	for _, e := range edits {
@@ -108,17 +108,15 @@ func (b *Builder) checkNewFile(nf NewFileEntry) error {
 		return fmt.Errorf("manifest: edit adds table %s with seqnums %d-%d, smallest above largest", m, m.SmallestSeqNum, m.LargestSeqNum)
 	case m.GlobalSeqNum != 0 && (m.SmallestSeqNum != m.GlobalSeqNum || m.LargestSeqNum != m.GlobalSeqNum):
 		return fmt.Errorf("manifest: edit adds table %s with global seqnum %d and seqnums %d-%d", m, m.GlobalSeqNum, m.SmallestSeqNum, m.LargestSeqNum)
-	case b.nextFileNum != 0 && m.FileNum >= b.nextFileNum:
-		return fmt.Errorf("manifest: edit adds table %s, not below the next file number %s", m, b.nextFileNum)
-	case b.lastSeqNum != 0 && m.LargestSeqNum > b.lastSeqNum:
-		return fmt.Errorf("manifest: edit adds table %s holding seqnum %d, above the last seqnum %d", m, m.LargestSeqNum, b.lastSeqNum)
 	}
-	return nil
+	return b.checkAgainstCounters(nf)
 }
 
 // Build returns the Version the accumulated edits describe, with its tables
 // Ref'd as Apply says. It fails, and Refs nothing, if the result breaks
-// CheckOrdering.
+// CheckOrdering, or holds a table that the largest next file number or
+// last sequence number of the edits contradicts (as Accumulate refuses
+// one added after them).
 func (b *Builder) Build() (*Version, error) {
 	nv := &Version{}
 	for level := range nv.Levels {
@@ -135,12 +133,41 @@ func (b *Builder) Build() (*Version, error) {
 	if err := nv.CheckOrdering(b.cmp); err != nil {
 		return nil, err
 	}
+	if err := b.checkCounters(); err != nil {
+		return nil, err
+	}
 	for _, fs := range nv.Levels {
 		for _, f := range fs {
 			f.Ref()
 		}
 	}
 	return nv, nil
+}
+
+// checkCounters reports a table that the last counters of the accumulated
+// edits contradict: Accumulate checks each table against the counters set
+// by then, so a table added before an edit first set one escapes it.
+func (b *Builder) checkCounters() error {
+	for _, nf := range b.files {
+		if err := b.checkAgainstCounters(nf); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkAgainstCounters reports why the table nf contradicts the counters
+// accumulated so far, if it does: numbered at or above the next file
+// number, or holding a seqnum above the last one.
+func (b *Builder) checkAgainstCounters(nf NewFileEntry) error {
+	m := nf.Meta
+	switch {
+	case b.nextFileNum != 0 && m.FileNum >= b.nextFileNum:
+		return fmt.Errorf("manifest: edit adds table %s, not below the next file number %s", m, b.nextFileNum)
+	case b.lastSeqNum != 0 && m.LargestSeqNum > b.lastSeqNum:
+		return fmt.Errorf("manifest: edit adds table %s holding seqnum %d, above the last seqnum %d", m, m.LargestSeqNum, b.lastSeqNum)
+	}
+	return nil
 }
 
 // sortLevels restores the order of the touched levels: L0 oldest first,

@@ -272,3 +272,37 @@ func TestBuilder_Accumulate_GlobalSeqNum(t *testing.T) {
 		t.Fatalf("err = %v, want a refusal of seqnums other than the global one", err)
 	}
 }
+
+// TestBuilder_Build_CountersAfterTables adds tables in edits that set no
+// counters, then sets counters they contradict: Accumulate cannot tell
+// yet, Build must (LevelDB and Pebble refuse a MANIFEST whose tables
+// hold seqnums past its last one, or numbers past its next).
+func TestBuilder_Build_CountersAfterTables(t *testing.T) {
+	tests := []struct {
+		name  string
+		edits []*VersionEdit
+		want  string
+	}{
+		{"seqnum above a later last", []*VersionEdit{
+			{NewFiles: []NewFileEntry{{Level: 0, Meta: meta(4, "a#100,SET", "b#1,SET")}}},
+			{NextFileNum: 20, LastSeqNum: 5},
+		}, "table 000004:[a#100,SET-b#1,SET] holding seqnum 100, above the last seqnum 5"},
+		{"number at a later next", []*VersionEdit{
+			{LastSeqNum: 9, NewFiles: []NewFileEntry{{Level: 1, Meta: meta(30, "a#1,SET", "b#1,SET")}}},
+			{NextFileNum: 30},
+		}, "table 000030:[a#1,SET-b#1,SET], not below the next file number 000030"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := NewBuilder(&Version{}, base.DefaultComparer.Compare)
+			for _, e := range tt.edits {
+				if err := b.Accumulate(e); err != nil {
+					t.Fatalf("Accumulate: %v", err)
+				}
+			}
+			if v, err := b.Build(); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Build = %v, %v; want an error containing %q", v, err, tt.want)
+			}
+		})
+	}
+}
