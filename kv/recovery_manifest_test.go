@@ -101,6 +101,41 @@ func TestRecovery_ManifestNextFileNumBelowBound(t *testing.T) {
 // table's writes above the last sequence number, unseen by every read,
 // and new writes numbered below them.
 func TestRecovery_ManifestLastSeqNumAfterTables(t *testing.T) {
+	checkManifestSnapRewritten(t, func(snap *manifest.VersionEdit) [][]byte {
+		snap.LastSeqNum = 0
+		return [][]byte{snap.Encode(), (&manifest.VersionEdit{LastSeqNum: 1}).Encode()}
+	}, "holding seqnum 5, above the last seqnum 1")
+}
+
+// TestRecovery_ManifestCountersMissing rewrites a closed store's MANIFEST
+// without the last sequence number, or without the next file number,
+// that every MANIFEST a store writes carries: a table of seqnums above
+// 0, or any table, then contradicts it, and Open refuses the MANIFEST as
+// corruption (as LevelDB and Pebble refuse one lacking either). Without
+// a last sequence number it once opened with the table's writes unseen
+// by every read.
+func TestRecovery_ManifestCountersMissing(t *testing.T) {
+	t.Run("last seqnum", func(t *testing.T) {
+		checkManifestSnapRewritten(t, func(snap *manifest.VersionEdit) [][]byte {
+			snap.LastSeqNum = 0
+			return [][]byte{snap.Encode()}
+		}, "no edit sets the last seqnum, and table 000004:[a#5,SET-a#5,SET] holds seqnum 5")
+	})
+	t.Run("next file number", func(t *testing.T) {
+		checkManifestSnapRewritten(t, func(snap *manifest.VersionEdit) [][]byte {
+			snap.NextFileNum = 0
+			return [][]byte{snap.Encode()}
+		}, "no edit sets the next file number")
+	})
+}
+
+// checkManifestSnapRewritten writes 5 versions of one key into a store,
+// flushes and closes it, and rewrites its MANIFEST, one edit of one
+// table, as the records rewrite returns from that edit: Open must refuse
+// it as corruption naming the MANIFEST and saying want, and change no
+// file.
+func checkManifestSnapRewritten(t *testing.T, rewrite func(snap *manifest.VersionEdit) [][]byte, want string) {
+	t.Helper()
 	o := &Options{}
 	d, fs := openMem(t, o)
 	for range 5 {
@@ -113,12 +148,10 @@ func TestRecovery_ManifestLastSeqNumAfterTables(t *testing.T) {
 	if len(edits) != 1 || len(edits[0].NewFiles) != 1 || edits[0].LastSeqNum != 5 {
 		t.Fatalf("want a MANIFEST of one edit, one table and last seqnum 5: %v", edits)
 	}
-	snap := edits[0]
-	snap.LastSeqNum = 0
 	f, err := fs.Create(name)
 	must(t, err)
 	w := record.NewWriter(f)
-	for _, rec := range [][]byte{snap.Encode(), (&manifest.VersionEdit{LastSeqNum: 1}).Encode(), nil} {
+	for _, rec := range rewrite(&edits[0]) {
 		_, err := w.WriteRecord(rec)
 		must(t, err)
 	}
@@ -127,8 +160,8 @@ func TestRecovery_ManifestLastSeqNumAfterTables(t *testing.T) {
 	before := listDir(t, fs)
 	_, err = Open("db", o)
 	if !errors.Is(err, ErrCorruption) || !strings.Contains(err.Error(), strings.TrimPrefix(name, "db/")) ||
-		!strings.Contains(err.Error(), "holding seqnum 5, above the last seqnum 1") {
-		t.Fatalf("Open: %v", err)
+		!strings.Contains(err.Error(), want) {
+		t.Fatalf("Open: %v; want corruption naming %s and saying %q", err, name, want)
 	}
 	if after := listDir(t, fs); !slices.Equal(before, after) {
 		t.Fatalf("a refused Open changed the files:\nbefore %v\nafter  %v", before, after)

@@ -302,6 +302,7 @@ func (vs *versionSet) load() error {
 	}
 	defer f.Close()
 	b := manifest.NewBuilder(vs.current, d.cmp.Compare)
+	b.RequireCounters()
 	r := record.NewReader(f, name)
 	n := 0
 	for ; ; n++ {

@@ -40,6 +40,8 @@ type Builder struct {
 	// LastSeqNum the accumulated edits carry (0: none yet).
 	nextFileNum base.FileNum
 	lastSeqNum  base.SeqNum
+	// whole says the edits describe a whole store (RequireCounters).
+	whole bool
 }
 
 // NewBuilder returns a Builder that starts from v.
@@ -52,6 +54,14 @@ func NewBuilder(v *Version, cmp base.Compare) *Builder {
 	}
 	return b
 }
+
+// RequireCounters has Build take the edits for a whole store's, as a
+// MANIFEST's replay reads them: a next file number or last sequence
+// number that no edit set is 0 (an edit leaves a counter of 0 out of its
+// encoding), which every table must then respect too. Without it, Build
+// checks the tables only against counters some edit set, as Apply does
+// for edits of a part of a store's history.
+func (b *Builder) RequireCounters() { b.whole = true }
 
 // Accumulate applies one edit: its deletions, then its additions, so an
 // edit may move a table from one level to another. It fails, leaving the
@@ -146,11 +156,20 @@ func (b *Builder) Build() (*Version, error) {
 
 // checkCounters reports a table that the last counters of the accumulated
 // edits contradict: Accumulate checks each table against the counters set
-// by then, so a table added before an edit first set one escapes it.
+// by then, so a table added before an edit first set one escapes it. For
+// a whole store's edits (RequireCounters), a counter none set is 0.
 func (b *Builder) checkCounters() error {
 	for _, nf := range b.files {
 		if err := b.checkAgainstCounters(nf); err != nil {
 			return err
+		}
+		m := nf.Meta
+		switch {
+		case !b.whole:
+		case b.nextFileNum == 0:
+			return fmt.Errorf("manifest: no edit sets the next file number, and table %s is named", m)
+		case b.lastSeqNum == 0 && m.LargestSeqNum > 0:
+			return fmt.Errorf("manifest: no edit sets the last seqnum, and table %s holds seqnum %d", m, m.LargestSeqNum)
 		}
 	}
 	return nil
