@@ -72,6 +72,14 @@ func cached[T any](key sizingKey, f func() T) T {
 // NewBitsPerKey, of the sizes New may choose, and of a Budget's runs.
 const MaxBitsPerKey = 100
 
+// MinBitsPerKey is the fewest bits per key NewBitsPerKey accepts. A
+// filter that thin answers "maybe" for nearly every absent key; below it
+// the sizing model, which sums over the number of keys sharing a 512-bit
+// line (about 512 / bitsPerKey), takes minutes (at 1e-6 bits) or fails
+// outright (at 1e-17), to size a filter that saves nothing.
+// RunFilter.Policy never asks for less (it rounds to 1/16 bit).
+const MinBitsPerKey = 0.01
+
 // New returns a Bloom whose filters have an expected false-positive rate of
 // at most targetFPR (and close to it) for the layout actually written, at
 // every key count. targetFPR must lie strictly between 0 and 1, and be
@@ -95,13 +103,16 @@ func New(targetFPR float64) (*Bloom, error) {
 // NewBitsPerKey returns a Bloom whose filters spend bitsPerKey bits per key
 // (the one-byte trailer and rounding up to whole bytes or cache lines
 // aside), with the probe count that gives the lowest false-positive rate for
-// that memory. bitsPerKey must be positive, finite and at most MaxBitsPerKey.
+// that memory. bitsPerKey must be finite, at least MinBitsPerKey and at
+// most MaxBitsPerKey.
 func NewBitsPerKey(bitsPerKey float64) (*Bloom, error) {
 	switch {
 	case math.IsNaN(bitsPerKey) || math.IsInf(bitsPerKey, 0):
 		return nil, fmt.Errorf("bloompolicy: bits per key %v is not a finite number", bitsPerKey)
 	case bitsPerKey <= 0:
 		return nil, fmt.Errorf("bloompolicy: bits per key %v is not positive", bitsPerKey)
+	case bitsPerKey < MinBitsPerKey:
+		return nil, fmt.Errorf("bloompolicy: bits per key %v is below the minimum of %v", bitsPerKey, MinBitsPerKey)
 	case bitsPerKey > MaxBitsPerKey:
 		return nil, fmt.Errorf("bloompolicy: bits per key %v exceeds the limit of %d", bitsPerKey, MaxBitsPerKey)
 	}

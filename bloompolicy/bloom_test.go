@@ -66,6 +66,12 @@ func TestNewBitsPerKey_BadArguments(t *testing.T) {
 		{math.Inf(-1), "not a finite number"},
 		{100.5, "exceeds the limit of 100"},
 		{1e9, "exceeds the limit of 100"},
+		// Positive but too thin to size: 1e-6 took minutes in the
+		// sizing model, 1e-17 and below indexed it at MinInt64.
+		{0.0099, "below the minimum of 0.01"},
+		{1e-17, "below the minimum of 0.01"},
+		{5e-324, "below the minimum of 0.01"},
+		{1e-6, "below the minimum of 0.01"},
 	} {
 		p, err := bloompolicy.NewBitsPerKey(c.bits)
 		if err == nil || p != nil {

@@ -286,9 +286,10 @@ func (a *allocation) filters(c float64) []RunFilter {
 
 // ModelFPR returns the false-positive rate the allocation's model gives a
 // filter of bitsPerKey bits per key (the blocked layout with its best probe
-// count, as [New] sizes filters; 1 at 0 bits).
+// count, as [New] sizes filters; 1 at 0 bits, below, or for NaN, as for
+// no filter; the rate at MaxBitsPerKey above it).
 func ModelFPR(bitsPerKey float64) float64 {
-	if bitsPerKey <= 0 {
+	if !(bitsPerKey > 0) {
 		return 1
 	}
 	return curve().fprAt(bitsPerKey)

@@ -228,6 +228,26 @@ func TestRunFilter_Policy(t *testing.T) {
 	}
 }
 
+// TestModelFPR_Edges checks ModelFPR outside the curve: no bits, or NaN
+// (which used to index the curve at MinInt64), is no filter; past
+// MaxBitsPerKey, the curve's last rate.
+func TestModelFPR_Edges(t *testing.T) {
+	for _, bits := range []float64{0, -1, math.Inf(-1), math.NaN()} {
+		if got := ModelFPR(bits); got != 1 {
+			t.Errorf("ModelFPR(%v) = %v, want 1", bits, got)
+		}
+	}
+	last := ModelFPR(MaxBitsPerKey)
+	if last <= 0 || last >= ModelFPR(MaxBitsPerKey-1) {
+		t.Fatalf("ModelFPR(MaxBitsPerKey) = %v", last)
+	}
+	for _, bits := range []float64{MaxBitsPerKey + 1, math.Inf(1)} {
+		if got := ModelFPR(bits); got != last {
+			t.Errorf("ModelFPR(%v) = %v, want %v", bits, got, last)
+		}
+	}
+}
+
 // TestRateCurve checks the table against the model it tabulates and its
 // inverse against itself.
 func TestRateCurve(t *testing.T) {

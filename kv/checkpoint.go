@@ -78,13 +78,18 @@ type walExtent struct {
 // removes. Missing parents of destDir are created.
 //
 // An existing destDir, or one another Checkpoint of this DB is writing,
-// is refused with an error wrapping os.ErrExist, and nothing is written.
+// is refused with an error wrapping os.ErrExist, and nothing is written;
+// so is an empty destDir, as Open refuses one, where it would otherwise
+// build the copy in the current directory before failing to rename it.
 // After Close, Checkpoint returns ErrClosed.
 func (d *DB) Checkpoint(destDir string) error {
 	d.fileCalls.RLock()
 	defer d.fileCalls.RUnlock()
 	if err := d.checkOpen(); err != nil {
 		return err
+	}
+	if destDir == "" {
+		return errors.New("kv: checkpoint: empty directory name")
 	}
 	// Cleaned, "ckpt/" names ckpt: the temporary directory goes beside
 	// it, not inside it, and the directory synced is its parent.

@@ -208,6 +208,37 @@ func TestDB_Checkpoint_BadInput(t *testing.T) {
 	}
 }
 
+// TestDB_Checkpoint_EmptyName refuses an empty destination on disk, as
+// Open refuses an empty directory name, before it copies anything: it
+// used to build the whole copy in the current directory, then fail to
+// rename it to "" with an error that named neither.
+func TestDB_Checkpoint_EmptyName(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	db, err := kv.Open("db", &kv.Options{FS: vfs.Default})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Set([]byte("a"), []byte("1"), kv.Sync); err != nil {
+		t.Fatal(err)
+	}
+	err = db.Checkpoint("")
+	if err == nil || err.Error() != "kv: checkpoint: empty directory name" {
+		t.Fatalf("Checkpoint(\"\") = %v, want an error naming the empty directory name", err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || entries[0].Name() != "db" {
+		t.Fatalf("the current directory holds %v, want the store alone", entries)
+	}
+	if got := pbGet(t, db, "a"); got != "1" {
+		t.Fatalf("Get(a) after the refused checkpoint = %q", got)
+	}
+}
+
 // TestDB_Checkpoint_DuringManifestRollovers takes checkpoints while
 // flushes start a new MANIFEST with every edit: the checkpoint reads
 // what the MANIFEST's writer changes (under -race, a data race before

@@ -202,6 +202,46 @@ func TestDB_ErrClosed(t *testing.T) {
 	_ = d.Metrics() // must not panic
 }
 
+// TestDB_ErrClosed_PositionedIterator checks an iterator left on a key
+// at Close: its Error says ErrClosed at once, as Error's documentation
+// promises, where it used to say nothing until the next move; it still
+// shows the key it was at (from a table and from the memtable), and its
+// next move finds nothing.
+func TestDB_ErrClosed_PositionedIterator(t *testing.T) {
+	d, _ := openMem(t, nil)
+	must(t, d.Set([]byte("a"), []byte("1"), NoSync))
+	must(t, d.Flush())
+	must(t, d.Set([]byte("b"), []byte("2"), NoSync))
+	fromTable, err := d.NewIter(nil)
+	must(t, err)
+	fromMem, err := d.NewIter(nil)
+	must(t, err)
+	if !fromTable.First() || !fromMem.Last() {
+		t.Fatalf("First %v, Last %v before Close", fromTable.Error(), fromMem.Error())
+	}
+	if err := d.Close(); !errors.Is(err, ErrLeaked) {
+		t.Fatalf("Close with two iterators open: %v, want ErrLeaked", err)
+	}
+	for _, tc := range []struct {
+		it         *Iterator
+		key, value string
+		next       func(*Iterator) bool
+	}{{fromTable, "a", "1", (*Iterator).Next}, {fromMem, "b", "2", (*Iterator).Prev}} {
+		if !errors.Is(tc.it.Error(), ErrClosed) {
+			t.Errorf("at %q: Error after the DB's Close = %v, want ErrClosed", tc.key, tc.it.Error())
+		}
+		if !tc.it.Valid() || string(tc.it.Key()) != tc.key || string(tc.it.Value()) != tc.value {
+			t.Errorf("at %q: after the DB's Close shows %v %q=%q", tc.key, tc.it.Valid(), tc.it.Key(), tc.it.Value())
+		}
+		if tc.next(tc.it) || tc.it.Valid() || tc.it.Key() != nil {
+			t.Errorf("at %q: a move after the DB's Close found %q", tc.key, tc.it.Key())
+		}
+		if !errors.Is(tc.it.Error(), ErrClosed) || !errors.Is(tc.it.Close(), ErrClosed) {
+			t.Errorf("at %q: after a move, Error %v, Close %v, want ErrClosed", tc.key, tc.it.Error(), tc.it.Close())
+		}
+	}
+}
+
 // TestDB_Limits refuses oversized writes without losing anything.
 func TestDB_Limits(t *testing.T) {
 	d, _ := openMem(t, nil)

@@ -122,9 +122,15 @@ func (i *Iterator) Value() []byte {
 
 // Error returns the error that stopped the iterator, if any: an I/O or
 // corruption error, or ErrClosed after the iterator or its DB was closed.
+// An iterator left open at the DB's Close reports ErrClosed at once, even
+// before its next move; until that move (which returns false) Valid, Key
+// and Value still show the key it was at, whose memory it holds.
 func (i *Iterator) Error() error {
 	if i.s == nil {
 		return ErrClosed
+	}
+	if i.s.err == nil {
+		return i.s.db.checkOpen()
 	}
 	return i.s.err
 }

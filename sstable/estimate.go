@@ -10,6 +10,9 @@ import "github.com/bloomkv/bloomkv/internal/base"
 // The index is in memory: nothing is read. A range outside the table's
 // keys gives 0.
 func (r *Reader) EstimateDiskUsage(start, end []byte) (uint64, error) {
+	if err := r.checkOpen(); err != nil {
+		return 0, err
+	}
 	if len(r.blocks) == 0 || (start != nil && end != nil && r.cmp.Compare(start, end) > 0) {
 		return 0, nil
 	}

@@ -47,6 +47,9 @@ func (r *Reader) BuildFilter(p bloompolicy.FilterPolicy) (*Filter, error) {
 	if p == nil {
 		return nil, fmt.Errorf("sstable: %s: BuildFilter with a nil policy", r.name)
 	}
+	if err := r.checkOpen(); err != nil {
+		return nil, err
+	}
 	fw := newFilterBlockWriter(p)
 	it, err := r.NewIter(&IterOptions{Compaction: true})
 	if err != nil {
@@ -94,10 +97,14 @@ func (r *Reader) BuildFilter(p bloompolicy.FilterPolicy) (*Filter, error) {
 // HoldFilter makes f the filter lookups ask, in place of the one held, if
 // any (the table's own, or one built earlier), and reports whether it
 // replaced one. f must have been built by this Reader's BuildFilter.
+// After Close it holds nothing and returns false.
 // Iterators already open keep the filter they began with.
 func (r *Reader) HoldFilter(f *Filter) (replaced bool) {
 	r.filterMu.Lock()
 	defer r.filterMu.Unlock()
+	if r.checkOpen() != nil {
+		return false // Close let go of the filter and its reservation
+	}
 	fb := f.fb
 	return r.setFilterLocked(&fb, true) != nil
 }

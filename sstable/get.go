@@ -26,6 +26,9 @@ import (
 // stats (which may be nil) accumulates the filter verdicts, block reads
 // and range-tombstone searches.
 func (r *Reader) Get(userKey []byte, seq SeqNum, stats *LookupStats) (value []byte, kind Kind, found bool, err error) {
+	if err := r.checkOpen(); err != nil {
+		return nil, 0, false, err
+	}
 	if stats == nil {
 		stats = new(LookupStats)
 	}

@@ -75,10 +75,14 @@ func (r *Reader) NewIter(opts *IterOptions) (*Iter, error) {
 // zero Iter) or closed; it keeps its buffers, so that an iterator walking
 // table after table allocates nothing per table. InitIter reads nothing:
 // the table's index is in memory since NewReader, and the first
-// positioning call reads the one data block it needs. So it never fails
-// today; the error result leaves room for a format whose iterators must
-// read to start (it would leave it closed).
+// positioning call reads the one data block it needs. So it fails only
+// on a closed Reader (see Reader.Close), leaving it as it was; the error
+// result also leaves room for a format whose iterators must read to
+// start (it would leave it closed).
 func (r *Reader) InitIter(it *Iter, opts *IterOptions) error {
+	if err := r.checkOpen(); err != nil {
+		return err
+	}
 	var o IterOptions
 	if opts != nil {
 		o = *opts

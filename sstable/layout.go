@@ -54,6 +54,9 @@ type FooterInfo struct {
 // (the reader does not know the policy, dropped the filter, or holds one
 // that BuildFilter built).
 func (r *Reader) Layout() (*Layout, error) {
+	if err := r.checkOpen(); err != nil {
+		return nil, err
+	}
 	l := &Layout{
 		Metaindex:        r.footer.metaindex,
 		Index:            r.footer.index,

@@ -246,6 +246,9 @@ func (r *Reader) readFooter() error {
 
 // readAt fills p from offset off; a short file is corruption.
 func (r *Reader) readAt(p []byte, off uint64) error {
+	if err := r.checkOpen(); err != nil {
+		return err
+	}
 	n, err := r.f.ReadAt(p, int64(off))
 	if n == len(p) {
 		return nil
@@ -347,6 +350,9 @@ func (r *Reader) checkTrailer(buf []byte, off uint64) error {
 // checks, at open (the filter block too, unless deferred or of a policy
 // it does not know). Whether the blocks tile the file is Check's.
 func (r *Reader) VerifyChecksums() error {
+	if err := r.checkOpen(); err != nil {
+		return err
+	}
 	var buf []byte
 	for i := 0; i < len(r.blocks); {
 		// Blocks i..j-1, each with its trailer, take one read.
@@ -493,8 +499,28 @@ func (r *Reader) readIndex() error {
 // them.
 func (r *Reader) Properties() *Properties { return &r.props }
 
-// Close closes the file. The Reader must not be used afterwards; blocks
-// already handed out stay valid.
+// errReaderClosed is wrapped by the error of a Reader's method that needs
+// the file, and of an iterator's move that needs a block not in memory,
+// once the Reader is closed (Pebble's reader returns its own for the
+// same).
+var errReaderClosed = errors.New("sstable: reader is closed")
+
+// checkOpen returns an error wrapping errReaderClosed once the Reader is
+// closed.
+func (r *Reader) checkOpen() error {
+	if r.f == nil {
+		return fmt.Errorf("%w: %s", errReaderClosed, r.name)
+	}
+	return nil
+}
+
+// Close closes the file. Blocks already handed out stay valid. After
+// Close, the methods that read the table (Get, NewIter, InitIter, Check,
+// VerifyChecksums, Layout, LoadFilter, BuildFilter, EstimateDiskUsage)
+// return an error that says the reader is closed, as do the moves of an
+// iterator still open that need a block it does not hold; HoldFilter
+// holds nothing. What the Reader keeps in memory (Properties, Bounds,
+// RangeDels) stays readable. A second Close returns an error.
 func (r *Reader) Close() error {
 	if r.f == nil {
 		return errors.New("sstable: reader already closed")

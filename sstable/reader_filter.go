@@ -81,6 +81,9 @@ func (r *Reader) FilterHeld() bool { return r.filter.Load() != nil }
 // gives an error wrapping ErrCorruption; the table then keeps the filter
 // it held, if any, and is read without one otherwise.
 func (r *Reader) LoadFilter() (loaded bool, err error) {
+	if err := r.checkOpen(); err != nil {
+		return false, err
+	}
 	if r.filterPolicy == nil {
 		return false, nil
 	}

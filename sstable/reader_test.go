@@ -357,6 +357,88 @@ func TestReader_UseAfterClose(t *testing.T) {
 	}
 }
 
+// TestReader_MethodsAfterClose checks every method of a closed Reader
+// that reads the table, and an iterator left open over it: each returns
+// an error wrapping errReaderClosed, as Pebble's reader does, where they
+// used to dereference the closed file. What the Reader keeps in memory
+// stays readable, and a filter built before Close is not held after it,
+// so its cache reservation does not outlive the Reader.
+func TestReader_MethodsAfterClose(t *testing.T) {
+	var entries []testEntry
+	for i := range 200 {
+		entries = append(entries, testEntry{base.MakeInternalKey(fmt.Appendf(nil, "k%04d", i), 1, base.KindSet), []byte("v")})
+	}
+	data := buildBytes(t, entries, WriterOptions{BlockSize: 256, FilterPolicy: hashSetPolicy{}})
+	cache := NewCache(1 << 20)
+	r, err := openBytes(data, ReaderOptions{Cache: cache, Filters: map[string]bloompolicy.FilterPolicy{hashSetPolicy{}.Name(): hashSetPolicy{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	it, err := r.NewIter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !it.First() {
+		t.Fatalf("First: %v", it.Error())
+	}
+	built, err := r.BuildFilter(hashSetPolicy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wantClosed := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, errReaderClosed) || !strings.Contains(err.Error(), "t.sst") {
+			t.Errorf("%s after Close = %v, want an error wrapping %q naming the file", what, err, errReaderClosed)
+		}
+	}
+	n := 0
+	for it.Next() {
+		n++
+	}
+	if n >= len(entries)-1 {
+		t.Errorf("an iterator over a closed Reader stepped over all %d keys", n)
+	}
+	wantClosed("an open iterator's Next", it.Error())
+	if it.SeekGE([]byte("k0000")) {
+		t.Error("SeekGE of a stopped iterator found a key")
+	}
+	wantClosed("an open iterator's Close", it.Close())
+	_, _, found, err := r.Get([]byte("k0001"), base.SeqNumMax, nil)
+	if found {
+		t.Error("Get after Close found a key")
+	}
+	wantClosed("Get", err)
+	_, err = r.NewIter(nil)
+	wantClosed("NewIter", err)
+	var fresh Iter
+	wantClosed("InitIter", r.InitIter(&fresh, nil))
+	wantClosed("Check", r.Check())
+	wantClosed("VerifyChecksums", r.VerifyChecksums())
+	_, err = r.Layout()
+	wantClosed("Layout", err)
+	_, err = r.LoadFilter()
+	wantClosed("LoadFilter", err)
+	_, err = r.BuildFilter(hashSetPolicy{})
+	wantClosed("BuildFilter", err)
+	_, err = r.EstimateDiskUsage([]byte("k0000"), []byte("k0100"))
+	wantClosed("EstimateDiskUsage", err)
+	if r.HoldFilter(built) || r.FilterHeld() {
+		t.Error("HoldFilter after Close held the filter")
+	}
+	if m := cache.Metrics(); m.Reserved != 0 {
+		t.Errorf("%d bytes still reserved in the cache after Close", m.Reserved)
+	}
+	if r.Properties().NumEntries != uint64(len(entries)) {
+		t.Errorf("Properties after Close: %d entries", r.Properties().NumEntries)
+	}
+	if lo, hi := r.Bounds(); string(lo.UserKey) != "k0000" || string(hi.UserKey) != "k0199" {
+		t.Errorf("Bounds after Close: %s, %s", lo, hi)
+	}
+}
+
 // TestReader_VerifyChecksums checks a table of 3 MiB, in reads of up to
 // verifyReadBytes: whole, it passes; with a byte flipped in a data block
 // or in a block's trailer, the first of each read included, it fails
