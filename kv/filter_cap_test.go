@@ -120,7 +120,9 @@ func TestFilterCap_Growth(t *testing.T) {
 }
 
 // flushCapTables writes tables L0 tables of keys entries each, keyed
-// capKey(0) onward in order, flushing after each.
+// capKey(0) onward in order, flushing after each and waiting for the
+// filter pass the flush asks for under a cap, so that a pass sees each
+// L0 the flushes leave.
 func flushCapTables(t *testing.T, d *DB, tables, keys int) {
 	t.Helper()
 	for table := range tables {
@@ -132,6 +134,7 @@ func flushCapTables(t *testing.T, d *DB, tables, keys int) {
 		if err := d.Flush(); err != nil {
 			t.Fatal(err)
 		}
+		d.waitFilterPasses()
 	}
 }
 
@@ -328,10 +331,11 @@ func holdPasses(d *DB) {
 // TestFilterCap_PassWhenWorkEnds: a pass planned while background work
 // ran keeps a reserve for L0 as deep as it stood; when the last of that
 // work ends and leaves the tree unchanged, a pass plans the tree as it
-// stands, and the compacted table holds its own filter. Here a manual
-// operation (as an Ingest beside the load would be) runs throughout two
-// flushes and a Compact, so that every pass over them plans for a busy
-// store, and ends after them.
+// stands, and the compacted table may hold nearly the whole cap. Here a
+// manual operation (as an Ingest beside the load would be) runs
+// throughout two flushes and a Compact, so that every pass over them
+// plans for a busy store (one after each flush sees L0 at its deepest,
+// two tables), and ends after them.
 func TestFilterCap_PassWhenWorkEnds(t *testing.T) {
 	const capBytes = 700 // about 9 bits per key of the 600 keys
 	d, err := Open("db", &Options{FS: vfs.NewMem(), DisableAutomaticCompactions: true,
