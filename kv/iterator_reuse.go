@@ -98,7 +98,9 @@ func (s *iterState) unposition() {
 // writes that i sees, and no later ones. A clone costs what a NewIter
 // does (its state comes from the same pool), but sees i's state, where a
 // NewIter would see the writes made since (a Refresh of the clone moves
-// it to them). It fails with ErrClosed on a closed iterator or DB.
+// it to them). It fails with ErrClosed on a closed iterator or DB. An
+// iterator over a Snapshot closed since keeps the view it holds, and so
+// does its clone; a Refresh of either then fails with ErrClosed.
 func (i *Iterator) Clone() (*Iterator, error) {
 	if i.s == nil {
 		return nil, ErrClosed
