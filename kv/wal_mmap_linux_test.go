@@ -336,3 +336,48 @@ func TestWALMmap_EncodeFaultStopsOrder(t *testing.T) {
 		t.Fatal("closing the WAL after a failed record reported nothing")
 	}
 }
+
+// TestWALMmapWriter_PastFourGiB writes records across the 4 GiB offset of
+// a (sparse) WAL file, mapped 16 KiB at a time, some encoded in place and
+// some through the record writer's buffer, and reads them back from the
+// file: offsets into the file and the mapping hold past 32 bits.
+func TestWALMmapWriter_PastFourGiB(t *testing.T) {
+	const start = 1<<32 - 64<<10 // a block boundary
+	name := t.TempDir() + "/000001.log"
+	f, err := vfs.Default.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w, err := newWALMmapWriter(f, start, 16<<10, fallocate)
+	if err != nil {
+		t.Skipf("no mapped WAL here: %v", err)
+	}
+	lw := record.NewRecyclableWriterAt(w, start, 1)
+	const n = 200
+	for i := range n {
+		if ok, err := writeRecordInPlace(w, lw, i, testRecord(i)); err != nil {
+			t.Fatal(err)
+		} else if !ok {
+			if _, err := lw.WriteRecord(testRecord(i)); err == nil {
+				err = lw.Flush()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if lw.Size() < 1<<32+64<<10 || w.off != lw.Size() {
+		t.Fatalf("records end at %d, writer at %d: want both past 4 GiB + 64 KiB", lw.Size(), w.off)
+	}
+	if err := w.close(); err != nil {
+		t.Fatal(err)
+	}
+	r := record.NewLogReader(io.NewSectionReader(f, start, lw.Size()-start), name, 1, record.RecyclableFormat)
+	for i := range n {
+		rec, err := r.Next()
+		if err != nil || !bytes.Equal(rec, testRecord(i)) {
+			t.Fatalf("record %d: %.40q, %v", i, rec, err)
+		}
+	}
+}
