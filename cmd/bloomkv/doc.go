@@ -212,7 +212,8 @@
 // from them, n ≈ −(m/k)·ln(1 − X/m) for m bits, k probes and X bits set.
 // sstable check reads every block and verifies checksums and decoding,
 // and that each block's filter holds its keys (their prefixes under
-// --split).
+// --split); its line says when a table has no filters, or filters it
+// does not read, so that none were verified.
 //
 // # filter
 //
