@@ -235,11 +235,15 @@ func (o *benchOptions) checkMarkdown() error {
 	return checkOutputDir("--markdown", o.markdown)
 }
 
-// checkOutputDir checks that the directory of path, the file an output
-// flag names, exists, before a run rather than after it.
+// checkOutputDir checks, before a run rather than after it, that path,
+// the file an output flag names, can be written: its directory exists and
+// path itself is no directory.
 func checkOutputDir(flag, path string) error {
 	if _, err := vfs.Default.Stat(filepath.Dir(path)); err != nil {
 		return usagef("%s %s: %v", flag, path, err)
+	}
+	if st, err := vfs.Default.Stat(path); err == nil && st.IsDir() {
+		return usagef("%s %s: is a directory, want a file name", flag, path)
 	}
 	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/vfs"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // headlineSection is the README section whose table quotes the generated
@@ -203,5 +205,39 @@ func TestReadme_BenchExcerpt(t *testing.T) {
 	}
 	if checked < 20 {
 		t.Fatalf("checked %d figures in the bench excerpt: it quotes too few", checked)
+	}
+}
+
+// TestDoc_ListsEveryCommandAndFlag checks that doc.go's usage has a line
+// for every command the tool runs ("//\tbloomkv db get ...") and names
+// every flag each takes, so the package documentation cannot fall behind
+// the commands. It fails when it checked no command.
+func TestDoc_ListsEveryCommandAndFlag(t *testing.T) {
+	doc := readRepoFile(t, "cmd/bloomkv/doc.go")
+	checked := 0
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+		if c.HasSubCommands() {
+			return
+		}
+		checked++
+		path := c.CommandPath()
+		if !strings.Contains(doc, "//\t"+path+" ") && !strings.Contains(doc, "//\t"+path+"\n") {
+			t.Errorf("doc.go's usage has no line for %s", path)
+		}
+		check := func(f *pflag.Flag) {
+			if f.Name != "help" && !strings.Contains(doc, "--"+f.Name) {
+				t.Errorf("doc.go does not name %s's flag --%s", path, f.Name)
+			}
+		}
+		c.Flags().VisitAll(check)
+		c.InheritedFlags().VisitAll(check)
+	}
+	walk((&app{}).rootCommand())
+	if checked < 10 {
+		t.Fatalf("checked %d commands, want every command of the tool", checked)
 	}
 }

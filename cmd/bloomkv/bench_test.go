@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bloomkv/bloomkv/internal/bench"
+	"github.com/cockroachdb/pebble/vfs"
 )
 
 func TestNewPhase(t *testing.T) {
@@ -215,5 +218,55 @@ func TestBench_RunsAloneRefuseIgnoredFlags(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("a refused bench made its --dir (%v)", err)
+	}
+}
+
+// TestBench_OutputIsDirectory names an existing, empty directory as the
+// --plot or --markdown file: the command is refused before it runs, with
+// a usage error naming the flag, and the directory is left in place
+// (creating the file over it would remove it).
+func TestBench_OutputIsDirectory(t *testing.T) {
+	tmp := t.TempDir()
+	ran := 0
+	for _, tc := range []struct {
+		flag string
+		args []string
+	}{
+		{"--plot", []string{"bench", "--keys", "1000", "--lookups", "100", "--rounds", "0", "--plot"}},
+		{"--plot", []string{"bench", "--filter-memory", "--keys", "1000", "--lookups", "100", "--zipf-rankings", "1", "--plot"}},
+		{"--markdown", []string{"bench", "--keys", "1000", "--lookups", "100", "--rounds", "0", "--markdown"}},
+		{"--markdown", []string{"crash", "--kills", "1", "--dir", tmp, "--markdown"}},
+	} {
+		out := filepath.Join(tmp, fmt.Sprintf("out%d.svg", ran))
+		if err := os.Mkdir(out, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		stdout, stderr := runCLI(t, 2, append(tc.args, out)...)
+		if want := "bloomkv: " + tc.flag + " " + out + ": is a directory"; !strings.HasPrefix(stderr, want) || stdout != "" {
+			t.Errorf("%q: stdout %q, stderr %q; want only %q", tc.args, stdout, stderr, want)
+		}
+		if st, err := os.Stat(out); err != nil || !st.IsDir() {
+			t.Errorf("%q: the directory %s is gone (%v)", tc.args, out, err)
+		}
+		ran++
+	}
+	if ran != 4 {
+		t.Fatalf("%d of 4 cases ran", ran)
+	}
+}
+
+// TestWriteFile_RefusesDirectory checks that writeFile fails on a path
+// that is a directory and leaves the directory in place.
+func TestWriteFile_RefusesDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "page.md")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err := writeFile(vfs.Default, dir, bytes.NewBufferString("page"))
+	if err == nil || !strings.Contains(err.Error(), "is a directory") {
+		t.Errorf("writeFile over a directory: %v, want an error saying so", err)
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		t.Errorf("writeFile removed the directory %s (%v)", dir, err)
 	}
 }

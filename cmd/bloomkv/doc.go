@@ -9,7 +9,7 @@
 //	              [--dir D] [--keep] [--pebble] [--plot FILE.svg|FILE.png] [--markdown FILE]
 //	              [--seed S] [--rounds N] [--json]
 //	bloomkv bench --prefix [--keys N] [--lookups N] [--pebble] [...]
-//	bloomkv bench --filter-memory [--keys N] [--lookups N] [--plot FILE] [--markdown FILE]
+//	bloomkv bench --filter-memory [--keys N] [--lookups N] [--zipf-rankings N] [--plot FILE] [--markdown FILE]
 //	bloomkv bench --writers N,N,... [--keys N] [--memtable SIZE] [--pebble] [--rounds N] [--markdown FILE]
 //	bloomkv bench --growth --filter-cap-bits B [--keys N] [--growth-from N] [--markdown FILE]
 //	bloomkv crash [--duration D | --kills N] [--writers N,N,...] [--sync P,P,...] [--memtable SIZE,...]
@@ -20,6 +20,9 @@
 //	bloomkv db delete-range START END --dir D
 //	bloomkv db scan --dir D [--start K] [--end K] [--limit N]
 //	bloomkv db metrics --dir D
+//	bloomkv db checkpoint DEST --dir D
+//	bloomkv db ingest FILE... --dir D
+//	bloomkv db disk-usage --dir D [--start K] [--end K]
 //	bloomkv sstable dump FILE [--split NAME]
 //	bloomkv sstable check FILE [--split NAME]
 //	bloomkv filter [--fpr P] [--keys N] [--queries N] [--seed S]
@@ -174,10 +177,15 @@
 //
 // db works on a store on disk: get, set (synced), delete (synced),
 // delete-range (synced: every key k with START <= k < END, as one range
-// tombstone; START >= END deletes nothing), scan a key range, and metrics,
+// tombstone; START >= END deletes nothing), scan a key range, metrics,
 // the per-level table of tables, bytes, keys, filter bytes and lookup
-// counters. set creates the store when --dir holds none; the other
-// commands fail on such a directory and create nothing. With --verbose,
+// counters, checkpoint (a consistent copy in the new directory DEST,
+// DB.Checkpoint), ingest (tables written by sstable.Writer, DB.Ingest)
+// and disk-usage (DB.EstimateDiskUsage over [--start, --end], both
+// inclusive). set and ingest create the store when --dir holds none; the
+// other commands fail on such a directory and create nothing, and get,
+// scan, metrics, checkpoint and disk-usage open the store read-only,
+// changing none of its files. With --verbose,
 // every db command logs the store's background events on stderr, one
 // line each ("bloomkv: event: ..."): WALs and tables created and deleted,
 // flushes and compactions begun and ended, write stalls, background
@@ -212,7 +220,8 @@
 // from them, n ≈ −(m/k)·ln(1 − X/m) for m bits, k probes and X bits set.
 // sstable check reads every block and verifies checksums and decoding,
 // and that each block's filter holds its keys (their prefixes under
-// --split).
+// --split); its line says when a table has no filters, or filters it
+// does not read, so that none were verified.
 //
 // # filter
 //

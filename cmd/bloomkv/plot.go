@@ -184,8 +184,13 @@ func plotPanels(d plotData) ([][]panel, error) {
 	return append(panels, []panel{{Plot: tables}, {Plot: saved}}), nil
 }
 
-// writeFile creates path on fs and writes what w produces into it.
+// writeFile creates path on fs and writes what w produces into it. It
+// refuses a path that is a directory: vfs.FS.Create replaces what is at
+// path, and would remove an empty directory there.
 func writeFile(fs vfs.FS, path string, w io.WriterTo) error {
+	if st, err := fs.Stat(path); err == nil && st.IsDir() {
+		return fmt.Errorf("writing %s: is a directory", path)
+	}
 	f, err := fs.Create(path)
 	if err != nil {
 		return err

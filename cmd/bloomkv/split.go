@@ -82,7 +82,11 @@ func splitHint(splitName string) string {
 
 // storeTableProperties returns the properties of the tables in the
 // store's directory dir, read from each table's footer and properties
-// block (no filter is loaded).
+// block (no filter is loaded). A table file that does not read is passed
+// over: the directory may hold one the store does not use (a flush or
+// compaction cut short by a crash leaves its output, which only a
+// writable Open deletes), and one the store uses fails the lookups that
+// reach it, with the store's own error.
 func storeTableProperties(dir string, cmp *sstable.Comparer) ([]*sstable.Properties, error) {
 	names, err := vfs.Default.List(dir)
 	if err != nil {
@@ -93,11 +97,9 @@ func storeTableProperties(dir string, cmp *sstable.Comparer) ([]*sstable.Propert
 		if typ, _, ok := base.ParseFilename(name); !ok || typ != base.FileTypeTable {
 			continue
 		}
-		p, err := tableProperties(filepath.Join(dir, name), cmp)
-		if err != nil {
-			return nil, err
+		if p, err := tableProperties(filepath.Join(dir, name), cmp); err == nil {
+			props = append(props, p)
 		}
-		props = append(props, p)
 	}
 	return props, nil
 }

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"fmt"
 	"math"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/bloomkv/bloomkv/bloompolicy"
 	"github.com/bloomkv/bloomkv/internal/bench"
+	"github.com/bloomkv/bloomkv/internal/splits"
 	"github.com/bloomkv/bloomkv/sstable"
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/bloom"
@@ -99,5 +103,48 @@ func TestPropertyMap_FilterSplit(t *testing.T) {
 	}
 	if got := propertyMap(&sstable.Properties{FilterSplitName: "app.split"})["filter.split"]; got != "app.split" {
 		t.Errorf("filter.split = %q, want app.split", got)
+	}
+}
+
+// TestSSTableCheck_SaysWhetherFiltersWereVerified checks tables without
+// filters, with filters on whole keys and with filters on first-slash
+// prefixes, with and without --split: check claims the filters verified
+// only when it read them.
+func TestSSTableCheck_SaysWhetherFiltersWereVerified(t *testing.T) {
+	tmp := t.TempDir()
+	policy, err := bloompolicy.New(0.01)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := splits.Named("first-slash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		opts  sstable.WriterOptions
+		split []string
+		want  string // the end of the text line
+		json  string
+	}{
+		{"nofilter", sstable.WriterOptions{}, nil,
+			"key order and index verified; the table has no filters", `"filters_verified": false`},
+		{"whole", sstable.WriterOptions{FilterPolicy: policy}, nil,
+			"key order, index and filters verified", `"filters_verified": true`},
+		{"prefix", sstable.WriterOptions{FilterPolicy: policy, Comparer: fs.Comparer()}, nil,
+			"key order and index verified; filters (bloomkv.bloom.v1) not read, so not verified", `"filters_verified": false`},
+		{"prefix", sstable.WriterOptions{FilterPolicy: policy, Comparer: fs.Comparer()}, []string{"--split", "first-slash"},
+			"key order, index and filters verified", `"filters_verified": true`},
+	}
+	for i, tc := range tests {
+		path := filepath.Join(tmp, fmt.Sprintf("%d-%s.sst", i, tc.name))
+		writeTableWith(t, path, "k/", 100, tc.opts)
+		args := append([]string{"sstable", "check", path}, tc.split...)
+		if out, _ := runCLI(t, 0, args...); !strings.HasSuffix(out, "; checksums, decoding, "+tc.want+"\n") {
+			t.Errorf("%s %q: %q, want it to end %q", tc.name, tc.split, out, tc.want)
+		}
+		if out, _ := runCLI(t, 0, append(args, "--json")...); !strings.Contains(out, tc.json) {
+			t.Errorf("%s %q --json: %q, want %s", tc.name, tc.split, out, tc.json)
+		}
 	}
 }
