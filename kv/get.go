@@ -55,9 +55,7 @@ func (d *DB) lookup(dst, key []byte, snap *Snapshot) ([]byte, error) {
 	}
 	rs, seq := d.loadReadView(snap)
 	defer rs.unref()
-	if n := d.metrics.gets.Add(1); n&(filterPassLookups-1) == 0 {
-		d.filterMem.lookupsServed()
-	}
+	d.countGet()
 
 	value, kind, found := rs.mem.Get(key, seq)
 	for i := len(rs.imm) - 1; !found && i >= 0; i-- {
@@ -76,6 +74,14 @@ func (d *DB) lookup(dst, key []byte, snap *Snapshot) ([]byte, error) {
 		return dst, ErrNotFound
 	}
 	return append(dst, value...), nil
+}
+
+// countGet counts a point lookup served (LookupMetrics.Gets), wherever it
+// is answered: a memtable, a table, or an indexed batch's own writes.
+func (d *DB) countGet() {
+	if n := d.metrics.gets.Add(1); n&(filterPassLookups-1) == 0 {
+		d.filterMem.lookupsServed()
+	}
 }
 
 // loadReadView returns the current read state, referenced, and the

@@ -83,7 +83,8 @@ func (b *Batch) checkRead() error {
 // of key if it has one, ErrNotFound when that is a deletion or a range
 // deletion covers key in the batch, else the DB's value. The returned
 // slice is the caller's. It fails with ErrNotIndexed on a batch that is
-// not indexed.
+// not indexed. It counts one lookup in the DB's Metrics (Lookups.Gets),
+// whether the batch or the DB answers it.
 func (b *Batch) Get(key []byte) ([]byte, error) {
 	if err := b.checkRead(); err != nil {
 		return nil, err
@@ -93,6 +94,7 @@ func (b *Batch) Get(key []byte) ([]byte, error) {
 	}
 	value, kind, found := b.index.Get(key, b.visibleLimit()-1)
 	if found {
+		b.db.countGet() // a lookup served, as one the memtable answers
 		if kind != base.KindSet {
 			return nil, ErrNotFound
 		}

@@ -37,7 +37,11 @@ import (
 // read without their filter (FilterSkipped) ask no filter and count in
 // neither.
 type LookupMetrics struct {
-	Gets                 int64 // point lookups served (total only; 0 per level)
+	// Gets counts the point lookups served (total only; 0 per level):
+	// each Get and GetAppend of the DB, a Snapshot or an indexed Batch,
+	// once, wherever it was answered (a batch's own writes, a memtable or
+	// a table).
+	Gets                 int64
 	PrefixSeeks          int64 // Iterator.SeekPrefixGE calls (total only; 0 per level)
 	TablesConsidered     int64 // tables whose key range covered the key (or may hold the prefix)
 	FilterNegatives      int64 // filter said absent: a data-block read saved
