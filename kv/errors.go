@@ -49,13 +49,16 @@ var ErrNewerFormat = base.ErrNewerFormat
 var ErrInvalidSplit = base.ErrInvalidSplit
 
 // The limits on what one write may carry. Larger keys, values or batches are
-// refused with an error; nothing is written.
+// refused with an error; nothing is written. They bound the writes of Set,
+// Delete, DeleteRange and batches; a table that Ingest adds may hold
+// larger entries, up to sstable's own bound of 1 GiB an entry, which the
+// store then reads, compacts and keeps as it does any other.
 const (
-	// MaxKeySize is the largest key, in bytes, the DB accepts.
+	// MaxKeySize is the largest key, in bytes, a write may carry.
 	MaxKeySize = 64 << 10
-	// MaxValueSize is the largest value, in bytes, the DB accepts.
+	// MaxValueSize is the largest value, in bytes, a write may carry.
 	MaxValueSize = 64 << 20
-	// MaxBatchSize is the largest encoded batch, in bytes, the DB accepts.
+	// MaxBatchSize is the largest encoded batch, in bytes, the DB applies.
 	MaxBatchSize = 256 << 20
 )
 

@@ -120,12 +120,19 @@ func (a *app) benchCommand() *cobra.Command {
 	return cmd
 }
 
+// maxBenchValueSize is the largest --value-size: the loads write NoSync
+// batches of bench.LoadBatch writes, each its key and value and at most
+// 16 bytes of lengths and kind, and a batch must fit kv.MaxBatchSize.
+const maxBenchValueSize = kv.MaxBatchSize/bench.LoadBatch - bench.KeySize - 16
+
 func (o *benchOptions) check() error {
 	switch {
 	case o.keys <= 0:
 		return usagef("--keys %d: want at least 1", o.keys)
 	case o.valueSize < 0:
 		return usagef("--value-size %d: want 0 or more", o.valueSize)
+	case o.valueSize > maxBenchValueSize:
+		return usagef("--value-size %d: over %d, the most a load batch of %d writes holds within kv.MaxBatchSize", o.valueSize, maxBenchValueSize, bench.LoadBatch)
 	case o.lookups <= 0:
 		return usagef("--lookups %d: want at least 1", o.lookups)
 	case o.cache <= 0:

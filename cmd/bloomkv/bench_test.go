@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/bloomkv/bloomkv/internal/bench"
+	"github.com/bloomkv/bloomkv/kv"
 	"github.com/cockroachdb/pebble/vfs"
 )
 
@@ -131,6 +133,23 @@ func TestL0Sampler(t *testing.T) {
 	}
 }
 
+// TestMaxBenchValueSize: a load batch of bench.LoadBatch writes of the
+// largest --value-size, as kv encodes it (a 12-byte header, then each
+// write's kind, key and value with their uvarint lengths), fits
+// kv.MaxBatchSize, and the bound is accepted.
+func TestMaxBenchValueSize(t *testing.T) {
+	uvarintLen := func(n int) int { return len(binary.AppendUvarint(nil, uint64(n))) }
+	entry := 1 + uvarintLen(bench.KeySize) + bench.KeySize + uvarintLen(maxBenchValueSize) + maxBenchValueSize
+	if size := 12 + bench.LoadBatch*entry; size > kv.MaxBatchSize {
+		t.Fatalf("a load batch of values of %d bytes encodes to %d bytes, over kv.MaxBatchSize %d", maxBenchValueSize, size, kv.MaxBatchSize)
+	}
+	o := benchOptions{keys: 1, lookups: 1, fpr: 0.01, cache: 1, memtable: benchMemTableSize, tableSize: 1, l1Size: 1,
+		valueSize: maxBenchValueSize}
+	if err := o.check(); err != nil {
+		t.Fatalf("--value-size %d: %v", maxBenchValueSize, err)
+	}
+}
+
 func TestBenchOptions_Check(t *testing.T) {
 	ok := benchOptions{keys: 1, lookups: 1, fpr: 0.01, cache: 1, memtable: benchMemTableSize,
 		tableSize: 1, l1Size: 1}
@@ -154,6 +173,7 @@ func TestBenchOptions_Check(t *testing.T) {
 		{"--filter-memory --zipf-rankings 0", func(o *benchOptions) { o.filterMemory, o.zipfRankings = true, 0 }},
 		{"--markdown no/such/dir/r.md", func(o *benchOptions) { o.markdown = "no/such/dir/r.md" }},
 		{"--prefix --markdown r.md", func(o *benchOptions) { o.prefix, o.markdown = true, "r.md" }},
+		{"--value-size over the batch bound", func(o *benchOptions) { o.valueSize = maxBenchValueSize + 1 }},
 	} {
 		o := ok
 		tc.edit(&o)
