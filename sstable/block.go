@@ -1,6 +1,9 @@
 package sstable
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"math"
+)
 
 // blockWriter builds one block: prefix-compressed entries followed by the
 // restart array (see doc.go). Every restartInterval-th entry is a restart
@@ -14,6 +17,17 @@ type blockWriter struct {
 	nEntries        int
 	prevKey         []byte
 }
+
+// maxBlockLen bounds the entries of one block: its restart points are
+// 32-bit offsets. A data block, cut at WriterOptions.BlockSize (at most
+// MaxBlockSize) with entries of at most maxEntrySize, stays under it; the
+// index and range-deletion blocks, each one block whatever the table
+// holds, are held to it by the Writer (blockRoom).
+const maxBlockLen = math.MaxUint32
+
+// entryRoom is the most bytes add appends for an entry of key and value:
+// three uvarint lengths and the bytes themselves.
+func entryRoom(key, value int) int { return 3*binary.MaxVarintLen64 + key + value }
 
 // add appends an entry. Keys must arrive in increasing order; the caller
 // checks that.

@@ -22,6 +22,8 @@ func (w *Writer) AddRangeDel(t RangeTombstone) error {
 	case len(t.Start)+len(t.End)+base.TrailerLen > maxEntrySize:
 		return fmt.Errorf("sstable: range tombstone of %d bytes exceeds the limit of %d",
 			len(t.Start)+len(t.End)+base.TrailerLen, maxEntrySize)
+	case w.rangeDelLen+entryRoom(len(t.Start)+base.TrailerLen, len(t.End)) > w.blockLimit:
+		return fmt.Errorf("sstable: range tombstone %s: the table's range-deletion block would pass %d bytes; start another table", t, w.blockLimit)
 	}
 	pair := []RangeTombstone{t}
 	if n := len(w.rangeDels); n > 0 {
@@ -33,6 +35,7 @@ func (w *Writer) AddRangeDel(t RangeTombstone) error {
 	t.Start = append([]byte(nil), t.Start...)
 	t.End = append([]byte(nil), t.End...)
 	w.rangeDels = append(w.rangeDels, t)
+	w.rangeDelLen += entryRoom(len(t.Start)+base.TrailerLen, len(t.End))
 	w.recordSeqNum(t.Seq)
 	w.props.NumRangeDeletions++
 	return nil

@@ -40,6 +40,12 @@ type Writer struct {
 	pendingHandle BlockHandle      // block awaiting its index entry
 	pending       bool
 
+	// blockLimit bounds the index and range-deletion blocks' entries
+	// (maxBlockLen; tests lower it); rangeDelLen is the most the
+	// range-deletion block's entries take so far (entryRoom).
+	blockLimit  int
+	rangeDelLen int
+
 	props   Properties
 	meta    WriterMetadata
 	digest  *xxhash.Digest
@@ -74,6 +80,7 @@ func NewWriter(f vfs.File, opts WriterOptions) *Writer {
 		opts:          opts,
 		cmp:           opts.Comparer,
 		digest:        xxhash.New(),
+		blockLimit:    maxBlockLen,
 	}
 	w.data.restartInterval = opts.BlockRestartInterval
 	w.index.restartInterval = 1 // the reader finds block i at restart i
@@ -88,6 +95,19 @@ func NewWriter(f vfs.File, opts WriterOptions) *Writer {
 		w.props.FilterSplitName = opts.Comparer.SplitName
 	}
 	return w
+}
+
+// indexRoom reports whether the index block has room for the entries
+// adding key may come to need: the pending block's, if any (its
+// separator no longer than the last key), and one for the block key
+// joins (no longer than the block's last key, which a later Add checks in
+// turn). Separators are never longer than the key they follow.
+func (w *Writer) indexRoom(key InternalKey) bool {
+	need := entryRoom(key.Size(), maxHandleLen)
+	if w.pending {
+		need += entryRoom(w.prevKey.Size(), maxHandleLen)
+	}
+	return len(w.index.buf)+need <= w.blockLimit
 }
 
 // Add appends an entry. Keys must strictly increase in internal-key order
@@ -108,6 +128,8 @@ func (w *Writer) Add(key InternalKey, value []byte) error {
 		return fmt.Errorf("sstable: entry of %d bytes exceeds the limit of %d", key.Size()+len(value), maxEntrySize)
 	case w.props.NumEntries > 0 && base.InternalCompare(w.cmp.Compare, w.prevKey, key) >= 0:
 		return fmt.Errorf("sstable: key %s added after %s: keys must increase", key, w.prevKey)
+	case !w.indexRoom(key):
+		return fmt.Errorf("sstable: key %s: the table's index block would pass %d bytes; start another table", key, w.blockLimit)
 	}
 	prefix, err := w.cmp.Prefix(key.UserKey)
 	if err != nil {

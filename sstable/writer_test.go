@@ -209,3 +209,83 @@ func TestWriterOptions_BlockSizeBound(t *testing.T) {
 		}
 	}
 }
+
+// TestWriter_SingleBlockBounds: the index and range-deletion blocks are
+// one block each, whatever the table holds, and their restart points are
+// 32-bit offsets, so the Writer refuses the entry that could take either
+// past maxBlockLen (lowered here), naming the block, and stays usable:
+// the table it closes holds everything added before, and reads back.
+func TestWriter_SingleBlockBounds(t *testing.T) {
+	t.Run("index", func(t *testing.T) {
+		w, fs := newMemWriter(t, WriterOptions{BlockSize: 1, Compression: NoCompression}) // a block an entry
+		w.blockLimit = 400
+		added := 0
+		var err error
+		for ; added < 1000; added++ {
+			if err = w.Add(base.MakeInternalKey(fmt.Appendf(nil, "key%04d", added), 1, base.KindSet), []byte("v")); err != nil {
+				break
+			}
+		}
+		if err == nil || !strings.Contains(err.Error(), "index block would pass 400 bytes") {
+			t.Fatalf("after %d entries: %v, want the index block's bound", added, err)
+		}
+		if added < 5 {
+			t.Fatalf("refused at entry %d: the bound leaves room for more", added)
+		}
+		checkClosedTable(t, w, fs, added, 0)
+	})
+	t.Run("range deletions", func(t *testing.T) {
+		w, fs := newMemWriter(t, WriterOptions{})
+		w.blockLimit = 400
+		added := 0
+		var err error
+		for ; added < 1000; added++ {
+			del := RangeTombstone{Start: fmt.Appendf(nil, "a%04d", added), End: fmt.Appendf(nil, "a%04d~", added), Seq: 5}
+			if err = w.AddRangeDel(del); err != nil {
+				break
+			}
+		}
+		if err == nil || !strings.Contains(err.Error(), "range-deletion block would pass 400 bytes") {
+			t.Fatalf("after %d tombstones: %v, want the range-deletion block's bound", added, err)
+		}
+		if added < 5 {
+			t.Fatalf("refused at tombstone %d: the bound leaves room for more", added)
+		}
+		checkClosedTable(t, w, fs, 0, added)
+	})
+}
+
+// checkClosedTable closes w and reads its table back from fs: points
+// entries and tombstones tombstones, and a clean Check.
+func checkClosedTable(t *testing.T, w *Writer, fs vfs.FS, points, tombstones int) {
+	t.Helper()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := fs.Open("t.sst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewReader(f, ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := r.Check(); err != nil {
+		t.Fatal(err)
+	}
+	it, err := r.NewIter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		n++
+	}
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n != points || len(r.RangeDels()) != tombstones {
+		t.Fatalf("table holds %d entries and %d tombstones, want %d and %d", n, len(r.RangeDels()), points, tombstones)
+	}
+}
