@@ -217,6 +217,9 @@ func (s *iterState) next() bool {
 		}
 		return false
 	}
+	// In prefix mode, what the move costs is counted at once, even when
+	// the move ends the mode (a Split that fails on a key it meets).
+	prefixMode := s.prefix != nil
 	if s.dir < 0 {
 		// merging is before the current key: come back to it.
 		s.merging.SeekGE(s.key)
@@ -225,7 +228,7 @@ func (s *iterState) next() bool {
 		s.nextUserKey()
 	}
 	ok := s.findNext()
-	if s.prefix != nil {
+	if prefixMode {
 		s.flushStats()
 	}
 	return ok

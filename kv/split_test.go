@@ -298,3 +298,50 @@ func TestSplit_OutOfRange_Compaction(t *testing.T) {
 	}
 	checkWritesStop(t, db, kv.ErrInvalidSplit)
 }
+
+// TestIterator_PrefixNextSplitFailsCounted: a prefix-mode Next that reads
+// a block, then meets a key its Split breaks on (ending prefix mode with
+// ErrInvalidSplit), still counts that block read in the DB's lookup
+// metrics, as every prefix-mode move does; it was left pending, and lost
+// at Close.
+func TestIterator_PrefixNextSplitFailsCounted(t *testing.T) {
+	var broken atomic.Bool
+	cmp := comparerWithSplit(func(k []byte) int {
+		if broken.Load() && string(k) == "bad/2" {
+			return len(k) + 5
+		}
+		return itertest.SlashSplit(k)
+	})
+	fs := vfs.NewMem()
+	o := &kv.Options{FS: fs, Comparer: cmp, BlockSize: 1, DisableFilters: true} // a block a key
+	db, err := kv.Open("db", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, k := range []string{"bad/1", "bad/2", "bad/3"} {
+		if err := db.Set([]byte(k), []byte("v"), kv.NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	broken.Store(true)
+	it, err := db.NewIter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := db.Metrics().Lookups.BlockReads
+	if !it.SeekPrefixGE([]byte("bad/1")) {
+		t.Fatalf("SeekPrefixGE: %v", it.Error())
+	}
+	seekReads := db.Metrics().Lookups.BlockReads - before
+	if it.Next() || !errors.Is(it.Error(), kv.ErrInvalidSplit) {
+		t.Fatalf("Next onto bad/2: valid %v, error %v; want ErrInvalidSplit", it.Valid(), it.Error())
+	}
+	it.Close()
+	if got := db.Metrics().Lookups.BlockReads - before; seekReads != 1 || got != 2 {
+		t.Fatalf("block reads: %d for the seek, %d with the Next; want 1 and 2", seekReads, got)
+	}
+}
