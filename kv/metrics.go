@@ -35,7 +35,10 @@ import (
 //
 // is the filter's own rate, comparable with its policy's target. Tables
 // read without their filter (FilterSkipped) ask no filter and count in
-// neither.
+// neither. A lookup that fails with an error counts what it did before:
+// a table that cannot be opened is not counted as considered, and a
+// block whose read fails counts as read, its filter's "maybe" in none of
+// the three.
 type LookupMetrics struct {
 	// Gets counts the point lookups served (total only; 0 per level):
 	// each Get and GetAppend of the DB, a Snapshot or an indexed Batch,
