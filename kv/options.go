@@ -75,7 +75,10 @@ type Options struct {
 
 	// Comparer orders the keys. nil means sstable.DefaultComparer
 	// (bytewise). Its Name is stored in the MANIFEST and in every table: a
-	// store must always be opened with the comparer it was created with. A
+	// store must always be opened with the comparer it was created with,
+	// and Open (read-only too) refuses a comparer of another Name, with an
+	// error naming Options.Comparer and both names, and changes no file
+	// of the store. Its Split may change between opens (see below). A
 	// comparer other than bytewise may give an AbbreviatedKey, as Pebble's
 	// may: the memtable then decides most steps of its searches by the keys'
 	// summaries, without calling Compare. With a Split (and its SplitName),

@@ -386,8 +386,9 @@ func (r *reopenRun) refuseOtherComparer(p reopenProfile) {
 		mustClose(r.t, db)
 		r.fatalf("Open under comparer %q of a store of %q succeeded", c.Name, sstable.DefaultComparer.Name)
 	}
-	if !strings.Contains(err.Error(), c.Name) || !strings.Contains(err.Error(), sstable.DefaultComparer.Name) {
-		r.fatalf("Open under another comparer: %v, want both names", err)
+	if !strings.Contains(err.Error(), "Options.Comparer") || !strings.Contains(err.Error(), c.Name) ||
+		!strings.Contains(err.Error(), sstable.DefaultComparer.Name) {
+		r.fatalf("Open under another comparer: %v, want the option and both names", err)
 	}
 	after := storeFiles(r.t, r.fs, r.dir)
 	if !maps.Equal(before, after) {

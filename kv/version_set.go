@@ -343,7 +343,8 @@ func (vs *versionSet) replayEdit(b *manifest.Builder, rec []byte, where recordPo
 		return fmt.Errorf("kv: %s: %w", where, err)
 	}
 	if e.ComparerName != "" && e.ComparerName != vs.d.cmp.Name {
-		return fmt.Errorf("kv: %s: the store was written with comparer %q, not %q", where, e.ComparerName, vs.d.cmp.Name)
+		return fmt.Errorf("kv: invalid options: Options.Comparer %q: %s: the store was written with comparer %q, not %q, and must be opened with it",
+			vs.d.cmp.Name, where, e.ComparerName, vs.d.cmp.Name)
 	}
 	if what, n := maxEditFileNum(e); n >= maxFileNum {
 		return base.CorruptionErrorf("kv: %s: %s %d, past any number a store allocates (the counter would wrap around to reuse numbers)",
