@@ -13,6 +13,8 @@ const EncodingName = "bloomkv.bloom.v1"
 // Bloom is a [FilterPolicy] that builds Bloom filters, sized either for a
 // target false-positive rate ([New]) or for a fixed number of bits per key
 // ([NewBitsPerKey]). A Bloom is safe for concurrent use; its writers are not.
+// Make one with New or NewBitsPerKey: the zero Bloom has no sizing, and its
+// writers cannot build a filter.
 //
 // Filters are self-describing: [Bloom.MayContain] reads a filter written by
 // any Bloom, whatever its parameters.

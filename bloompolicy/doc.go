@@ -120,7 +120,10 @@
 // same size would give 0.82%).
 //
 // A writer rounds up to whole bytes or lines, and the trailer adds one byte,
-// so small filters spend slightly more than the nominal bits per key.
+// so a filter of many keys spends a fraction of a bit per key more than the
+// nominal bits, and one of a few keys far more: a filter of 1 to 5 keys
+// takes at least two bytes, 16 to 3.2 bits per key whatever the target (a
+// table of one-entry blocks pays that per block).
 //
 // # Budgets per level
 //
