@@ -73,12 +73,11 @@ func fatalWithGoroutines(t *testing.T, msg string) {
 // stallFixture builds a store whose L0 read amplification is
 // L0StopWritesThreshold (4 flushes of the same 200 keys, 4 tables over
 // each key) with the L0→L1 compaction they trigger held at the
-// gate, and starts a writer that writes more than a memtable holds. It
-// returns the DB, its filesystems, the writer's result channel and the
-// number of its writes acknowledged so far.
-func stallFixture(t *testing.T) (*DB, *gateFS, chan error, *atomic.Int64) {
-	mem := vfs.NewMem()
-	gate := newGateFS(mem, 4) // the four flushes pass; the compaction's first output waits
+// gate, and starts a writer that writes more than a memtable holds. The
+// store lives in fs. It returns the DB, its filesystems, the writer's
+// result channel and the number of its writes acknowledged so far.
+func stallFixture(t *testing.T, fs vfs.FS) (*DB, *gateFS, chan error, *atomic.Int64) {
+	gate := newGateFS(fs, 4) // the four flushes pass; the compaction's first output waits
 	// Compactions start only once L0 holds all four tables: between the
 	// flushes the store's writes stop, and L0 would settle.
 	o := &Options{FS: gate, MemTableSize: 32 << 10, L0CompactionThreshold: 4, L0StopWritesThreshold: 4,
@@ -187,7 +186,7 @@ func TestCompaction_L0ReadAmpNotTableCount(t *testing.T) {
 // table behind, and nothing acknowledged is lost).
 func TestCompaction_WriteStall(t *testing.T) {
 	t.Run("resume", func(t *testing.T) {
-		d, gate, done, _ := stallFixture(t)
+		d, gate, done, _ := stallFixture(t, vfs.NewMem())
 		defer mustClose(t, d)
 		gate.open()
 		if err := waitFor(t, done, 30*time.Second, "waiting for the stalled writer after compaction"); err != nil {
@@ -206,7 +205,7 @@ func TestCompaction_WriteStall(t *testing.T) {
 	})
 
 	t.Run("close", func(t *testing.T) {
-		d, gate, done, acked := stallFixture(t)
+		d, gate, done, acked := stallFixture(t, vfs.NewMem())
 		closed := make(chan error, 1)
 		go func() { closed <- d.Close() }()
 		err := waitFor(t, done, 30*time.Second, "waiting for the stalled writer after Close")

@@ -18,7 +18,10 @@ import (
 var errCanceled = errors.New("kv: background work canceled by Close")
 
 // Flush makes the memtable immutable and waits until every memtable written
-// before the call is flushed to an L0 table. Writes go on meanwhile. Once
+// before the call is flushed to an L0 table. Writes go on meanwhile. While
+// writes are stalled (Options.MemTableStopWritesThreshold,
+// Options.L0StopWritesThreshold), Flush waits for the stall to end before
+// it switches memtables; Close ends that wait with ErrClosed. Once
 // background work has failed (see EventListener.BackgroundError) it
 // returns that error, whether or not anything was left to flush.
 func (d *DB) Flush() error {
