@@ -1,0 +1,69 @@
+package kv_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/bloomkv/bloomkv/kv"
+	"github.com/bloomkv/bloomkv/sstable"
+	"github.com/cockroachdb/pebble/vfs"
+)
+
+// Tests of the store on the disk (vfs.Default), where paths reach files
+// through symbolic links, other spellings and other devices, as no
+// in-memory FS does.
+
+// checkRegularFiles fails unless every entry of dir is a regular file
+// (no symbolic link) or a directory.
+func checkRegularFiles(t *testing.T, dir string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Type()&os.ModeSymlink != 0 {
+			t.Fatalf("%s in %s is a symbolic link", e.Name(), dir)
+		}
+	}
+}
+
+// TestDB_Ingest_Symlink ingests tables given as symbolic links, relative
+// and absolute: the store links (or copies) the file they lead to, not
+// the link itself, so the table stays once the caller's link and file are
+// removed, and the store reopens with it.
+func TestDB_Ingest_Symlink(t *testing.T) {
+	for _, tc := range []struct{ name, target string }{
+		{"relative", "real.sst"},
+		{"absolute", ""}, // the real file's absolute path
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path, extDir := filepath.Join(dir, "db"), filepath.Join(dir, "ext")
+			db, err := kv.Open(path, &kv.Options{FS: vfs.Default})
+			must(t, err)
+			defer db.Close()
+			ext := keyRange("a", 0, 50, "x")
+			real := filepath.Join(extDir, "real.sst")
+			writeExternal(t, vfs.Default, real, ext, sstable.WriterOptions{})
+			target := tc.target
+			if target == "" {
+				target = real
+			}
+			link := filepath.Join(extDir, "link.sst")
+			if err := os.Symlink(target, link); err != nil {
+				t.Skipf("no symbolic links here: %v", err)
+			}
+			must(t, db.Ingest([]string{link}))
+			if _, err := os.Stat(real); err != nil {
+				t.Fatalf("Ingest moved the caller's file: %v", err)
+			}
+			checkRegularFiles(t, path)
+			must(t, os.RemoveAll(extDir))
+			checkContents(t, db, ext, "after removing the ingested file")
+			must(t, db.Close())
+			checkDir(t, vfs.Default, path, ext, "reopened after removing the ingested file")
+		})
+	}
+}
