@@ -3,6 +3,7 @@ package kv_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/bloomkv/bloomkv/kv"
@@ -66,4 +67,34 @@ func TestDB_Ingest_Symlink(t *testing.T) {
 			checkDir(t, vfs.Default, path, ext, "reopened after removing the ingested file")
 		})
 	}
+}
+
+// TestOpen_TwiceAfterLockRemoved removes the LOCK file of an open store,
+// then opens the store again from the same process by other spellings of
+// its path (a symbolic link, one through ".."): each is refused, though
+// the new LOCK file they would create is locked by no one, and the first
+// DB keeps its writes.
+func TestOpen_TwiceAfterLockRemoved(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "db")
+	db, err := kv.Open(path, &kv.Options{FS: vfs.Default})
+	must(t, err)
+	defer db.Close()
+	must(t, os.Remove(filepath.Join(path, "LOCK")))
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(path, link); err != nil {
+		t.Skipf("no symbolic links here: %v", err)
+	}
+	must(t, os.Mkdir(filepath.Join(dir, "sub"), 0o755))
+	for _, p := range []string{link, dir + "/sub/../db", path} {
+		if d2, err := kv.Open(p, &kv.Options{FS: vfs.Default}); err == nil || !strings.Contains(err.Error(), "in use") {
+			if err == nil {
+				d2.Close()
+			}
+			t.Fatalf("second Open through %s, the LOCK removed: err = %v", p, err)
+		}
+	}
+	must(t, db.Set([]byte("k"), []byte("v"), kv.Sync))
+	must(t, db.Close())
+	checkDir(t, vfs.Default, link, map[string]string{"k": "v"}, "reopened through the link")
 }
