@@ -10,10 +10,11 @@ import (
 	"github.com/cockroachdb/pebble/vfs"
 )
 
-// lockFileID returns the identity of the file at path, if fs is backed by
-// the operating system's files (its Stat reports a syscall.Stat_t) and
-// the file exists, or the error of a Stat that failed otherwise.
-func lockFileID(fs vfs.FS, path string) (fileID, bool, error) {
+// fileIdentity returns the identity of the file or directory at path, if
+// fs is backed by the operating system's files (its Stat reports a
+// syscall.Stat_t) and the file exists, or the error of a Stat that
+// failed otherwise.
+func fileIdentity(fs vfs.FS, path string) (fileID, bool, error) {
 	fi, err := fs.Stat(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):

@@ -3,6 +3,7 @@ package kv
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync/atomic"
 
 	"github.com/bloomkv/bloomkv/internal/base"
@@ -65,7 +66,9 @@ type ingestTable struct {
 // shadow them. Snapshots taken before do not see them.
 //
 // Each table is hard-linked into the store where the FS allows, copied
-// otherwise (the files at paths are left in place), synced, so that a
+// otherwise (the files at paths are left in place; a path that is a
+// symbolic link is followed, and the file it leads to linked or copied,
+// never the link), synced, so that a
 // table written without a sync survives a crash once Ingest returns,
 // and placed, as Pebble
 // does, at the deepest level down from the base level whose tables it
@@ -210,7 +213,10 @@ func (d *DB) linkIngestTables(tables []ingestTable) error {
 		t.meta.FileNum = d.mu.versions.nextFileNum()
 		d.mu.Unlock()
 		name := base.MakeFilename(base.FileTypeTable, t.meta.FileNum)
-		if err = vfs.LinkOrCopy(d.fs, t.path, d.path(name)); err != nil {
+		var src string
+		if src, err = ingestSource(d.fs, t.path); err != nil {
+			err = fmt.Errorf("kv: ingest: resolving %s: %w", t.path, err)
+		} else if err = vfs.LinkOrCopy(d.fs, src, d.path(name)); err != nil {
 			err = fmt.Errorf("kv: ingest: linking or copying %s to %s: %w", t.path, name, err)
 		} else if err = syncFile(d.fs, d.path(name)); err != nil {
 			err = fmt.Errorf("kv: ingest: syncing %s: %w", name, err)
@@ -227,6 +233,19 @@ func (d *DB) linkIngestTables(tables []ingestTable) error {
 		}
 	}
 	return err
+}
+
+// ingestSource returns the path of the file to link into the store for
+// the table at path: on the operating system's files (vfs.Default), path
+// with its symbolic links resolved. link(2) does not follow a symbolic
+// link: linking one would make the store's table a link to the caller's
+// file, lost when the caller removes it, or, for a relative link, a link
+// to nothing.
+func ingestSource(fs vfs.FS, path string) (string, error) {
+	if vfs.Root(fs) != vfs.Default {
+		return path, nil
+	}
+	return filepath.EvalSymlinks(path)
 }
 
 // applyIngest records the linked tables in the MANIFEST, at the next
