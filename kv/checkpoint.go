@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
@@ -30,6 +31,13 @@ import (
 // checkpointTempSuffix names the directory a checkpoint is built in:
 // the target's name with this suffix.
 const checkpointTempSuffix = ".checkpoint-tmp"
+
+// checkpointMarker is the file a checkpoint's temporary directory holds
+// from its creation until the copy is complete: what tells a later
+// Checkpoint to the same target the leftover of an interrupted one,
+// which it removes, from a directory of the user's (a store, even) that
+// happens to bear the temporary name, which it must not.
+const checkpointMarker = "CHECKPOINT-INCOMPLETE"
 
 // checkpointHold keeps WALs a checkpoint copies from being retired: while
 // n > 0, the WALs of flushed memtables wait in held. It also lists the
@@ -73,12 +81,15 @@ type walExtent struct {
 // of the memtables are copied, the live one up to its last acknowledged
 // write. Every file is synced. The copy is built in destDir +
 // ".checkpoint-tmp" and renamed to destDir at the end: a failure or a
-// crash midway leaves no destDir, at most the temporary directory (without
-// a CURRENT file, or complete), which the next Checkpoint to destDir
-// removes. Missing parents of destDir are created.
+// crash midway leaves no destDir, at most the temporary directory,
+// marked as a checkpoint's (it holds a file named CHECKPOINT-INCOMPLETE,
+// removed once the copy is in place), which the next Checkpoint to
+// destDir removes. Missing parents of destDir are created.
 //
 // An existing destDir, or one another Checkpoint of this DB is writing,
-// is refused with an error wrapping os.ErrExist, and nothing is written;
+// or anything at the temporary name but an empty or marked directory
+// (the user's, not a leftover: a store, say), is refused with an error
+// wrapping os.ErrExist, and nothing is written;
 // so is an empty destDir, as Open refuses one, where it would otherwise
 // build the copy in the current directory before failing to rename it.
 // After Close, Checkpoint returns ErrClosed.
@@ -109,8 +120,8 @@ func (d *DB) Checkpoint(destDir string) error {
 	}
 	defer d.releaseCheckpoint(st)
 	tmp := destDir + checkpointTempSuffix
-	if err := d.fs.RemoveAll(tmp); err != nil {
-		return fmt.Errorf("kv: checkpoint: removing %s: %w", tmp, err)
+	if err := d.removeCheckpointLeftover(tmp); err != nil {
+		return err
 	}
 	if err := d.writeCheckpoint(tmp, st); err != nil {
 		d.fs.RemoveAll(tmp)
@@ -122,6 +133,43 @@ func (d *DB) Checkpoint(destDir string) error {
 	}
 	if err := syncDir(d.fs, d.fs.PathDir(destDir)); err != nil {
 		return fmt.Errorf("kv: checkpoint: %w", err)
+	}
+	// The copy is whole and in place. Its mark goes last, so that no
+	// moment leaves an unmarked temporary directory; should a crash come
+	// first, it stays, a file the copy's Open passes over.
+	if err := d.fs.Remove(d.fs.PathJoin(destDir, checkpointMarker)); err != nil {
+		return fmt.Errorf("kv: checkpoint: %w", err)
+	}
+	if err := syncDir(d.fs, destDir); err != nil {
+		return fmt.Errorf("kv: checkpoint: %w", err)
+	}
+	return nil
+}
+
+// removeCheckpointLeftover removes tmp, the temporary directory of a
+// checkpoint, where an interrupted one left it: empty, or marked with
+// checkpointMarker. Anything else at that name is not a checkpoint's to
+// remove, and refused with an error wrapping os.ErrExist.
+func (d *DB) removeCheckpointLeftover(tmp string) error {
+	fi, err := d.fs.Stat(tmp)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("kv: checkpoint: %w", err)
+	}
+	var names []string
+	if fi.IsDir() {
+		if names, err = d.fs.List(tmp); err != nil {
+			return fmt.Errorf("kv: checkpoint: %w", err)
+		}
+	}
+	if !fi.IsDir() || len(names) > 0 && !slices.Contains(names, checkpointMarker) {
+		return fmt.Errorf("kv: checkpoint: %s, where the copy is built: %w, and is no interrupted checkpoint's leftover (it lacks %s): remove it, or choose another target",
+			tmp, os.ErrExist, checkpointMarker)
+	}
+	if err := d.fs.RemoveAll(tmp); err != nil {
+		return fmt.Errorf("kv: checkpoint: removing %s: %w", tmp, err)
 	}
 	return nil
 }
@@ -227,6 +275,13 @@ func (d *DB) holdRetiredWALs(nums []base.FileNum) bool {
 func (d *DB) writeCheckpoint(dir string, st *checkpointState) error {
 	if err := d.makeDir(dir); err != nil {
 		return fmt.Errorf("kv: checkpoint: creating %s: %w", dir, err)
+	}
+	marker := d.fs.PathJoin(dir, checkpointMarker)
+	if err := writeSyncedFile(d.fs, marker, ""); err != nil {
+		return fmt.Errorf("kv: checkpoint: writing %s: %w", marker, err)
+	}
+	if err := syncDir(d.fs, dir); err != nil {
+		return fmt.Errorf("kv: checkpoint: %w", err)
 	}
 	for _, files := range st.version.Levels {
 		for _, f := range files {

@@ -409,3 +409,84 @@ func TestDB_Checkpoint_MissingWAL(t *testing.T) {
 		t.Fatalf("Open of a checkpoint missing WAL %s = %v, want an error wrapping ErrCorruption", logs[0], err)
 	}
 }
+
+// TestDB_Checkpoint_TempNameTaken: a Checkpoint removes what an
+// interrupted one left at its temporary name (destDir + ".checkpoint-tmp")
+// only when that is an empty directory or one marked as a checkpoint's;
+// anything else there is the user's and refuses the Checkpoint with an
+// error wrapping os.ErrExist, untouched. It used to remove whatever was
+// there: checkpointing a store named "s.checkpoint-tmp" to "s" deleted
+// the store itself.
+func TestDB_Checkpoint_TempNameTaken(t *testing.T) {
+	fs := vfs.NewMem()
+	db, err := kv.Open("s.checkpoint-tmp", &kv.Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Set([]byte("k"), []byte("v"), kv.Sync); err != nil {
+		t.Fatal(err)
+	}
+	before, err := fs.List("s.checkpoint-tmp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.MkdirAll("u.checkpoint-tmp", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := fs.Create("u.checkpoint-tmp/notes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if f, err = fs.Create("f.checkpoint-tmp"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	for _, dest := range []string{"s", "u", "f"} {
+		err := db.Checkpoint(dest)
+		if !errors.Is(err, os.ErrExist) || !strings.Contains(err.Error(), dest+".checkpoint-tmp") {
+			t.Fatalf("Checkpoint(%q) over a %s.checkpoint-tmp of the user's: %v, want os.ErrExist naming it", dest, dest, err)
+		}
+		if _, err := fs.Stat(dest); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("Checkpoint(%q) refused, but wrote it", dest)
+		}
+	}
+	if after, err := fs.List("s.checkpoint-tmp"); err != nil || !slices.Equal(after, before) {
+		t.Fatalf("the store's directory: %v (%v), was %v", after, err, before)
+	}
+	if names, err := fs.List("u.checkpoint-tmp"); err != nil || !slices.Equal(names, []string{"notes"}) {
+		t.Fatalf("the user's directory: %v (%v)", names, err)
+	}
+	checkContents(t, db, map[string]string{"k": "v"}, "after the refused checkpoints")
+
+	// Leftovers of interrupted checkpoints, empty or marked, are removed.
+	for _, leftover := range [][]string{nil, {"CHECKPOINT-INCOMPLETE", "000004.sst"}} {
+		if err := fs.MkdirAll("c.checkpoint-tmp", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range leftover {
+			f, err := fs.Create("c.checkpoint-tmp/" + name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+		}
+		if err := db.Checkpoint("c"); err != nil {
+			t.Fatalf("Checkpoint over the leftover %v: %v", leftover, err)
+		}
+		if _, err := fs.Stat("c.checkpoint-tmp"); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("the leftover %v stayed", leftover)
+		}
+		names, err := fs.List("c")
+		if err != nil || slices.Contains(names, "CHECKPOINT-INCOMPLETE") {
+			t.Fatalf("the checkpoint holds %v (%v): its mark stayed", names, err)
+		}
+		if got, err := readDir(fs, "c"); err != nil || got["k"] != "v" {
+			t.Fatalf("the checkpoint: %v, %v", got, err)
+		}
+		if err := fs.RemoveAll("c"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
