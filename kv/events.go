@@ -33,7 +33,8 @@ type EventListener struct {
 	// BackgroundError is called when a flush or compaction fails (or a
 	// listener panics): the DB accepts no more writes.
 	BackgroundError func(error)
-	// FlushBegin and FlushEnd bracket the flush of a memtable to L0.
+	// FlushBegin and FlushEnd bracket the flush of a memtable to L0,
+	// those Open makes of the memtables its WAL replay fills included.
 	FlushBegin func(FlushInfo)
 	FlushEnd   func(FlushInfo)
 	// CompactionBegin and CompactionEnd bracket a compaction, trivial

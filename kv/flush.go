@@ -190,10 +190,8 @@ func (d *DB) flushOneLocked() (err error) {
 		nextLog = d.mu.imm[len(mems)].logNum()
 	}
 	edit := &manifest.VersionEdit{LogNum: nextLog, LastSeqNum: last.lastSeq}
-	var written int64
 	for _, f := range files {
 		edit.NewFiles = append(edit.NewFiles, manifest.NewFileEntry{Level: 0, Meta: f})
-		written += int64(f.Size)
 	}
 	if err := d.mu.versions.logAndApply(edit); err != nil {
 		return err
@@ -203,17 +201,27 @@ func (d *DB) flushOneLocked() (err error) {
 	clear(d.mu.imm[:len(mems)])
 	d.mu.imm = d.mu.imm[len(mems):]
 	d.updateReadStateLocked()
-	d.metrics.flushes.Add(1)
-	d.metrics.flushBytes.Add(written)
-	d.metrics.levels[0].bytesIn.Add(inputBytes)
-	d.metrics.levels[0].bytesWritten.Add(written)
-	d.metrics.levels[0].bytesFlushed.Add(written)
+	d.countFlush(inputBytes, files)
 	for _, m := range mems {
 		d.retireWALs(m.logNums())
 		d.releaseMem(m) // the DB's hold
 	}
 	d.mu.cond.Broadcast()
 	return nil
+}
+
+// countFlush counts in the metrics a flush of memtables holding
+// inputBytes of batches into the L0 tables files.
+func (d *DB) countFlush(inputBytes int64, files []*manifest.FileMetadata) {
+	var written int64
+	for _, f := range files {
+		written += int64(f.Size)
+	}
+	d.metrics.flushes.Add(1)
+	d.metrics.flushBytes.Add(written)
+	d.metrics.levels[0].bytesIn.Add(inputBytes)
+	d.metrics.levels[0].bytesWritten.Add(written)
+	d.metrics.levels[0].bytesFlushed.Add(written)
 }
 
 // writeL0 writes memtables out as L0 tables, keeping every version an

@@ -114,6 +114,10 @@ type LevelMetrics struct {
 	// compaction.Picker.Pick), so that a level's share of the store's write
 	// amplification shows whichever kind of work wrote it. Their sums
 	// over the levels are Flush.BytesWritten and Compact.BytesWritten.
+	// The flushes Open makes of the memtables its WAL replay fills count
+	// as flushes. A flush or compaction that fails counts in none of
+	// these: the tables it wrote before failing are deleted (see
+	// Metrics.TablesDeleted), and their bytes are in no counter.
 	BytesFlushed, BytesCompacted int64
 	// BytesIn counts the bytes that came into the level from above: for
 	// L0 the batches of the memtables flushed into it, for deeper levels
@@ -185,8 +189,13 @@ type Metrics struct {
 	// flush or compaction included: each EventListener.TableDeleted
 	// without an Err.
 	TablesDeleted int64
-	// WriteAmp is (WAL bytes + flushed bytes + compacted bytes written) /
-	// WAL bytes: how many bytes reached the disk per byte written by users.
+	// WriteAmp is (WAL.BytesIn + Flush.BytesWritten +
+	// Compact.BytesWritten) / WAL.BytesIn: the bytes of tables flushes and
+	// compactions wrote, and of batches, per byte of batches written by
+	// users. It counts the WAL at its batches' bytes, as Pebble's
+	// WAL.BytesIn, so it falls short of what reached the disk: the WAL's
+	// record framing and the zeros written ahead of its syncs, the
+	// MANIFEST, tables of failed work and ingested tables are not in it.
 	WriteAmp float64
 
 	// BlockCache describes the block cache. Its Size counts the data

@@ -1,6 +1,8 @@
 package kv
 
 import (
+	"time"
+
 	"errors"
 	"fmt"
 	"io"
@@ -420,16 +422,23 @@ func (d *DB) replayBatch(rec *recovered, batch []byte, where recordPos, recyclab
 }
 
 // flushRecovered writes rec.mem out as L0 tables added to rec.edit and
-// starts an empty memtable.
-func (d *DB) flushRecovered(rec *recovered) error {
+// starts an empty memtable. It is a flush like any other to the
+// listener (FlushBegin, FlushEnd) and to Metrics, which count the tables
+// it wrote: they are bytes this DB put on the disk.
+func (d *DB) flushRecovered(rec *recovered) (err error) {
 	if !rec.mem.empty() {
-		files, err := d.writeL0([]*memTable{rec.mem}, nil, 0, nil)
+		inputBytes := rec.mem.batchBytes
+		job, start := d.flushBegin(inputBytes), time.Now()
+		var files []*manifest.FileMetadata
+		defer func() { d.flushEnd(job, inputBytes, files, start, err) }()
+		files, err = d.writeL0([]*memTable{rec.mem}, nil, job, nil)
 		if err != nil {
 			return err
 		}
 		for _, f := range files {
 			rec.edit.NewFiles = append(rec.edit.NewFiles, manifest.NewFileEntry{Level: 0, Meta: f})
 		}
+		d.countFlush(inputBytes, files)
 	}
 	rec.mem = newMemTable(d.cmp, 0)
 	rec.edit.LastSeqNum = rec.lastSeq
