@@ -7,12 +7,15 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/bloomkv/bloomkv/kv"
 	"github.com/cockroachdb/pebble"
 )
 
@@ -345,6 +348,32 @@ func TestBloomkvBinding_MemTableSize(t *testing.T) {
 			}
 			if err := closeDB(); err != nil {
 				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestBloomkvBinding_SettleAsksBloomkv checks that --settle-at-open waits
+// for bloomkv by bloomkv's own rule (kv.DB.WaitIdle), with --point-reads
+// get as with seek, not by Pebble's rule over the binding's translated
+// metrics. The two tell apart on a closed store: WaitIdle reports
+// kv.ErrClosed, where a closed store's metrics show nothing due.
+func TestBloomkvBinding_SettleAsksBloomkv(t *testing.T) {
+	for _, wrap := range []struct {
+		name string
+		db   func(bloomkvDB) DB
+	}{{"seek", func(b bloomkvDB) DB { return b }}, {"get", func(b bloomkvDB) DB { return newPointReadDB(b) }}} {
+		t.Run(wrap.name, func(t *testing.T) {
+			b := openBinding(t)
+			db := wrap.db(b)
+			if err := settle(context.Background(), db); err != nil {
+				t.Fatalf("settle on an open store: %v", err)
+			}
+			if err := b.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := settle(context.Background(), db); !errors.Is(err, kv.ErrClosed) {
+				t.Fatalf("settle on a closed store: %v, want kv.ErrClosed from kv.DB.WaitIdle", err)
 			}
 		})
 	}
