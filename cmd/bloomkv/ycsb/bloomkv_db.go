@@ -107,15 +107,21 @@ const settleTimeout = 30 * time.Minute
 func waitSettled(db DB) {
 	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
 	defer cancel()
-	var err error
-	if b, ok := db.(bloomkvDB); ok {
-		err = b.d.WaitIdle(ctx)
-	} else {
-		err = pebbleadapter.WaitIdle(ctx, db)
-	}
-	if err != nil {
+	if err := settle(ctx, db); err != nil {
 		log.Fatalf("waiting for compactions: %v\n%s", err, db.Metrics())
 	}
+}
+
+// settle is waitSettled's wait, by the rule of the engine under db, also
+// when --point-reads get wraps it in a pointReadDB.
+func settle(ctx context.Context, db DB) error {
+	if p, ok := db.(pointReadDB); ok {
+		db = p.DB
+	}
+	if b, ok := db.(bloomkvDB); ok {
+		return b.d.WaitIdle(ctx)
+	}
+	return pebbleadapter.WaitIdle(ctx, db)
 }
 
 // bloomkvBitsPerKey is the Bloom filter density, newPebbleDB's

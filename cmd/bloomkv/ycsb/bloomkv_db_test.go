@@ -7,12 +7,16 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/bloomkv/bloomkv/kv"
 	"github.com/cockroachdb/pebble"
 )
 
@@ -345,6 +349,235 @@ func TestBloomkvBinding_MemTableSize(t *testing.T) {
 			}
 			if err := closeDB(); err != nil {
 				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// engines are the stores the binding's differential tests compare: each
+// engine as the driver opens it (cmd/pebble's newPebbleDB, the binding's
+// newBloomkvDB), read by seeks and by --point-reads get.
+var engines = []struct {
+	name string
+	open func(t *testing.T) (DB, func() error)
+}{
+	{"pebble/seek", func(t *testing.T) (DB, func() error) {
+		p := openPebble(t)
+		return p, p.d.Close
+	}},
+	{"pebble/get", func(t *testing.T) (DB, func() error) {
+		p := openPebble(t)
+		return newPointReadDB(p), p.d.Close
+	}},
+	{"bloomkv/seek", func(t *testing.T) (DB, func() error) {
+		b := openBinding(t)
+		return b, b.Close
+	}},
+	{"bloomkv/get", func(t *testing.T) (DB, func() error) {
+		b := openBinding(t)
+		return newPointReadDB(b), b.Close
+	}},
+}
+
+func openPebble(t *testing.T) pebbleDB {
+	cacheSize = 8 << 20
+	return newPebbleDB(t.TempDir()).(pebbleDB)
+}
+
+// recordingIter records what an iterator shows after each move: the
+// driver's Scan (pebbleDB.Scan) moves it and copies what it shows, and a
+// trace of it says what the scan read.
+type recordingIter struct {
+	iterator
+	trace *[]string
+}
+
+func (r recordingIter) note(op string, ok bool) bool {
+	if ok {
+		*r.trace = append(*r.trace, fmt.Sprintf("%s %q=%q", op, r.Key(), r.Value()))
+	} else {
+		*r.trace = append(*r.trace, op+" -")
+	}
+	return ok
+}
+
+func (r recordingIter) SeekGE(k []byte) bool { return r.note("seekge", r.iterator.SeekGE(k)) }
+func (r recordingIter) SeekLT(k []byte) bool { return r.note("seeklt", r.iterator.SeekLT(k)) }
+func (r recordingIter) First() bool          { return r.note("first", r.iterator.First()) }
+func (r recordingIter) Last() bool           { return r.note("last", r.iterator.Last()) }
+func (r recordingIter) Next() bool           { return r.note("next", r.iterator.Next()) }
+func (r recordingIter) Prev() bool           { return r.note("prev", r.iterator.Prev()) }
+
+// driverOps runs, on db, what the driver does (batches built in reused
+// key and value buffers, as ycsb.insert and ycsb.init do; reads; scans
+// with a count, forward and reverse; iterators with bounds), around a
+// flush, and returns the trace of what every read showed.
+func driverOps(t *testing.T, db DB) []string {
+	var trace []string
+	var key, value []byte
+	batch := func(ns ...int) {
+		b := db.NewBatch()
+		for _, n := range ns {
+			key = append(key[:0], ycsbKey(n)...)
+			value = append(value[:0], fmt.Sprintf("value-%d", n)...)
+			if err := b.Set(key, value, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.Commit(pebble.Sync); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reads := func(label string) {
+		trace = append(trace, label)
+		for _, n := range []int{10, 15, 11, 30, 99, 5, 0} { // present, absent between keys, past the end, before the first
+			it := recordingIter{db.NewIter(nil), &trace}
+			if it.SeekGE(ycsbKey(n)) {
+				_, _ = it.Key(), it.Value()
+			}
+			if err := it.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, s := range []struct {
+			n       int
+			count   int64
+			reverse bool
+		}{{10, 3, false}, {15, 100, false}, {99, 5, false}, {40, 4, true}, {10, 2, true}, {30, 1, false}} {
+			it := recordingIter{db.NewIter(nil), &trace}
+			if err := db.Scan(it, ycsbKey(s.n), s.count, s.reverse); err != nil {
+				t.Fatal(err)
+			}
+			if err := it.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		it := recordingIter{db.NewIter(&pebble.IterOptions{LowerBound: ycsbKey(12), UpperBound: ycsbKey(21)}), &trace}
+		for ok := it.First(); ok; ok = it.Next() {
+		}
+		for ok := it.Last(); ok; ok = it.Prev() {
+		}
+		it.SeekGE(ycsbKey(10))
+		it.SeekLT(ycsbKey(40))
+		if err := it.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	batch(10, 12, 14, 16, 18, 20)
+	batch(22, 24)
+	b := db.NewBatch()
+	if err := b.Delete(ycsbKey(14), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(nil); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	reads("memtable")
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	batch(10, 26) // an update of a flushed key, and an insert
+	reads("tables and memtable")
+	return trace
+}
+
+// TestBloomkvBinding_SameAnswersAsPebble runs the driver's operations on
+// Pebble and on the binding, each read by seeks and by --point-reads get,
+// and checks that every read, scan and bounded iteration shows the same
+// keys and values in all four: the binding gives the driver Pebble's
+// semantics.
+func TestBloomkvBinding_SameAnswersAsPebble(t *testing.T) {
+	var want []string
+	for _, e := range engines {
+		t.Run(e.name, func(t *testing.T) {
+			db, closeDB := e.open(t)
+			got := driverOps(t, db)
+			if err := closeDB(); err != nil {
+				t.Fatal(err)
+			}
+			if len(got) < 70 {
+				t.Fatalf("trace of %d moves, want 70 or more:\n%s", len(got), strings.Join(got, "\n"))
+			}
+			if want == nil {
+				want = got
+				return
+			}
+			if d := diffTraces(want, got); d != "" {
+				t.Fatalf("%s shows other answers than %s:\n%s", e.name, engines[0].name, d)
+			}
+		})
+	}
+}
+
+// diffTraces returns the first line where two traces differ, or "".
+func diffTraces(want, got []string) string {
+	for i := 0; i < max(len(want), len(got)); i++ {
+		var w, g string
+		if i < len(want) {
+			w = want[i]
+		}
+		if i < len(got) {
+			g = got[i]
+		}
+		if w != g {
+			return fmt.Sprintf("move %d: want %s, got %s", i, w, g)
+		}
+	}
+	return ""
+}
+
+// TestBloomkvBinding_CommitSyncs checks that the binding maps the write
+// options of the driver's commits as Pebble reads them: nil and
+// pebble.Sync sync the WAL (the driver commits every write with
+// pebble.Sync), pebble.NoSync does not.
+func TestBloomkvBinding_CommitSyncs(t *testing.T) {
+	db := openBinding(t)
+	defer db.Close()
+	for _, c := range []struct {
+		name  string
+		opts  *pebble.WriteOptions
+		syncs int64
+	}{{"NoSync", pebble.NoSync, 0}, {"nil", nil, 1}, {"Sync", pebble.Sync, 1}, {"NoSync again", pebble.NoSync, 0}} {
+		before := db.d.Metrics().WAL.Syncs
+		b := db.NewBatch()
+		if err := b.Set(ycsbKey(1), []byte(c.name), nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Commit(c.opts); err != nil {
+			t.Fatal(err)
+		}
+		b.Close()
+		if got := db.d.Metrics().WAL.Syncs - before; got != c.syncs {
+			t.Errorf("commit with %s: %d WAL syncs, want %d", c.name, got, c.syncs)
+		}
+	}
+}
+
+// TestBloomkvBinding_SettleAsksBloomkv checks that --settle-at-open waits
+// for bloomkv by bloomkv's own rule (kv.DB.WaitIdle), with --point-reads
+// get as with seek, not by Pebble's rule over the binding's translated
+// metrics. The two tell apart on a closed store: WaitIdle reports
+// kv.ErrClosed, where a closed store's metrics show nothing due.
+func TestBloomkvBinding_SettleAsksBloomkv(t *testing.T) {
+	for _, wrap := range []struct {
+		name string
+		db   func(bloomkvDB) DB
+	}{{"seek", func(b bloomkvDB) DB { return b }}, {"get", func(b bloomkvDB) DB { return newPointReadDB(b) }}} {
+		t.Run(wrap.name, func(t *testing.T) {
+			b := openBinding(t)
+			db := wrap.db(b)
+			if err := settle(context.Background(), db); err != nil {
+				t.Fatalf("settle on an open store: %v", err)
+			}
+			if err := b.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := settle(context.Background(), db); !errors.Is(err, kv.ErrClosed) {
+				t.Fatalf("settle on a closed store: %v, want kv.ErrClosed from kv.DB.WaitIdle", err)
 			}
 		})
 	}

@@ -78,7 +78,8 @@ func TestRunScript_Binding(t *testing.T) {
 	out := execScript(t, "--test-binding", "--dir", t.TempDir())
 	for _, want := range []string{"--- PASS: TestBloomkvBinding_ReusedIteratorsSeeLatestWrites",
 		"--- PASS: TestBloomkvBinding_ConcurrentReaders", "--- PASS: TestBloomkvBinding_MemTableSize/bloomkv",
-		"--- PASS: TestBloomkvBinding_MemTableSize/pebble", "BenchmarkBloomkvBinding_Scan", "BenchmarkBloomkvBinding_Read",
+		"--- PASS: TestBloomkvBinding_MemTableSize/pebble", "--- PASS: TestBloomkvBinding_SettleAsksBloomkv/get",
+		"--- PASS: TestBloomkvBinding_SameAnswersAsPebble/bloomkv/get", "--- PASS: TestBloomkvBinding_CommitSyncs", "BenchmarkBloomkvBinding_Scan", "BenchmarkBloomkvBinding_Read",
 		"allocs/op", "\nok "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("run.sh --test-binding: output lacks %q:\n%s", want, out)
