@@ -452,7 +452,10 @@ func TestDB_Checkpoint_TempNameTaken(t *testing.T) {
 			t.Fatalf("Checkpoint(%q) refused, but wrote it", dest)
 		}
 	}
-	if after, err := fs.List("s.checkpoint-tmp"); err != nil || !slices.Equal(after, before) {
+	after, err := fs.List("s.checkpoint-tmp")
+	slices.Sort(before)
+	slices.Sort(after)
+	if err != nil || !slices.Equal(after, before) {
 		t.Fatalf("the store's directory: %v (%v), was %v", after, err, before)
 	}
 	if names, err := fs.List("u.checkpoint-tmp"); err != nil || !slices.Equal(names, []string{"notes"}) {
