@@ -193,6 +193,9 @@ func spendRoom(plans map[base.FileNum]tablePlan, cands []planCandidate, room int
 		gain := int64(1)
 		if keeps(p, s) {
 			gain = nominalBytes(int64(c.f.NumEntries), slack)
+			if p.hold == holdOwn {
+				gain++ // its bits are measured to the byte (see chooseFilter)
+			}
 		}
 		avail := room + p.bytes - filterOverhead(s.blocks, s.perBlock)
 		bits := min(capMaxBitsPerKey, floorBits(8*float64(avail)/float64(c.f.NumEntries)))
@@ -508,15 +511,19 @@ func filterOverhead(blocks int64, perBlock float64) int64 {
 
 // chooseFilter returns the filter table f holds at bits per entry: the
 // one its Reader holds, or its own, if within slack of bits, else one
-// built at bits.
+// built at bits. The bits of its own filter are measured from its bytes
+// (ownBits), to the byte: for it the slack is a byte's bits wider, so
+// that a small table written at bits, whose filter rounds to a byte
+// below their estimate, is not read whole to build one a byte larger.
 func chooseFilter(f *manifest.FileMetadata, s tableFilterState, bits, slack float64) tablePlan {
-	if s.heldBits > 0 && math.Abs(s.heldBits-bits) <= slack {
-		if s.heldBuilt {
-			return tablePlan{bits: s.heldBits, hold: holdBuilt, bytes: s.heldBytes}
-		}
+	ownSlack := slack + 8/float64(max(f.NumEntries, 1))
+	switch {
+	case s.heldBits > 0 && s.heldBuilt && math.Abs(s.heldBits-bits) <= slack:
+		return tablePlan{bits: s.heldBits, hold: holdBuilt, bytes: s.heldBytes}
+	case s.heldBits > 0 && !s.heldBuilt && math.Abs(s.heldBits-bits) <= ownSlack:
 		return tablePlan{bits: bits, hold: holdOwn, bytes: int64(f.FilterBytes)}
 	}
-	if own := ownBits(f, s.blocks, s.perBlock); s.ownUsable && math.Abs(own-bits) <= slack {
+	if own := ownBits(f, s.blocks, s.perBlock); s.ownUsable && math.Abs(own-bits) <= ownSlack {
 		return tablePlan{bits: bits, hold: holdOwn, bytes: int64(f.FilterBytes)}
 	}
 	return builtPlan(f, s, bits)

@@ -296,3 +296,44 @@ func TestFilterLoadSlack_Cost(t *testing.T) {
 		t.Fatalf("%d bit counts checked", checked)
 	}
 }
+
+// TestChooseFilter_OwnToTheByte: a table of 30 entries whose own filter,
+// written at 16 bits per key, takes 59 bytes of filters (one below the
+// 60 a filter built at 16 is estimated to take) keeps it under a plan of 16 bits,
+// held or not: its bits are measured to the byte (8/30 of a bit per key
+// here, more than filterBitsSlack), and building one a byte larger reads
+// the whole table. Under the loose cap of
+// TestFilterCap_LooseCapBuildsNothing such a table was rebuilt. One whose
+// own filter is a byte's bits and more off is still rebuilt, and a built
+// filter held keeps the plain slack.
+func TestChooseFilter_OwnToTheByte(t *testing.T) {
+	s := tableFilterState{blocks: 1, perBlock: 0, ownUsable: true}
+	f := &manifest.FileMetadata{NumEntries: 30, FilterBytes: uint64(filterOverhead(s.blocks, s.perBlock) + 59), Size: 900}
+	own := ownBits(f, s.blocks, s.perBlock)
+	if d := 16 - own; d <= filterBitsSlack || d > filterBitsSlack+8.0/30 {
+		t.Fatalf("own filter at %.3f bits per key: want it a byte's bits at most, but more than the slack, below 16", own)
+	}
+	if p := chooseFilter(f, s, 16, filterBitsSlack); p.hold != holdOwn {
+		t.Fatalf("not held: plan %+v, want its own filter", p)
+	}
+	held := s
+	held.heldBits, held.heldBytes = own, int64(f.FilterBytes)
+	if p := chooseFilter(f, held, 16, filterBitsSlack); p.hold != holdOwn {
+		t.Fatalf("held: plan %+v, want its own filter", p)
+	}
+	// Nor does spending the room a loose cap leaves build it one a byte
+	// larger.
+	plans := map[base.FileNum]tablePlan{f.FileNum: chooseFilter(f, s, 16, filterBitsSlack)}
+	spendRoom(plans, []planCandidate{{f: f, plan: plans[f.FileNum]}}, 1<<20, map[base.FileNum]tableFilterState{f.FileNum: s}, filterBitsSlack)
+	if p := plans[f.FileNum]; p.hold != holdOwn {
+		t.Fatalf("room spent: plan %+v, want its own filter", p)
+	}
+	if p := chooseFilter(f, s, own+filterBitsSlack+8.0/30+0.01, filterBitsSlack); p.hold != holdBuilt {
+		t.Fatalf("a byte's bits and the slack off: plan %+v, want one built", p)
+	}
+	built := tableFilterState{blocks: 1, heldBits: 15.7, heldBytes: int64(f.FilterBytes), heldBuilt: true, ownUsable: true}
+	f.FilterBytes = 200 // its own far off, so that only the built one could be kept
+	if p := chooseFilter(f, built, 16, filterBitsSlack); p.hold != holdBuilt || p.bits != 16 {
+		t.Fatalf("built at 15.7 held, plan of 16: %+v, want one built at 16", p)
+	}
+}
