@@ -321,10 +321,7 @@ func (l *walWriter) syncOut() error {
 	// A WAL removed while open (its directory deleted, say) syncs
 	// without error into a file no Open will find: a sync that
 	// acknowledged writes into it would lose them silently.
-	switch gone, err := unlinked(l.file); {
-	case err != nil:
-		return fmt.Errorf("kv: syncing WAL %s: checking it is still in the store: %w", l.name, err)
-	case gone:
+	if unlinked(l.file) {
 		return fmt.Errorf("kv: syncing WAL %s: %w", l.name, errWALRemoved)
 	}
 	return nil
