@@ -3,7 +3,6 @@
 package kv_test
 
 import (
-	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -102,31 +101,6 @@ func TestOpen_TwiceAfterLockRemoved(t *testing.T) {
 	must(t, db.Set([]byte("k"), []byte("v"), kv.Sync))
 	must(t, db.Close())
 	checkDir(t, vfs.Default, link, map[string]string{"k": "v"}, "reopened through the link")
-}
-
-// TestDB_DirRemovedWhileOpen removes the store's directory while the
-// store is open: a Sync write, whose WAL file is then in no directory,
-// fails rather than being acknowledged into a file no Open will find,
-// later writes fail too, and Close reports the failure without a panic.
-func TestDB_DirRemovedWhileOpen(t *testing.T) {
-	for _, bg := range []bool{false, true} {
-		t.Run(fmt.Sprintf("BackgroundWALWrites=%v", bg), func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "db")
-			db, err := kv.Open(path, &kv.Options{FS: vfs.Default, BackgroundWALWrites: bg})
-			must(t, err)
-			must(t, db.Set([]byte("a"), []byte("1"), kv.Sync))
-			must(t, os.RemoveAll(path))
-			if err := db.Set([]byte("b"), []byte("2"), kv.Sync); err == nil {
-				t.Fatal("Sync write into a removed store acknowledged")
-			}
-			if err := db.Set([]byte("c"), []byte("3"), kv.NoSync); err == nil {
-				t.Fatal("write after a failed Sync write acknowledged")
-			}
-			if err := db.Close(); err == nil {
-				t.Fatal("Close of a removed store reported nothing")
-			}
-		})
-	}
 }
 
 // otherDeviceDir returns a new directory on /dev/shm, removed at the

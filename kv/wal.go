@@ -296,10 +296,6 @@ func (l *walWriter) writing(err error) error {
 	return nil
 }
 
-// errWALRemoved reports a WAL removed while the store had it open (see
-// unlinked).
-var errWALRemoved = errors.New("kv: WAL removed while open (its directory deleted?): its writes are in no file of the store")
-
 // syncOut syncs the file, once the flusher, if any, has written every
 // byte handed to it, zero-filling ahead of the writes first (see
 // walPreallocWriter). Only the sink's syncer of the moment calls it; the
@@ -317,12 +313,6 @@ func (l *walWriter) syncOut() error {
 	}
 	if err := l.file.SyncData(); err != nil {
 		return fmt.Errorf("kv: syncing WAL %s: %w", l.name, err)
-	}
-	// A WAL removed while open (its directory deleted, say) syncs
-	// without error into a file no Open will find: a sync that
-	// acknowledged writes into it would lose them silently.
-	if unlinked(l.file) {
-		return fmt.Errorf("kv: syncing WAL %s: %w", l.name, errWALRemoved)
 	}
 	return nil
 }
