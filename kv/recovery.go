@@ -81,9 +81,8 @@ func (d *DB) recover() error {
 	}
 	for _, name := range names {
 		if _, n, ok := base.ParseFilename(name); ok {
-			if n >= maxFileNum {
-				return base.CorruptionErrorf("kv: %s: offset 0: numbered %d, past any number a store allocates (the counter would wrap around to reuse numbers)",
-					name, uint64(n))
+			if err := checkFileNum(name+": offset 0", "numbered", n); err != nil {
+				return err
 			}
 			vs.markFileNumUsed(n)
 		}

@@ -346,9 +346,9 @@ func (vs *versionSet) replayEdit(b *manifest.Builder, rec []byte, where recordPo
 		return fmt.Errorf("kv: invalid options: Options.Comparer %q: %s: the store was written with comparer %q, not %q, and must be opened with it",
 			vs.d.cmp.Name, where, e.ComparerName, vs.d.cmp.Name)
 	}
-	if what, n := maxEditFileNum(e); n >= maxFileNum {
-		return base.CorruptionErrorf("kv: %s: %s %d, past any number a store allocates (the counter would wrap around to reuse numbers)",
-			where, what, uint64(n))
+	what, n := maxEditFileNum(e)
+	if err := checkFileNum(where, what, n); err != nil {
+		return err
 	}
 	if err := b.Accumulate(e); err != nil {
 		return base.CorruptionErrorf("kv: %s: %w", where, err)
@@ -364,6 +364,17 @@ func (vs *versionSet) replayEdit(b *manifest.Builder, rec []byte, where recordPo
 		vs.markFileNumUsed(nf.Meta.FileNum)
 	}
 	return nil
+}
+
+// checkFileNum reports, as corruption at where (a file, or a record's
+// position, as %s prints it), a file number n (what names it) at or above
+// maxFileNum.
+func checkFileNum(where any, what string, n base.FileNum) error {
+	if n < maxFileNum {
+		return nil
+	}
+	return base.CorruptionErrorf("kv: %s: %s %d, past any number a store allocates (the counter would wrap around to reuse numbers)",
+		where, what, uint64(n))
 }
 
 // maxEditFileNum returns the largest file number edit e names, and what

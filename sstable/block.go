@@ -22,7 +22,7 @@ type blockWriter struct {
 // 32-bit offsets. A data block, cut at WriterOptions.BlockSize (at most
 // MaxBlockSize) with entries of at most maxEntrySize, stays under it; the
 // index and range-deletion blocks, each one block whatever the table
-// holds, are held to it by the Writer (blockRoom).
+// holds, are held to it by the Writer (Writer.indexRoom, AddRangeDel).
 const maxBlockLen = math.MaxUint32
 
 // entryRoom is the most bytes add appends for an entry of key and value:
