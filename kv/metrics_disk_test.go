@@ -522,10 +522,7 @@ func (c *diskCheck) levels() {
 		}
 		flushes++
 		want[0].BytesIn += end.InputBytes
-		for _, o := range end.Output {
-			c.checkSize(fmt.Sprintf("flush job %d", job), o)
-			want[0].BytesFlushed += int64(o.Size)
-		}
+		want[0].BytesFlushed += c.checkSizes(fmt.Sprintf("flush job %d", job), end.Output)
 	}
 	for job, evs := range c.ev.compacts {
 		if len(evs) != 2 || evs[0].Done || !evs[1].Done {
@@ -543,20 +540,12 @@ func (c *diskCheck) levels() {
 		}
 		compactions++
 		w.Compactions++
-		var in int64
-		for _, i := range end.Input {
-			c.checkSize(fmt.Sprintf("compaction job %d input", job), i)
-			in += int64(i.Size)
-		}
+		in := c.checkSizes(fmt.Sprintf("compaction job %d input", job), end.Input)
 		if in != end.InputBytes {
 			c.errorf("compaction job %d: InputBytes %d, its inputs' sizes sum to %d", job, end.InputBytes, in)
 		}
 		w.BytesRead += in
-		var out int64
-		for _, o := range end.Output {
-			c.checkSize(fmt.Sprintf("compaction job %d", job), o)
-			out += int64(o.Size)
-		}
+		out := c.checkSizes(fmt.Sprintf("compaction job %d", job), end.Output)
 		if out != end.OutputBytes {
 			c.errorf("compaction job %d: OutputBytes %d, its outputs' sizes sum to %d", job, end.OutputBytes, out)
 		}
@@ -577,6 +566,18 @@ func (c *diskCheck) levels() {
 		c.errorf("Flush.Count %d, Compact.Count %d; events: %d flushes, %d compactions",
 			c.m.Flush.Count, c.m.Compact.Count, flushes, compactions)
 	}
+}
+
+// checkSizes checks each of tables as checkSize does and returns the sum
+// of their sizes.
+func (c *diskCheck) checkSizes(what string, tables []TableInfo) int64 {
+	c.t.Helper()
+	var sum int64
+	for _, t := range tables {
+		c.checkSize(what, t)
+		sum += int64(t.Size)
+	}
+	return sum
 }
 
 // checkSize checks that table t's size is the bytes written to its file,
