@@ -191,11 +191,11 @@ func spendRoom(plans map[base.FileNum]tablePlan, cands []planCandidate, room int
 		// built before) is built one only for the bytes of the slack that
 		// kept it there, or more: building reads the whole table.
 		gain := int64(1)
-		if keeps(p, s) {
+		switch {
+		case p.hold == holdOwn:
+			gain = nominalBytes(int64(c.f.NumEntries), ownSlack(c.f, slack))
+		case keeps(p, s):
 			gain = nominalBytes(int64(c.f.NumEntries), slack)
-			if p.hold == holdOwn {
-				gain++ // its bits are measured to the byte (see chooseFilter)
-			}
 		}
 		avail := room + p.bytes - filterOverhead(s.blocks, s.perBlock)
 		bits := min(capMaxBitsPerKey, floorBits(8*float64(avail)/float64(c.f.NumEntries)))
@@ -509,21 +509,27 @@ func filterOverhead(blocks int64, perBlock float64) int64 {
 	return int64(math.Ceil(perBlock*float64(blocks))) + filterTableOverhead
 }
 
+// ownSlack returns the slack for table f's own filter: a byte's bits
+// wider than slack, as its bits are measured from its bytes (ownBits), to
+// the byte, so that a small table written at some bits, whose filter
+// rounds to a byte below their estimate, is not read whole to build one
+// a byte larger.
+func ownSlack(f *manifest.FileMetadata, slack float64) float64 {
+	return slack + 8/float64(max(f.NumEntries, 1))
+}
+
 // chooseFilter returns the filter table f holds at bits per entry: the
-// one its Reader holds, or its own, if within slack of bits, else one
-// built at bits. The bits of its own filter are measured from its bytes
-// (ownBits), to the byte: for it the slack is a byte's bits wider, so
-// that a small table written at bits, whose filter rounds to a byte
-// below their estimate, is not read whole to build one a byte larger.
+// one its Reader holds, or its own, if within slack of bits (ownSlack for
+// its own), else one built at bits.
 func chooseFilter(f *manifest.FileMetadata, s tableFilterState, bits, slack float64) tablePlan {
-	ownSlack := slack + 8/float64(max(f.NumEntries, 1))
+	wider := ownSlack(f, slack)
 	switch {
 	case s.heldBits > 0 && s.heldBuilt && math.Abs(s.heldBits-bits) <= slack:
 		return tablePlan{bits: s.heldBits, hold: holdBuilt, bytes: s.heldBytes}
-	case s.heldBits > 0 && !s.heldBuilt && math.Abs(s.heldBits-bits) <= ownSlack:
+	case s.heldBits > 0 && !s.heldBuilt && math.Abs(s.heldBits-bits) <= wider:
 		return tablePlan{bits: bits, hold: holdOwn, bytes: int64(f.FilterBytes)}
 	}
-	if own := ownBits(f, s.blocks, s.perBlock); s.ownUsable && math.Abs(own-bits) <= ownSlack {
+	if own := ownBits(f, s.blocks, s.perBlock); s.ownUsable && math.Abs(own-bits) <= wider {
 		return tablePlan{bits: bits, hold: holdOwn, bytes: int64(f.FilterBytes)}
 	}
 	return builtPlan(f, s, bits)
